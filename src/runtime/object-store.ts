@@ -1,0 +1,194 @@
+/**
+ * The cache the reconcile reads instead of the API server, indexed by parent.
+ *
+ * Port of client-go's `cache.Store` plus the one part of `DeltaFIFO` worth keeping: `Replace()`
+ * with deletion synthesis, done store-side so it also survives a stream that reopens (a
+ * reflector-side diff cannot remember across a reopen). The parent index is the only index:
+ * reconciles ask "who belongs to this cell", never anything else.
+ */
+import { type Logger, silentLogger } from './logger.js';
+import type { KeyMap, ObjectKey, ParentKey, SourceEvent } from './source-event.js';
+
+export interface ObjectStoreOptions {
+  logger?: Logger;
+}
+
+/** Result of asking the key map about one object. */
+type Mapping = { mappable: true; parent: ParentKey } | { mappable: false };
+
+const UNMAPPABLE: Mapping = { mappable: false };
+
+export class ObjectStore<T> {
+  readonly #keyMap: KeyMap<T> | undefined;
+  readonly #logger: Logger;
+  readonly #objects = new Map<ObjectKey, T>();
+  readonly #parentOf = new Map<ObjectKey, ParentKey>();
+  readonly #members = new Map<ParentKey, Set<ObjectKey>>();
+
+  /**
+   * Without a `keyMap`, every object is its own parent: the store is then a plain keyed cache,
+   * which is what a controller over a real Kubernetes kind wants.
+   */
+  constructor(keyMap?: KeyMap<T>, options: ObjectStoreOptions = {}) {
+    this.#keyMap = keyMap;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Applies one event and returns the parents whose membership or members changed, so the caller
+   * can enqueue exactly those. Delivery is at-least-once: a relist re-affects every survivor.
+   */
+  apply(event: SourceEvent<T>): Set<ParentKey> {
+    const affected = new Set<ParentKey>();
+    switch (event?.type) {
+      case 'upsert':
+        this.#upsert(event.key, event.object, affected);
+        return affected;
+      case 'delete':
+        this.#delete(event.key, event.lastObject, 'lastObject' in event, affected);
+        return affected;
+      case 'replace':
+        this.#replace(event.objects, affected);
+        return affected;
+      default:
+        throw new TypeError(
+          `ObjectStore.apply: not a SourceEvent (type ${JSON.stringify((event as { type?: unknown } | null)?.type)}); expected upsert, delete or replace`,
+        );
+    }
+  }
+
+  /** Members of one parent, sorted by object key so that reconciles see a stable order. */
+  getByParent(parent: ParentKey): T[] {
+    const keys = this.#members.get(parent);
+    if (!keys) return [];
+    return [...keys].sort().map((key) => this.#objects.get(key) as T);
+  }
+
+  /** Parents with at least one member; a parent whose last member left is gone from here. */
+  parentKeys(): Set<ParentKey> {
+    return new Set(this.#members.keys());
+  }
+
+  has(key: ObjectKey): boolean {
+    return this.#objects.has(key);
+  }
+
+  get(key: ObjectKey): T | undefined {
+    return this.#objects.get(key);
+  }
+
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  #map(key: ObjectKey, object: T): Mapping {
+    if (!this.#keyMap) return { mappable: true, parent: key };
+    let parent: ParentKey | undefined;
+    try {
+      parent = this.#keyMap(object);
+    } catch (err) {
+      this.#logger.error({ err, key }, 'keyMap threw; the object cannot be attributed to a parent');
+      return UNMAPPABLE;
+    }
+    if (typeof parent !== 'string') return UNMAPPABLE;
+    return { mappable: true, parent };
+  }
+
+  #upsert(key: ObjectKey, object: T, affected: Set<ParentKey>): void {
+    const mapping = this.#map(key, object);
+    if (!mapping.mappable) {
+      // An object whose labels stop mapping leaves the parent it was under and re-drives it;
+      // keeping it would serve it under that parent forever.
+      const previous = this.#remove(key);
+      if (previous !== undefined) affected.add(previous);
+      return;
+    }
+    this.#store(key, object, mapping.parent, affected);
+  }
+
+  #store(key: ObjectKey, object: T, parent: ParentKey, affected: Set<ParentKey>): void {
+    const previous = this.#parentOf.get(key);
+    if (previous !== undefined && previous !== parent) {
+      this.#unlink(key, previous);
+      affected.add(previous);
+    }
+    this.#objects.set(key, object);
+    this.#parentOf.set(key, parent);
+    let members = this.#members.get(parent);
+    if (!members) {
+      members = new Set();
+      this.#members.set(parent, members);
+    }
+    members.add(key);
+    affected.add(parent);
+  }
+
+  #delete(
+    key: ObjectKey,
+    tombstone: T | undefined,
+    hasTombstone: boolean,
+    affected: Set<ParentKey>,
+  ): void {
+    const stored = this.#remove(key);
+    if (stored !== undefined) {
+      // The stored parent is the truth about where the object was; a disagreeing tombstone is not.
+      affected.add(stored);
+      return;
+    }
+    if (!this.#keyMap) {
+      // Without a key map the key is the parent, so even an unknown delete is attributable.
+      affected.add(key);
+      return;
+    }
+    if (hasTombstone && tombstone !== undefined) {
+      const mapping = this.#map(key, tombstone);
+      if (mapping.mappable) {
+        affected.add(mapping.parent);
+        return;
+      }
+    }
+    this.#logger.warn(
+      { key },
+      'delete of an unknown object without a mappable tombstone; no parent to re-drive',
+    );
+  }
+
+  #replace(objects: ReadonlyMap<ObjectKey, T>, affected: Set<ParentKey>): void {
+    if (!objects || typeof (objects as Map<ObjectKey, T>).forEach !== 'function') {
+      throw new TypeError(
+        'ObjectStore.apply: a replace event needs `objects` as a Map of key → object',
+      );
+    }
+    const listed = new Set<ObjectKey>();
+    for (const [key, object] of objects) {
+      const mapping = this.#map(key, object);
+      if (!mapping.mappable) continue; // one bad object never stops a relist
+      listed.add(key);
+      this.#store(key, object, mapping.parent, affected);
+    }
+    // Deletion synthesis: whatever we hold that the world no longer lists (or that became
+    // unmappable) is gone. Ghost cells would otherwise live forever.
+    for (const key of [...this.#objects.keys()]) {
+      if (listed.has(key)) continue;
+      const previous = this.#remove(key);
+      if (previous !== undefined) affected.add(previous);
+    }
+  }
+
+  /** Removes a stored object and returns the parent it was under, if it was stored. */
+  #remove(key: ObjectKey): ParentKey | undefined {
+    const parent = this.#parentOf.get(key);
+    if (parent === undefined) return undefined;
+    this.#unlink(key, parent);
+    this.#objects.delete(key);
+    this.#parentOf.delete(key);
+    return parent;
+  }
+
+  #unlink(key: ObjectKey, parent: ParentKey): void {
+    const members = this.#members.get(parent);
+    if (!members) return;
+    members.delete(key);
+    if (members.size === 0) this.#members.delete(parent);
+  }
+}

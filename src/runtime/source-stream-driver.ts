@@ -1,0 +1,195 @@
+/**
+ * Opens a source, pumps its events into the store, and reopens it whenever it ends or fails.
+ *
+ * Port of client-go's informer `Run`/`processLoop` with controller-runtime's `SyncingSource`
+ * shape (`run()` plus `waitForSync()`). Two rules carry the weight:
+ * - cache before notify: an event is applied to the store before its parents are handed on, so
+ *   whoever reacts never reads a state older than the event that woke it;
+ * - every stream opens with a `replace`: a stream that does not is broken and is reopened, since
+ *   without the whole world first, deletions missed while disconnected would never be noticed.
+ */
+import { abortReason, type Clock, realClock } from './clock.js';
+import { type Logger, silentLogger } from './logger.js';
+import type { ObjectStore } from './object-store.js';
+import type { ParentKey, Source, SourceEvent } from './source-event.js';
+
+export interface SourceStreamDriverOptions<T> {
+  source: Source<T>;
+  store: ObjectStore<T>;
+  /** Receives the parents an event affected: never empty, sorted in default string order. */
+  onAffected: (parents: ParentKey[]) => void;
+  /** Wait before reopening a stream that ended or failed. */
+  retryDelayMs: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** Why a stream was rejected before anything of it was applied. */
+export class StreamDidNotOpenWithReplaceError extends Error {
+  override readonly name = 'StreamDidNotOpenWithReplaceError';
+}
+
+export class SourceStreamDriver<T> {
+  readonly #source: Source<T>;
+  readonly #store: ObjectStore<T>;
+  readonly #onAffected: (parents: ParentKey[]) => void;
+  readonly #retryDelayMs: number;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  #synced = false;
+  #syncWaiters = new Set<() => void>();
+
+  constructor(options: SourceStreamDriverOptions<T>) {
+    if (typeof options.source !== 'function') {
+      throw new TypeError('SourceStreamDriver: source must be a function that opens a stream');
+    }
+    if (typeof options.onAffected !== 'function') {
+      throw new TypeError('SourceStreamDriver: onAffected must be a function');
+    }
+    if (!(Number.isFinite(options.retryDelayMs) && options.retryDelayMs >= 0)) {
+      throw new RangeError(
+        `SourceStreamDriver: retryDelayMs must be a non-negative finite number, got ${options.retryDelayMs}`,
+      );
+    }
+    this.#source = options.source;
+    this.#store = options.store;
+    this.#onAffected = options.onAffected;
+    this.#retryDelayMs = options.retryDelayMs;
+    this.#clock = options.clock ?? realClock;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /** True for good once the first `replace` has been applied. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** Resolves once the first `replace` has been applied; rejects if `signal` aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.#synced) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#syncWaiters.delete(wake);
+        reject(abortReason(signal as AbortSignal));
+      };
+      const wake = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.#syncWaiters.add(wake);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /**
+   * Runs until `signal` aborts: open, pump, close, wait, reopen. Never rejects; failures are
+   * logged and answered by reopening, because a fresh stream's `replace` repairs whatever the
+   * failed one missed.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.#pumpOneStream(signal);
+      if (signal.aborted) return;
+      try {
+        await this.#clock.sleep(this.#retryDelayMs, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  async #pumpOneStream(signal: AbortSignal): Promise<void> {
+    let iterator: AsyncIterator<SourceEvent<T>> | undefined;
+    let finishedByItself = false;
+    try {
+      iterator = this.#source()[Symbol.asyncIterator]();
+      let opened = false;
+      for (;;) {
+        const result = await nextOrAbort(iterator, signal);
+        if (result.done) {
+          finishedByItself = true;
+          this.#logger.warn({}, 'source stream ended; reopening');
+          return;
+        }
+        const event = result.value;
+        if (!opened && event?.type !== 'replace') {
+          throw new StreamDidNotOpenWithReplaceError(
+            `source stream opened with ${JSON.stringify(event?.type)} instead of a replace; reopening`,
+          );
+        }
+        opened = true;
+        this.#deliver(event);
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      this.#logger.warn({ err }, 'source stream failed; reopening');
+    } finally {
+      if (iterator && !finishedByItself) this.#close(iterator);
+    }
+  }
+
+  #deliver(event: SourceEvent<T>): void {
+    const affected = this.#store.apply(event);
+    if (affected.size > 0) {
+      try {
+        this.#onAffected([...affected].sort());
+      } catch (err) {
+        this.#logger.error(
+          { err },
+          'onAffected threw; the store is updated, the parents were not handed on',
+        );
+      }
+    }
+    if (event.type === 'replace' && !this.#synced) {
+      this.#synced = true;
+      const waiters = this.#syncWaiters;
+      this.#syncWaiters = new Set();
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /**
+   * Closes an abandoned stream without waiting on it: a `return()` that never settles must not
+   * hold up a reopen or a stop, and a close error must not mask the failure being handled.
+   */
+  #close(iterator: AsyncIterator<SourceEvent<T>>): void {
+    try {
+      const closing = iterator.return?.();
+      if (closing && typeof closing.then === 'function') {
+        closing.then(undefined, (err: unknown) =>
+          this.#logger.warn({ err }, 'closing the source stream failed'),
+        );
+      }
+    } catch (err) {
+      this.#logger.warn({ err }, 'closing the source stream failed');
+    }
+  }
+}
+
+/**
+ * `iterator.next()`, or a rejection as soon as `signal` aborts. The listener is removed after
+ * every event, so a long-lived stream accumulates nothing.
+ */
+function nextOrAbort<E>(
+  iterator: AsyncIterator<E>,
+  signal: AbortSignal,
+): Promise<IteratorResult<E>> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<IteratorResult<E>>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    Promise.resolve()
+      .then(() => iterator.next())
+      .then(
+        (result) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(result);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      );
+  });
+}
