@@ -1,0 +1,85 @@
+/**
+ * The service's reconcile: re-derive one cell from the store and publish it.
+ *
+ * Level-triggered: it gets only the parent key and reads the cell's members as they are now, so
+ * it neither knows nor cares which event (or resync, or manual POST) queued it, and running it
+ * twice publishes the same state once.
+ */
+import type { Pod } from '../kubernetes/pod.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { ParentKey } from '../runtime/source-event.js';
+import type { CellRegistry, CellTransition } from './cell-registry.js';
+import { type CellStateOptions, deriveCellState } from './cell-state.js';
+
+export interface CellReconcilerOptions extends CellStateOptions {
+  /** The cell's members as the store holds them now (`ReconcileLoop.getByParent`). */
+  members: (key: ParentKey) => readonly Pod[];
+  registry: CellRegistry;
+  logger?: Logger;
+  /** Called once per transition after it is logged (the service counts them in metrics). */
+  onTransition?: (transition: CellTransition) => void;
+}
+
+/** Logs one line per transition, with the cell's identity as structured fields. */
+export function logTransition(logger: Logger, transition: CellTransition): void {
+  if (transition.type === 'gone') {
+    const { last } = transition;
+    logger.info(
+      { cell: last.id, namespace: last.namespace, pool: last.pool, key: transition.key },
+      'cell gone',
+    );
+    return;
+  }
+  const { cell } = transition;
+  const fields = {
+    cell: cell.id,
+    namespace: cell.namespace,
+    pool: cell.pool,
+    generation: cell.generation,
+    members: cell.members.length,
+  };
+  switch (transition.type) {
+    case 'appeared':
+      logger.info(
+        {
+          ...fields,
+          alive: cell.alive,
+          ...(cell.alive ? {} : { reasons: cell.whyNotAlive.map((r) => r.message) }),
+        },
+        cell.alive ? 'cell appeared, alive' : 'cell appeared, not alive',
+      );
+      return;
+    case 'alive':
+      logger.info({ ...fields, address: cell.address }, 'cell alive');
+      return;
+    case 'not-alive':
+      logger.warn(
+        { ...fields, reasons: transition.reasons.map((r) => r.reason) },
+        `cell not alive: ${transition.reasons.map((r) => r.message).join('; ')}`,
+      );
+      return;
+    case 'generation-changed':
+      logger.info(
+        { ...fields, from: transition.from, to: transition.to },
+        'cell generation changed',
+      );
+      return;
+  }
+}
+
+export function createCellReconciler(
+  options: CellReconcilerOptions,
+): (key: ParentKey, signal: AbortSignal) => Promise<void> {
+  const { members, registry, onTransition } = options;
+  const logger = options.logger ?? silentLogger;
+  const stateOptions: CellStateOptions = { labels: options.labels, portName: options.portName };
+  return async (key, signal) => {
+    // A reconcile interrupted by shutdown publishes nothing rather than half a world.
+    signal.throwIfAborted();
+    const state = deriveCellState(key, members(key), stateOptions);
+    for (const transition of registry.publish(key, state)) {
+      logTransition(logger, transition);
+      onTransition?.(transition);
+    }
+  };
+}

@@ -1,0 +1,260 @@
+/**
+ * The reconciled cells, as the API serves them: written only by the reconcile, read by routes.
+ *
+ * It is the difference between "observed" (the store) and "acted on" (here): a cell appears,
+ * changes or disappears here only when a reconcile has run for it. It also owns the serialized
+ * bodies of the list endpoints, rebuilt at most once per change instead of once per request,
+ * because a router or a dashboard polls the list far more often than cells change.
+ */
+import type { ParentKey } from '../runtime/source-event.js';
+import type { CellState, NotAliveReason } from './cell-state.js';
+
+/** A published cell: its derived state plus when its alive state last flipped (or it appeared). */
+export interface Cell extends CellState {
+  /** Wall-clock ISO time of the last appear/alive/not-alive transition. */
+  lastTransitionTime: string;
+}
+
+/** What changed for one cell in one publish; the reconcile logs one line per item. */
+export type CellTransition =
+  | { type: 'appeared'; cell: Cell }
+  | { type: 'alive'; cell: Cell }
+  | { type: 'not-alive'; cell: Cell; reasons: NotAliveReason[] }
+  | { type: 'generation-changed'; cell: Cell; from: string; to: string }
+  | { type: 'gone'; key: ParentKey; last: Cell };
+
+export type CellTransitionType = CellTransition['type'];
+
+/** Every transition type, for pre-initialising counters and documenting the log lines. */
+export const CELL_TRANSITION_TYPES: readonly CellTransitionType[] = [
+  'appeared',
+  'alive',
+  'not-alive',
+  'generation-changed',
+  'gone',
+];
+
+/** A pool: the cells of one namespace sharing one pool label value. */
+export interface PoolSummary {
+  namespace: string;
+  name: string;
+  cells: number;
+  aliveCells: number;
+  pods: number;
+  /** Cell ids in order. */
+  cellIds: string[];
+}
+
+export interface CellFilter {
+  pool?: string;
+  alive?: boolean;
+  namespace?: string;
+}
+
+export interface CellRegistryOptions {
+  /** Wall clock (epoch ms) for `lastTransitionTime`; injected so tests are deterministic. */
+  wallClock?: () => number;
+  /**
+   * Fields every list body starts with, e.g. `{ source: 'simulated' }`: they are fixed for the
+   * process, so they are serialized into the cached bodies once.
+   */
+  envelope?: Readonly<Record<string, string | number | boolean>>;
+}
+
+/**
+ * How many distinct filtered list bodies are kept per registry version. The unfiltered list and a
+ * handful of `?pool=` filters are what pollers ask for; the bound keeps odd query mixes from
+ * growing memory without limit.
+ */
+export const MAX_CACHED_LIST_BODIES = 64;
+
+interface Entry {
+  cell: Cell;
+  /** `JSON.stringify(cell)`, kept so list bodies are concatenations, not re-serializations. */
+  json: string;
+}
+
+export class CellRegistry {
+  readonly #entries = new Map<ParentKey, Entry>();
+  readonly #byId = new Map<string, Set<ParentKey>>();
+  readonly #wallClock: () => number;
+  readonly #envelopeJson: string;
+  #version = 0;
+  #sortedKeys: ParentKey[] | undefined;
+  #listBodies = new Map<string, Buffer>();
+  #pools: PoolSummary[] | undefined;
+
+  constructor(options: CellRegistryOptions = {}) {
+    this.#wallClock = options.wallClock ?? Date.now;
+    const envelope = JSON.stringify(options.envelope ?? {});
+    // `{"source":"x"}` → `"source":"x",` so a body is `{` + envelope + `"count":…}`.
+    this.#envelopeJson = envelope === '{}' ? '' : `${envelope.slice(1, -1)},`;
+  }
+
+  /** Bumps on every change of any cell; equal versions mean equal bodies. */
+  get version(): number {
+    return this.#version;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * Publishes the state of `key` (`undefined`: the cell has no members and is removed) and returns
+   * what changed. Publishing an identical state changes nothing, so a resync costs no cache rebuild.
+   */
+  publish(key: ParentKey, state: CellState | undefined): CellTransition[] {
+    const previous = this.#entries.get(key);
+    if (state === undefined) {
+      if (!previous) return [];
+      this.#entries.delete(key);
+      const ids = this.#byId.get(previous.cell.id);
+      ids?.delete(key);
+      if (ids?.size === 0) this.#byId.delete(previous.cell.id);
+      this.#changed();
+      return [{ type: 'gone', key, last: previous.cell }];
+    }
+
+    const flipped = !previous || previous.cell.alive !== state.alive;
+    const lastTransitionTime = flipped
+      ? new Date(this.#wallClock()).toISOString()
+      : previous.cell.lastTransitionTime;
+    const cell: Cell = { ...state, lastTransitionTime };
+    const json = JSON.stringify(cell);
+    if (previous && previous.json === json) return [];
+
+    this.#entries.set(key, { cell, json });
+    if (!previous) {
+      let ids = this.#byId.get(cell.id);
+      if (!ids) {
+        ids = new Set();
+        this.#byId.set(cell.id, ids);
+      }
+      ids.add(key);
+    }
+    this.#changed();
+
+    if (!previous) return [{ type: 'appeared', cell }];
+    const transitions: CellTransition[] = [];
+    if (previous.cell.generation !== cell.generation) {
+      transitions.push({
+        type: 'generation-changed',
+        cell,
+        from: previous.cell.generation,
+        to: cell.generation,
+      });
+    }
+    if (flipped) {
+      transitions.push(
+        cell.alive
+          ? { type: 'alive', cell }
+          : { type: 'not-alive', cell, reasons: cell.whyNotAlive },
+      );
+    }
+    return transitions;
+  }
+
+  get(key: ParentKey): Cell | undefined {
+    return this.#entries.get(key)?.cell;
+  }
+
+  /** Every published cell's parent key, sorted. */
+  keys(): ParentKey[] {
+    this.#sortedKeys ??= [...this.#entries.keys()].sort();
+    return this.#sortedKeys;
+  }
+
+  /** Parent keys of the cells with this id, across namespaces (usually one). */
+  keysForId(id: string): ParentKey[] {
+    return [...(this.#byId.get(id) ?? [])].sort();
+  }
+
+  /** The serialized cell, as cached; the `/cells/{cell}` body is built around it. */
+  cellJson(key: ParentKey): string | undefined {
+    return this.#entries.get(key)?.json;
+  }
+
+  /** Cells matching `filter`, in key order. */
+  list(filter: CellFilter = {}): Cell[] {
+    return this.#matching(filter).map((key) => this.#entries.get(key)!.cell);
+  }
+
+  /**
+   * The list endpoint's whole body, `{…envelope, "count": n, "cells": [...]}`, as bytes cached
+   * until the next change: the hot path of a poller is a map lookup and a socket write.
+   */
+  listBody(filter: CellFilter = {}): Buffer {
+    const cacheKey = `${filter.namespace ?? '\0'}|${filter.pool ?? '\0'}|${filter.alive ?? '\0'}`;
+    const cached = this.#listBodies.get(cacheKey);
+    if (cached) return cached;
+    const keys = this.#matching(filter);
+    const parts = keys.map((key) => this.#entries.get(key)!.json);
+    const body = Buffer.from(
+      `{${this.#envelopeJson}"count":${keys.length},"cells":[${parts.join(',')}]}`,
+    );
+    if (this.#listBodies.size >= MAX_CACHED_LIST_BODIES) this.#listBodies.clear();
+    this.#listBodies.set(cacheKey, body);
+    return body;
+  }
+
+  /** Pools by namespace then name, with their counts. */
+  pools(): PoolSummary[] {
+    if (this.#pools) return this.#pools;
+    const byPool = new Map<string, PoolSummary>();
+    for (const key of this.keys()) {
+      const { cell } = this.#entries.get(key)!;
+      const poolKey = `${cell.namespace}/${cell.pool}`;
+      let pool = byPool.get(poolKey);
+      if (!pool) {
+        pool = {
+          namespace: cell.namespace,
+          name: cell.pool,
+          cells: 0,
+          aliveCells: 0,
+          pods: 0,
+          cellIds: [],
+        };
+        byPool.set(poolKey, pool);
+      }
+      pool.cells += 1;
+      if (cell.alive) pool.aliveCells += 1;
+      pool.pods += cell.members.length;
+      pool.cellIds.push(cell.id);
+    }
+    this.#pools = [...byPool.values()].sort((a, b) =>
+      a.namespace === b.namespace
+        ? a.name < b.name
+          ? -1
+          : a.name > b.name
+            ? 1
+            : 0
+        : a.namespace < b.namespace
+          ? -1
+          : 1,
+    );
+    return this.#pools;
+  }
+
+  #matching(filter: CellFilter): ParentKey[] {
+    const keys = this.keys();
+    if (filter.pool === undefined && filter.alive === undefined && filter.namespace === undefined) {
+      return keys;
+    }
+    return keys.filter((key) => {
+      const { cell } = this.#entries.get(key)!;
+      return (
+        (filter.pool === undefined || cell.pool === filter.pool) &&
+        (filter.alive === undefined || cell.alive === filter.alive) &&
+        (filter.namespace === undefined || cell.namespace === filter.namespace)
+      );
+    });
+  }
+
+  #changed(): void {
+    this.#version += 1;
+    this.#sortedKeys = undefined;
+    this.#pools = undefined;
+    this.#listBodies = new Map();
+  }
+}

@@ -1,0 +1,266 @@
+/**
+ * A cell's state, derived only from its member pods as the store holds them: pure functions, so
+ * every rule (alive, why not, generation, address) is tested without a loop, a clock or a cluster,
+ * and a reconcile that runs twice on the same members publishes the same state (idempotence).
+ */
+import { createHash } from 'node:crypto';
+import type { Pod } from '../kubernetes/pod.js';
+import type { ParentKey } from '../runtime/source-event.js';
+import { parseIndex, splitParentKey } from './cell-key.js';
+import type { PoolLabels } from './labels.js';
+
+/** One pod of a cell, as the API shows it. `null` rather than absent, so every field is always there. */
+export interface CellMember {
+  name: string;
+  uid: string;
+  phase: string | null;
+  /** The pod's `Ready` condition is `True`: the kubelet's readiness probe verdict. */
+  ready: boolean;
+  podIP: string | null;
+  /** Sum of the containers' restart counts. */
+  restarts: number;
+  /** A deletion timestamp is set: the pod is terminating and must not take new work. */
+  deleting: boolean;
+  /** Position in the cell; `null` when the label is present but unreadable. */
+  workerIndex: number | null;
+  node: string | null;
+}
+
+/** Machine-readable reason codes, one per rule that keeps a cell from being alive. */
+export type NotAliveReasonCode =
+  | 'PodsNotReady'
+  | 'PodsDeleting'
+  | 'IndicesMissing'
+  | 'IndicesUnexpected'
+  | 'IndicesDuplicated'
+  | 'WorkerIndexInvalid'
+  | 'SizeInvalid';
+
+/** One reason a cell is not alive: a code for alerts, a sentence for people, and what it is about. */
+export interface NotAliveReason {
+  reason: NotAliveReasonCode;
+  message: string;
+  pods?: string[];
+  indices?: number[];
+}
+
+export interface CellState {
+  /** The loop's parent key, `namespace/id`. */
+  key: ParentKey;
+  namespace: string;
+  pool: string;
+  id: string;
+  /** Pods a complete cell has, from the size annotation; `null` when the cell does not say. */
+  size: number | null;
+  alive: boolean;
+  /** Empty exactly when `alive`. */
+  whyNotAlive: NotAliveReason[];
+  /** Changes whenever a consumer must reconnect: a replaced pod, a restart, a pod terminating. */
+  generation: string;
+  /** Name of the worker-index-0 pod, the one clients talk to. */
+  leader: string | null;
+  /** `leaderIP:port` of the container port named by `--port-name`; `null` until both are known. */
+  address: string | null;
+  /** In worker-index order (unreadable indices last), then by name. */
+  members: CellMember[];
+}
+
+export interface CellStateOptions {
+  labels: PoolLabels;
+  /** Name of the leader's container port that forms the address. */
+  portName: string;
+}
+
+/** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */
+export const GENERATION_HEX_LENGTH = 16;
+
+/** Reads the pod's `Ready` condition the way kubectl and endpoint controllers do. */
+function isReady(pod: Pod): boolean {
+  return pod.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** The member view of one pod; also what `/api/v1/store?objects=true` shows per pod. */
+export function memberOf(pod: Pod, labels: PoolLabels): CellMember {
+  const rawIndex = pod.metadata.labels[labels.workerIndex];
+  // The schema's defaults for an absent spec/status omit these keys, hence the widening.
+  const status: { phase?: string; podIP?: string; conditions: unknown } = pod.status;
+  const spec: { nodeName?: string; containers: unknown } = pod.spec;
+  return {
+    name: pod.metadata.name,
+    uid: pod.metadata.uid,
+    phase: status.phase ?? null,
+    ready: isReady(pod),
+    podIP: status.podIP ?? null,
+    restarts: pod.status.containerStatuses.reduce((sum, c) => sum + c.restartCount, 0),
+    deleting: pod.metadata.deletionTimestamp !== undefined,
+    // Absent means 0: a one-pod cell (or a workload without the label) is its own leader.
+    workerIndex: rawIndex === undefined ? 0 : (parseIndex(rawIndex) ?? null),
+    node: spec.nodeName ?? null,
+  };
+}
+
+function byWorkerIndex(a: CellMember, b: CellMember): number {
+  const ai = a.workerIndex ?? Number.POSITIVE_INFINITY;
+  const bi = b.workerIndex ?? Number.POSITIVE_INFINITY;
+  if (ai !== bi) return ai < bi ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/**
+ * 16 hex of sha256 over `name:uid:restarts:deleting`, one line per member in worker-index order.
+ * Readiness is deliberately left out: a readiness blip is not a new process, but a new uid, a
+ * container restart or the start of a termination each mean in-memory state (KV cache, NCCL
+ * communicators) is gone, so consumers holding connections must redo them.
+ */
+export function cellGeneration(members: readonly CellMember[]): string {
+  const text = members.map((m) => `${m.name}:${m.uid}:${m.restarts}:${m.deleting}`).join('\n');
+  return createHash('sha256').update(text).digest('hex').slice(0, GENERATION_HEX_LENGTH);
+}
+
+/** `ip:port`, with IPv6 addresses bracketed so the result is always a valid URL authority. */
+export function formatAddress(ip: string, port: number): string {
+  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+/** The first container port called `portName` across the pod's containers. */
+function namedPort(pod: Pod, portName: string): number | undefined {
+  for (const container of pod.spec.containers) {
+    for (const port of container.ports) {
+      if (port.name === portName) return port.containerPort;
+    }
+  }
+  return undefined;
+}
+
+/** A positive integer annotation value, or `undefined`. */
+function parseSize(value: string): number | undefined {
+  const size = parseIndex(value);
+  return size !== undefined && size > 0 ? size : undefined;
+}
+
+/** `a, b and c` for messages. */
+function listOf(items: readonly (string | number)[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/**
+ * The state of the cell `key` given its members; `undefined` when it has none (the cell is gone).
+ *
+ * Alive means: every member Ready, none deleting, every worker index readable, and, when the
+ * cell declares a size, the worker indices are exactly 0..size−1 (no gap, no extra, no duplicate).
+ * Each rule that fails adds one reason, so a user sees every problem at once.
+ */
+export function deriveCellState(
+  key: ParentKey,
+  pods: readonly Pod[],
+  options: CellStateOptions,
+): CellState | undefined {
+  if (pods.length === 0) return undefined;
+  const { labels, portName } = options;
+  const entries = pods.map((pod) => ({ pod, member: memberOf(pod, labels) }));
+  entries.sort((a, b) => byWorkerIndex(a.member, b.member));
+  const members = entries.map((e) => e.member);
+
+  const leaderEntry = entries.find((e) => e.member.workerIndex === 0);
+  const reference = (leaderEntry ?? entries[0])!.pod;
+  const { namespace, id } = splitParentKey(key);
+  const pool = reference.metadata.labels[labels.pool] ?? '';
+
+  const whyNotAlive: NotAliveReason[] = [];
+  const notReady = members.filter((m) => !m.ready).map((m) => m.name);
+  if (notReady.length > 0) {
+    whyNotAlive.push({
+      reason: 'PodsNotReady',
+      message: `${listOf(notReady)} ${notReady.length === 1 ? 'is' : 'are'} not ready`,
+      pods: notReady,
+    });
+  }
+  const deleting = members.filter((m) => m.deleting).map((m) => m.name);
+  if (deleting.length > 0) {
+    whyNotAlive.push({
+      reason: 'PodsDeleting',
+      message: `${listOf(deleting)} ${deleting.length === 1 ? 'is' : 'are'} terminating`,
+      pods: deleting,
+    });
+  }
+  const badIndex = members.filter((m) => m.workerIndex === null).map((m) => m.name);
+  if (badIndex.length > 0) {
+    whyNotAlive.push({
+      reason: 'WorkerIndexInvalid',
+      message: `${listOf(badIndex)} ${badIndex.length === 1 ? 'has' : 'have'} an unreadable ${labels.workerIndex} label`,
+      pods: badIndex,
+    });
+  }
+
+  // The leader's annotation wins: LWS stamps the same size on every pod of a group.
+  const sizeSource =
+    leaderEntry?.pod ?? entries.find((e) => labels.cellSize in e.pod.metadata.annotations)?.pod;
+  const rawSize = sizeSource?.metadata.annotations[labels.cellSize];
+  let size: number | null = null;
+  if (rawSize !== undefined) {
+    const parsed = parseSize(rawSize);
+    if (parsed === undefined) {
+      whyNotAlive.push({
+        reason: 'SizeInvalid',
+        message: `annotation ${labels.cellSize}=${JSON.stringify(rawSize)} is not a positive integer`,
+      });
+    } else {
+      size = parsed;
+    }
+  }
+  if (size !== null) {
+    const seen = new Map<number, number>();
+    for (const m of members) {
+      if (m.workerIndex !== null) seen.set(m.workerIndex, (seen.get(m.workerIndex) ?? 0) + 1);
+    }
+    const missing: number[] = [];
+    for (let i = 0; i < size; i += 1) if (!seen.has(i)) missing.push(i);
+    const unexpected = [...seen.keys()].filter((i) => i >= size).sort((a, b) => a - b);
+    const duplicated = [...seen.entries()]
+      .filter(([, count]) => count > 1)
+      .map(([i]) => i)
+      .sort((a, b) => a - b);
+    if (missing.length > 0) {
+      whyNotAlive.push({
+        reason: 'IndicesMissing',
+        message: `worker ${missing.length === 1 ? 'index' : 'indices'} ${listOf(missing)} of ${size} ${missing.length === 1 ? 'is' : 'are'} missing`,
+        indices: missing,
+      });
+    }
+    if (unexpected.length > 0) {
+      whyNotAlive.push({
+        reason: 'IndicesUnexpected',
+        message: `worker ${unexpected.length === 1 ? 'index' : 'indices'} ${listOf(unexpected)} ${unexpected.length === 1 ? 'is' : 'are'} beyond the cell size ${size}`,
+        indices: unexpected,
+      });
+    }
+    if (duplicated.length > 0) {
+      whyNotAlive.push({
+        reason: 'IndicesDuplicated',
+        message: `worker ${duplicated.length === 1 ? 'index' : 'indices'} ${listOf(duplicated)} ${duplicated.length === 1 ? 'is' : 'are'} held by more than one pod`,
+        indices: duplicated,
+      });
+    }
+  }
+
+  let address: string | null = null;
+  if (leaderEntry?.member.podIP) {
+    const port = namedPort(leaderEntry.pod, portName);
+    if (port !== undefined) address = formatAddress(leaderEntry.member.podIP, port);
+  }
+
+  return {
+    key,
+    namespace,
+    pool,
+    id,
+    size,
+    alive: whyNotAlive.length === 0,
+    whyNotAlive,
+    generation: cellGeneration(members),
+    leader: leaderEntry?.member.name ?? null,
+    address,
+    members,
+  };
+}

@@ -1,0 +1,268 @@
+/**
+ * An in-process `Source<Pod>` that plays a scripted, repeating story (see simulated-story.ts):
+ * what `--source simulated` runs, so the service can be tried, demonstrated and benchmarked
+ * without a cluster, through exactly the same store, queue and reconcile as the real source.
+ *
+ * Like the reflector it stands in for, every stream opens with a `replace` of the whole world,
+ * and opening a stream supersedes the previous one (the loop only ever reads one): the story
+ * advances only through the newest stream, so a reopened stream resumes the story instead of
+ * replaying it twice. All waiting goes through the injected `Clock`.
+ */
+import type { Pod } from '../kubernetes/pod.js';
+import type { ReflectorStats } from '../kubernetes/reflector-stats.js';
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { Source, SourceEvent } from '../runtime/source-event.js';
+import { DEFAULT_PORT_NAME, LWS_LABELS, type PoolLabels } from './labels.js';
+import type { PodSource } from './pod-source.js';
+import { createStory, DEFAULT_SIMULATED_POOLS, type Story } from './simulated-story.js';
+import { type SimulatedPoolSpec, SimulatedWorld, type WorldChange } from './simulated-world.js';
+
+/** One story step every 3 s: slow enough to follow with `watch curl`, fast enough to see a cycle in a minute. */
+export const DEFAULT_STEP_INTERVAL_MS = 3_000;
+
+/** The namespace simulated pods live in unless `--namespace` names one. */
+export const DEFAULT_SIMULATED_NAMESPACE = 'default';
+
+export interface SimulatedPodSourceOptions {
+  clock?: Clock;
+  /** Epoch ms for pod timestamps and the stats' wall-clock fields. */
+  wallClock?: () => number;
+  labels?: PoolLabels;
+  namespace?: string;
+  portName?: string;
+  pools?: readonly SimulatedPoolSpec[];
+  /**
+   * `true` (default): play the story, starting from unscheduled pods. `false`: a static world of
+   * ready cells that changes only through `relist()` (benchmarks, large worlds).
+   */
+  story?: boolean;
+  stepIntervalMs?: number;
+  logger?: Logger;
+}
+
+/** Mutable counters in ReflectorStats' shape. */
+interface Counters {
+  lists: number;
+  relists: number;
+  watchOpens: number;
+  events: Record<string, number>;
+  lastEventAtMs?: number;
+  lastSyncAtMs?: number;
+}
+
+export class SimulatedPodSource implements PodSource {
+  readonly source: Source<Pod>;
+  readonly #world: SimulatedWorld;
+  readonly #story: Story | undefined;
+  readonly #clock: Clock;
+  readonly #wallClock: () => number;
+  readonly #stepIntervalMs: number;
+  readonly #logger: Logger;
+  readonly #counters: Counters = { lists: 0, relists: 0, watchOpens: 0, events: {} };
+  #step = 0;
+  #current: SimulatedStream | undefined;
+  #closed = false;
+
+  constructor(options: SimulatedPodSourceOptions = {}) {
+    this.#clock = options.clock ?? realClock;
+    this.#wallClock = options.wallClock ?? Date.now;
+    this.#logger = options.logger ?? silentLogger;
+    this.#stepIntervalMs = options.stepIntervalMs ?? DEFAULT_STEP_INTERVAL_MS;
+    if (!(this.#stepIntervalMs > 0) || !Number.isFinite(this.#stepIntervalMs)) {
+      throw new RangeError(`stepIntervalMs must be a positive number, got ${this.#stepIntervalMs}`);
+    }
+    this.#world = new SimulatedWorld({
+      labels: options.labels ?? LWS_LABELS,
+      namespace: options.namespace ?? DEFAULT_SIMULATED_NAMESPACE,
+      portName: options.portName ?? DEFAULT_PORT_NAME,
+      wallClock: this.#wallClock,
+    });
+    const pools = options.pools ?? DEFAULT_SIMULATED_POOLS;
+    if (options.story ?? true) {
+      this.#story = createStory(this.#world, pools);
+    } else {
+      for (const pool of pools) {
+        for (let group = 0; group < pool.cells; group += 1)
+          this.#world.createReadyCell(pool, group);
+      }
+    }
+    this.source = () => this.#open();
+  }
+
+  /** Pods in the simulated world now. */
+  get podCount(): number {
+    return this.#world.podCount;
+  }
+
+  /** The name of the story step that runs next (`undefined` without a story). */
+  get nextStep(): string | undefined {
+    if (!this.#story) return undefined;
+    const { intro, cycle } = this.#story;
+    return this.#step < intro.length
+      ? intro[this.#step]!.name
+      : cycle[(this.#step - intro.length) % cycle.length]!.name;
+  }
+
+  /**
+   * Makes the open stream deliver a fresh `replace` of the whole world now, as a reflector does
+   * after its cursor expires: the way to load the service with a relist on demand.
+   */
+  relist(): void {
+    this.#current?.requestRelist();
+  }
+
+  stats(): ReflectorStats {
+    const c = this.#counters;
+    const open = this.#current !== undefined;
+    return {
+      phase: this.#closed ? 'stopped' : open ? 'watching' : 'idle',
+      healthy: open && !this.#closed,
+      cursor: open ? String(this.#world.resourceVersion) : undefined,
+      lists: c.lists,
+      relists: c.relists > 0 ? { other: c.relists } : {},
+      watchOpens: c.watchOpens,
+      events: { ...c.events },
+      lastEventAtMs: c.lastEventAtMs,
+      lastSyncAtMs: c.lastSyncAtMs,
+      bytesDecoded: 0,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#current?.end();
+    this.#current = undefined;
+  }
+
+  #open(): AsyncIterable<SourceEvent<Pod>> {
+    if (this.#closed) throw new Error('the simulated source is closed');
+    this.#current?.end();
+    const stream = new SimulatedStream(this);
+    this.#current = stream;
+    this.#counters.watchOpens += 1;
+    return { [Symbol.asyncIterator]: () => stream };
+  }
+
+  // ----- used by SimulatedStream -----
+
+  /** @internal */ get clock(): Clock {
+    return this.#clock;
+  }
+
+  /** @internal */ get hasStory(): boolean {
+    return this.#story !== undefined;
+  }
+
+  /** @internal */ get stepIntervalMs(): number {
+    return this.#stepIntervalMs;
+  }
+
+  /** @internal A `replace` of the world now, counted as a LIST. */
+  snapshotEvent(isRelist: boolean): SourceEvent<Pod> {
+    this.#counters.lists += 1;
+    if (isRelist) this.#counters.relists += 1;
+    const now = this.#wallClock();
+    this.#counters.lastSyncAtMs = now;
+    this.#counters.lastEventAtMs = now;
+    return { type: 'replace', objects: this.#world.snapshot() };
+  }
+
+  /** @internal Runs the next story step; only the newest stream may. */
+  runStep(stream: SimulatedStream): WorldChange[] {
+    if (stream !== this.#current || !this.#story) return [];
+    const { intro, cycle } = this.#story;
+    const step =
+      this.#step < intro.length
+        ? intro[this.#step]!
+        : cycle[(this.#step - intro.length) % cycle.length]!;
+    this.#step += 1;
+    const changes = step.run();
+    this.#logger.debug({ step: step.name, events: changes.length }, 'simulation step');
+    return changes;
+  }
+
+  /** @internal Counts a delivered watch event. */
+  delivered(change: WorldChange): void {
+    const c = this.#counters;
+    c.events[change.type] = (c.events[change.type] ?? 0) + 1;
+    c.lastEventAtMs = this.#wallClock();
+  }
+
+  /** @internal */ streamEnded(stream: SimulatedStream): void {
+    if (this.#current === stream) this.#current = undefined;
+  }
+}
+
+/**
+ * One stream. Hand-written rather than an async generator: a generator suspended in a sleep
+ * cannot be interrupted by `return()`, and a stream must close (and cancel its timer) at once.
+ */
+class SimulatedStream implements AsyncIterator<SourceEvent<Pod>> {
+  readonly #owner: SimulatedPodSource;
+  readonly #pending: WorldChange[] = [];
+  #opened = false;
+  #ended = false;
+  #relistRequested = false;
+  /** Aborts the current sleep: on `end()` and on a relist request. */
+  #wake: AbortController | undefined;
+
+  constructor(owner: SimulatedPodSource) {
+    this.#owner = owner;
+  }
+
+  requestRelist(): void {
+    this.#relistRequested = true;
+    this.#wake?.abort();
+  }
+
+  end(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#pending.length = 0;
+    this.#wake?.abort();
+    this.#owner.streamEnded(this);
+  }
+
+  async next(): Promise<IteratorResult<SourceEvent<Pod>>> {
+    for (;;) {
+      if (this.#ended) return { done: true, value: undefined };
+      if (!this.#opened || this.#relistRequested) {
+        const isRelist = this.#opened;
+        this.#opened = true;
+        this.#relistRequested = false;
+        // A relist supersedes whatever single events were still waiting: the replace holds them.
+        this.#pending.length = 0;
+        return { done: false, value: this.#owner.snapshotEvent(isRelist) };
+      }
+      const change = this.#pending.shift();
+      if (change) {
+        this.#owner.delivered(change);
+        return { done: false, value: change.event };
+      }
+      const wake = new AbortController();
+      this.#wake = wake;
+      try {
+        if (this.#owner.hasStory) {
+          await this.#owner.clock.sleep(this.#owner.stepIntervalMs, wake.signal);
+        } else {
+          // No story: nothing happens until a relist request or the end.
+          await new Promise<void>((_, reject) =>
+            wake.signal.addEventListener('abort', () => reject(wake.signal.reason), { once: true }),
+          );
+        }
+      } catch {
+        continue; // woken: ended or asked to relist; the loop head decides which.
+      } finally {
+        this.#wake = undefined;
+      }
+      this.#pending.push(...this.#owner.runStep(this));
+    }
+  }
+
+  async return(): Promise<IteratorResult<SourceEvent<Pod>>> {
+    this.end();
+    return { done: true, value: undefined };
+  }
+}

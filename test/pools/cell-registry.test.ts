@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { CellRegistry, MAX_CACHED_LIST_BODIES } from '../../src/pools/cell-registry.js';
+import { type CellState, deriveCellState } from '../../src/pools/cell-state.js';
+import { LWS_LABELS } from '../../src/pools/labels.js';
+import { lwsPod } from '../support/lws-pod.js';
+
+const options = { labels: LWS_LABELS, portName: 'http' };
+
+function state(
+  group: number,
+  opts: { pool?: string; namespace?: string; ready?: boolean; uid?: string } = {},
+): CellState {
+  const pool = opts.pool ?? 'engine';
+  const namespace = opts.namespace ?? 'ns';
+  const pods = [0, 1].map((worker) =>
+    lwsPod({
+      pool,
+      namespace,
+      group,
+      worker,
+      size: 2,
+      ready: worker === 1 ? (opts.ready ?? true) : true,
+      ...(worker === 0 && opts.uid ? { uid: opts.uid } : {}),
+    }),
+  );
+  const id = `${pool}-${String(group).padStart(5, '0')}`;
+  return deriveCellState(`${namespace}/${id}`, pods, options)!;
+}
+
+function registry(): { reg: CellRegistry; tick: (ms: number) => void } {
+  let now = Date.parse('2025-06-01T00:00:00Z');
+  const reg = new CellRegistry({ wallClock: () => now, envelope: { source: 'simulated' } });
+  return { reg, tick: (ms) => (now += ms) };
+}
+
+describe('CellRegistry transitions', () => {
+  it('reports a new cell as appeared', () => {
+    const { reg } = registry();
+    const transitions = reg.publish('ns/engine-00000', state(0));
+    expect(transitions.map((t) => t.type)).toEqual(['appeared']);
+    expect(reg.get('ns/engine-00000')?.lastTransitionTime).toBe('2025-06-01T00:00:00.000Z');
+  });
+
+  it('reports alive and not-alive flips with the reasons, and stamps the flip time', () => {
+    const { reg, tick } = registry();
+    reg.publish('ns/engine-00000', state(0, { ready: false }));
+    tick(5_000);
+    expect(reg.publish('ns/engine-00000', state(0)).map((t) => t.type)).toEqual(['alive']);
+    expect(reg.get('ns/engine-00000')?.lastTransitionTime).toBe('2025-06-01T00:00:05.000Z');
+    const down = reg.publish('ns/engine-00000', state(0, { ready: false }));
+    expect(down).toMatchObject([
+      { type: 'not-alive', reasons: [{ reason: 'PodsNotReady', pods: ['engine-0-1'] }] },
+    ]);
+  });
+
+  it('reports a generation change separately from aliveness', () => {
+    const { reg } = registry();
+    const before = state(0);
+    reg.publish('ns/engine-00000', before);
+    const after = state(0, { uid: 'new-uid' });
+    expect(reg.publish('ns/engine-00000', after)).toMatchObject([
+      { type: 'generation-changed', from: before.generation, to: after.generation },
+    ]);
+  });
+
+  it('reports nothing and keeps its version when the same state is published again', () => {
+    const { reg, tick } = registry();
+    reg.publish('ns/engine-00000', state(0));
+    const version = reg.version;
+    tick(1_000);
+    expect(reg.publish('ns/engine-00000', state(0))).toEqual([]);
+    expect(reg.version).toBe(version);
+  });
+
+  it('removes a cell without members and reports it gone, once', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0));
+    expect(reg.publish('ns/engine-00000', undefined)).toMatchObject([
+      { type: 'gone', key: 'ns/engine-00000' },
+    ]);
+    expect(reg.get('ns/engine-00000')).toBeUndefined();
+    expect(reg.keysForId('engine-00000')).toEqual([]);
+    expect(reg.publish('ns/engine-00000', undefined)).toEqual([]);
+  });
+});
+
+describe('CellRegistry reads', () => {
+  it('lists cells in key order, filtered by pool, aliveness and namespace', () => {
+    const { reg } = registry();
+    reg.publish('ns/trainer-00000', state(0, { pool: 'trainer' }));
+    reg.publish('ns/engine-00001', state(1, { ready: false }));
+    reg.publish('ns/engine-00000', state(0));
+    reg.publish('other/engine-00000', state(0, { namespace: 'other' }));
+    expect(reg.list().map((c) => c.key)).toEqual([
+      'ns/engine-00000',
+      'ns/engine-00001',
+      'ns/trainer-00000',
+      'other/engine-00000',
+    ]);
+    expect(reg.list({ pool: 'engine', alive: true }).map((c) => c.key)).toEqual([
+      'ns/engine-00000',
+      'other/engine-00000',
+    ]);
+    expect(reg.list({ namespace: 'other' }).map((c) => c.key)).toEqual(['other/engine-00000']);
+    expect(reg.keysForId('engine-00000')).toEqual(['ns/engine-00000', 'other/engine-00000']);
+  });
+
+  it('serves the list body with the envelope and the cached cells, reusing it until a change', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0));
+    const body = reg.listBody();
+    const parsed = JSON.parse(body.toString());
+    expect(parsed).toMatchObject({ source: 'simulated', count: 1 });
+    expect(parsed.cells[0]).toEqual(reg.get('ns/engine-00000'));
+    expect(reg.listBody()).toBe(body);
+    reg.publish('ns/engine-00001', state(1));
+    expect(reg.listBody()).not.toBe(body);
+    expect(JSON.parse(reg.listBody().toString()).count).toBe(2);
+    expect(JSON.parse(reg.listBody({ alive: false }).toString())).toEqual({
+      source: 'simulated',
+      count: 0,
+      cells: [],
+    });
+  });
+
+  it('bounds the number of cached filtered bodies', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0));
+    for (let i = 0; i < MAX_CACHED_LIST_BODIES * 2; i += 1) reg.listBody({ pool: `p${i}` });
+    const first = reg.listBody({ pool: 'engine' });
+    expect(reg.listBody({ pool: 'engine' })).toBe(first);
+  });
+
+  it('summarises pools per namespace with cell, alive and pod counts', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0));
+    reg.publish('ns/engine-00001', state(1, { ready: false }));
+    reg.publish('ns/trainer-00000', state(0, { pool: 'trainer' }));
+    expect(reg.pools()).toEqual([
+      {
+        namespace: 'ns',
+        name: 'engine',
+        cells: 2,
+        aliveCells: 1,
+        pods: 4,
+        cellIds: ['engine-00000', 'engine-00001'],
+      },
+      {
+        namespace: 'ns',
+        name: 'trainer',
+        cells: 1,
+        aliveCells: 1,
+        pods: 2,
+        cellIds: ['trainer-00000'],
+      },
+    ]);
+  });
+});

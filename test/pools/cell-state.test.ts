@@ -1,0 +1,209 @@
+import { describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/kubernetes/pod.js';
+import { cellGeneration, deriveCellState, memberOf } from '../../src/pools/cell-state.js';
+import { LWS_LABELS } from '../../src/pools/labels.js';
+import { type LwsPodOptions, lwsPod } from '../support/lws-pod.js';
+
+const options = { labels: LWS_LABELS, portName: 'http' };
+const KEY = 'ns/engine-00000';
+
+/** A complete, healthy cell of `size` pods, with per-worker overrides. */
+function cell(size: number, overrides: Record<number, LwsPodOptions> = {}): Pod[] {
+  return Array.from({ length: size }, (_, worker) =>
+    lwsPod({ group: 0, worker, size, podIP: `10.0.0.${worker + 1}`, ...overrides[worker] }),
+  );
+}
+
+function derive(pods: Pod[]) {
+  const state = deriveCellState(KEY, pods, options);
+  if (!state) throw new Error('expected a state');
+  return state;
+}
+
+describe('cell state: alive', () => {
+  it('is alive when every member is ready, none deleting and indices cover 0..size-1', () => {
+    const state = derive(cell(4));
+    expect(state.alive).toBe(true);
+    expect(state.whyNotAlive).toEqual([]);
+    expect(state).toMatchObject({ namespace: 'ns', pool: 'engine', id: 'engine-00000', size: 4 });
+  });
+
+  it('is not alive while a member is not ready, and names it', () => {
+    const state = derive(cell(3, { 2: { ready: false } }));
+    expect(state.alive).toBe(false);
+    expect(state.whyNotAlive).toEqual([
+      { reason: 'PodsNotReady', message: 'engine-0-2 is not ready', pods: ['engine-0-2'] },
+    ]);
+  });
+
+  it('is not alive while a member is terminating, even if still ready', () => {
+    const state = derive(cell(2, { 0: { deleting: true } }));
+    expect(state.alive).toBe(false);
+    expect(state.whyNotAlive).toEqual([
+      { reason: 'PodsDeleting', message: 'engine-0 is terminating', pods: ['engine-0'] },
+    ]);
+  });
+
+  it('is not alive with a missing worker index, and says which', () => {
+    const pods = cell(4).filter((_, i) => i !== 1 && i !== 3);
+    const state = derive(pods);
+    expect(state.alive).toBe(false);
+    expect(state.whyNotAlive).toEqual([
+      {
+        reason: 'IndicesMissing',
+        message: 'worker indices 1 and 3 of 4 are missing',
+        indices: [1, 3],
+      },
+    ]);
+  });
+
+  it('is not alive with an index beyond the size or held twice', () => {
+    const pods = [
+      ...cell(2),
+      lwsPod({ group: 0, worker: 2, size: 2, name: 'extra' }),
+      lwsPod({ group: 0, worker: 1, size: 2, name: 'twin' }),
+    ];
+    const reasons = derive(pods).whyNotAlive.map((r) => [r.reason, r.indices]);
+    expect(reasons).toEqual([
+      ['IndicesUnexpected', [2]],
+      ['IndicesDuplicated', [1]],
+    ]);
+  });
+
+  it('reports every failing rule at once', () => {
+    const pods = cell(3, { 1: { ready: false, deleting: true } }).slice(0, 2);
+    expect(derive(pods).whyNotAlive.map((r) => r.reason)).toEqual([
+      'PodsNotReady',
+      'PodsDeleting',
+      'IndicesMissing',
+    ]);
+  });
+
+  it('checks no indices when the cell declares no size', () => {
+    const pods = [lwsPod({ group: 0, worker: 0 }), lwsPod({ group: 0, worker: 5 })];
+    const state = derive(pods);
+    expect(state.size).toBeNull();
+    expect(state.alive).toBe(true);
+  });
+
+  it('is not alive with an unreadable size annotation or worker index', () => {
+    expect(derive(cell(2, { 0: { size: 'two' } })).whyNotAlive.map((r) => r.reason)).toContain(
+      'SizeInvalid',
+    );
+    const bad = derive([
+      lwsPod({ group: 0, worker: 0 }),
+      lwsPod({ group: 0, worker: 'x', name: 'odd' }),
+    ]);
+    expect(bad.whyNotAlive).toEqual([
+      {
+        reason: 'WorkerIndexInvalid',
+        message: 'odd has an unreadable leaderworkerset.sigs.k8s.io/worker-index label',
+        pods: ['odd'],
+      },
+    ]);
+  });
+
+  it('reads an absent worker index as 0, so a one-pod cell is its own leader', () => {
+    const pod = lwsPod({ group: null, worker: null, name: 'solo', podIP: '10.1.1.1' });
+    const state = deriveCellState('ns/solo', [pod], options);
+    expect(state?.alive).toBe(true);
+    expect(state?.leader).toBe('solo');
+    expect(state?.members[0]?.workerIndex).toBe(0);
+    expect(state?.address).toBe('10.1.1.1:30000');
+  });
+
+  it('has no state when the cell has no members', () => {
+    expect(deriveCellState(KEY, [], options)).toBeUndefined();
+  });
+});
+
+describe('cell state: members', () => {
+  it('shows each member in worker-index order with its pod facts', () => {
+    const pods = cell(2, { 1: { restarts: [2, 1], node: 'node-b', phase: 'Running' } }).reverse();
+    const state = derive(pods);
+    expect(state.members.map((m) => m.name)).toEqual(['engine-0', 'engine-0-1']);
+    expect(state.members[1]).toEqual({
+      name: 'engine-0-1',
+      uid: 'uid-engine-0-1',
+      phase: 'Running',
+      ready: true,
+      podIP: '10.0.0.2',
+      restarts: 3,
+      deleting: false,
+      workerIndex: 1,
+      node: 'node-b',
+    });
+  });
+
+  it('shows a pod not yet scheduled with nulls, not missing fields', () => {
+    const member = memberOf(lwsPod({ podIP: null, phase: 'Pending', ready: false }), LWS_LABELS);
+    expect(member.podIP).toBeNull();
+    expect(member.phase).toBe('Pending');
+  });
+});
+
+describe('cell state: generation', () => {
+  const base = derive(cell(2)).generation;
+
+  it('is 16 hex digits of a sha256 over name:uid:restarts:deleting in worker-index order', () => {
+    expect(base).toMatch(/^[0-9a-f]{16}$/);
+    expect(derive(cell(2).reverse()).generation).toBe(base);
+    expect(base).toBe(
+      cellGeneration([
+        { ...memberOf(cell(2)[0]!, LWS_LABELS) },
+        { ...memberOf(cell(2)[1]!, LWS_LABELS) },
+      ]),
+    );
+  });
+
+  it('changes when a pod is replaced (new uid)', () => {
+    expect(derive(cell(2, { 1: { uid: 'replacement' } })).generation).not.toBe(base);
+  });
+
+  it('changes on a container restart', () => {
+    expect(derive(cell(2, { 1: { restarts: [1] } })).generation).not.toBe(base);
+  });
+
+  it('changes when a pod starts terminating', () => {
+    expect(derive(cell(2, { 0: { deleting: true } })).generation).not.toBe(base);
+  });
+
+  it('does not change on a readiness blip or a new IP', () => {
+    expect(derive(cell(2, { 1: { ready: false } })).generation).toBe(base);
+    expect(derive(cell(2, { 0: { podIP: '10.9.9.9' } })).generation).toBe(base);
+  });
+});
+
+describe('cell state: address', () => {
+  it('is the leader pod IP and the container port named by the port name', () => {
+    const pods = cell(2, {
+      0: {
+        podIP: '10.0.0.7',
+        ports: [
+          { name: 'metrics', containerPort: 9090 },
+          { name: 'http', containerPort: 8000 },
+        ],
+      },
+    });
+    const state = derive(pods);
+    expect(state.leader).toBe('engine-0');
+    expect(state.address).toBe('10.0.0.7:8000');
+    expect(deriveCellState(KEY, pods, { ...options, portName: 'metrics' })?.address).toBe(
+      '10.0.0.7:9090',
+    );
+  });
+
+  it('brackets an IPv6 leader address', () => {
+    expect(derive(cell(1, { 0: { podIP: 'fd00::5' } })).address).toBe('[fd00::5]:30000');
+  });
+
+  it('is null without a leader IP, without the named port, or without a leader', () => {
+    expect(derive(cell(2, { 0: { podIP: null } })).address).toBeNull();
+    expect(
+      derive(cell(2, { 0: { ports: [{ name: 'grpc', containerPort: 1 }] } })).address,
+    ).toBeNull();
+    const workersOnly = derive(cell(2).slice(1));
+    expect(workersOnly.leader).toBeNull();
+    expect(workersOnly.address).toBeNull();
+  });
+});
