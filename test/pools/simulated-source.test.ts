@@ -20,13 +20,13 @@ async function running(options: ConstructorParameters<typeof SimulatedPodSource>
   const clock = new FakeClock();
   const sim = new SimulatedPodSource({ clock, wallClock: () => 1_750_000_000_000, ...options });
   const registry = new CellRegistry();
-  const loop = new ReconcileLoop<Pod>({
+  const loop: ReconcileLoop<Pod> = new ReconcileLoop<Pod>({
     source: sim.source,
     keyMap: cellKeyMap(LWS_LABELS),
     reconcile: createCellReconciler({
       labels: LWS_LABELS,
       portName: 'http',
-      members: (key) => loop.getByParent(key),
+      members: (key): Pod[] => loop.getByParent(key),
       registry,
     }),
     resyncPeriodMs: null,
