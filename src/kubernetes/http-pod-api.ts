@@ -1,0 +1,264 @@
+/**
+ * LIST and WATCH for pods over plain `node:http(s)`, given a connection (server URL plus auth/TLS
+ * options) that ./api.ts builds from client-node's kubeconfig handling.
+ *
+ * Raw requests rather than client-node's typed client and `Watch` class, because the reflector has
+ * to own the bytes: counting them, noticing when they stop, decoding JSON in the worker thread
+ * without a model-class round trip, and closing the connection itself on every path (client-node's
+ * `Watch` parses with a readline interface and hides the request behind a callback).
+ */
+import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type {
+  ApiConnection,
+  ListPodsOptions,
+  PodApi,
+  PodList,
+  WatchPodsOptions,
+  WatchStream,
+} from './api.js';
+import {
+  ApiConnectionError,
+  ApiStatusError,
+  MalformedListError,
+  statusFromResponse,
+} from './api-errors.js';
+import { MalformedPodError, type Pod, parsePod } from './pod.js';
+import { decodeWatchFrames, type WatchFrame } from './watch-frames.js';
+
+/** client-go's pager default (`defaultPageSize`): pages small enough to parse without a spike. */
+export const DEFAULT_LIST_PAGE_SIZE = 500;
+
+/** How much of an error body is read: a Status is small; anything bigger is not one. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/** TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. */
+const TCP_KEEPALIVE_MS = 30_000;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function podsPath(namespace: string | undefined): string {
+  return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
+}
+
+function destroyAgent(agent: unknown): void {
+  (agent as Agent | undefined)?.destroy?.();
+}
+
+function bodyOf(response: IncomingMessage): Readable {
+  return response.headers['content-encoding'] === 'gzip' ? response.pipe(createGunzip()) : response;
+}
+
+async function readAll(
+  body: Readable,
+  onBytes: ((count: number) => void) | undefined,
+  limit = Number.POSITIVE_INFINITY,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    onBytes?.(chunk.length);
+    if (length < limit) chunks.push(chunk);
+    length += chunk.length;
+  }
+  return Buffer.concat(chunks);
+}
+
+interface OpenResponse {
+  request: ClientRequest;
+  response: IncomingMessage;
+  agent: unknown;
+}
+
+export class HttpPodApi implements PodApi {
+  readonly #connection: ApiConnection;
+
+  constructor(connection: ApiConnection) {
+    this.#connection = connection;
+  }
+
+  async listPods(options: ListPodsOptions): Promise<PodList> {
+    const pods: Pod[] = [];
+    let resourceVersion = '';
+    let continueToken: string | undefined;
+    const limit = options.limit ?? DEFAULT_LIST_PAGE_SIZE;
+    do {
+      const query: Record<string, string> = {};
+      if (options.labelSelector) query.labelSelector = options.labelSelector;
+      if (limit > 0) query.limit = String(limit);
+      if (continueToken) query.continue = continueToken;
+      const page = await this.#listPage(options, query);
+      const metadata = isRecord(page.metadata) ? page.metadata : {};
+      if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
+        throw new MalformedListError('LIST response has no metadata.resourceVersion');
+      }
+      resourceVersion = metadata.resourceVersion;
+      const items = page.items ?? [];
+      if (!Array.isArray(items)) throw new MalformedListError('LIST response items is not a list');
+      for (let index = 0; index < items.length; index += 1) {
+        pods.push(readListItem(items[index], pods.length));
+      }
+      continueToken =
+        typeof metadata.continue === 'string' && metadata.continue ? metadata.continue : undefined;
+    } while (continueToken);
+    return { pods, resourceVersion };
+  }
+
+  async watchPods(options: WatchPodsOptions): Promise<WatchStream> {
+    const query: Record<string, string> = {
+      watch: 'true',
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(options.timeoutSeconds),
+      resourceVersion: options.resourceVersion,
+    };
+    if (options.labelSelector) query.labelSelector = options.labelSelector;
+    const open = await this.#open('WATCH', podsPath(options.namespace), query, options.signal);
+    return new HttpWatchStream(open, options.signal, options.onBytes);
+  }
+
+  async #listPage(
+    options: ListPodsOptions,
+    query: Record<string, string>,
+  ): Promise<Record<string, unknown>> {
+    const open = await this.#open('LIST', podsPath(options.namespace), query, options.signal, {
+      'Accept-Encoding': 'gzip',
+    });
+    let raw: Buffer;
+    try {
+      raw = await readAll(bodyOf(open.response), options.onBytes);
+    } catch (error) {
+      throw options.signal.aborted ? options.signal.reason : new ApiConnectionError('LIST', error);
+    } finally {
+      open.request.destroy();
+      destroyAgent(open.agent);
+    }
+    let page: unknown;
+    try {
+      page = JSON.parse(raw.toString('utf8'));
+    } catch (error) {
+      throw new MalformedListError(
+        `LIST response is not JSON: ${error instanceof Error ? error.message : error}`,
+      );
+    }
+    if (!isRecord(page)) throw new MalformedListError('LIST response is not an object');
+    return page;
+  }
+
+  /** Sends a GET and resolves with a 200 response; anything else becomes an error here. */
+  async #open(
+    verb: 'LIST' | 'WATCH',
+    path: string,
+    query: Record<string, string>,
+    signal: AbortSignal,
+    headers: Record<string, string> = {},
+  ): Promise<OpenResponse> {
+    signal.throwIfAborted();
+    let prepared: Awaited<ReturnType<ApiConnection['requestOptions']>>;
+    try {
+      prepared = await this.#connection.requestOptions();
+    } catch (error) {
+      throw new ApiConnectionError(verb, error);
+    }
+    const url = new URL(this.#connection.server);
+    url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+    for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+    const transport = url.protocol === 'http:' ? http : https;
+    const { agent } = prepared;
+    const open = await new Promise<OpenResponse>((resolve, reject) => {
+      const request = transport.request(url, {
+        ...prepared,
+        method: 'GET',
+        headers: { ...prepared.headers, Accept: 'application/json', ...headers },
+        signal,
+      });
+      request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
+      request.on('response', (response) => resolve({ request, response, agent }));
+      request.on('error', (error) => {
+        destroyAgent(agent);
+        reject(signal.aborted ? signal.reason : new ApiConnectionError(verb, error));
+      });
+      request.end();
+    });
+    const { response } = open;
+    if (response.statusCode === 200) return open;
+    let body = '';
+    try {
+      body = (await readAll(bodyOf(response), undefined, MAX_ERROR_BODY_BYTES)).toString('utf8');
+    } catch {
+      // The status code alone still classifies the failure.
+    } finally {
+      open.request.destroy();
+      destroyAgent(agent);
+    }
+    const retryAfter = response.headers['retry-after'];
+    throw new ApiStatusError(
+      verb,
+      statusFromResponse(
+        response.statusCode ?? 0,
+        body,
+        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+      ),
+    );
+  }
+}
+
+function readListItem(item: unknown, index: number): Pod {
+  try {
+    return parsePod(item);
+  } catch (error) {
+    if (!(error instanceof MalformedPodError)) throw error;
+    const metadata = isRecord(item) && isRecord(item.metadata) ? item.metadata : {};
+    const name =
+      typeof metadata.name === 'string'
+        ? `${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${metadata.name}`
+        : `#${index}`;
+    throw new MalformedListError(`LIST item ${name}: ${error.message}`);
+  }
+}
+
+/** One open WATCH response, iterated once. */
+class HttpWatchStream implements WatchStream {
+  readonly #open: OpenResponse;
+  readonly #signal: AbortSignal;
+  readonly #onBytes: ((count: number) => void) | undefined;
+  #closed = false;
+  #iterated = false;
+
+  constructor(open: OpenResponse, signal: AbortSignal, onBytes?: (count: number) => void) {
+    this.#open = open;
+    this.#signal = signal;
+    this.#onBytes = onBytes;
+    // A signal that aborts while nobody is reading still releases the connection at once.
+    signal.addEventListener('abort', () => this.close(), { once: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<WatchFrame> {
+    if (this.#iterated) throw new Error('a WatchStream can be iterated only once');
+    this.#iterated = true;
+    return this.#frames();
+  }
+
+  async *#frames(): AsyncGenerator<WatchFrame, void, undefined> {
+    try {
+      yield* decodeWatchFrames(bodyOf(this.#open.response), this.#onBytes);
+    } catch (error) {
+      if (this.#signal.aborted) throw this.#signal.reason;
+      throw new ApiConnectionError('WATCH', error);
+    } finally {
+      this.close();
+    }
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#open.response.destroy();
+    this.#open.request.destroy();
+    destroyAgent(this.#open.agent);
+  }
+}

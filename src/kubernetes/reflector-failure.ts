@@ -1,0 +1,129 @@
+/**
+ * The reflector's error handling as one pure function: what went wrong, in which phase, decides
+ * what happens next. Keeping it pure (no I/O, no clock, no state) is what lets one table of rows
+ * test every rule, and the state machine in ./reflector.ts only carries the decision out.
+ */
+import type { ApiStatus } from './api-errors.js';
+import type { RelistReason } from './reflector-stats.js';
+
+/** Where the reflector was: fetching the whole world, or following changes from a cursor. */
+export type RequestPhase = 'list' | 'watch';
+
+/** Everything that can interrupt a LIST or a WATCH, as plain data. */
+export type ReflectorFailure =
+  /** The server refused: a non-2xx response, or an in-stream `ERROR` frame carrying a Status. */
+  | { kind: 'status'; status: ApiStatus; inStream: boolean }
+  /** A pod frame that does not validate; `resourceVersion` if the frame still carried one. */
+  | { kind: 'malformed-pod'; resourceVersion?: string; message: string }
+  /** A frame that is not JSON, not an object, or has no readable envelope: no cursor to be had. */
+  | { kind: 'malformed-frame'; message: string }
+  /** A LIST whose body or some item is unreadable. */
+  | { kind: 'malformed-list'; message: string }
+  /** No connection, a reset, a TLS failure, a request that could not even be prepared. */
+  | { kind: 'connection'; message: string }
+  /** No bytes for longer than the idle limit (Node has no HTTP/2 ping to notice a dead peer). */
+  | { kind: 'idle'; idleMs: number }
+  /** The server ended the WATCH cleanly: its `timeoutSeconds` ran out. */
+  | { kind: 'ended' };
+
+/** How long to wait before acting. */
+export type Wait =
+  | { kind: 'none' }
+  /** The reflector's backoff step, but never less than `atLeastMs` (a server's Retry-After). */
+  | { kind: 'backoff'; atLeastMs?: number };
+
+export type ReflectorAction =
+  /** Log the frame, drop it, and move the cursor past it. */
+  | { kind: 'skip'; advanceTo: string }
+  /** Open a new WATCH from the same cursor. */
+  | { kind: 'reconnect'; wait: Wait }
+  /** Forget the cursor, LIST again, publish a `replace`. */
+  | { kind: 'relist'; reason: RelistReason; wait: Wait };
+
+/** `StatusReason`s that mean "your resourceVersion is too old" (client-go's `isExpiredError`). */
+const EXPIRED_REASONS = new Set(['Expired', 'Gone']);
+/** The Status cause client-go's `isTooLargeResourceVersionError` looks for. */
+const TOO_LARGE_CAUSE = 'ResourceVersionTooLarge';
+const HTTP_GONE = 410;
+const HTTP_GATEWAY_TIMEOUT = 504;
+
+function backoff(status?: ApiStatus): Wait {
+  return status?.retryAfterMs !== undefined
+    ? { kind: 'backoff', atLeastMs: status.retryAfterMs }
+    : { kind: 'backoff' };
+}
+
+/** Whether a Status says the cursor is dead, and why. */
+function deadCursor(status: ApiStatus): RelistReason | undefined {
+  if (status.code === HTTP_GONE) return 'expired';
+  if (status.reason !== undefined && EXPIRED_REASONS.has(status.reason)) return 'expired';
+  // 504 is how the API server answers a resourceVersion from its future (a restored or
+  // rolled-back etcd); waiting would never be satisfied, and a plain gateway timeout costs one LIST.
+  if (status.code === HTTP_GATEWAY_TIMEOUT) return 'too-large';
+  if (status.causes.includes(TOO_LARGE_CAUSE)) return 'too-large';
+  return undefined;
+}
+
+/**
+ * The reflector's rules, in one place:
+ * - LIST: whatever failed, the cursor stays empty and the next attempt lists again, after the
+ *   backoff (or the server's Retry-After, if longer).
+ * - WATCH, cursor dead (410 / Expired / Gone, 504 / ResourceVersionTooLarge), as a response or an
+ *   in-stream ERROR: relist.
+ * - WATCH, a pod frame that does not validate but has a resourceVersion: skip it and advance.
+ *   Reconnecting instead would replay the same frame from the same cursor forever.
+ * - WATCH, an unreadable frame with no version: relist, since there is no cursor to advance to.
+ * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
+ * - WATCH, anything else (429 and other statuses, other ERROR frames, dropped or idle
+ *   connections): reconnect from the same cursor after the backoff.
+ */
+export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure): ReflectorAction {
+  if (phase === 'list') {
+    return {
+      kind: 'relist',
+      reason: 'list-failed',
+      wait: backoff(failure.kind === 'status' ? failure.status : undefined),
+    };
+  }
+  switch (failure.kind) {
+    case 'status': {
+      const reason = deadCursor(failure.status);
+      return reason
+        ? { kind: 'relist', reason, wait: backoff(failure.status) }
+        : { kind: 'reconnect', wait: backoff(failure.status) };
+    }
+    case 'malformed-pod':
+      return failure.resourceVersion
+        ? { kind: 'skip', advanceTo: failure.resourceVersion }
+        : { kind: 'relist', reason: 'malformed-frame', wait: backoff() };
+    case 'malformed-frame':
+    case 'malformed-list':
+      return { kind: 'relist', reason: 'malformed-frame', wait: backoff() };
+    case 'ended':
+      return { kind: 'reconnect', wait: { kind: 'none' } };
+    case 'connection':
+    case 'idle':
+      return { kind: 'reconnect', wait: backoff() };
+  }
+}
+
+/** One line for logs and `ReflectorStats.lastError`. */
+export function describeFailure(failure: ReflectorFailure): string {
+  switch (failure.kind) {
+    case 'status': {
+      const { code, reason, message } = failure.status;
+      const where = failure.inStream ? 'ERROR frame' : 'HTTP';
+      return `${where} ${code ?? '?'}${reason ? ` ${reason}` : ''}${message ? `: ${message}` : ''}`;
+    }
+    case 'malformed-pod':
+      return `${failure.message}${failure.resourceVersion ? ` (at resourceVersion ${failure.resourceVersion})` : ''}`;
+    case 'malformed-frame':
+    case 'malformed-list':
+    case 'connection':
+      return failure.message;
+    case 'idle':
+      return `no bytes from the API server for ${failure.idleMs} ms`;
+    case 'ended':
+      return 'watch ended by the server';
+  }
+}

@@ -1,0 +1,414 @@
+/**
+ * `KubernetesReflector`: LIST, then WATCH from the cursor, forever, as a `Source<Pod>` stream.
+ *
+ * The reflector is an explicit state machine, after kube-rs's `watcher`: each state (listing,
+ * watching, backoff) is one step that returns the next state, so every transition is visible in
+ * one `switch`, and what a failure leads to is decided by the pure `classifyFailure`
+ * (./reflector-failure.ts) rather than by scattered `catch` blocks. A stream never ends by itself:
+ * it gives up on nothing, and only closing it (`return()` on its iterator) stops it.
+ */
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
+import type { PodApi, PodList, WatchStream } from './api.js';
+import { ApiConnectionError, ApiStatusError, MalformedListError } from './api-errors.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { IdleWatchdog } from './idle-watchdog.js';
+import { type Pod, podKey } from './pod.js';
+import {
+  classifyFailure,
+  describeFailure,
+  type ReflectorAction,
+  type ReflectorFailure,
+  type RequestPhase,
+} from './reflector-failure.js';
+import type { ReflectorPhase, ReflectorStats } from './reflector-stats.js';
+import { frameTypeKey, readFrame } from './watch-event.js';
+
+/**
+ * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
+ * random time in [5, 10) minutes, so many reflectors do not reconnect in lockstep.
+ */
+export const MIN_WATCH_TIMEOUT_SECONDS = 300;
+export const MAX_WATCH_TIMEOUT_SECONDS = 600;
+/**
+ * Longer than the API server's bookmark interval (about a minute) several times over, so a healthy
+ * but quiet watch is never mistaken for a dead one; short enough that a dead connection is
+ * replaced within minutes.
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
+export interface KubernetesReflectorOptions {
+  api: PodApi;
+  /** Undefined or `''`: all namespaces. */
+  namespace?: string;
+  /** Scopes both the LIST and the WATCH. */
+  labelSelector?: string;
+  /** LIST page size (`limit`); the adapter follows `continue`. Default: the adapter's (500). */
+  listPageSize?: number;
+  /** A fixed `timeoutSeconds` for every WATCH instead of a random one in [300, 600). */
+  watchTimeoutSeconds?: number;
+  /** Default `DEFAULT_IDLE_TIMEOUT_MS`; applies to LIST responses too. */
+  idleTimeoutMs?: number;
+  backoff?: Partial<Omit<BackoffOptions, 'random'>>;
+  clock?: Clock;
+  /** `[0, 1)`: drives backoff jitter and watch timeouts, injectable so tests are exact. */
+  random?: () => number;
+  /** Epoch milliseconds, for the human-facing timestamps in stats. */
+  wallClock?: () => number;
+  logger?: Logger;
+  /** Called after the stats changed; cheap to call often (the worker coalesces per turn). */
+  onStatsChange?: () => void;
+}
+
+/** The states of one stream. `backoff` carries the state it leads to once the wait is over. */
+type State =
+  | { kind: 'listing' }
+  | { kind: 'watching'; cursor: string }
+  | {
+      kind: 'backoff';
+      delayMs: number;
+      resume: { kind: 'listing' } | { kind: 'watching'; cursor: string };
+    }
+  | { kind: 'stopped' };
+
+const STOPPED: State = { kind: 'stopped' };
+
+/** The reason a stream's requests are aborted when its consumer closes it. */
+export class StreamClosedError extends Error {
+  override readonly name = 'StreamClosedError';
+  constructor() {
+    super('reflector stream closed');
+  }
+}
+
+/** Maps what the adapter threw onto the classification's input. */
+export function failureFromError(error: unknown): ReflectorFailure {
+  if (error instanceof ApiStatusError) {
+    return { kind: 'status', status: error.status, inStream: false };
+  }
+  if (error instanceof MalformedListError)
+    return { kind: 'malformed-list', message: error.message };
+  if (error instanceof ApiConnectionError) return { kind: 'connection', message: error.message };
+  return { kind: 'connection', message: error instanceof Error ? error.message : String(error) };
+}
+
+export class KubernetesReflector {
+  readonly #api: PodApi;
+  readonly #namespace: string | undefined;
+  readonly #labelSelector: string | undefined;
+  readonly #listPageSize: number | undefined;
+  readonly #watchTimeoutSeconds: number | undefined;
+  readonly #idleTimeoutMs: number;
+  readonly #backoffOptions: Partial<Omit<BackoffOptions, 'random'>>;
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #wallClock: () => number;
+  readonly #logger: Logger;
+  readonly #onStatsChange: () => void;
+  readonly #stats: ReflectorStats = {
+    phase: 'idle',
+    healthy: false,
+    lists: 0,
+    relists: {},
+    watchOpens: 0,
+    events: {},
+    bytesDecoded: 0,
+  };
+
+  constructor(options: KubernetesReflectorOptions) {
+    this.#api = options.api;
+    this.#namespace = options.namespace || undefined;
+    this.#labelSelector = options.labelSelector || undefined;
+    this.#listPageSize = options.listPageSize;
+    this.#watchTimeoutSeconds = options.watchTimeoutSeconds;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    if (!(this.#idleTimeoutMs > 0)) throw new RangeError('idleTimeoutMs must be positive');
+    if (this.#watchTimeoutSeconds !== undefined && !(this.#watchTimeoutSeconds >= 1)) {
+      throw new RangeError('watchTimeoutSeconds must be at least 1');
+    }
+    this.#backoffOptions = options.backoff ?? {};
+    // Validate the backoff options now, not at the first failure.
+    new Backoff(this.#backoffOptions);
+    this.#clock = options.clock ?? realClock;
+    this.#random = options.random ?? Math.random;
+    this.#wallClock = options.wallClock ?? Date.now;
+    this.#logger = options.logger ?? silentLogger;
+    this.#onStatsChange = options.onStatsChange ?? (() => {});
+  }
+
+  /**
+   * A fresh, independent stream: it opens with a LIST published as one `replace`, then WATCHes.
+   * Closing the iterator (`return()`, or `break` in `for await`) aborts whatever is in flight
+   * (a request, a backoff) and closes the connection before `return()` resolves.
+   */
+  watch(): AsyncIterable<SourceEvent<Pod>> {
+    return { [Symbol.asyncIterator]: () => this.#open() };
+  }
+
+  /** A snapshot: counters since this reflector was made, the phase and cursor of its stream. */
+  stats(): ReflectorStats {
+    return {
+      ...this.#stats,
+      relists: { ...this.#stats.relists },
+      events: { ...this.#stats.events },
+    };
+  }
+
+  #open(): AsyncIterator<SourceEvent<Pod>> {
+    const closer = new AbortController();
+    const run = this.#run(closer.signal);
+    return {
+      next: () => run.next(),
+      // Abort first: a `next()` may be pending on a quiet watch, and a generator's own return()
+      // would queue behind it. The abort makes that `next()` finish (done), then return() runs.
+      return: async () => {
+        closer.abort(new StreamClosedError());
+        await run.return(undefined);
+        return { done: true, value: undefined };
+      },
+    };
+  }
+
+  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<Pod>, void, undefined> {
+    const backoff = new Backoff({ ...this.#backoffOptions, random: this.#random });
+    let state: State = { kind: 'listing' };
+    try {
+      while (!signal.aborted) {
+        switch (state.kind) {
+          case 'listing':
+            state = yield* this.#list(signal, backoff);
+            break;
+          case 'watching':
+            state = yield* this.#watch(state.cursor, signal, backoff);
+            break;
+          case 'backoff':
+            state = await this.#backoff(state, signal);
+            break;
+          case 'stopped':
+            return;
+        }
+      }
+    } finally {
+      this.#stats.healthy = false;
+      this.#enter('stopped');
+    }
+  }
+
+  /** `listing`: LIST everything, publish it as one `replace`, continue from its version. */
+  async *#list(
+    signal: AbortSignal,
+    backoff: Backoff,
+  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+    this.#setCursor(undefined);
+    this.#stats.lists += 1;
+    this.#enter('listing');
+    const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    let list: PodList;
+    try {
+      list = await this.#api.listPods({
+        namespace: this.#namespace,
+        labelSelector: this.#labelSelector,
+        limit: this.#listPageSize,
+        signal: watchdog.signal,
+        onBytes: (count) => {
+          watchdog.touch();
+          this.#countBytes(count);
+        },
+      });
+    } catch (error) {
+      if (signal.aborted) return STOPPED;
+      const failure: ReflectorFailure = watchdog.timedOut
+        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
+        : failureFromError(error);
+      return this.#act('list', failure, undefined, backoff);
+    } finally {
+      await watchdog.release();
+    }
+    const objects = new Map<ObjectKey, Pod>();
+    for (const pod of list.pods) objects.set(podKey(pod), pod);
+    const now = this.#wallClock();
+    this.#stats.lastSyncAtMs = now;
+    this.#stats.lastEventAtMs = now;
+    this.#setCursor(list.resourceVersion);
+    this.#logger.debug(
+      { pods: objects.size, resourceVersion: list.resourceVersion },
+      'reflector listed pods',
+    );
+    yield { type: 'replace', objects };
+    return { kind: 'watching', cursor: list.resourceVersion };
+  }
+
+  /** `watching`: one WATCH from `cursor`, until it ends, fails or brings the cursor's death. */
+  async *#watch(
+    cursor: string,
+    signal: AbortSignal,
+    backoff: Backoff,
+  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+    let position = cursor;
+    let stream: WatchStream | undefined;
+    this.#stats.watchOpens += 1;
+    this.#notify();
+    const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    try {
+      stream = await this.#api.watchPods({
+        namespace: this.#namespace,
+        labelSelector: this.#labelSelector,
+        resourceVersion: cursor,
+        timeoutSeconds: this.#timeoutSeconds(),
+        signal: watchdog.signal,
+        onBytes: (count) => {
+          watchdog.touch();
+          this.#countBytes(count);
+        },
+      });
+      backoff.markHealthy(this.#clock.now());
+      this.#stats.healthy = true;
+      this.#enter('watching');
+      for await (const frame of stream) {
+        const reading = readFrame(frame);
+        this.#countFrame(reading.type);
+        switch (reading.kind) {
+          case 'change':
+            if (reading.resourceVersion !== undefined)
+              position = this.#setCursor(reading.resourceVersion);
+            yield reading.event;
+            break;
+          case 'bookmark':
+          case 'ignored':
+            if (reading.resourceVersion !== undefined)
+              position = this.#setCursor(reading.resourceVersion);
+            break;
+          case 'failure': {
+            const action = classifyFailure('watch', reading.failure);
+            if (action.kind === 'skip') {
+              this.#logger.warn(
+                { error: describeFailure(reading.failure), resourceVersion: action.advanceTo },
+                'reflector skipped an unreadable pod frame',
+              );
+              this.#stats.lastError = describeFailure(reading.failure);
+              position = this.#setCursor(action.advanceTo);
+              break;
+            }
+            return this.#carryOut(action, reading.failure, position, backoff);
+          }
+        }
+      }
+      return this.#act('watch', { kind: 'ended' }, position, backoff);
+    } catch (error) {
+      if (signal.aborted) return STOPPED;
+      const failure: ReflectorFailure = watchdog.timedOut
+        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
+        : failureFromError(error);
+      return this.#act('watch', failure, position, backoff);
+    } finally {
+      // Every path ends here: the connection is closed explicitly, whether the watch ended,
+      // failed, went idle, met an ERROR frame, or the consumer closed the stream mid-frame.
+      stream?.close();
+      await watchdog.release();
+      this.#stats.healthy = false;
+    }
+  }
+
+  /** `backoff`: wait, then carry on into the state the failure led to. */
+  async #backoff(state: Extract<State, { kind: 'backoff' }>, signal: AbortSignal): Promise<State> {
+    this.#enter('backoff');
+    try {
+      await this.#clock.sleep(state.delayMs, signal);
+    } catch {
+      return STOPPED;
+    }
+    return state.resume;
+  }
+
+  #act(
+    phase: RequestPhase,
+    failure: ReflectorFailure,
+    position: string | undefined,
+    backoff: Backoff,
+  ): State {
+    return this.#carryOut(classifyFailure(phase, failure), failure, position, backoff);
+  }
+
+  /** Turns a classified failure into the next state, with the wait the action asks for. */
+  #carryOut(
+    action: ReflectorAction,
+    failure: ReflectorFailure,
+    position: string | undefined,
+    backoff: Backoff,
+  ): State {
+    const description = describeFailure(failure);
+    let next: { kind: 'listing' } | { kind: 'watching'; cursor: string };
+    switch (action.kind) {
+      case 'skip':
+        // Only frames are skipped, and #watch handles those in place; a skip here means there is
+        // a version to resume from, which is exactly a reconnect.
+        return { kind: 'watching', cursor: action.advanceTo };
+      case 'reconnect':
+        if (position === undefined) {
+          next = { kind: 'listing' };
+        } else {
+          next = { kind: 'watching', cursor: position };
+        }
+        if (failure.kind === 'ended') {
+          this.#logger.debug({ resourceVersion: position }, 'reflector watch ended; reconnecting');
+        } else {
+          this.#stats.lastError = description;
+          this.#logger.warn(
+            { error: description, resourceVersion: position },
+            'reflector watch failed; reconnecting from the cursor',
+          );
+        }
+        break;
+      case 'relist':
+        this.#stats.relists[action.reason] = (this.#stats.relists[action.reason] ?? 0) + 1;
+        this.#stats.lastError = description;
+        this.#setCursor(undefined);
+        this.#logger.warn({ error: description, reason: action.reason }, 'reflector will relist');
+        next = { kind: 'listing' };
+        break;
+    }
+    if (action.wait.kind === 'none') return next;
+    const delayMs = Math.max(action.wait.atLeastMs ?? 0, backoff.next(this.#clock.now()));
+    return { kind: 'backoff', delayMs, resume: next };
+  }
+
+  #timeoutSeconds(): number {
+    if (this.#watchTimeoutSeconds !== undefined) return this.#watchTimeoutSeconds;
+    const span = MAX_WATCH_TIMEOUT_SECONDS - MIN_WATCH_TIMEOUT_SECONDS;
+    return Math.min(
+      MAX_WATCH_TIMEOUT_SECONDS - 1,
+      MIN_WATCH_TIMEOUT_SECONDS + Math.floor(this.#random() * span),
+    );
+  }
+
+  #enter(phase: ReflectorPhase): void {
+    this.#stats.phase = phase;
+    this.#notify();
+  }
+
+  #setCursor(cursor: string): string;
+  #setCursor(cursor: undefined): undefined;
+  #setCursor(cursor: string | undefined): string | undefined {
+    if (cursor === undefined) delete this.#stats.cursor;
+    else this.#stats.cursor = cursor;
+    this.#notify();
+    return cursor;
+  }
+
+  #countBytes(count: number): void {
+    this.#stats.bytesDecoded += count;
+    this.#notify();
+  }
+
+  #countFrame(type: string): void {
+    const key = frameTypeKey(type);
+    this.#stats.events[key] = (this.#stats.events[key] ?? 0) + 1;
+    this.#stats.lastEventAtMs = this.#wallClock();
+    this.#notify();
+  }
+
+  #notify(): void {
+    this.#onStatsChange();
+  }
+}

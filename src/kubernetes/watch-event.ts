@@ -1,0 +1,121 @@
+/**
+ * Reads one watch frame into what it means for the reflector: a change to publish, a cursor to
+ * move to, something to ignore, or a failure for ./reflector-failure.ts to classify. Pure, so the
+ * cursor rules (bookmarks, frames without a version, unknown types) are tested row by row.
+ */
+
+import type { SourceEvent } from '../runtime/source-event.js';
+import { readStatus } from './api-errors.js';
+import { MalformedPodError, type Pod, parsePod, podKey } from './pod.js';
+import type { ReflectorFailure } from './reflector-failure.js';
+import type { WatchFrame } from './watch-frames.js';
+
+/** Watch event types as the API server spells them (`watch.EventType`). */
+export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** The stats key for frames of any other type, or none: bounded, whatever a server sends. */
+export const OTHER_FRAME_TYPE = 'OTHER';
+
+export type FrameReading =
+  /** `resourceVersion` absent: the frame is applied but the cursor stays where it was. */
+  | { kind: 'change'; type: ChangeType; event: SourceEvent<Pod>; resourceVersion?: string }
+  | { kind: 'bookmark'; type: 'BOOKMARK'; resourceVersion?: string }
+  /** An unknown type: nothing to apply, but its resourceVersion (if any) still moves the cursor. */
+  | { kind: 'ignored'; type: string; resourceVersion?: string }
+  | { kind: 'failure'; type: string; failure: ReflectorFailure };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `object.metadata.resourceVersion` when it is a non-empty string, read without trusting shape. */
+function resourceVersionOf(object: unknown): string | undefined {
+  if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
+  const version = object.metadata.resourceVersion;
+  return typeof version === 'string' && version !== '' ? version : undefined;
+}
+
+function withVersion<T extends object>(reading: T, resourceVersion: string | undefined): T {
+  return resourceVersion === undefined ? reading : { ...reading, resourceVersion };
+}
+
+/** The stats bucket for a frame's type. */
+export function frameTypeKey(type: string): string {
+  return type === 'ADDED' ||
+    type === 'MODIFIED' ||
+    type === 'DELETED' ||
+    type === 'BOOKMARK' ||
+    type === 'ERROR'
+    ? type
+    : OTHER_FRAME_TYPE;
+}
+
+export function readFrame(frame: WatchFrame): FrameReading {
+  if (frame.kind === 'garbled') {
+    return {
+      kind: 'failure',
+      type: OTHER_FRAME_TYPE,
+      failure: { kind: 'malformed-frame', message: `watch frame is not JSON: ${frame.error}` },
+    };
+  }
+  const value = frame.value;
+  if (!isRecord(value)) {
+    return {
+      kind: 'failure',
+      type: OTHER_FRAME_TYPE,
+      failure: {
+        kind: 'malformed-frame',
+        message: `watch frame is not an object: ${JSON.stringify(value)?.slice(0, 80)}`,
+      },
+    };
+  }
+  const object = value.object;
+  const resourceVersion = resourceVersionOf(object);
+  const type = value.type;
+  if (typeof type !== 'string') {
+    return {
+      kind: 'failure',
+      type: OTHER_FRAME_TYPE,
+      failure: withVersion(
+        { kind: 'malformed-pod' as const, message: 'watch frame has no type' },
+        resourceVersion,
+      ),
+    };
+  }
+  switch (type) {
+    case 'ADDED':
+    case 'MODIFIED':
+    case 'DELETED': {
+      let pod: Pod;
+      try {
+        pod = parsePod(object);
+      } catch (error) {
+        if (!(error instanceof MalformedPodError)) throw error;
+        return {
+          kind: 'failure',
+          type,
+          failure: withVersion(
+            { kind: 'malformed-pod' as const, message: `${type} frame: ${error.message}` },
+            resourceVersion,
+          ),
+        };
+      }
+      const key = podKey(pod);
+      const event: SourceEvent<Pod> =
+        type === 'DELETED'
+          ? { type: 'delete', key, lastObject: pod }
+          : { type: 'upsert', key, object: pod };
+      return withVersion({ kind: 'change' as const, type, event }, resourceVersion);
+    }
+    case 'BOOKMARK':
+      return withVersion({ kind: 'bookmark' as const, type }, resourceVersion);
+    case 'ERROR':
+      return {
+        kind: 'failure',
+        type,
+        failure: { kind: 'status', status: readStatus(object), inStream: true },
+      };
+    default:
+      return withVersion({ kind: 'ignored' as const, type }, resourceVersion);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Splits a WATCH response body into frames. The API server's JSON watch encoding writes one
+ * `{"type": ..., "object": ...}` document per line, so a frame ends at a newline byte; chunks from
+ * the socket cut frames anywhere, including inside a multi-byte UTF-8 character, so splitting
+ * happens on bytes and decoding only on whole lines.
+ */
+
+/**
+ * One frame of a watch stream. A line that is not JSON is still a frame (`garbled`), not an
+ * exception: what to do about it (relist) is the reflector's decision, and throwing here would
+ * look like a dropped connection (reconnect from the same cursor, replaying the same bad line).
+ */
+export type WatchFrame =
+  | { readonly kind: 'json'; readonly value: unknown }
+  | { readonly kind: 'garbled'; readonly error: string };
+
+/** The connection ended in the middle of a frame: a dropped connection, never a clean end. */
+export class TruncatedFrameError extends Error {
+  override readonly name = 'TruncatedFrameError';
+}
+
+const NEWLINE = 0x0a;
+
+function decodeLine(line: Buffer): WatchFrame | undefined {
+  const text = line.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return { kind: 'json', value: JSON.parse(text) };
+  } catch (error) {
+    return { kind: 'garbled', error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/**
+ * Frames from a byte stream. `onBytes` hears every chunk as it arrives, before any frame in it is
+ * complete: the reflector's idle detection needs "the server sent something", not "a frame
+ * finished", or one slow multi-megabyte frame would look like a dead connection.
+ */
+export async function* decodeWatchFrames(
+  chunks: AsyncIterable<Uint8Array>,
+  onBytes?: (count: number) => void,
+): AsyncGenerator<WatchFrame, void, undefined> {
+  let pending: Buffer[] = [];
+  for await (const raw of chunks) {
+    const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+    onBytes?.(chunk.length);
+    let start = 0;
+    for (;;) {
+      const end = chunk.indexOf(NEWLINE, start);
+      if (end === -1) break;
+      const piece = chunk.subarray(start, end);
+      const line = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
+      pending = [];
+      start = end + 1;
+      const frame = decodeLine(line);
+      if (frame) yield frame;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  }
+  if (pending.length > 0) {
+    const rest = Buffer.concat(pending);
+    if (rest.toString('utf8').trim() !== '') {
+      throw new TruncatedFrameError(`watch stream ended inside a frame (${rest.length} bytes)`);
+    }
+  }
+}

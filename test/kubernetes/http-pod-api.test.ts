@@ -1,0 +1,290 @@
+import { writeFileSync } from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  connectPodApi,
+  KubeConfigError,
+  type PodApi,
+  type WatchFrame,
+} from '../../src/kubernetes/api.js';
+import {
+  ApiConnectionError,
+  ApiStatusError,
+  MalformedListError,
+} from '../../src/kubernetes/api-errors.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
+import { rawPod } from '../support/pods.js';
+
+let server: FakeApiServer;
+let api: PodApi;
+
+beforeEach(async () => {
+  server = await FakeApiServer.start();
+  api = await connectPodApi({ kubeconfigPath: server.writeKubeconfig({ token: 's3cret' }) });
+});
+
+afterEach(async () => {
+  await server.close();
+});
+
+const signal = () => new AbortController().signal;
+
+function names(pods: Array<{ metadata: { name: string } }>): string[] {
+  return pods.map((p) => p.metadata.name);
+}
+
+async function collect(frames: AsyncIterable<WatchFrame>): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for await (const frame of frames) out.push(frame.kind === 'json' ? frame.value : frame);
+  return out;
+}
+
+describe('HttpPodApi LIST', () => {
+  it('follows continue pages and returns every pod with the collection version', async () => {
+    server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
+    server.resourceVersion = '77';
+    const list = await api.listPods({
+      namespace: 'pools',
+      labelSelector: 'app=engine',
+      limit: 2,
+      signal: signal(),
+    });
+    expect(names(list.pods)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(list.resourceVersion).toBe('77');
+    expect(server.requests.map((r) => [r.path, r.query])).toEqual([
+      ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2' }],
+      ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '2' }],
+      ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '4' }],
+    ]);
+  });
+
+  it('lists all namespaces when none is given, with a default page size of 500', async () => {
+    await api.listPods({ signal: signal() });
+    expect(server.requests[0]).toMatchObject({ path: '/api/v1/pods', query: { limit: '500' } });
+  });
+
+  it('authenticates with the kubeconfig credentials', async () => {
+    await api.listPods({ signal: signal() });
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer s3cret');
+  });
+
+  it('fails the whole LIST when any item on any page is unreadable, naming it', async () => {
+    const broken = rawPod({ name: 'broken', namespace: 'ns' });
+    delete (broken.metadata as Record<string, unknown>).uid;
+    server.pods = [rawPod({ name: 'a' }), rawPod({ name: 'b' }), broken];
+    const failure = api.listPods({ limit: 2, signal: signal() });
+    await expect(failure).rejects.toBeInstanceOf(MalformedListError);
+    await expect(failure).rejects.toThrow('LIST item ns/broken: malformed pod: metadata.uid');
+  });
+
+  it.each([
+    ['not JSON', '{"items": ['],
+    ['without a resourceVersion', JSON.stringify({ items: [] })],
+    [
+      'with items that are not a list',
+      JSON.stringify({ metadata: { resourceVersion: '1' }, items: {} }),
+    ],
+  ])('rejects a response body %s', async (_, body) => {
+    server.script('LIST', { status: 200, body });
+    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(MalformedListError);
+  });
+
+  it('reports a refusal as ApiStatusError with the Status and Retry-After', async () => {
+    server.script('LIST', {
+      status: 429,
+      headers: { 'Retry-After': '3' },
+      body: JSON.stringify({
+        kind: 'Status',
+        code: 429,
+        reason: 'TooManyRequests',
+        message: 'slow down',
+      }),
+    });
+    const error = await api.listPods({ signal: signal() }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect((error as ApiStatusError).status).toEqual({
+      code: 429,
+      reason: 'TooManyRequests',
+      message: 'slow down',
+      causes: [],
+      retryAfterMs: 3_000,
+    });
+  });
+
+  it('asks for gzip and reads a gzip-encoded page, counting the decoded bytes', async () => {
+    const body = JSON.stringify({
+      metadata: { resourceVersion: '9' },
+      items: [rawPod({ name: 'z' })],
+    });
+    server.script('LIST', { status: 200, body, gzip: true });
+    let bytes = 0;
+    const list = await api.listPods({ signal: signal(), onBytes: (n) => (bytes += n) });
+    expect(names(list.pods)).toEqual(['z']);
+    expect(server.requests[0]?.headers['accept-encoding']).toBe('gzip');
+    expect(bytes).toBe(Buffer.byteLength(body));
+  });
+
+  it('reports a response that breaks off as a connection failure', async () => {
+    server.script('LIST', { status: 200, body: '{"metadata":{', breakAfterBody: true });
+    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(ApiConnectionError);
+  });
+
+  it('rejects with the signal reason when aborted', async () => {
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    controller.abort(reason);
+    await expect(api.listPods({ signal: controller.signal })).rejects.toBe(reason);
+  });
+
+  it('reports an unreachable server as a connection failure', async () => {
+    await server.close();
+    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(ApiConnectionError);
+    server = await FakeApiServer.start();
+  });
+});
+
+describe('HttpPodApi WATCH', () => {
+  it('always sends watch, allowWatchBookmarks and timeoutSeconds, plus the cursor and selector', async () => {
+    const stream = await api.watchPods({
+      namespace: 'pools',
+      labelSelector: 'cell in (a,b)',
+      resourceVersion: '41',
+      timeoutSeconds: 377,
+      signal: signal(),
+    });
+    expect(server.requests[0]).toMatchObject({
+      path: '/api/v1/namespaces/pools/pods',
+      query: {
+        watch: 'true',
+        allowWatchBookmarks: 'true',
+        timeoutSeconds: '377',
+        resourceVersion: '41',
+        labelSelector: 'cell in (a,b)',
+      },
+    });
+    stream.close();
+  });
+
+  it('yields the frames the server writes until its clean end, counting bytes', async () => {
+    let bytes = 0;
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 300,
+      signal: signal(),
+      onBytes: (n) => (bytes += n),
+    });
+    const watch = await server.watch();
+    const text = '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"2"}}}\n{"type":"ERR';
+    watch.sendRaw(text).sendRaw('OR","object":{"code":410}}\n').sendRaw('not json\n').end();
+    const frames = await collect(stream);
+    expect(frames).toEqual([
+      { type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } },
+      { type: 'ERROR', object: { code: 410 } },
+      { kind: 'garbled', error: expect.any(String) },
+    ]);
+    expect(bytes).toBe(text.length + 'OR","object":{"code":410}}\n'.length + 'not json\n'.length);
+  });
+
+  it('reports a broken connection as ApiConnectionError', async () => {
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 300,
+      signal: signal(),
+    });
+    const watch = await server.watch();
+    watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
+    setTimeout(() => watch.destroy(), 20);
+    await expect(collect(stream)).rejects.toBeInstanceOf(ApiConnectionError);
+  });
+
+  it('reports a refused WATCH as ApiStatusError before any frame', async () => {
+    server.script('WATCH', {
+      status: 410,
+      body: JSON.stringify({
+        kind: 'Status',
+        code: 410,
+        reason: 'Expired',
+        message: 'too old resource version',
+      }),
+    });
+    const error = await api
+      .watchPods({ resourceVersion: '1', timeoutSeconds: 300, signal: signal() })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect((error as ApiStatusError).status).toMatchObject({ code: 410, reason: 'Expired' });
+  });
+
+  it('closes the connection when its signal aborts, and a pending read rejects with the reason', async () => {
+    const controller = new AbortController();
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 300,
+      signal: controller.signal,
+    });
+    const watch = await server.watch();
+    const reading = collect(stream);
+    const reason = new Error('closing');
+    controller.abort(reason);
+    await expect(reading).rejects.toBe(reason);
+    await watch.closed;
+  });
+
+  it('closes the connection on close(), even when nobody is reading', async () => {
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 300,
+      signal: signal(),
+    });
+    const watch = await server.watch();
+    stream.close();
+    stream.close();
+    await watch.closed;
+    expect(watch.isClosed).toBe(true);
+  });
+
+  it('closes the connection when the consumer stops iterating', async () => {
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 300,
+      signal: signal(),
+    });
+    const watch = await server.watch();
+    watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
+    for await (const _ of stream) break;
+    await watch.closed;
+  });
+});
+
+describe('connectPodApi', () => {
+  it('fails clearly for a kubeconfig that does not exist', async () => {
+    await expect(connectPodApi({ kubeconfigPath: '/nonexistent/kubeconfig' })).rejects.toThrow(
+      /cannot read kubeconfig \/nonexistent\/kubeconfig/,
+    );
+  });
+
+  it('fails clearly for a context the kubeconfig does not have, listing the ones it has', async () => {
+    const path = server.writeKubeconfig({ context: 'here' });
+    const failure = connectPodApi({ kubeconfigPath: path, context: 'elsewhere' });
+    await expect(failure).rejects.toBeInstanceOf(KubeConfigError);
+    await expect(failure).rejects.toThrow(
+      'context "elsewhere" is not in the kubeconfig (it has: here)',
+    );
+  });
+
+  it('uses the named context', async () => {
+    const other = await connectPodApi({
+      kubeconfigPath: server.writeKubeconfig({ context: 'second' }),
+      context: 'second',
+    });
+    await other.listPods({ signal: signal() });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('refuses a plain-http server without insecure-skip-tls-verify at connect time', async () => {
+    const path = server.writeKubeconfig();
+    writeFileSync(
+      path,
+      `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: ${server.url}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n`,
+    );
+    await expect(connectPodApi({ kubeconfigPath: path })).rejects.toBeInstanceOf(KubeConfigError);
+  });
+});

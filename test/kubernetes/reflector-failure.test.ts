@@ -1,0 +1,141 @@
+import { describe, expect, it } from 'vitest';
+import type { ApiStatus } from '../../src/kubernetes/api-errors.js';
+import {
+  classifyFailure,
+  describeFailure,
+  type ReflectorAction,
+  type ReflectorFailure,
+  type RequestPhase,
+} from '../../src/kubernetes/reflector-failure.js';
+
+function status(fields: Partial<ApiStatus>, inStream = false): ReflectorFailure {
+  return { kind: 'status', status: { causes: [], ...fields }, inStream };
+}
+
+const backoff = { kind: 'backoff' } as const;
+const relist = (reason: string, wait: object = backoff) => ({ kind: 'relist', reason, wait });
+const reconnect = (wait: object = backoff) => ({ kind: 'reconnect', wait });
+
+const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | object]> = [
+  // A dead cursor, as a response or as an in-stream ERROR frame.
+  ['WATCH answered 410', 'watch', status({ code: 410 }), relist('expired')],
+  ['ERROR frame code 410', 'watch', status({ code: 410 }, true), relist('expired')],
+  [
+    'ERROR frame reason Expired, no code',
+    'watch',
+    status({ reason: 'Expired' }, true),
+    relist('expired'),
+  ],
+  [
+    'ERROR frame reason Gone',
+    'watch',
+    status({ code: 500, reason: 'Gone' }, true),
+    relist('expired'),
+  ],
+  ['WATCH answered 504', 'watch', status({ code: 504 }), relist('too-large')],
+  [
+    'ERROR frame code 504',
+    'watch',
+    status({ code: 504, reason: 'Timeout' }, true),
+    relist('too-large'),
+  ],
+  [
+    'ERROR frame with a ResourceVersionTooLarge cause',
+    'watch',
+    status({ code: 500, causes: ['ResourceVersionTooLarge'] }, true),
+    relist('too-large'),
+  ],
+  [
+    'reason ResourceVersionTooLarge alone is not read',
+    'watch',
+    status({ code: 500, reason: 'ResourceVersionTooLarge' }),
+    reconnect(),
+  ],
+  // Other refusals keep the cursor.
+  [
+    'WATCH answered 429 with Retry-After',
+    'watch',
+    status({ code: 429, retryAfterMs: 5_000 }),
+    reconnect({ kind: 'backoff', atLeastMs: 5_000 }),
+  ],
+  ['WATCH answered 429 without Retry-After', 'watch', status({ code: 429 }), reconnect()],
+  ['WATCH answered 403', 'watch', status({ code: 403, reason: 'Forbidden' }), reconnect()],
+  ['ERROR frame code 500', 'watch', status({ code: 500 }, true), reconnect()],
+  ['ERROR frame that is no Status at all', 'watch', status({}, true), reconnect()],
+  [
+    'ERROR frame asking to retry after 2 s',
+    'watch',
+    status({ code: 429, retryAfterMs: 2_000 }, true),
+    reconnect({ kind: 'backoff', atLeastMs: 2_000 }),
+  ],
+  // Frames.
+  [
+    'pod frame unreadable, with a version',
+    'watch',
+    { kind: 'malformed-pod', resourceVersion: '17', message: 'm' },
+    { kind: 'skip', advanceTo: '17' },
+  ],
+  [
+    'pod frame unreadable, no version',
+    'watch',
+    { kind: 'malformed-pod', message: 'm' },
+    relist('malformed-frame'),
+  ],
+  [
+    'frame not an object or not JSON',
+    'watch',
+    { kind: 'malformed-frame', message: 'm' },
+    relist('malformed-frame'),
+  ],
+  // The connection.
+  ['connection dropped', 'watch', { kind: 'connection', message: 'reset' }, reconnect()],
+  ['idle for too long', 'watch', { kind: 'idle', idleMs: 1 }, reconnect()],
+  ['clean end (server timeout)', 'watch', { kind: 'ended' }, reconnect({ kind: 'none' })],
+  // LIST: whatever happened, list again.
+  [
+    'LIST answered 410 (continue token expired)',
+    'list',
+    status({ code: 410 }),
+    relist('list-failed'),
+  ],
+  [
+    'LIST answered 429 with Retry-After',
+    'list',
+    status({ code: 429, retryAfterMs: 9_000 }),
+    relist('list-failed', { kind: 'backoff', atLeastMs: 9_000 }),
+  ],
+  [
+    'LIST with an unreadable item',
+    'list',
+    { kind: 'malformed-list', message: 'm' },
+    relist('list-failed'),
+  ],
+  [
+    'LIST connection refused',
+    'list',
+    { kind: 'connection', message: 'ECONNREFUSED' },
+    relist('list-failed'),
+  ],
+  ['LIST idle', 'list', { kind: 'idle', idleMs: 1 }, relist('list-failed')],
+];
+
+describe('classifyFailure', () => {
+  it.each(rows)('%s → the row action', (_, phase, failure, action) => {
+    expect(classifyFailure(phase, failure)).toEqual(action);
+  });
+});
+
+describe('describeFailure', () => {
+  it.each<[ReflectorFailure, string]>([
+    [
+      status({ code: 410, reason: 'Expired', message: 'too old resource version: 1 (5)' }, true),
+      'ERROR frame 410 Expired: too old resource version: 1 (5)',
+    ],
+    [status({ code: 503 }), 'HTTP 503'],
+    [{ kind: 'malformed-pod', resourceVersion: '9', message: 'bad' }, 'bad (at resourceVersion 9)'],
+    [{ kind: 'idle', idleMs: 300_000 }, 'no bytes from the API server for 300000 ms'],
+    [{ kind: 'ended' }, 'watch ended by the server'],
+  ])('says %j in one line', (failure, line) => {
+    expect(describeFailure(failure)).toBe(line);
+  });
+});

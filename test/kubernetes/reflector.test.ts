@@ -1,0 +1,728 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ApiConnectionError,
+  ApiStatusError,
+  MalformedListError,
+} from '../../src/kubernetes/api-errors.js';
+import type { Pod } from '../../src/kubernetes/pod.js';
+import {
+  KubernetesReflector,
+  type KubernetesReflectorOptions,
+} from '../../src/kubernetes/reflector.js';
+import type { Logger } from '../../src/runtime/logger.js';
+import type { SourceEvent } from '../../src/runtime/source-event.js';
+import { drain } from '../support/drain.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakePodApi } from '../support/fake-pod-api.js';
+import { pod, rawPod } from '../support/pods.js';
+
+const IDLE_MS = 300_000;
+
+interface Line {
+  level: string;
+  obj: unknown;
+  msg: string | undefined;
+}
+
+function lineLogger(): Logger & { lines: Line[] } {
+  const lines: Line[] = [];
+  const at =
+    (level: string) =>
+    (obj?: unknown, msg?: string): void => {
+      lines.push({ level, obj, msg });
+    };
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+function setup(options: Partial<KubernetesReflectorOptions> = {}) {
+  const clock = new FakeClock();
+  const api = new FakePodApi(clock);
+  const logger = lineLogger();
+  const reflector = new KubernetesReflector({
+    api,
+    clock,
+    // No jitter, and the shortest watch timeout: every wait in these tests is exact.
+    random: () => 0,
+    wallClock: () => 1_700_000_000_000,
+    logger,
+    ...options,
+  });
+  return { clock, api, reflector, logger };
+}
+
+function status(code: number, extra: Record<string, unknown> = {}) {
+  return new ApiStatusError('WATCH', { code, causes: [], ...extra });
+}
+
+function errorFrame(object: Record<string, unknown>) {
+  return {
+    type: 'ERROR',
+    object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', ...object },
+  };
+}
+
+function keys(event: SourceEvent<Pod> | undefined): string[] {
+  if (event?.type !== 'replace') throw new Error(`expected a replace, got ${event?.type}`);
+  return [...event.objects.keys()].sort();
+}
+
+/** Starts a stream whose first LIST returns `pods` at `resourceVersion` and which is now watching. */
+async function watching(
+  options: Partial<KubernetesReflectorOptions> = {},
+  resourceVersion = '10',
+  pods: Pod[] = [pod({ name: 'a' })],
+) {
+  const harness = setup(options);
+  harness.api.queueList({ pods, resourceVersion });
+  const stream = drain(harness.reflector.watch());
+  await settle();
+  return { ...harness, stream };
+}
+
+describe('KubernetesReflector: listing and watching', () => {
+  it('opens with a LIST published as one replace, then watches from the list version', async () => {
+    const { api, stream } = await watching({}, '10', [pod({ name: 'a' }), pod({ name: 'b' })]);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    expect(stream.items).toHaveLength(1);
+    expect(keys(stream.items[0])).toEqual(['default/a', 'default/b']);
+    await stream.close();
+  });
+
+  it('scopes both LIST and WATCH by namespace and label selector, and pages the LIST', async () => {
+    const { api, stream } = await watching({
+      namespace: 'pools',
+      labelSelector: 'app=engine',
+      listPageSize: 250,
+    });
+    expect(
+      api.requests.map(({ verb, namespace, labelSelector }) => ({
+        verb,
+        namespace,
+        labelSelector,
+      })),
+    ).toEqual([
+      { verb: 'LIST', namespace: 'pools', labelSelector: 'app=engine' },
+      { verb: 'WATCH', namespace: 'pools', labelSelector: 'app=engine' },
+    ]);
+    expect(api.requests[0]?.limit).toBe(250);
+    await stream.close();
+  });
+
+  it('publishes ADDED and MODIFIED as upserts and DELETED as a delete carrying the tombstone', async () => {
+    const { api, stream } = await watching();
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
+      .push({
+        type: 'MODIFIED',
+        object: rawPod({ name: 'b', resourceVersion: '12', phase: 'Failed' }),
+      })
+      .push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '13' }) });
+    await settle();
+    expect(stream.items.slice(1)).toEqual([
+      { type: 'upsert', key: 'default/b', object: pod({ name: 'b', resourceVersion: '11' }) },
+      {
+        type: 'upsert',
+        key: 'default/b',
+        object: pod({ name: 'b', resourceVersion: '12', phase: 'Failed' }),
+      },
+      { type: 'delete', key: 'default/a', lastObject: pod({ name: 'a', resourceVersion: '13' }) },
+    ]);
+    await stream.close();
+  });
+
+  it('moves the cursor to each frame version in event order, never by numeric comparison', async () => {
+    const { api, reflector, stream } = await watching();
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '20' }) })
+      .push({ type: 'MODIFIED', object: rawPod({ name: 'b', resourceVersion: '15' }) });
+    await settle();
+    expect(reflector.stats().cursor).toBe('15');
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=15']);
+    await stream.close();
+  });
+
+  it('keeps the cursor when a valid frame carries no resourceVersion, and still publishes it', async () => {
+    const { api, stream } = await watching();
+    const versionless = rawPod({ name: 'b' });
+    delete (versionless.metadata as Record<string, unknown>).resourceVersion;
+    api.watch.push({ type: 'ADDED', object: versionless }).end();
+    await settle();
+    expect(stream.items[1]).toMatchObject({ type: 'upsert', key: 'default/b' });
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    await stream.close();
+  });
+
+  it('advances the cursor on a bookmark and publishes nothing', async () => {
+    const { api, stream } = await watching();
+    api.watch
+      .push({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '42' } } })
+      .end();
+    await settle();
+    expect(stream.items).toHaveLength(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=42']);
+    await stream.close();
+  });
+
+  it('keeps the cursor on a bookmark without a version', async () => {
+    const { api, stream } = await watching();
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: {} } }).end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    await stream.close();
+  });
+
+  it('ignores frames of unknown type but still advances past their version', async () => {
+    const { api, reflector, stream } = await watching();
+    api.watch.push({ type: 'SURPRISE', object: { metadata: { resourceVersion: '33' } } }).end();
+    await settle();
+    expect(stream.items).toHaveLength(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=33']);
+    expect(reflector.stats().events.OTHER).toBe(1);
+    await stream.close();
+  });
+
+  it('reconnects from the cursor after a clean end, at once and without relisting', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    await clock.advance(1_000);
+    api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) }).end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
+    expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
+    // Only the new watch's idle timer runs: the old watch's was released with it.
+    expect(clock.pendingTimers).toBe(1);
+    expect(reflector.stats().lists).toBe(1);
+    expect(reflector.stats().relists).toEqual({});
+    expect(reflector.stats().lastError).toBeUndefined();
+    await stream.close();
+  });
+
+  it('sends a timeoutSeconds drawn from the injected random in [300, 600) on every WATCH', async () => {
+    const draws = [0, 0.5, 0.999_999];
+    const { api, stream } = await watching({ random: () => draws.shift() ?? 0 });
+    api.watch.end();
+    await settle();
+    api.watch.end();
+    await settle();
+    expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.timeoutSeconds)).toEqual([
+      300, 450, 599,
+    ]);
+    await stream.close();
+  });
+
+  it('uses a fixed watchTimeoutSeconds when one is given', async () => {
+    const { api, stream } = await watching({ watchTimeoutSeconds: 5 });
+    expect(api.watch.options.timeoutSeconds).toBe(5);
+    await stream.close();
+  });
+
+  it('opens an independent stream, starting with a LIST, on every watch() call', async () => {
+    const { api, reflector, stream } = await watching();
+    api.queueList({ pods: [pod({ name: 'z' })], resourceVersion: '99' });
+    const second = drain(reflector.watch());
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=99']);
+    expect(keys(second.items[0])).toEqual(['default/z']);
+    await Promise.all([stream.close(), second.close()]);
+  });
+});
+
+describe('KubernetesReflector: a dead cursor relists', () => {
+  it('relists after a 410 Gone answer to WATCH, after the backoff, with the cursor cleared', async () => {
+    const harness = setup();
+    const { api, clock, reflector } = harness;
+    api.queueList({ pods: [pod({ name: 'a' })], resourceVersion: '10' });
+    api.queueWatch(status(410, { reason: 'Expired' }));
+    api.world = { pods: [pod({ name: 'b' })], resourceVersion: '50' };
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    expect(reflector.stats()).toMatchObject({ phase: 'backoff', relists: { expired: 1 } });
+    expect(reflector.stats().cursor).toBeUndefined();
+    await clock.advance(799);
+    expect(api.log).toHaveLength(2);
+    await clock.advance(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=50']);
+    expect(keys(stream.items[1])).toEqual(['default/b']);
+    await stream.close();
+  });
+
+  it.each([
+    ['code 410', { code: 410, reason: 'Expired' }, 'expired'],
+    ['reason Expired without a code', { reason: 'Expired' }, 'expired'],
+    ['reason Gone', { code: 410, reason: 'Gone' }, 'expired'],
+    ['code 504', { code: 504, reason: 'Timeout' }, 'too-large'],
+    [
+      'a ResourceVersionTooLarge cause',
+      { code: 500, details: { causes: [{ reason: 'ResourceVersionTooLarge' }] } },
+      'too-large',
+    ],
+  ])(
+    'relists after an in-stream ERROR frame with %s, discarding the rest of the stream',
+    async (_, object, reason) => {
+      const { api, clock, reflector, stream } = await watching();
+      api.world = { pods: [pod({ name: 'fresh' })], resourceVersion: '70' };
+      api.watch
+        .push(errorFrame(object))
+        .push({ type: 'ADDED', object: rawPod({ name: 'late', resourceVersion: '12' }) });
+      await settle();
+      expect(api.watches[0]?.released).toBe(true);
+      expect(reflector.stats().relists).toEqual({ [reason]: 1 });
+      await clock.advance(800);
+      expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=70']);
+      expect(stream.items.map((e) => e.type)).toEqual(['replace', 'replace']);
+      await stream.close();
+    },
+  );
+
+  it('relists after a 504 answer to WATCH', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(504));
+    const stream = drain(reflector.watch());
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    expect(reflector.stats().relists).toEqual({ 'too-large': 1 });
+    await stream.close();
+  });
+
+  it('keeps the cursor empty after a failed LIST, so the next attempt lists again', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new ApiConnectionError('LIST', new Error('ECONNREFUSED')), {
+      pods: [],
+      resourceVersion: '5',
+    });
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(api.log).toEqual(['LIST']);
+    expect(reflector.stats()).toMatchObject({ phase: 'backoff', lastError: 'LIST: ECONNREFUSED' });
+    expect(reflector.stats().cursor).toBeUndefined();
+    expect(stream.items).toEqual([]);
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=5']);
+    expect(reflector.stats().relists).toEqual({ 'list-failed': 1 });
+    await stream.close();
+  });
+
+  it('publishes nothing from a LIST with an unreadable item, and lists again', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new MalformedListError('LIST item default/x: malformed pod: metadata.uid'));
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(stream.items).toEqual([]);
+    expect(reflector.stats().lastError).toContain('default/x');
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: other failures reconnect from the same cursor', () => {
+  it('reconnects after an ERROR frame that does not kill the cursor, after the backoff', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
+      .push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
+    await settle();
+    expect(reflector.stats().lastError).toBe('ERROR frame 500 InternalError: etcd hiccup');
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
+    expect(reflector.stats().lists).toBe(1);
+    await stream.close();
+  });
+
+  it('reconnects after a dropped connection', async () => {
+    const { api, clock, stream } = await watching();
+    api.watch.fail(new ApiConnectionError('WATCH', new Error('socket hang up')));
+    await settle();
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    await stream.close();
+  });
+
+  it('reconnects after a WATCH that fails to open', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(new ApiConnectionError('WATCH', new Error('ECONNRESET')), status(500));
+    const stream = drain(reflector.watch());
+    await clock.advance(800);
+    await clock.advance(1_600);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10', 'WATCH rv=10']);
+    expect(reflector.stats().relists).toEqual({});
+    await stream.close();
+  });
+
+  it('honours Retry-After on a 429 answer to WATCH', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(429, { reason: 'TooManyRequests', retryAfterMs: 7_000 }));
+    const stream = drain(reflector.watch());
+    await clock.advance(6_999);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    expect(reflector.stats().lists).toBe(1);
+    await stream.close();
+  });
+
+  it('honours Retry-After on a 429 answer to LIST', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new ApiStatusError('LIST', { code: 429, causes: [], retryAfterMs: 3_000 }));
+    const stream = drain(reflector.watch());
+    await clock.advance(2_999);
+    expect(api.log).toEqual(['LIST']);
+    await clock.advance(1);
+    expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+
+  it('waits the backoff, not a shorter Retry-After', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(500), status(500), status(429, { retryAfterMs: 1_000 }));
+    const stream = drain(reflector.watch());
+    await clock.advance(800 + 1_600);
+    expect(api.requests.at(-1)?.at).toBe(2_400);
+    await clock.advance(3_199);
+    expect(api.log).toHaveLength(4);
+    await clock.advance(1);
+    expect(api.log).toHaveLength(5);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: unreadable frames', () => {
+  it('skips a pod frame that does not validate but carries a version, logs it, and advances past it', async () => {
+    const { api, logger, reflector, stream } = await watching();
+    const broken = rawPod({ name: 'broken', resourceVersion: '11' });
+    delete (broken.metadata as Record<string, unknown>).uid;
+    api.watch
+      .push({ type: 'ADDED', object: broken })
+      .push({ type: 'ADDED', object: rawPod({ name: 'fine', resourceVersion: '12' }) });
+    await settle();
+    expect(stream.items.slice(1).map((e) => (e.type === 'upsert' ? e.key : e.type))).toEqual([
+      'default/fine',
+    ]);
+    expect(logger.lines.filter((l) => l.level === 'warn').map((l) => l.obj)).toEqual([
+      expect.objectContaining({
+        resourceVersion: '11',
+        error: expect.stringContaining('metadata.uid'),
+      }),
+    ]);
+    expect(reflector.stats().relists).toEqual({});
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=12']);
+    await stream.close();
+  });
+
+  it('advances past a skipped frame even when it is the last one before the end', async () => {
+    const { api, stream } = await watching();
+    api.watch
+      .push({ type: 'MODIFIED', object: { metadata: { name: 7, resourceVersion: '19' } } })
+      .end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=19']);
+    await stream.close();
+  });
+
+  it('relists after a pod frame that does not validate and has no version', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    api.watch.push({ type: 'ADDED', object: { metadata: { name: 'x' } } });
+    await settle();
+    expect(reflector.stats().relists).toEqual({ 'malformed-frame': 1 });
+    expect(api.watches[0]?.released).toBe(true);
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+
+  it.each([
+    ['an array', [1, 2]],
+    ['a string', 'ADDED'],
+    ['null', null],
+    ['a number', 42],
+  ])('relists after a frame that is %s, not an object', async (_, value) => {
+    const { api, clock, reflector, stream } = await watching();
+    api.watch.push(value);
+    await settle();
+    expect(reflector.stats().relists).toEqual({ 'malformed-frame': 1 });
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+
+  it('relists after a line that is not JSON', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    api.watch.pushGarbled();
+    await settle();
+    expect(reflector.stats().lastError).toContain('not JSON');
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: idle connections', () => {
+  it('tears down a watch that sends no bytes for the idle limit and resumes from the cursor', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    await clock.advance(IDLE_MS - 1);
+    expect(api.watch.released).toBe(false);
+    await clock.advance(1);
+    expect(api.watches[0]?.released).toBe(true);
+    expect(reflector.stats().lastError).toBe(`no bytes from the API server for ${IDLE_MS} ms`);
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    expect(reflector.stats().lists).toBe(1);
+    await stream.close();
+  });
+
+  it('counts any bytes as life, even those of an unfinished frame', async () => {
+    const { api, clock, stream } = await watching();
+    await clock.advance(IDLE_MS - 1_000);
+    api.watch.trickle(10);
+    await clock.advance(IDLE_MS - 1_000);
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
+    await clock.advance(IDLE_MS - 1_000);
+    expect(api.watch.released).toBe(false);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await stream.close();
+  });
+
+  it('tears down a WATCH request that gets no answer within the idle limit', async () => {
+    const { api, clock, reflector } = setup({ idleTimeoutMs: 10_000 });
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch('hang');
+    const stream = drain(reflector.watch());
+    await clock.advance(10_000);
+    expect(api.watches[0]?.released).toBe(true);
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
+    await stream.close();
+  });
+
+  it('gives up on a LIST that gets no bytes within the idle limit and lists again', async () => {
+    const { api, clock, reflector } = setup({ idleTimeoutMs: 10_000 });
+    api.queueList('hang');
+    const stream = drain(reflector.watch());
+    await clock.advance(10_000);
+    expect(api.lists[0]?.aborted).toBe(true);
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: backoff', () => {
+  it('backs off from 800 ms doubling to 30 s, and never gives up', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    const failures = 12;
+    api.queueWatch(...Array.from({ length: failures }, () => status(503)));
+    const stream = drain(reflector.watch());
+    await clock.advance(400_000);
+    const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
+    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0));
+    expect(gaps).toEqual([
+      800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000, 30_000, 30_000, 30_000, 30_000,
+    ]);
+    expect(api.log.at(-1)).toBe('WATCH rv=10');
+    expect(reflector.stats().phase).toBe('watching');
+    await stream.close();
+  });
+
+  it('jitters each wait into [base, 2 × base), capped at 30 s', async () => {
+    const { api, clock, reflector } = setup({ random: () => 0.5 });
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(503), status(503));
+    const stream = drain(reflector.watch());
+    await clock.advance(10_000);
+    const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
+    expect(times).toEqual([0, 1_200, 1_200 + 2_400]);
+    await stream.close();
+  });
+
+  it('resets the backoff after two minutes of healthy watching', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(503), status(503), status(503));
+    const stream = drain(reflector.watch());
+    await clock.advance(800 + 1_600 + 3_200);
+    expect(api.log).toHaveLength(5);
+    // Healthy for two minutes (a bookmark a minute keeps it alive), then the connection drops.
+    await clock.advance(60_000);
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
+    await clock.advance(60_000);
+    api.watch.fail();
+    await settle();
+    const droppedAt = clock.now();
+    await clock.advance(800);
+    expect(api.requests.at(-1)?.at).toBe(droppedAt + 800);
+    await stream.close();
+  });
+
+  it('keeps growing the backoff when the watch was healthy for less than two minutes', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(503));
+    const stream = drain(reflector.watch());
+    await clock.advance(800);
+    await clock.advance(119_000);
+    api.watch.fail();
+    await settle();
+    const droppedAt = clock.now();
+    await clock.advance(1_600);
+    expect(api.requests.at(-1)?.at).toBe(droppedAt + 1_600);
+    await stream.close();
+  });
+
+  it('does not let clean reconnects break a healthy streak', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    api.queueWatch(status(503), status(503));
+    const stream = drain(reflector.watch());
+    await clock.advance(800 + 1_600);
+    await clock.advance(70_000);
+    api.watch.end();
+    await clock.advance(70_000);
+    api.watch.fail();
+    await settle();
+    const droppedAt = clock.now();
+    await clock.advance(800);
+    expect(api.requests.at(-1)?.at).toBe(droppedAt + 800);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: closing', () => {
+  it('closes the watch when the consumer closes the stream, even with no frame pending', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    await stream.close();
+    expect(api.watches[0]?.released).toBe(true);
+    expect(stream.done).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+    expect(reflector.stats()).toMatchObject({ phase: 'stopped', healthy: false });
+  });
+
+  it('closes the watch when the consumer stops iterating after an event', async () => {
+    const { api, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    const seen: string[] = [];
+    const consumer = (async () => {
+      for await (const event of reflector.watch()) {
+        seen.push(event.type);
+        if (event.type === 'upsert') break;
+      }
+    })();
+    await settle();
+    api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) });
+    await consumer;
+    expect(seen).toEqual(['replace', 'upsert']);
+    expect(api.watch.released).toBe(true);
+  });
+
+  it('aborts an in-flight LIST when the stream is closed', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList('hang');
+    const stream = drain(reflector.watch());
+    await settle();
+    await stream.close();
+    expect(api.lists[0]?.aborted).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('stops waiting out a backoff when the stream is closed', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new Error('boom'));
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(clock.pendingTimers).toBe(1);
+    await stream.close();
+    expect(clock.pendingTimers).toBe(0);
+    expect(api.log).toEqual(['LIST']);
+  });
+
+  it('closes every watch it opened, whichever way each one ended', async () => {
+    const { api, clock, reflector } = setup({ idleTimeoutMs: 5_000 });
+    api.queueList({ pods: [], resourceVersion: '10' });
+    const stream = drain(reflector.watch());
+    await settle();
+    api.watch.end(); // clean end
+    await settle();
+    api.watch.fail(); // dropped
+    await clock.advance(800);
+    api.watch.push(errorFrame({ code: 500 })); // other ERROR
+    await clock.advance(1_600);
+    api.watch.push(errorFrame({ code: 410 })); // expired
+    await clock.advance(3_200);
+    api.watch.push({ type: 'ADDED', object: {} }); // malformed without a version
+    await clock.advance(6_400);
+    await clock.advance(5_000); // idle
+    await clock.advance(12_800);
+    expect(api.watches).toHaveLength(7);
+    await stream.close(); // consumer closes mid-watch
+    expect(api.watches.every((w) => w.released)).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('KubernetesReflector: stats', () => {
+  it('reports phase, health, cursor, counts, bytes and times', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    expect(reflector.stats()).toMatchObject({
+      phase: 'watching',
+      healthy: true,
+      cursor: '10',
+      lists: 1,
+      watchOpens: 1,
+      lastSyncAtMs: 1_700_000_000_000,
+    });
+    const listed = reflector.stats().bytesDecoded;
+    expect(listed).toBeGreaterThan(0);
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
+      .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } })
+      .push(errorFrame({ code: 410 }));
+    await settle();
+    const stats = reflector.stats();
+    expect(stats).toMatchObject({
+      phase: 'backoff',
+      healthy: false,
+      events: { ADDED: 1, BOOKMARK: 1, ERROR: 1 },
+      relists: { expired: 1 },
+      lastError: 'ERROR frame 410',
+    });
+    expect(stats.cursor).toBeUndefined();
+    expect(stats.bytesDecoded).toBeGreaterThan(listed);
+    await clock.advance(800);
+    expect(reflector.stats()).toMatchObject({ lists: 2, watchOpens: 2, cursor: '1' });
+    await stream.close();
+  });
+
+  it('notifies on every change so a worker can forward stats', async () => {
+    let calls = 0;
+    const { stream } = await watching({ onStatsChange: () => (calls += 1) });
+    expect(calls).toBeGreaterThan(0);
+    await stream.close();
+  });
+
+  it('returns snapshots that later changes do not alter', async () => {
+    const { api, reflector, stream } = await watching();
+    const before = reflector.stats();
+    api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) });
+    await settle();
+    expect(before.events).toEqual({});
+    expect(before.cursor).toBe('10');
+    await stream.close();
+  });
+
+  it('rejects nonsensical options at construction', () => {
+    const api = new FakePodApi();
+    expect(() => new KubernetesReflector({ api, idleTimeoutMs: 0 })).toThrow(RangeError);
+    expect(() => new KubernetesReflector({ api, watchTimeoutSeconds: 0 })).toThrow(RangeError);
+    expect(
+      () => new KubernetesReflector({ api, backoff: { initialMs: 5_000, maxMs: 1_000 } }),
+    ).toThrow(RangeError);
+  });
+});

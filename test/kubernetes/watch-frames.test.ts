@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decodeWatchFrames,
+  TruncatedFrameError,
+  type WatchFrame,
+} from '../../src/kubernetes/watch-frames.js';
+
+async function* chunks(...parts: Array<string | Buffer>): AsyncGenerator<Buffer> {
+  for (const part of parts) yield Buffer.isBuffer(part) ? part : Buffer.from(part, 'utf8');
+}
+
+async function decode(
+  ...parts: Array<string | Buffer>
+): Promise<{ frames: WatchFrame[]; bytes: number[] }> {
+  const frames: WatchFrame[] = [];
+  const bytes: number[] = [];
+  for await (const frame of decodeWatchFrames(chunks(...parts), (n) => bytes.push(n)))
+    frames.push(frame);
+  return { frames, bytes };
+}
+
+describe('decodeWatchFrames', () => {
+  it('yields one frame per line, across chunk boundaries', async () => {
+    const { frames } = await decode(
+      '{"type":"ADDED","object":{"a"',
+      ':1}}\n{"type":"BOOK',
+      'MARK"}\n',
+    );
+    expect(frames).toEqual([
+      { kind: 'json', value: { type: 'ADDED', object: { a: 1 } } },
+      { kind: 'json', value: { type: 'BOOKMARK' } },
+    ]);
+  });
+
+  it('decodes a multi-byte character split between chunks', async () => {
+    const line = Buffer.from('{"type":"ADDED","object":{"note":"héllo ✓"}}\n', 'utf8');
+    const cut = line.indexOf(0xe2) + 1; // inside the three bytes of ✓
+    const { frames } = await decode(line.subarray(0, cut), line.subarray(cut));
+    expect(frames).toEqual([
+      { kind: 'json', value: { type: 'ADDED', object: { note: 'héllo ✓' } } },
+    ]);
+  });
+
+  it('yields several frames from one chunk and skips blank lines', async () => {
+    const { frames } = await decode('{"n":1}\n\n  \n{"n":2}\n');
+    expect(frames.map((f) => (f.kind === 'json' ? f.value : f))).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
+  it('yields a line that is not JSON as a garbled frame and carries on', async () => {
+    const { frames } = await decode('{"n":1}\n{"broken":\n{"n":2}\n');
+    expect(frames[0]).toEqual({ kind: 'json', value: { n: 1 } });
+    expect(frames[1]?.kind).toBe('garbled');
+    expect(frames[2]).toEqual({ kind: 'json', value: { n: 2 } });
+  });
+
+  it('reports every chunk of bytes, even one that completes no frame', async () => {
+    const { frames, bytes } = await decode('{"n":', '1', '}\n');
+    expect(bytes).toEqual([5, 1, 2]);
+    expect(frames).toHaveLength(1);
+  });
+
+  it('throws when the stream ends inside a frame: a dropped connection, not a clean end', async () => {
+    await expect(decode('{"n":1}\n{"n":')).rejects.toBeInstanceOf(TruncatedFrameError);
+  });
+
+  it('accepts a last frame with only whitespace after it', async () => {
+    const { frames } = await decode('{"n":1}\n  ');
+    expect(frames).toHaveLength(1);
+  });
+});

@@ -1,0 +1,215 @@
+/**
+ * A loopback HTTP server speaking just enough of the pods API for protocol edge cases: paged LIST
+ * (limit/continue), WATCH as newline-delimited JSON that a test writes frame by frame, scripted
+ * error responses, and connections a test can end cleanly or break. Unit tests only: the e2e layer
+ * talks to a real kube-apiserver.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+export interface RecordedHttpRequest {
+  verb: 'LIST' | 'WATCH';
+  path: string;
+  query: Record<string, string>;
+  headers: IncomingMessage['headers'];
+}
+
+/** A scripted answer for the next request of a verb. */
+export interface ScriptedResponse {
+  status: number;
+  body?: string;
+  headers?: Record<string, string>;
+  /** Write the body, then destroy the socket without finishing the response. */
+  breakAfterBody?: boolean;
+  gzip?: boolean;
+}
+
+/** One open WATCH response. */
+export class ServerWatch {
+  readonly #response: ServerResponse;
+  /** Resolves when the client closed (or lost) the connection. */
+  readonly closed: Promise<void>;
+  #isClosed = false;
+
+  constructor(
+    readonly request: RecordedHttpRequest,
+    response: ServerResponse,
+  ) {
+    this.#response = response;
+    this.closed = new Promise((resolve) =>
+      response.on('close', () => {
+        this.#isClosed = true;
+        resolve();
+      }),
+    );
+  }
+
+  get isClosed(): boolean {
+    return this.#isClosed;
+  }
+
+  /** One frame, newline-terminated, as the API server writes them. */
+  send(frame: unknown): this {
+    this.#response.write(`${JSON.stringify(frame)}\n`);
+    return this;
+  }
+
+  /** Raw text: partial frames, garbage, several frames in one write. */
+  sendRaw(text: string): this {
+    this.#response.write(text);
+    return this;
+  }
+
+  /** A clean end, as when the server's timeoutSeconds runs out. */
+  end(): void {
+    this.#response.end();
+  }
+
+  /** The connection breaks mid-response. */
+  destroy(): void {
+    this.#response.socket?.destroy();
+  }
+}
+
+export class FakeApiServer {
+  readonly requests: RecordedHttpRequest[] = [];
+  readonly watches: ServerWatch[] = [];
+  /** What LIST serves, in order; `resourceVersion` is the collection's version. */
+  pods: unknown[] = [];
+  resourceVersion = '1';
+  readonly #server: Server;
+  readonly #scripts: Record<'LIST' | 'WATCH', ScriptedResponse[]> = { LIST: [], WATCH: [] };
+  readonly #watchWaiters: Array<() => void> = [];
+
+  private constructor(server: Server) {
+    this.#server = server;
+  }
+
+  static async start(): Promise<FakeApiServer> {
+    const server = createServer();
+    const fake = new FakeApiServer(server);
+    server.on('request', (request, response) => fake.#handle(request, response));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return fake;
+  }
+
+  get url(): string {
+    const { port } = this.#server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  /** The next requests of `verb` get these answers, in order, instead of the normal ones. */
+  script(verb: 'LIST' | 'WATCH', ...responses: ScriptedResponse[]): this {
+    this.#scripts[verb].push(...responses);
+    return this;
+  }
+
+  /** The `count`-th WATCH (1-based; default the latest, or the first), once it has arrived. */
+  async watch(count = Math.max(1, this.watches.length)): Promise<ServerWatch> {
+    while (this.watches.length < count) {
+      await new Promise<void>((resolve) => this.#watchWaiters.push(resolve));
+    }
+    return this.watches[count - 1] as ServerWatch;
+  }
+
+  /** Writes a kubeconfig for this server (plain http needs insecure-skip-tls-verify in client-node). */
+  writeKubeconfig(options: { context?: string; token?: string } = {}): string {
+    const context = options.context ?? 'fake';
+    const dir = mkdtempSync(join(tmpdir(), 'pool-controller-kubeconfig-'));
+    const path = join(dir, 'config');
+    writeFileSync(
+      path,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `current-context: ${context}`,
+        'clusters:',
+        `- name: fake`,
+        '  cluster:',
+        `    server: ${this.url}`,
+        '    insecure-skip-tls-verify: true',
+        'users:',
+        '- name: fake',
+        '  user:',
+        `    token: ${options.token ?? 'fake-token'}`,
+        'contexts:',
+        `- name: ${context}`,
+        '  context:',
+        '    cluster: fake',
+        '    user: fake',
+        '',
+      ].join('\n'),
+    );
+    return path;
+  }
+
+  /** Stops listening and breaks every open connection. */
+  async close(): Promise<void> {
+    for (const watch of this.watches) watch.destroy();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #handle(request: IncomingMessage, response: ServerResponse): void {
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const query = Object.fromEntries(url.searchParams);
+    const verb = query.watch === 'true' ? 'WATCH' : 'LIST';
+    const recorded: RecordedHttpRequest = {
+      verb,
+      path: url.pathname,
+      query,
+      headers: request.headers,
+    };
+    this.requests.push(recorded);
+    const scripted = this.#scripts[verb].shift();
+    if (scripted) {
+      respondScripted(response, scripted);
+      return;
+    }
+    if (verb === 'LIST') {
+      this.#list(query, response);
+      return;
+    }
+    response.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    response.flushHeaders();
+    this.watches.push(new ServerWatch(recorded, response));
+    for (const wake of this.#watchWaiters.splice(0)) wake();
+  }
+
+  #list(query: Record<string, string>, response: ServerResponse): void {
+    const limit = query.limit ? Number(query.limit) : this.pods.length;
+    const start = query.continue ? Number(query.continue) : 0;
+    const end = Math.min(this.pods.length, start + limit);
+    const body = JSON.stringify({
+      kind: 'PodList',
+      apiVersion: 'v1',
+      metadata: {
+        resourceVersion: this.resourceVersion,
+        ...(end < this.pods.length ? { continue: String(end) } : {}),
+      },
+      items: this.pods.slice(start, end),
+    });
+    response.writeHead(200, { 'Content-Type': 'application/json' });
+    response.end(body);
+  }
+}
+
+function respondScripted(response: ServerResponse, scripted: ScriptedResponse): void {
+  const body = scripted.body ?? '';
+  const encoded = scripted.gzip ? gzipSync(body) : Buffer.from(body);
+  response.writeHead(scripted.status, {
+    'Content-Type': 'application/json',
+    ...(scripted.gzip ? { 'Content-Encoding': 'gzip' } : {}),
+    ...scripted.headers,
+  });
+  if (scripted.breakAfterBody) {
+    response.write(encoded);
+    setImmediate(() => response.socket?.destroy());
+    return;
+  }
+  response.end(encoded);
+}

@@ -1,0 +1,200 @@
+/**
+ * A scripted `PodApi`: every LIST and WATCH is recorded (so tests assert the sequence of
+ * requests, client-go style), LIST answers come from a script or from a small in-memory world,
+ * and each WATCH is a `FakeWatch` the test pushes frames into, ends, breaks, or leaves hanging.
+ */
+import type {
+  ListPodsOptions,
+  PodApi,
+  PodList,
+  WatchFrame,
+  WatchPodsOptions,
+  WatchStream,
+} from '../../src/kubernetes/api.js';
+import { abortReason, type Clock } from '../../src/runtime/clock.js';
+
+export interface RecordedRequest {
+  verb: 'LIST' | 'WATCH';
+  namespace?: string;
+  labelSelector?: string;
+  limit?: number;
+  resourceVersion?: string;
+  timeoutSeconds?: number;
+  /** The fake clock's time when the request was made (0 without a clock). */
+  at: number;
+}
+
+/** What one LIST does: answer, fail, or never answer (until its signal aborts). */
+export type ListOutcome = PodList | Error | 'hang';
+/** What opening one WATCH does: open (default), fail, or never answer. */
+export type WatchOutcome = 'open' | Error | 'hang';
+
+function pendingUntilAborted<T>(signal: AbortSignal): Promise<T> {
+  return new Promise<T>((_, reject) => {
+    if (signal.aborted) reject(abortReason(signal));
+    else signal.addEventListener('abort', () => reject(abortReason(signal)), { once: true });
+  });
+}
+
+type QueuedItem = { frame: WatchFrame } | { end: true } | { error: Error };
+
+export class FakeWatch implements WatchStream {
+  readonly options: WatchPodsOptions;
+  /** `close()` was called. */
+  closed = false;
+  readonly #queue: QueuedItem[] = [];
+  #wake: (() => void) | undefined;
+
+  constructor(options: WatchPodsOptions) {
+    this.options = options;
+    options.signal.addEventListener('abort', () => this.#wake?.(), { once: true });
+  }
+
+  /** Closed by the reflector, or its signal aborted: either way the connection is gone. */
+  get released(): boolean {
+    return this.closed || this.options.signal.aborted;
+  }
+
+  /** One JSON frame, counted as its serialized size in bytes. */
+  push(value: unknown): this {
+    this.options.onBytes?.(JSON.stringify(value).length + 1);
+    return this.#enqueue({ frame: { kind: 'json', value } });
+  }
+
+  /** A line that is not JSON. */
+  pushGarbled(text = '{"type":"ADDED","object":'): this {
+    this.options.onBytes?.(text.length + 1);
+    return this.#enqueue({ frame: { kind: 'garbled', error: `Unexpected end of JSON: ${text}` } });
+  }
+
+  /** Bytes that do not complete a frame (part of a large one): activity without a frame. */
+  trickle(count: number): this {
+    this.options.onBytes?.(count);
+    return this;
+  }
+
+  /** The server's clean end (its timeoutSeconds ran out). */
+  end(): this {
+    return this.#enqueue({ end: true });
+  }
+
+  /** The connection breaks. */
+  fail(error: Error = new Error('socket hang up')): this {
+    return this.#enqueue({ error });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.#wake?.();
+  }
+
+  #enqueue(item: QueuedItem): this {
+    this.#queue.push(item);
+    this.#wake?.();
+    return this;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<WatchFrame> {
+    for (;;) {
+      const signal = this.options.signal;
+      if (signal.aborted) throw abortReason(signal);
+      if (this.closed) throw new Error('watch closed');
+      const item = this.#queue.shift();
+      if (!item) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+        continue;
+      }
+      if ('end' in item) return;
+      if ('error' in item) throw item.error;
+      yield item.frame;
+    }
+  }
+}
+
+export class FakeList {
+  constructor(
+    readonly options: ListPodsOptions,
+    readonly outcome: ListOutcome,
+  ) {}
+  get aborted(): boolean {
+    return this.options.signal.aborted;
+  }
+}
+
+export class FakePodApi implements PodApi {
+  readonly #clock: Pick<Clock, 'now'> | undefined;
+  readonly requests: RecordedRequest[] = [];
+  readonly lists: FakeList[] = [];
+  readonly watches: FakeWatch[] = [];
+  /** Answer for a LIST when the script is empty. */
+  world: PodList = { pods: [], resourceVersion: '1' };
+  readonly #listScript: ListOutcome[] = [];
+  readonly #watchScript: WatchOutcome[] = [];
+
+  /** With a clock, every recorded request carries the time it was made. */
+  constructor(clock?: Pick<Clock, 'now'>) {
+    this.#clock = clock;
+  }
+
+  /** The next LISTs' outcomes, in order; after they run out, LIST answers with `world`. */
+  queueList(...outcomes: ListOutcome[]): this {
+    this.#listScript.push(...outcomes);
+    return this;
+  }
+
+  /** The next WATCH opens' outcomes, in order; after they run out, a WATCH opens. */
+  queueWatch(...outcomes: WatchOutcome[]): this {
+    this.#watchScript.push(...outcomes);
+    return this;
+  }
+
+  /** The requests as one line each: `LIST`, `WATCH rv=12`. */
+  get log(): string[] {
+    return this.requests.map((r) =>
+      r.verb === 'LIST' ? 'LIST' : `WATCH rv=${r.resourceVersion ?? ''}`,
+    );
+  }
+
+  /** The most recent WATCH. */
+  get watch(): FakeWatch {
+    const last = this.watches.at(-1);
+    if (!last) throw new Error('no WATCH was opened');
+    return last;
+  }
+
+  async listPods(options: ListPodsOptions): Promise<PodList> {
+    this.requests.push({
+      verb: 'LIST',
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      limit: options.limit,
+      at: this.#clock?.now() ?? 0,
+    });
+    const outcome = this.#listScript.shift() ?? this.world;
+    this.lists.push(new FakeList(options, outcome));
+    if (outcome === 'hang') return pendingUntilAborted(options.signal);
+    if (outcome instanceof Error) throw outcome;
+    options.onBytes?.(JSON.stringify(outcome).length);
+    return { pods: [...outcome.pods], resourceVersion: outcome.resourceVersion };
+  }
+
+  async watchPods(options: WatchPodsOptions): Promise<WatchStream> {
+    this.requests.push({
+      verb: 'WATCH',
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      resourceVersion: options.resourceVersion,
+      timeoutSeconds: options.timeoutSeconds,
+      at: this.#clock?.now() ?? 0,
+    });
+    const outcome = this.#watchScript.shift() ?? 'open';
+    const watch = new FakeWatch(options);
+    this.watches.push(watch);
+    if (outcome === 'hang') return pendingUntilAborted(options.signal);
+    if (outcome instanceof Error) throw outcome;
+    return watch;
+  }
+}
