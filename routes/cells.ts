@@ -1,0 +1,129 @@
+/**
+ * Pools and cells as the reconcile published them: `GET /api/v1/pools[/{pool}]` and
+ * `GET /api/v1/cells[/{cell}]`. The list bodies come pre-serialized from the cell registry.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ControlPlane } from '../src/control-plane.js';
+import { resolveCellKey } from './cell-lookup.js';
+import { HttpError, sendJsonBytes } from './http-error.js';
+import {
+  booleanQuery,
+  cellListSchema,
+  cellResponseSchema,
+  commonErrors,
+  errorSchema,
+  namespaceQuery,
+  poolListSchema,
+  poolResponseSchema,
+} from './schemas.js';
+
+export interface CellsRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app, { plane }) => {
+  app.get(
+    '/api/v1/pools',
+    {
+      schema: {
+        summary: 'List pools',
+        description: 'Every pool (per namespace) with its cell, alive-cell and pod counts.',
+        tags: ['pools'],
+        querystring: z.object({ namespace: namespaceQuery }),
+        response: { 200: poolListSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { namespace } = request.query;
+      const pools = plane.cells
+        .pools()
+        .filter((p) => namespace === undefined || p.namespace === namespace);
+      return { source: plane.source, count: pools.length, pools };
+    },
+  );
+
+  app.get(
+    '/api/v1/pools/:pool',
+    {
+      schema: {
+        summary: 'Get a pool and its cells',
+        tags: ['pools'],
+        params: z.object({ pool: z.string().min(1) }),
+        querystring: z.object({ namespace: namespaceQuery }),
+        response: { 200: poolResponseSchema, 404: errorSchema, 409: errorSchema, ...commonErrors },
+      },
+    },
+    async (request) => {
+      const { pool: name } = request.params;
+      const { namespace } = request.query;
+      const matches = plane.cells
+        .pools()
+        .filter((p) => p.name === name && (namespace === undefined || p.namespace === namespace));
+      if (matches.length === 0) {
+        throw new HttpError(
+          404,
+          namespace === undefined
+            ? `no pool ${JSON.stringify(name)}`
+            : `no pool ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)}`,
+        );
+      }
+      if (matches.length > 1) {
+        throw new HttpError(
+          409,
+          `pool ${JSON.stringify(name)} exists in several namespaces (${matches.map((p) => p.namespace).join(', ')}); add ?namespace=`,
+        );
+      }
+      const pool = matches[0]!;
+      return {
+        source: plane.source,
+        pool,
+        cells: plane.cells.list({ pool: pool.name, namespace: pool.namespace }),
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/cells',
+    {
+      schema: {
+        summary: 'List cells',
+        description:
+          'Every reconciled cell, in `namespace/id` order, optionally filtered. Served from a body cached between reconciles.',
+        tags: ['cells'],
+        querystring: z.object({
+          pool: z.string().min(1).optional().describe('Only cells of this pool.'),
+          alive: booleanQuery('alive')
+            .optional()
+            .describe('Only alive (`true`) or not alive (`false`) cells.'),
+          namespace: z.string().min(1).optional().describe('Only cells in this namespace.'),
+        }),
+        response: { 200: cellListSchema, ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const { pool, alive, namespace } = request.query;
+      return sendJsonBytes(reply, plane.cells.listBody({ pool, alive, namespace }));
+    },
+  );
+
+  app.get(
+    '/api/v1/cells/:cell',
+    {
+      schema: {
+        summary: 'Get a cell',
+        description:
+          'One cell by the id users see (`engine-00003`). When the id exists in several namespaces, `?namespace=` is required (409 otherwise).',
+        tags: ['cells'],
+        params: z.object({ cell: z.string().min(1) }),
+        querystring: z.object({ namespace: namespaceQuery }),
+        response: { 200: cellResponseSchema, 404: errorSchema, 409: errorSchema, ...commonErrors },
+      },
+    },
+    async (request, reply) => {
+      const key = resolveCellKey(plane, request.params.cell, request.query.namespace, 'published');
+      const json = plane.cells.cellJson(key)!;
+      return sendJsonBytes(reply, Buffer.from(`{"source":"${plane.source}","cell":${json}}`));
+    },
+  );
+};

@@ -1,0 +1,35 @@
+/** `GET /metrics`: Prometheus text exposition (see src/metrics.ts for the names). */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ControlPlane } from '../src/control-plane.js';
+
+export interface MetricsRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const metricsRoutes: FastifyPluginAsyncZod<MetricsRoutesOptions> = async (
+  app,
+  { plane },
+) => {
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        summary: 'Prometheus metrics',
+        description:
+          "controller-runtime's controller and workqueue metrics, the reflector's and the pools' own, and process metrics.",
+        tags: ['observability'],
+        response: {
+          200: {
+            description: 'Prometheus text exposition format 0.0.4.',
+            content: { 'text/plain': { schema: z.string() } },
+          },
+        },
+      },
+    },
+    async (_request, reply) => {
+      const text = await plane.metrics.render();
+      return reply.type(plane.metrics.contentType).send(text);
+    },
+  );
+};

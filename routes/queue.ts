@@ -1,0 +1,46 @@
+/**
+ * `GET /api/v1/queue`: what the loop will do next. Clock times from the loop are turned into
+ * ages and delays, since its clock is monotonic and means nothing outside the process.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ControlPlane } from '../src/control-plane.js';
+import { commonErrors, queueSchema } from './schemas.js';
+
+export interface QueueRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const queueRoutes: FastifyPluginAsyncZod<QueueRoutesOptions> = async (app, { plane }) => {
+  app.get(
+    '/api/v1/queue',
+    {
+      schema: {
+        summary: 'The work queue',
+        description:
+          'Queued keys in order, the in-flight key and for how long, retries, the next resync.',
+        tags: ['debug'],
+        response: { 200: queueSchema, ...commonErrors },
+      },
+    },
+    async () => {
+      const state = plane.loopState();
+      const now = plane.now();
+      return {
+        source: plane.source,
+        synced: state.synced,
+        depth: state.queued.length,
+        queued: state.queued,
+        inFlight: state.inFlight
+          ? { key: state.inFlight.key, runningForMs: Math.max(0, now - state.inFlight.sinceMs) }
+          : null,
+        retries: state.retries.map((r) => ({
+          key: r.key,
+          failures: r.failures,
+          dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
+        })),
+        nextResyncInMs:
+          state.nextResyncAtMs === undefined ? null : Math.max(0, state.nextResyncAtMs - now),
+      };
+    },
+  );
+};

@@ -1,0 +1,43 @@
+/** `GET /api/v1/reflector`: the pod source's own account of itself (cursor, counts, state). */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ControlPlane } from '../src/control-plane.js';
+import { commonErrors, reflectorSchema } from './schemas.js';
+
+export interface ReflectorRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = async (
+  app,
+  { plane },
+) => {
+  app.get(
+    '/api/v1/reflector',
+    {
+      schema: {
+        summary: 'The pod source',
+        tags: ['debug'],
+        response: { 200: reflectorSchema, ...commonErrors },
+      },
+    },
+    async () => {
+      const s = plane.reflector();
+      return {
+        source: plane.source,
+        phase: s.phase,
+        healthy: s.healthy,
+        cursor: s.cursor ?? null,
+        lists: s.lists,
+        relists: Object.fromEntries(
+          Object.entries(s.relists).map(([reason, count]) => [reason, count ?? 0]),
+        ),
+        watchOpens: s.watchOpens,
+        events: s.events,
+        lastEventAtMs: s.lastEventAtMs ?? null,
+        lastSyncAtMs: s.lastSyncAtMs ?? null,
+        bytesDecoded: s.bytesDecoded,
+        lastError: s.lastError ?? null,
+      };
+    },
+  );
+};

@@ -1,0 +1,202 @@
+/**
+ * The shapes of the control plane's requests and responses, in zod. They validate requests,
+ * type the handlers and, through @fastify/swagger, generate `openapi.yaml`: one definition, so
+ * the contract cannot disagree with the code.
+ */
+import { z } from 'zod';
+
+/**
+ * The named schemas that become `components/schemas` in the OpenAPI document. A registry of our
+ * own rather than zod's global one, so nothing else in the process can add to the contract.
+ */
+export const apiSchemas = z.registry<{ id: string }>();
+
+/** Registers `schema` under `id` in `apiSchemas` and returns it. */
+function named<S extends z.ZodType>(schema: S, id: string): S {
+  apiSchemas.add(schema, { id });
+  return schema;
+}
+
+export const sourceKindSchema = z
+  .enum(['kubernetes', 'simulated'])
+  .describe('Where pods come from; `simulated` means none of this is a real cluster.');
+
+export const errorSchema = named(
+  z.object({
+    status: z.number().int().describe('The HTTP status code, repeated for clients that lose it.'),
+    error: z.string().describe('The status text, e.g. `Not Found`.'),
+    message: z.string().describe('What went wrong, for a person.'),
+  }),
+  'Error',
+);
+
+export const cellMemberSchema = named(
+  z.object({
+    name: z.string(),
+    uid: z.string(),
+    phase: z.string().nullable(),
+    ready: z.boolean().describe("The pod's `Ready` condition is `True`."),
+    podIP: z.string().nullable(),
+    restarts: z.number().int().describe("Sum of the containers' restart counts."),
+    deleting: z.boolean().describe('A deletion timestamp is set: the pod is terminating.'),
+    workerIndex: z.number().int().nullable().describe('`null` when the label is unreadable.'),
+    node: z.string().nullable(),
+  }),
+  'CellMember',
+);
+
+export const notAliveReasonSchema = named(
+  z.object({
+    reason: z.enum([
+      'PodsNotReady',
+      'PodsDeleting',
+      'IndicesMissing',
+      'IndicesUnexpected',
+      'IndicesDuplicated',
+      'WorkerIndexInvalid',
+      'SizeInvalid',
+    ]),
+    message: z.string(),
+    pods: z.array(z.string()).optional(),
+    indices: z.array(z.number().int()).optional(),
+  }),
+  'NotAliveReason',
+);
+
+export const cellSchema = named(
+  z.object({
+    key: z.string().describe('The reconcile key, `namespace/id`.'),
+    namespace: z.string(),
+    pool: z.string(),
+    id: z.string().describe('`<pool>-<index as 5 digits>`, or the pod name for a one-pod cell.'),
+    size: z.number().int().nullable().describe('From the cell size annotation; `null` if absent.'),
+    alive: z.boolean(),
+    whyNotAlive: z.array(notAliveReasonSchema).describe('Empty exactly when `alive`.'),
+    generation: z
+      .string()
+      .describe('16 hex digits; changes on a replaced pod, a container restart or a termination.'),
+    leader: z.string().nullable().describe('The worker-index-0 pod.'),
+    address: z.string().nullable().describe('`leaderIP:port` of the `--port-name` port.'),
+    members: z.array(cellMemberSchema),
+    lastTransitionTime: z.string().describe('When the cell appeared or last changed aliveness.'),
+  }),
+  'Cell',
+);
+
+export const cellListSchema = z.object({
+  source: sourceKindSchema,
+  count: z.number().int(),
+  cells: z.array(cellSchema),
+});
+
+export const cellResponseSchema = z.object({ source: sourceKindSchema, cell: cellSchema });
+
+export const poolSchema = named(
+  z.object({
+    namespace: z.string(),
+    name: z.string(),
+    cells: z.number().int(),
+    aliveCells: z.number().int(),
+    pods: z.number().int(),
+    cellIds: z.array(z.string()),
+  }),
+  'Pool',
+);
+
+export const poolListSchema = z.object({
+  source: sourceKindSchema,
+  count: z.number().int(),
+  pools: z.array(poolSchema),
+});
+
+export const poolResponseSchema = z.object({
+  source: sourceKindSchema,
+  pool: poolSchema,
+  cells: z.array(cellSchema),
+});
+
+export const podViewSchema = named(
+  cellMemberSchema.extend({
+    key: z.string().describe('The store key, `namespace/name`.'),
+    namespace: z.string(),
+  }),
+  'PodView',
+);
+
+export const storeSchema = z.object({
+  source: sourceKindSchema,
+  synced: z.boolean().describe('The first full list has been applied.'),
+  objects: z.number().int().describe('Pods in the store.'),
+  parentCount: z.number().int(),
+  parents: z.array(
+    z.object({
+      key: z.string(),
+      reconciled: z
+        .boolean()
+        .describe(
+          'A cell for this key is published; `false` means its first reconcile is pending.',
+        ),
+      members: z.array(z.string()).describe('Store keys of the members, sorted.'),
+      pods: z.array(podViewSchema).optional().describe('Only with `?objects=true`.'),
+    }),
+  ),
+});
+
+export const queueSchema = z.object({
+  source: sourceKindSchema,
+  synced: z.boolean(),
+  depth: z.number().int(),
+  queued: z.array(z.string()).describe('Keys waiting, oldest first.'),
+  inFlight: z
+    .object({ key: z.string(), runningForMs: z.number() })
+    .nullable()
+    .describe('The key being reconciled now, if any.'),
+  retries: z.array(
+    z.object({
+      key: z.string(),
+      failures: z.number().int(),
+      dueInMs: z.number().nullable().describe('`null` once the retry has been queued.'),
+    }),
+  ),
+  nextResyncInMs: z.number().nullable().describe('`null` when resync is off or not yet running.'),
+});
+
+export const reflectorSchema = z.object({
+  source: sourceKindSchema,
+  phase: z.enum(['idle', 'listing', 'watching', 'backoff', 'stopped']),
+  healthy: z.boolean().describe('A watch is open and delivering (what `/readyz` checks).'),
+  cursor: z.string().nullable().describe('The resourceVersion the next watch resumes from.'),
+  lists: z.number().int(),
+  relists: z.record(z.string(), z.number().int()),
+  watchOpens: z.number().int(),
+  events: z.record(z.string(), z.number().int()),
+  lastEventAtMs: z.number().nullable().describe('Epoch ms.'),
+  lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),
+  bytesDecoded: z.number().int(),
+  lastError: z.string().nullable(),
+});
+
+export const requeueSchema = z.object({
+  source: sourceKindSchema,
+  count: z.number().int(),
+  queued: z.array(z.string()).describe('The keys queued for a reconcile, sorted.'),
+});
+
+/** `?namespace=`: picks one cell or pool when the same id exists in several namespaces. */
+export const namespaceQuery = z
+  .string()
+  .min(1)
+  .optional()
+  .describe('Disambiguates an id that exists in more than one namespace.');
+
+/** `true`/`false` only: `alive=maybe` is a 400, not a silent "no filter". */
+export function booleanQuery(name: string) {
+  return z
+    .enum(['true', 'false'], {
+      error: (issue) => `${name} must be true or false, got ${JSON.stringify(issue.input)}`,
+    })
+    .transform((v) => v === 'true');
+}
+
+/** Error responses every route can give, for the OpenAPI document. */
+export const commonErrors = { 400: errorSchema, 500: errorSchema } as const;

@@ -1,0 +1,349 @@
+/**
+ * The service's Prometheus metrics, under controller-runtime's and client-go's workqueue names,
+ * labels and buckets, so dashboards and alerts written for any controller-runtime controller work
+ * unchanged; plus the reflector's and the pools' own, and prom-client's process defaults.
+ *
+ * Counters and histograms are fed as things happen (through the runtime's `LoopInstrumentation`);
+ * gauges that are a function of current state (queue depth, unfinished work, cells per pool) are
+ * read at scrape time, so they can never drift from what the control plane shows.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { ReflectorStats } from './kubernetes/reflector-stats.js';
+import {
+  CELL_TRANSITION_TYPES,
+  type CellRegistry,
+  type CellTransitionType,
+} from './pools/cell-registry.js';
+import type { Clock } from './runtime/clock.js';
+import type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
+import type { ReconcileLoopState } from './runtime/reconcile-loop.js';
+
+/**
+ * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
+ * after the kind it reconciles; ours reconciles cells.
+ */
+export const CONTROLLER_NAME = 'cell';
+
+/** controller-runtime's `result` label values, all pre-initialised to 0 as its `initMetrics` does. */
+export const RECONCILE_RESULTS = ['error', 'requeue_after', 'requeue', 'success'] as const;
+
+/** controller-runtime's `controller_runtime_reconcile_time_seconds` buckets. */
+export const RECONCILE_TIME_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+  1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+
+/** client-go's workqueue buckets, `ExponentialBuckets(10e-9, 10, 12)`: 10 ns to 1000 s. */
+export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000];
+
+/** What the scrape-time gauges read; bound once the service's pieces exist. */
+export interface MetricsBindings {
+  loopState: () => ReconcileLoopState;
+  storeObjects: () => number;
+  reflector: () => ReflectorStats;
+  cells: CellRegistry;
+  source: string;
+}
+
+export interface ServiceMetricsOptions {
+  /** The loop's clock: in-flight ages are computed on it. */
+  clock: Clock;
+  controller?: string;
+  /**
+   * prom-client's process and Node.js runtime metrics (the counterpart of controller-runtime's
+   * process and Go collectors). Off in tests that build many services: they add event-loop monitors.
+   */
+  processMetrics?: boolean;
+}
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly instrumentation: LoopInstrumentation;
+  readonly #transitions: Counter<'transition'>;
+  #bindings: MetricsBindings | undefined;
+
+  constructor(options: ServiceMetricsOptions) {
+    const { clock } = options;
+    const controller = options.controller ?? CONTROLLER_NAME;
+    const registers = [this.registry];
+    const bound = (): MetricsBindings | undefined => this.#bindings;
+    const queueLabels = { name: controller, controller };
+
+    // controller-runtime: pkg/internal/controller/metrics
+    const reconcileTotal = new Counter({
+      name: 'controller_runtime_reconcile_total',
+      help: 'Total number of reconciliations per controller',
+      labelNames: ['controller', 'result'] as const,
+      registers,
+    });
+    for (const result of RECONCILE_RESULTS) reconcileTotal.inc({ controller, result }, 0);
+    const reconcileErrors = new Counter({
+      name: 'controller_runtime_reconcile_errors_total',
+      help: 'Total number of reconciliation errors per controller',
+      labelNames: ['controller'] as const,
+      registers,
+    });
+    reconcileErrors.inc({ controller }, 0);
+    const reconcileTime = new Histogram({
+      name: 'controller_runtime_reconcile_time_seconds',
+      help: 'Length of time per reconciliation per controller',
+      labelNames: ['controller'] as const,
+      buckets: RECONCILE_TIME_BUCKETS,
+      registers,
+    });
+    new Gauge({
+      name: 'controller_runtime_max_concurrent_reconciles',
+      help: 'Maximum number of concurrent reconciles per controller',
+      labelNames: ['controller'] as const,
+      registers,
+    }).set({ controller }, 1); // the loop runs exactly one worker
+    new Gauge({
+      name: 'controller_runtime_active_workers',
+      help: 'Number of currently used workers per controller',
+      labelNames: ['controller'] as const,
+      registers,
+      collect() {
+        this.set({ controller }, bound()?.loopState().inFlight ? 1 : 0);
+      },
+    });
+
+    // client-go workqueue, as controller-runtime registers it (pkg/metrics/workqueue.go)
+    new Gauge({
+      name: 'workqueue_depth',
+      help: 'Current depth of workqueue',
+      labelNames: ['name', 'controller'] as const,
+      registers,
+      collect() {
+        this.set(queueLabels, bound()?.loopState().queued.length ?? 0);
+      },
+    });
+    const adds = new Counter({
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      labelNames: ['name', 'controller'] as const,
+      registers,
+    });
+    adds.inc(queueLabels, 0);
+    const queueDuration = new Histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested',
+      labelNames: ['name', 'controller'] as const,
+      buckets: WORKQUEUE_BUCKETS,
+      registers,
+    });
+    const workDuration = new Histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes.',
+      labelNames: ['name', 'controller'] as const,
+      buckets: WORKQUEUE_BUCKETS,
+      registers,
+    });
+    const inFlightSeconds = (): number => {
+      const inFlight = bound()?.loopState().inFlight;
+      return inFlight ? Math.max(0, clock.now() - inFlight.sinceMs) / 1000 : 0;
+    };
+    new Gauge({
+      name: 'workqueue_unfinished_work_seconds',
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+      labelNames: ['name', 'controller'] as const,
+      registers,
+      collect() {
+        this.set(queueLabels, inFlightSeconds());
+      },
+    });
+    new Gauge({
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running.',
+      labelNames: ['name', 'controller'] as const,
+      registers,
+      collect() {
+        // One worker: the longest running processor is the only one.
+        this.set(queueLabels, inFlightSeconds());
+      },
+    });
+    const retries = new Counter({
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue',
+      labelNames: ['name', 'controller'] as const,
+      registers,
+    });
+    retries.inc(queueLabels, 0);
+
+    this.instrumentation = {
+      queueAdded: () => adds.inc(queueLabels),
+      queueTaken: (_key, waitedMs) => queueDuration.observe(queueLabels, waitedMs / 1000),
+      retried: () => retries.inc(queueLabels),
+      reconciled: (_key, result: ReconcileResult, durationMs) => {
+        const seconds = durationMs / 1000;
+        reconcileTotal.inc({ controller, result });
+        if (result === 'error') reconcileErrors.inc({ controller });
+        reconcileTime.observe({ controller }, seconds);
+        workDuration.observe(queueLabels, seconds);
+      },
+    };
+
+    this.#registerReflectorMetrics(bound);
+    this.#transitions = this.#registerPoolMetrics(bound);
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Connects the scrape-time gauges to the running service. */
+  bind(bindings: MetricsBindings): void {
+    this.#bindings = bindings;
+  }
+
+  /** Counts one logged cell transition. */
+  cellTransition(type: CellTransitionType): void {
+    this.#transitions.inc({ transition: type });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /**
+   * The source's cumulative stats mirrored into counters at scrape time. The source owns the
+   * counts (they live in the reflector's worker thread); a counter set to its current total is
+   * what Prometheus' `rate()` needs.
+   */
+  #registerReflectorMetrics(bound: () => MetricsBindings | undefined): void {
+    const registers = [this.registry];
+    const stats = (): ReflectorStats | undefined => bound()?.reflector();
+    const mirror = (counter: Counter, value: number | undefined): void => {
+      counter.reset();
+      counter.inc(value ?? 0);
+    };
+    new Counter({
+      name: 'pool_controller_reflector_lists_total',
+      help: 'LISTs completed by the pod source (each one published a replace).',
+      registers,
+      collect() {
+        mirror(this, stats()?.lists);
+      },
+    });
+    new Counter({
+      name: 'pool_controller_reflector_relists_total',
+      help: 'LISTs after the first, by reason (expired cursor, too large, malformed frame, failed list, other).',
+      labelNames: ['reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [reason, count] of Object.entries(stats()?.relists ?? {})) {
+          this.inc({ reason }, count ?? 0);
+        }
+      },
+    });
+    new Counter({
+      name: 'pool_controller_reflector_watch_opens_total',
+      help: 'WATCH requests opened by the pod source.',
+      registers,
+      collect() {
+        mirror(this, stats()?.watchOpens);
+      },
+    });
+    new Counter({
+      name: 'pool_controller_reflector_events_total',
+      help: 'Watch events received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).',
+      labelNames: ['type'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [type, count] of Object.entries(stats()?.events ?? {}))
+          this.inc({ type }, count);
+      },
+    });
+    new Counter({
+      name: 'pool_controller_reflector_decoded_bytes_total',
+      help: 'Bytes of LIST and WATCH responses decoded.',
+      registers,
+      collect() {
+        mirror(this, stats()?.bytesDecoded);
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_reflector_last_sync_timestamp_seconds',
+      help: 'Unix time of the last completed LIST; 0 before the first.',
+      registers,
+      collect() {
+        this.set((stats()?.lastSyncAtMs ?? 0) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_reflector_last_event_timestamp_seconds',
+      help: 'Unix time of the last watch event or LIST; 0 before the first.',
+      registers,
+      collect() {
+        this.set((stats()?.lastEventAtMs ?? 0) / 1000);
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_reflector_healthy',
+      help: '1 while a watch is open and delivering (what /readyz checks), else 0.',
+      registers,
+      collect() {
+        this.set(stats()?.healthy ? 1 : 0);
+      },
+    });
+  }
+
+  #registerPoolMetrics(bound: () => MetricsBindings | undefined): Counter<'transition'> {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'pool_controller_source_info',
+      help: 'Always 1; the source label says where pods come from (kubernetes or simulated).',
+      labelNames: ['source'] as const,
+      registers,
+      collect() {
+        this.reset();
+        const b = bound();
+        if (b) this.set({ source: b.source }, 1);
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_store_objects',
+      help: 'Pods held in the store (observed, whether reconciled yet or not).',
+      registers,
+      collect() {
+        this.set(bound()?.storeObjects() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_cells',
+      help: 'Reconciled cells by namespace, pool and whether they are alive.',
+      labelNames: ['namespace', 'pool', 'alive'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of bound()?.cells.pools() ?? []) {
+          const labels = { namespace: pool.namespace, pool: pool.name };
+          this.set({ ...labels, alive: 'true' }, pool.aliveCells);
+          this.set({ ...labels, alive: 'false' }, pool.cells - pool.aliveCells);
+        }
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_pods',
+      help: 'Pods in reconciled cells, by namespace and pool.',
+      labelNames: ['namespace', 'pool'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of bound()?.cells.pools() ?? []) {
+          this.set({ namespace: pool.namespace, pool: pool.name }, pool.pods);
+        }
+      },
+    });
+    const transitions = new Counter({
+      name: 'pool_controller_cell_transitions_total',
+      help: 'Cell transitions logged by the reconcile (appeared, alive, not-alive, generation-changed, gone).',
+      labelNames: ['transition'] as const,
+      registers,
+    });
+    for (const transition of CELL_TRANSITION_TYPES) transitions.inc({ transition }, 0);
+    return transitions;
+  }
+}

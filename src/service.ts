@@ -1,0 +1,176 @@
+/**
+ * The pool controller as one object: a pod source, the reconcile loop over it, the cell registry
+ * the reconcile publishes to, metrics and health checks. `main.ts` adds configuration, logging,
+ * the HTTP server and signals; tests build it with a fake or simulated source and a fake clock.
+ *
+ * Start and stop order: the HTTP server may answer before `start()` (liveness passes, readiness
+ * says "not synced"); `stop()` stops the loop first (no reconcile runs against a closing source),
+ * then closes the source (the reflector's worker thread).
+ */
+import type { ControlPlane } from './control-plane.js';
+import type { HealthCheck } from './health.js';
+import type { Pod } from './kubernetes/pod.js';
+import type { ReflectorStats } from './kubernetes/reflector-stats.js';
+import { ServiceMetrics } from './metrics.js';
+import { cellKeyMap } from './pools/cell-key.js';
+import { createCellReconciler } from './pools/cell-reconciler.js';
+import { CellRegistry } from './pools/cell-registry.js';
+import type { PoolLabels } from './pools/labels.js';
+import type { PodSource, SourceKind } from './pools/pod-source.js';
+import { type Clock, realClock } from './runtime/clock.js';
+import { type Logger, silentLogger } from './runtime/logger.js';
+import { ReconcileLoop, type ReconcileLoopState } from './runtime/reconcile-loop.js';
+import type { ParentKey } from './runtime/source-event.js';
+
+export interface PoolServiceOptions {
+  podSource: PodSource;
+  sourceKind: SourceKind;
+  labels: PoolLabels;
+  portName: string;
+  /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
+  resyncPeriodMs?: number | null;
+  adminToken?: string;
+  clock?: Clock;
+  /** Epoch ms for the cells' `lastTransitionTime`. */
+  wallClock?: () => number;
+  logger?: Logger;
+  /** prom-client's process metrics; main turns them on, tests leave them off. */
+  processMetrics?: boolean;
+}
+
+export class PoolService implements ControlPlane {
+  readonly source: SourceKind;
+  readonly labels: PoolLabels;
+  readonly cells: CellRegistry;
+  readonly metrics: ServiceMetrics;
+  readonly adminToken: string | undefined;
+  readonly health: { healthz: HealthCheck[]; readyz: HealthCheck[] };
+  readonly #podSource: PodSource;
+  readonly #loop: ReconcileLoop<Pod>;
+  readonly #clock: Clock;
+  #shuttingDown = false;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: PoolServiceOptions) {
+    this.source = options.sourceKind;
+    this.labels = options.labels;
+    this.adminToken = options.adminToken;
+    this.#podSource = options.podSource;
+    this.#clock = options.clock ?? realClock;
+    const logger = options.logger ?? silentLogger;
+    this.cells = new CellRegistry({
+      wallClock: options.wallClock,
+      envelope: { source: options.sourceKind },
+    });
+    this.metrics = new ServiceMetrics({
+      clock: this.#clock,
+      processMetrics: options.processMetrics ?? false,
+    });
+    const reconcile = createCellReconciler({
+      labels: options.labels,
+      portName: options.portName,
+      members: (key) => this.#loop.getByParent(key),
+      registry: this.cells,
+      logger,
+      onTransition: (t) => this.metrics.cellTransition(t.type),
+    });
+    this.#loop = new ReconcileLoop<Pod>({
+      source: options.podSource.source,
+      keyMap: cellKeyMap(options.labels),
+      reconcile,
+      ...(options.resyncPeriodMs !== undefined ? { resyncPeriodMs: options.resyncPeriodMs } : {}),
+      clock: this.#clock,
+      logger,
+      instrumentation: this.metrics.instrumentation,
+    });
+    this.metrics.bind({
+      loopState: () => this.#loop.state(),
+      storeObjects: () => this.#loop.objectCount,
+      reflector: () => this.#podSource.stats(),
+      cells: this.cells,
+      source: options.sourceKind,
+    });
+    this.health = {
+      // Liveness asks only "is this process serving": restarting us cannot fix the API server.
+      healthz: [{ name: 'ping', check: () => undefined }],
+      readyz: [
+        {
+          name: 'store-synced',
+          check: () =>
+            this.#loop.synced ? undefined : 'the initial list has not been applied yet',
+        },
+        {
+          name: 'watch-healthy',
+          check: () => {
+            const stats = this.#podSource.stats();
+            return stats.healthy
+              ? undefined
+              : `the pod watch is not delivering (phase ${stats.phase}${stats.lastError ? `, last error: ${stats.lastError}` : ''})`;
+          },
+        },
+        {
+          name: 'shutdown',
+          check: () => (this.#shuttingDown ? 'the process is shutting down' : undefined),
+        },
+      ],
+    };
+  }
+
+  /** Resolves once the initial world is in the store and queued (see `ReconcileLoop.start`). */
+  start(signal?: AbortSignal): Promise<void> {
+    return this.#loop.start(signal);
+  }
+
+  /** Makes `/readyz` fail from now on, so load balancers drain us before the server closes. */
+  beginShutdown(): void {
+    this.#shuttingDown = true;
+  }
+
+  /** Stops the loop (waiting for an in-flight reconcile), then the source. Idempotent. */
+  stop(): Promise<void> {
+    this.#shuttingDown = true;
+    this.#stopped ??= (async () => {
+      try {
+        await this.#loop.stop();
+      } catch {
+        // stop() before start() rejects: nothing was running, which is what stopping wants.
+      }
+      await this.#podSource.close();
+    })();
+    return this.#stopped;
+  }
+
+  // ----- ControlPlane reads -----
+
+  now(): number {
+    return this.#clock.now();
+  }
+
+  get synced(): boolean {
+    return this.#loop.synced;
+  }
+
+  loopState(): ReconcileLoopState {
+    return this.#loop.state();
+  }
+
+  storeParents(): ParentKey[] {
+    return [...this.#loop.parentKeys()].sort();
+  }
+
+  storeMembers(parent: ParentKey): readonly Pod[] {
+    return this.#loop.getByParent(parent);
+  }
+
+  get storeObjectCount(): number {
+    return this.#loop.objectCount;
+  }
+
+  reflector(): ReflectorStats {
+    return this.#podSource.stats();
+  }
+
+  enqueue(parent: ParentKey): void {
+    this.#loop.enqueue(parent);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Which pod source to run when `--source` is not given, decided with plain file checks (no
+ * Kubernetes client is loaded for it): in a cluster, or with a kubeconfig at hand, the real one;
+ * otherwise the simulation, so `npm start` on a laptop shows something alive instead of failing.
+ */
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { ALL_NAMESPACES, type Config, ConfigError, envName } from './config.js';
+import type { SourceKind } from './pools/pod-source.js';
+
+/** Where the kubelet mounts a pod's service-account credentials. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+export interface SourceChoice {
+  kind: SourceKind;
+  /** True when the kind was not asked for but inferred. */
+  inferred: boolean;
+  /** One sentence for the start-up log. */
+  reason: string;
+}
+
+/** What the choice looks at, injected so tests need no real files or environment. */
+export interface HostFacts {
+  env: NodeJS.ProcessEnv;
+  exists(path: string): boolean;
+  home: string;
+}
+
+export function realHostFacts(): HostFacts {
+  return { env: process.env, exists: existsSync, home: homedir() };
+}
+
+/** client-go's in-cluster test: the service host variable and the mounted token. */
+export function inCluster(facts: HostFacts): boolean {
+  return (
+    Boolean(facts.env.KUBERNETES_SERVICE_HOST) && facts.exists(join(SERVICE_ACCOUNT_DIR, 'token'))
+  );
+}
+
+export function chooseSource(config: Config, facts: HostFacts): SourceChoice {
+  if (config.kubeconfig !== undefined && !facts.exists(config.kubeconfig)) {
+    throw new ConfigError(
+      `invalid --kubeconfig (${envName('kubeconfig')}): ${config.kubeconfig} does not exist`,
+    );
+  }
+  if (config.source) {
+    return { kind: config.source, inferred: false, reason: `--source ${config.source}` };
+  }
+  if (inCluster(facts)) {
+    return {
+      kind: 'kubernetes',
+      inferred: true,
+      reason: 'running in a cluster (service-account token mounted)',
+    };
+  }
+  if (config.kubeconfig !== undefined) {
+    return { kind: 'kubernetes', inferred: true, reason: `kubeconfig ${config.kubeconfig}` };
+  }
+  const fromEnv = (facts.env.KUBECONFIG ?? '').split(delimiter).find((p) => p && facts.exists(p));
+  if (fromEnv) {
+    return {
+      kind: 'kubernetes',
+      inferred: true,
+      reason: `kubeconfig ${fromEnv} (from KUBECONFIG)`,
+    };
+  }
+  const home = join(facts.home, '.kube', 'config');
+  if (facts.exists(home)) {
+    return { kind: 'kubernetes', inferred: true, reason: `kubeconfig ${home}` };
+  }
+  return {
+    kind: 'simulated',
+    inferred: true,
+    reason:
+      'no cluster found (not in a pod, no --kubeconfig, no KUBECONFIG, no ~/.kube/config): serving a SIMULATED world',
+  };
+}
+
+/**
+ * The namespace to watch, `undefined` for all. Unset means the pod's own namespace in a cluster
+ * (what a namespaced Role allows) and all namespaces outside one.
+ */
+export async function resolveNamespace(
+  config: Config,
+  facts: HostFacts,
+  readText: (path: string) => Promise<string> = (p) => readFile(p, 'utf8'),
+): Promise<string | undefined> {
+  if (config.namespace === ALL_NAMESPACES) return undefined;
+  if (config.namespace !== undefined) return config.namespace;
+  if (!inCluster(facts)) return undefined;
+  try {
+    return (await readText(join(SERVICE_ACCOUNT_DIR, 'namespace'))).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,226 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  envName,
+  FLAGS,
+  HelpRequested,
+  helpText,
+  loadAdminToken,
+  parseConfig,
+  parseDuration,
+  parseListen,
+} from '../../src/config.js';
+import { LWS_LABELS } from '../../src/pools/labels.js';
+
+function errorOf(argv: string[], env: NodeJS.ProcessEnv = {}): string {
+  try {
+    parseConfig(argv, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('parseConfig defaults', () => {
+  it('follows LeaderWorkerSet and listens on 0.0.0.0:8080 with no flags at all', () => {
+    const config = parseConfig([], {});
+    expect(config).toEqual({
+      source: undefined,
+      kubeconfig: undefined,
+      context: undefined,
+      namespace: undefined,
+      selector: 'leaderworkerset.sigs.k8s.io/name',
+      labels: LWS_LABELS,
+      portName: 'http',
+      listen: { host: '0.0.0.0', port: 8080 },
+      adminTokenFile: undefined,
+      resyncPeriodMs: 36_000_000,
+      logLevel: 'info',
+      shutdownTimeoutMs: 10_000,
+      simulationStepMs: 3_000,
+    });
+  });
+
+  it('makes the default selector follow a configured pool label', () => {
+    expect(parseConfig(['--pool-label', 'example.com/pool'], {}).selector).toBe('example.com/pool');
+  });
+});
+
+describe('flags and environment variables', () => {
+  it('reads every flag from its POOL_CONTROLLER_ variable', () => {
+    const config = parseConfig([], {
+      POOL_CONTROLLER_SOURCE: 'simulated',
+      POOL_CONTROLLER_NAMESPACE: 'serving',
+      POOL_CONTROLLER_POOL_LABEL: 'example.com/pool',
+      POOL_CONTROLLER_CELL_INDEX_LABEL: 'example.com/cell',
+      POOL_CONTROLLER_WORKER_INDEX_LABEL: 'example.com/worker',
+      POOL_CONTROLLER_CELL_SIZE_ANNOTATION: 'example.com/size',
+      POOL_CONTROLLER_PORT_NAME: 'grpc',
+      POOL_CONTROLLER_LISTEN: '127.0.0.1:9000',
+      POOL_CONTROLLER_RESYNC_PERIOD: '30m',
+      POOL_CONTROLLER_LOG_LEVEL: 'debug',
+      POOL_CONTROLLER_SELECTOR: 'app=engine',
+      POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
+      POOL_CONTROLLER_KUBECONFIG: '/k/config',
+      POOL_CONTROLLER_CONTEXT: 'kind-dev',
+      POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
+      POOL_CONTROLLER_SIMULATION_STEP: '500ms',
+    });
+    expect(config).toEqual({
+      source: 'simulated',
+      kubeconfig: '/k/config',
+      context: 'kind-dev',
+      namespace: 'serving',
+      selector: 'app=engine',
+      labels: {
+        pool: 'example.com/pool',
+        cellIndex: 'example.com/cell',
+        workerIndex: 'example.com/worker',
+        cellSize: 'example.com/size',
+      },
+      portName: 'grpc',
+      listen: { host: '127.0.0.1', port: 9000 },
+      adminTokenFile: '/secrets/token',
+      resyncPeriodMs: 1_800_000,
+      logLevel: 'debug',
+      shutdownTimeoutMs: 5_000,
+      simulationStepMs: 500,
+    });
+  });
+
+  it('has a variable for every flag, named after it', () => {
+    expect(FLAGS.map((f) => envName(f.flag))).toContain('POOL_CONTROLLER_CELL_SIZE_ANNOTATION');
+    expect(new Set(FLAGS.map((f) => envName(f.flag))).size).toBe(FLAGS.length);
+  });
+
+  it('lets a flag win over its variable', () => {
+    const config = parseConfig(['--listen', '127.0.0.1:1234'], {
+      POOL_CONTROLLER_LISTEN: '0.0.0.0:1',
+    });
+    expect(config.listen).toEqual({ host: '127.0.0.1', port: 1234 });
+  });
+
+  it('accepts --flag=value', () => {
+    expect(parseConfig(['--namespace=serving'], {}).namespace).toBe('serving');
+  });
+
+  it("accepts '*' for all namespaces and 0/off to disable resync", () => {
+    expect(parseConfig(['--namespace', '*'], {}).namespace).toBe('*');
+    expect(parseConfig(['--resync-period', 'off'], {}).resyncPeriodMs).toBeNull();
+    expect(parseConfig(['--resync-period', '0'], {}).resyncPeriodMs).toBeNull();
+  });
+});
+
+describe('bad values fail at start, naming the flag and its variable', () => {
+  const cases: Array<[string[], string]> = [
+    [
+      ['--source', 'cluster'],
+      'invalid --source (POOL_CONTROLLER_SOURCE): expected kubernetes or simulated, got "cluster"',
+    ],
+    [['--listen', 'localhost'], 'invalid --listen (POOL_CONTROLLER_LISTEN): expected host:port'],
+    [['--listen', '0.0.0.0:99999'], 'invalid --listen (POOL_CONTROLLER_LISTEN)'],
+    [
+      ['--namespace', 'Not_A_Namespace'],
+      'invalid --namespace (POOL_CONTROLLER_NAMESPACE): expected a namespace name',
+    ],
+    [
+      ['--pool-label', 'has spaces'],
+      'invalid --pool-label (POOL_CONTROLLER_POOL_LABEL): expected a Kubernetes label key',
+    ],
+    [
+      ['--cell-size-annotation', '/x'],
+      'invalid --cell-size-annotation (POOL_CONTROLLER_CELL_SIZE_ANNOTATION)',
+    ],
+    [
+      ['--port-name', 'ThisIsWayTooLongForAPort'],
+      'invalid --port-name (POOL_CONTROLLER_PORT_NAME): expected a container port name',
+    ],
+    [
+      ['--resync-period', '10'],
+      'invalid --resync-period (POOL_CONTROLLER_RESYNC_PERIOD): expected a duration such as 30m or 10h, or 0/off to disable, got "10"',
+    ],
+    [
+      ['--log-level', 'loud'],
+      'invalid --log-level (POOL_CONTROLLER_LOG_LEVEL): expected one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ],
+    [
+      ['--shutdown-timeout', '0s'],
+      'invalid --shutdown-timeout (POOL_CONTROLLER_SHUTDOWN_TIMEOUT): expected a positive duration',
+    ],
+    [
+      ['--selector', '  '],
+      'invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector, got an empty value',
+    ],
+  ];
+  for (const [argv, message] of cases) {
+    it(`rejects ${argv.join(' ')}`, () => {
+      expect(errorOf(argv)).toContain(message);
+    });
+  }
+
+  it('names the variable when the bad value came from the environment', () => {
+    expect(errorOf([], { POOL_CONTROLLER_LOG_LEVEL: 'chatty' })).toContain(
+      'invalid --log-level (POOL_CONTROLLER_LOG_LEVEL)',
+    );
+  });
+
+  it('rejects an unknown flag and points at --help', () => {
+    expect(errorOf(['--nmespace', 'x'])).toMatch(/Unknown option '--nmespace'.*\(see --help\)/);
+  });
+
+  it('rejects a stray positional argument', () => {
+    expect(errorOf(['simulated'])).toMatch(/simulated.*\(see --help\)/);
+  });
+});
+
+describe('--help', () => {
+  it('is requested with --help or -h and lists every flag with its variable and default', () => {
+    expect(() => parseConfig(['--help'], {})).toThrow(HelpRequested);
+    expect(() => parseConfig(['-h'], {})).toThrow(HelpRequested);
+    const text = helpText();
+    for (const spec of FLAGS) {
+      expect(text).toContain(`--${spec.flag} `);
+      expect(text).toContain(envName(spec.flag));
+    }
+    expect(text).toContain('default: 0.0.0.0:8080');
+  });
+});
+
+describe('value parsers', () => {
+  it('reads Go-style durations', () => {
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('1h30m')).toBe(5_400_000);
+    expect(parseDuration('1.5s')).toBe(1_500);
+    expect(parseDuration('10')).toBeUndefined();
+    expect(parseDuration('5 s')).toBeUndefined();
+  });
+
+  it('reads listen addresses, IPv6 in brackets', () => {
+    expect(parseListen('[::]:8080')).toEqual({ host: '::', port: 8080 });
+    expect(parseListen(':9090')).toEqual({ host: '0.0.0.0', port: 9090 });
+    expect(parseListen('::8080')).toBeUndefined();
+  });
+});
+
+describe('loadAdminToken', () => {
+  it('reads the token, trimming the newline a Secret usually ends with', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-'));
+    await writeFile(join(dir, 'token'), 'abc123\n');
+    expect(await loadAdminToken(join(dir, 'token'))).toBe('abc123');
+  });
+
+  it('refuses an empty or missing file, naming the flag', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-'));
+    await writeFile(join(dir, 'empty'), '\n');
+    await expect(loadAdminToken(join(dir, 'empty'))).rejects.toThrow(
+      /invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): .*empty is empty/,
+    );
+    await expect(loadAdminToken(join(dir, 'missing'))).rejects.toThrow(
+      /invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): cannot read/,
+    );
+  });
+});

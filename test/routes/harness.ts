@@ -1,0 +1,120 @@
+/**
+ * A real `PoolService` and its Fastify app over a hand-driven pod source and a fake clock:
+ * tests push pods as a reflector would and ask the app through `inject()`.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { ObjectKey, SourceEvent } from '../../src/index.js';
+import { type Pod, podKey } from '../../src/kubernetes/pod.js';
+import type { ReflectorStats } from '../../src/kubernetes/reflector-stats.js';
+import { LWS_LABELS } from '../../src/pools/labels.js';
+import type { PodSource } from '../../src/pools/pod-source.js';
+import { buildServer } from '../../src/server.js';
+import { PoolService } from '../../src/service.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeSource } from '../support/fake-source.js';
+
+/** A pod source whose stream a test drives and whose stats it sets. */
+export class DrivenPodSource implements PodSource {
+  readonly fake = new FakeSource<Pod>();
+  readonly source = this.fake.source;
+  closes = 0;
+  current: ReflectorStats = {
+    phase: 'watching',
+    healthy: true,
+    cursor: '100',
+    lists: 1,
+    relists: {},
+    watchOpens: 1,
+    events: {},
+    bytesDecoded: 0,
+  };
+
+  stats(): ReflectorStats {
+    return this.current;
+  }
+
+  async close(): Promise<void> {
+    this.closes += 1;
+  }
+}
+
+export const WALL_CLOCK_MS = Date.parse('2025-06-01T12:00:00Z');
+
+export interface HarnessOptions {
+  pods?: Pod[];
+  adminToken?: string;
+  /** Default true: start the loop and apply the initial replace. */
+  start?: boolean;
+  resyncPeriodMs?: number | null;
+}
+
+export interface Harness {
+  app: FastifyInstance;
+  service: PoolService;
+  podSource: DrivenPodSource;
+  clock: FakeClock;
+  /** Pushes events into the open stream and lets the loop reconcile them. */
+  push(...events: SourceEvent<Pod>[]): Promise<void>;
+  /** Applies the initial replace and waits for the first reconciles. */
+  start(pods?: Pod[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function replaceWith(pods: readonly Pod[]): SourceEvent<Pod> {
+  return { type: 'replace', objects: new Map<ObjectKey, Pod>(pods.map((p) => [podKey(p), p])) };
+}
+
+export function upsert(pod: Pod): SourceEvent<Pod> {
+  return { type: 'upsert', key: podKey(pod), object: pod };
+}
+
+export function remove(pod: Pod): SourceEvent<Pod> {
+  return { type: 'delete', key: podKey(pod), lastObject: pod };
+}
+
+const open: Harness[] = [];
+
+export async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  const clock = new FakeClock();
+  const podSource = new DrivenPodSource();
+  const service = new PoolService({
+    podSource,
+    sourceKind: 'kubernetes',
+    labels: LWS_LABELS,
+    portName: 'http',
+    clock,
+    wallClock: () => WALL_CLOCK_MS,
+    resyncPeriodMs: options.resyncPeriodMs === undefined ? null : options.resyncPeriodMs,
+    ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
+  });
+  const app = await buildServer(service);
+  const h: Harness = {
+    app,
+    service,
+    podSource,
+    clock,
+    async push(...events) {
+      podSource.fake.push(...events);
+      await settle();
+    },
+    async start(pods = []) {
+      const started = service.start();
+      await settle(2);
+      podSource.fake.push(replaceWith(pods));
+      await started;
+      await settle();
+    },
+    async close() {
+      await app.close();
+      await service.stop();
+    },
+  };
+  open.push(h);
+  if (options.start ?? true) await h.start(options.pods ?? []);
+  return h;
+}
+
+/** Closes every harness a test opened; call from `afterEach`. */
+export async function closeAll(): Promise<void> {
+  await Promise.all(open.splice(0).map((h) => h.close()));
+}

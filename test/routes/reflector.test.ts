@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeAll, harness } from './harness.js';
+
+afterEach(closeAll);
+
+describe('GET /api/v1/reflector', () => {
+  it("shows the source's stats with nulls for what it does not know yet", async () => {
+    const { app } = await harness();
+    const res = await app.inject({ url: '/api/v1/reflector' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      source: 'kubernetes',
+      phase: 'watching',
+      healthy: true,
+      cursor: '100',
+      lists: 1,
+      relists: {},
+      watchOpens: 1,
+      events: {},
+      lastEventAtMs: null,
+      lastSyncAtMs: null,
+      bytesDecoded: 0,
+      lastError: null,
+    });
+  });
+
+  it('shows relists by reason, events by type and the last error', async () => {
+    const { app, podSource } = await harness();
+    podSource.current = {
+      phase: 'backoff',
+      healthy: false,
+      lists: 3,
+      relists: { expired: 2 },
+      watchOpens: 4,
+      events: { ADDED: 5, BOOKMARK: 1 },
+      lastEventAtMs: 1_700_000_000_000,
+      lastSyncAtMs: 1_699_999_999_000,
+      bytesDecoded: 12_345,
+      lastError: 'watch closed: 410 Gone',
+    };
+    expect((await app.inject({ url: '/api/v1/reflector' })).json()).toEqual({
+      source: 'kubernetes',
+      phase: 'backoff',
+      healthy: false,
+      cursor: null,
+      lists: 3,
+      relists: { expired: 2 },
+      watchOpens: 4,
+      events: { ADDED: 5, BOOKMARK: 1 },
+      lastEventAtMs: 1_700_000_000_000,
+      lastSyncAtMs: 1_699_999_999_000,
+      bytesDecoded: 12_345,
+      lastError: 'watch closed: 410 Gone',
+    });
+  });
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { type HealthCheck, runChecks, runOneCheck } from '../../src/health.js';
+
+const ok = (name: string): HealthCheck => ({ name, check: () => undefined });
+const bad = (name: string, why = 'broken'): HealthCheck => ({ name, check: () => why });
+
+describe("health checks in controller-runtime's format", () => {
+  it('answers ok, or every line with ?verbose', () => {
+    expect(runChecks('healthz', [ok('a'), ok('b')], { verbose: false, exclude: [] })).toEqual({
+      status: 200,
+      body: 'ok',
+    });
+    expect(runChecks('healthz', [ok('a'), ok('b')], { verbose: true, exclude: [] }).body).toBe(
+      '[+]a ok\n[+]b ok\nhealthz check passed\n',
+    );
+  });
+
+  it('is always verbose on failure and never shows the reason', () => {
+    expect(
+      runChecks('readyz', [ok('a'), bad('b', 'secret detail')], { verbose: false, exclude: [] }),
+    ).toEqual({
+      status: 500,
+      body: '[+]a ok\n[-]b failed: reason withheld\nreadyz check failed\n',
+    });
+  });
+
+  it('reports exclusions and unmatched exclusions', () => {
+    const res = runChecks('readyz', [bad('a')], { verbose: true, exclude: ['a', 'zz', 'b'] });
+    expect(res).toEqual({
+      status: 200,
+      body: '[+]a excluded: ok\nwarn: some health checks cannot be excluded: no matches for "b","zz"\nreadyz check passed\n',
+    });
+  });
+
+  it('gives the reason for a single check', () => {
+    expect(runOneCheck(bad('a', 'not synced'))).toEqual({
+      status: 500,
+      body: 'internal server error: not synced\n',
+    });
+    expect(runOneCheck(ok('a'))).toEqual({ status: 200, body: 'ok' });
+  });
+});

@@ -1,0 +1,107 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ReconcileLoop } from '../../src/index.js';
+import type { Pod } from '../../src/kubernetes/pod.js';
+import { ServiceMetrics } from '../../src/metrics.js';
+import { cellKeyMap } from '../../src/pools/cell-key.js';
+import { CellRegistry } from '../../src/pools/cell-registry.js';
+import { LWS_LABELS } from '../../src/pools/labels.js';
+import { DrivenPodSource, replaceWith } from '../routes/harness.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { lwsPod } from '../support/lws-pod.js';
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(stops.splice(0).map((s) => s()));
+});
+
+function value(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+/** ServiceMetrics wired into a real loop whose reconcile fails for group 0 and hangs for group 1. */
+async function instrumentedLoop() {
+  const clock = new FakeClock();
+  const podSource = new DrivenPodSource();
+  const metrics = new ServiceMetrics({ clock });
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const loop: ReconcileLoop<Pod> = new ReconcileLoop<Pod>({
+    source: podSource.source,
+    keyMap: cellKeyMap(LWS_LABELS),
+    clock,
+    resyncPeriodMs: null,
+    instrumentation: metrics.instrumentation,
+    reconcile: async (key) => {
+      if (key === 'ns/engine-00000') throw new Error('boom');
+      if (key === 'ns/engine-00001') await held;
+    },
+  });
+  metrics.bind({
+    loopState: () => loop.state(),
+    storeObjects: () => loop.objectCount,
+    reflector: () => podSource.stats(),
+    cells: new CellRegistry(),
+    source: 'kubernetes',
+  });
+  const started = loop.start();
+  await settle(2);
+  podSource.fake.push(
+    replaceWith([lwsPod({ group: 0 }), lwsPod({ group: 1 }), lwsPod({ group: 2 })]),
+  );
+  await started;
+  await settle();
+  stops.push(async () => {
+    release();
+    await loop.stop();
+  });
+  return { clock, metrics, release };
+}
+
+describe('ServiceMetrics with a running loop', () => {
+  it('counts a failed reconcile as an error, in both error metrics', async () => {
+    const { metrics } = await instrumentedLoop();
+    const text = await metrics.render();
+    expect(
+      value(text, 'controller_runtime_reconcile_total{controller="cell",result="error"}'),
+    ).toBe(1);
+    expect(value(text, 'controller_runtime_reconcile_errors_total{controller="cell"}')).toBe(1);
+  });
+
+  it('shows the in-flight reconcile as an active worker, unfinished work and the longest processor', async () => {
+    const { metrics, clock } = await instrumentedLoop();
+    await clock.advance(500);
+    const text = await metrics.render();
+    expect(value(text, 'controller_runtime_active_workers{controller="cell"}')).toBe(1);
+    expect(value(text, 'workqueue_unfinished_work_seconds{name="cell",controller="cell"}')).toBe(
+      0.5,
+    );
+    expect(
+      value(text, 'workqueue_longest_running_processor_seconds{name="cell",controller="cell"}'),
+    ).toBe(0.5);
+    expect(value(text, 'workqueue_depth{name="cell",controller="cell"}')).toBe(1);
+  });
+
+  it('counts a retry when a failed key comes back after its backoff', async () => {
+    const { metrics, clock, release } = await instrumentedLoop();
+    release();
+    await settle();
+    await clock.advance(2_000);
+    const text = await metrics.render();
+    expect(
+      value(text, 'workqueue_retries_total{name="cell",controller="cell"}'),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      value(text, 'controller_runtime_reconcile_total{controller="cell",result="error"}'),
+    ).toBeGreaterThanOrEqual(2);
+  });
+
+  it('adds the process metrics when asked', async () => {
+    const metrics = new ServiceMetrics({ clock: new FakeClock(), processMetrics: true });
+    const text = await metrics.render();
+    expect(text).toContain('process_cpu_seconds_total');
+    expect(text).toContain('nodejs_eventloop_lag_seconds');
+  });
+});
