@@ -3,7 +3,7 @@
  * tests push pods as a reflector would and ask the app through `inject()`.
  */
 import type { FastifyInstance } from 'fastify';
-import type { ObjectKey, SourceEvent } from '../../src/index.js';
+import type { ObjectKey, Source, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import type { ReflectorStats } from '../../src/kubernetes/reflector-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
@@ -11,11 +11,66 @@ import type { PodSource } from '../../src/pools/pod-source.js';
 import { buildServer } from '../../src/server.js';
 import { PoolService } from '../../src/service.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
-import { FakeSource } from '../support/fake-source.js';
+
+/** One stream of a `PushSource`: events wait in a buffer until the consumer asks. */
+class PushStream<T> implements AsyncIterator<SourceEvent<T>> {
+  open = true;
+  readonly #buffer: SourceEvent<T>[] = [];
+  #waiter: ((result: IteratorResult<SourceEvent<T>>) => void) | undefined;
+
+  push(event: SourceEvent<T>): void {
+    if (!this.open) return;
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    if (waiter) waiter({ done: false, value: event });
+    else this.#buffer.push(event);
+  }
+
+  next(): Promise<IteratorResult<SourceEvent<T>>> {
+    const event = this.#buffer.shift();
+    if (event) return Promise.resolve({ done: false, value: event });
+    if (!this.open) return Promise.resolve({ done: true, value: undefined });
+    return new Promise((resolve) => {
+      this.#waiter = resolve;
+    });
+  }
+
+  return(): Promise<IteratorResult<SourceEvent<T>>> {
+    this.open = false;
+    this.#waiter?.({ done: true, value: undefined });
+    this.#waiter = undefined;
+    return Promise.resolve({ done: true, value: undefined });
+  }
+}
+
+/** A restartable source whose newest stream a test pushes events into. */
+export class PushSource<T> {
+  readonly streams: PushStream<T>[] = [];
+  readonly source: Source<T> = () => {
+    const stream = new PushStream<T>();
+    this.streams.push(stream);
+    return { [Symbol.asyncIterator]: () => stream };
+  };
+
+  get opens(): number {
+    return this.streams.length;
+  }
+
+  /** Streams not yet closed by their consumer. */
+  get openStreams(): number {
+    return this.streams.filter((s) => s.open).length;
+  }
+
+  push(...events: SourceEvent<T>[]): void {
+    const stream = this.streams.at(-1);
+    if (!stream) throw new Error('push source: no stream has been opened');
+    for (const event of events) stream.push(event);
+  }
+}
 
 /** A pod source whose stream a test drives and whose stats it sets. */
 export class DrivenPodSource implements PodSource {
-  readonly fake = new FakeSource<Pod>();
+  readonly fake = new PushSource<Pod>();
   readonly source = this.fake.source;
   closes = 0;
   current: ReflectorStats = {
