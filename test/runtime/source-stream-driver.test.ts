@@ -1,0 +1,514 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type KeyMap, ObjectStore, type ParentKey, SourceStreamDriver } from '../../src/index.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { deleteOf, FakeSource, replaceOf, upsertOf } from '../support/fake-source.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+
+interface Obj {
+  cell?: string;
+  v?: number;
+}
+
+const byCell: KeyMap<Obj> = (o) => o.cell;
+
+interface Harness {
+  clock: FakeClock;
+  fake: FakeSource<Obj>;
+  store: ObjectStore<Obj>;
+  logger: RecordingLogger;
+  driver: SourceStreamDriver<Obj>;
+  /** Every onAffected argument, in order. */
+  affected: ParentKey[][];
+  controller: AbortController;
+  /** Starts `run()` and tracks whether it settled. */
+  run(signal?: AbortSignal): { done: boolean; error: unknown; promise: Promise<void> };
+}
+
+const controllers: AbortController[] = [];
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const c of controllers.splice(0)) c.abort();
+  await settle();
+});
+
+function harness(
+  options: {
+    keyMap?: KeyMap<Obj>;
+    retryDelayMs?: number;
+    onAffected?: (parents: ParentKey[], store: ObjectStore<Obj>) => void;
+  } = {},
+): Harness {
+  const clock = new FakeClock();
+  const fake = new FakeSource<Obj>();
+  const logger = new RecordingLogger();
+  const store = new ObjectStore<Obj>(options.keyMap, { logger });
+  const affected: ParentKey[][] = [];
+  const driver = new SourceStreamDriver<Obj>({
+    source: fake.source,
+    store,
+    onAffected: (parents) => {
+      affected.push([...parents]);
+      options.onAffected?.(parents, store);
+    },
+    retryDelayMs: options.retryDelayMs ?? 1000,
+    clock,
+    logger,
+  });
+  const controller = new AbortController();
+  controllers.push(controller);
+  return {
+    clock,
+    fake,
+    store,
+    logger,
+    driver,
+    affected,
+    controller,
+    run(signal = controller.signal) {
+      const state = { done: false, error: undefined as unknown, promise: Promise.resolve() };
+      state.promise = driver.run(signal).then(
+        () => {
+          state.done = true;
+        },
+        (error: unknown) => {
+          state.done = true;
+          state.error = error ?? new Error('rejected without a reason');
+        },
+      );
+      return state;
+    },
+  };
+}
+
+describe('SourceStreamDriver applying events', () => {
+  it('opens the source and applies its opening replace', async () => {
+    const h = harness({ keyMap: byCell });
+    h.run();
+    await settle();
+    expect(h.fake.opens).toBe(1);
+    expect(h.driver.synced).toBe(false);
+    h.fake.push(replaceOf({ p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
+    await settle();
+    expect(h.store.size).toBe(2);
+    expect(h.affected).toEqual([['c1', 'c2']]);
+    expect(h.driver.synced).toBe(true);
+  });
+
+  it('applies every event to the store before onAffected sees its parents', async () => {
+    const seen: string[] = [];
+    const h = harness({
+      keyMap: byCell,
+      onAffected: (parents, store) => {
+        for (const p of parents) {
+          seen.push(
+            `${p}:${store
+              .getByParent(p)
+              .map((o) => o.v)
+              .join(',')}`,
+          );
+        }
+      },
+    });
+    h.run();
+    await settle();
+    h.fake.push(
+      replaceOf({ p1: { cell: 'c1', v: 1 } }),
+      upsertOf('p2', { cell: 'c1', v: 2 }),
+      upsertOf('p1', { cell: 'c1', v: 3 }),
+      deleteOf('p2'),
+      upsertOf('p1', { cell: 'c2', v: 4 }),
+    );
+    await settle();
+    expect(seen).toEqual(['c1:1', 'c1:1,2', 'c1:3,2', 'c1:3', 'c1:', 'c2:4']);
+  });
+
+  it('passes affected parents sorted in JavaScript’s default string order', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ b: {}, Z: {}, a: {}, B: {}, a10: {}, a9: {} }));
+    await settle();
+    expect(h.affected).toEqual([['B', 'Z', 'a', 'a10', 'a9', 'b']]);
+  });
+
+  it('calls onAffected only with a non-empty array', async () => {
+    const h = harness({ keyMap: byCell });
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({}));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+    h.fake.push(upsertOf('orphan', { v: 1 }), deleteOf('ghost'), deleteOf('ghost', { v: 1 }));
+    await settle();
+    h.fake.push(upsertOf('p1', { cell: 'c1' }));
+    await settle();
+    expect(h.affected).toEqual([['c1']]);
+  });
+
+  it('applies events of one stream in arrival order', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: { v: 1 } }));
+    h.fake.push(
+      upsertOf('b', { v: 1 }),
+      deleteOf('a'),
+      upsertOf('c', { v: 1 }),
+      upsertOf('a', { v: 2 }),
+    );
+    await settle();
+    expect(h.affected).toEqual([['a'], ['b'], ['a'], ['c'], ['a']]);
+    expect(h.store.get('a')).toEqual({ v: 2 });
+  });
+});
+
+describe('SourceStreamDriver sync', () => {
+  it('rejects a stream whose first event is not a replace without applying that event', async () => {
+    const h = harness({ keyMap: byCell });
+    h.run();
+    await settle();
+    h.fake.push(upsertOf('p1', { cell: 'c1' }));
+    await settle();
+    expect(h.store.size).toBe(0);
+    expect(h.affected).toEqual([]);
+    expect(h.driver.synced).toBe(false);
+    expect(h.fake.streams[0]?.isOpen).toBe(false);
+    expect(h.fake.streams[0]?.returnCalls).toBeGreaterThanOrEqual(1);
+    expect(h.logger.entries.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('reopens after a bad first event and syncs on the next stream’s replace', async () => {
+    const h = harness({ keyMap: byCell, retryDelayMs: 500 });
+    h.run();
+    await settle();
+    h.fake.push(deleteOf('p1', { cell: 'c1' }));
+    await h.clock.advance(499);
+    expect(h.fake.opens).toBe(1);
+    await h.clock.advance(1);
+    expect(h.fake.opens).toBe(2);
+    h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+    expect(h.affected).toEqual([['c1']]);
+  });
+
+  it('requires every stream, not only the first, to open with a replace', async () => {
+    const h = harness({ keyMap: byCell });
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
+    h.fake.end();
+    await h.clock.advance(1000);
+    expect(h.fake.opens).toBe(2);
+    h.fake.push(upsertOf('p2', { cell: 'c2' }));
+    await settle();
+    expect(h.store.has('p2')).toBe(false);
+    expect(h.affected).toEqual([['c1']]);
+    expect(h.fake.streams[1]?.isOpen).toBe(false);
+    await h.clock.advance(1000);
+    expect(h.fake.opens).toBe(3);
+  });
+
+  it('stays synced for good after the first replace, through failures and reopens', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+    h.fake.fail(new Error('boom'));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+    await h.clock.advance(1000);
+    h.fake.push(upsertOf('x', {}));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+  });
+
+  it('resolves waitForSync only after the first replace has been applied', async () => {
+    const h = harness();
+    let resolvedWithSize: number | undefined;
+    h.driver.waitForSync().then(() => {
+      resolvedWithSize = h.store.size;
+    });
+    h.run();
+    await settle();
+    expect(resolvedWithSize).toBeUndefined();
+    h.fake.push(replaceOf({ a: {}, b: {} }));
+    await settle();
+    expect(resolvedWithSize).toBe(2);
+  });
+
+  it('resolves waitForSync at once when already synced', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({}));
+    await settle();
+    await expect(h.driver.waitForSync()).resolves.toBeUndefined();
+  });
+
+  it('rejects waitForSync with the signal’s reason when aborted first', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    const reason = new Error('gave up waiting');
+    const controller = new AbortController();
+    const waiting = h.driver.waitForSync(controller.signal);
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+  });
+
+  it('rejects waitForSync with the reason of an already-aborted signal', async () => {
+    const h = harness();
+    const reason = new Error('already gone');
+    await expect(h.driver.waitForSync(AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+});
+
+describe('SourceStreamDriver reopening', () => {
+  it('reopens retryDelayMs after a stream ends, and logs it', async () => {
+    const h = harness({ retryDelayMs: 1000 });
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    const before = h.logger.entries.length;
+    h.fake.end();
+    await h.clock.advance(999);
+    expect(h.fake.opens).toBe(1);
+    expect(h.logger.entries.length).toBeGreaterThan(before);
+    await h.clock.advance(1);
+    expect(h.fake.opens).toBe(2);
+  });
+
+  it('reopens retryDelayMs after a stream throws, and logs the error', async () => {
+    const h = harness({ retryDelayMs: 300 });
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    const error = new Error('watch dropped');
+    h.fake.fail(error);
+    await h.clock.advance(299);
+    expect(h.fake.opens).toBe(1);
+    expect(h.logger.mentioning(error).length).toBeGreaterThanOrEqual(1);
+    await h.clock.advance(1);
+    expect(h.fake.opens).toBe(2);
+  });
+
+  it('reopens retryDelayMs after the source factory itself throws, and logs the error', async () => {
+    const h = harness({ retryDelayMs: 1000 });
+    const error = new Error('cannot open');
+    h.fake.throwOnOpen(error, 2);
+    h.run();
+    await settle();
+    expect(h.fake.factoryCalls).toBe(1);
+    expect(h.fake.opens).toBe(0);
+    expect(h.logger.mentioning(error).length).toBeGreaterThanOrEqual(1);
+    await h.clock.advance(1000);
+    expect(h.fake.factoryCalls).toBe(2);
+    expect(h.fake.opens).toBe(0);
+    await h.clock.advance(999);
+    expect(h.fake.factoryCalls).toBe(2);
+    await h.clock.advance(1);
+    expect(h.fake.opens).toBe(1);
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+  });
+
+  it('reopens before the first sync too, so a failing first stream does not block sync', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.fail();
+    await h.clock.advance(1000);
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    expect(h.driver.synced).toBe(true);
+  });
+
+  it('synthesizes deletions for objects that vanished while the stream was down', async () => {
+    const h = harness({ keyMap: byCell });
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({ p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
+    h.fake.fail();
+    await h.clock.advance(1000);
+    h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
+    await settle();
+    expect(h.store.has('p2')).toBe(false);
+    expect(h.affected).toEqual([
+      ['c1', 'c2'],
+      ['c1', 'c2'],
+    ]);
+  });
+
+  it('keeps the stream open: no reopen while events keep flowing', async () => {
+    const h = harness();
+    h.run();
+    await settle();
+    h.fake.push(replaceOf({}));
+    await h.clock.advance(60_000);
+    h.fake.push(upsertOf('a', {}));
+    await settle();
+    expect(h.fake.opens).toBe(1);
+    expect(h.store.has('a')).toBe(true);
+  });
+});
+
+describe('SourceStreamDriver closing', () => {
+  it('closes the open stream and resolves when aborted', async () => {
+    const h = harness();
+    const run = h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    h.controller.abort();
+    await settle();
+    expect(run.done).toBe(true);
+    expect(run.error).toBeUndefined();
+    expect(h.fake.openStreams).toBe(0);
+    expect(h.fake.current.returnCalls).toBe(1);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('closes a stream that has not delivered anything yet when aborted', async () => {
+    const h = harness();
+    const run = h.run();
+    await settle();
+    h.controller.abort();
+    await settle();
+    expect(run.done).toBe(true);
+    expect(h.fake.openStreams).toBe(0);
+  });
+
+  it('resolves when aborted during the reopen delay, leaving no timer and opening nothing more', async () => {
+    const h = harness();
+    const run = h.run();
+    await settle();
+    h.fake.end();
+    await settle();
+    expect(h.clock.pendingTimers).toBe(1);
+    h.controller.abort();
+    await settle();
+    expect(run.done).toBe(true);
+    expect(run.error).toBeUndefined();
+    expect(h.clock.pendingTimers).toBe(0);
+    await h.clock.advance(10_000);
+    expect(h.fake.opens).toBe(1);
+  });
+
+  it('resolves at once for an already-aborted signal, opening nothing', async () => {
+    const h = harness();
+    const run = h.run(AbortSignal.abort());
+    await settle();
+    expect(run.done).toBe(true);
+    expect(run.error).toBeUndefined();
+    expect(h.fake.factoryCalls).toBe(0);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('does not wait on a return() that never settles when aborted', async () => {
+    const h = harness();
+    h.fake.returnBehaviour = 'hang';
+    const run = h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    h.controller.abort();
+    await settle();
+    expect(run.done).toBe(true);
+    expect(h.fake.current.returnCalls).toBe(1);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('does not wait on a return() that never settles before reopening', async () => {
+    const h = harness();
+    h.fake.returnBehaviour = 'hang';
+    h.run();
+    await settle();
+    h.fake.push(upsertOf('a', {})); // not a replace: the driver must close and reopen
+    await settle();
+    expect(h.fake.streams[0]?.returnCalls).toBe(1);
+    await h.clock.advance(1000);
+    expect(h.fake.opens).toBe(2);
+  });
+
+  it('logs a close error instead of throwing it when aborted', async () => {
+    const h = harness();
+    const closeError = new Error('close exploded');
+    h.fake.returnBehaviour = 'throw';
+    h.fake.returnError = closeError;
+    const run = h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    h.controller.abort();
+    await settle();
+    expect(run.done).toBe(true);
+    expect(run.error).toBeUndefined();
+    expect(h.logger.mentioning(closeError).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('logs a close error and still reopens after a bad first event', async () => {
+    const h = harness();
+    const closeError = new Error('close exploded');
+    h.fake.returnBehaviour = 'throw';
+    h.fake.returnError = closeError;
+    h.run();
+    await settle();
+    h.fake.push(upsertOf('a', {}));
+    await settle();
+    expect(h.logger.mentioning(closeError).length).toBeGreaterThanOrEqual(1);
+    await h.clock.advance(1000);
+    expect(h.fake.opens).toBe(2);
+  });
+
+  it('keeps the store and synced flag as they were after being aborted', async () => {
+    const h = harness();
+    const run = h.run();
+    await settle();
+    h.fake.push(replaceOf({ a: {} }));
+    await settle();
+    h.controller.abort();
+    await run.promise;
+    expect(h.driver.synced).toBe(true);
+    expect(h.store.has('a')).toBe(true);
+  });
+});
+
+describe('SourceStreamDriver without a logger', () => {
+  it('logs nothing anywhere while streams fail, end and refuse to close', async () => {
+    const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) =>
+      vi.spyOn(console, m).mockImplementation(() => {}),
+    );
+    const clock = new FakeClock();
+    const fake = new FakeSource<Obj>();
+    fake.returnBehaviour = 'throw';
+    fake.throwOnOpen(new Error('factory down'));
+    const driver = new SourceStreamDriver<Obj>({
+      source: fake.source,
+      store: new ObjectStore<Obj>(),
+      onAffected: () => {},
+      retryDelayMs: 10,
+      clock,
+    });
+    const controller = new AbortController();
+    controllers.push(controller);
+    const run = driver.run(controller.signal);
+    await clock.advance(10);
+    fake.push(upsertOf('a', {})); // not a replace
+    await clock.advance(10);
+    fake.push(replaceOf({ a: {} }));
+    fake.fail(new Error('dropped'));
+    await clock.advance(10);
+    fake.end();
+    await clock.advance(10);
+    controller.abort();
+    await run;
+    expect(fake.opens).toBe(4);
+    expect(driver.synced).toBe(true);
+    for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+  });
+});
