@@ -3,7 +3,12 @@
  * listen: `main.ts` listens, tests call `app.inject()`, the OpenAPI generator only reads routes.
  */
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  LogController,
+} from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
   serializerCompiler,
@@ -23,6 +28,9 @@ import { openApiObjectTransform, openApiRouteTransform } from './openapi-transfo
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */
 export const SOURCE_HEADER = 'x-pool-controller-source';
+
+/** Requests not logged one by one: liveness/readiness probes and Prometheus scrapes. */
+const QUIET_PATHS = /^\/(?:healthz|readyz|metrics)(?:[/?]|$)/;
 
 /** The API's version in the OpenAPI document. */
 export const API_VERSION = '1.0.0';
@@ -70,6 +78,10 @@ export async function buildServer(
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // The peer address decides loopback-only POSTs; a forwarded-for header must not.
     trustProxy: false,
+    // Probes and scrapes arrive every few seconds; logging each would drown the cell transitions.
+    logController: new LogController({
+      disableRequestLogging: (request) => QUIET_PATHS.test(request.url),
+    }),
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

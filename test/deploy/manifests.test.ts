@@ -1,0 +1,106 @@
+/**
+ * Static checks of `deploy/`: the properties the issue asks of the manifests, read from the files
+ * themselves. (Their schema against a real apiserver is the e2e test's job: server-side dry run.)
+ */
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+
+const DEPLOY = new URL('../../deploy/', import.meta.url);
+
+// biome-ignore lint/suspicious/noExplicitAny: manifests are untyped YAML documents
+type Manifest = any;
+
+async function manifest(file: string): Promise<Manifest> {
+  return parse(await readFile(new URL(file, DEPLOY), 'utf8'));
+}
+
+describe('deploy/', () => {
+  it('lists every manifest in its kustomization', async () => {
+    const kustomization = await manifest('kustomization.yaml');
+    expect(kustomization.resources).toEqual([
+      'serviceaccount.yaml',
+      'role.yaml',
+      'rolebinding.yaml',
+      'deployment.yaml',
+      'service.yaml',
+    ]);
+  });
+
+  it('grants only get, list and watch on pods', async () => {
+    const role = await manifest('role.yaml');
+    expect(role.kind).toBe('Role');
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    ]);
+  });
+
+  it('binds that role to the service account the deployment runs as', async () => {
+    const [binding, account, deployment] = await Promise.all([
+      manifest('rolebinding.yaml'),
+      manifest('serviceaccount.yaml'),
+      manifest('deployment.yaml'),
+    ]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: 'pool-controller',
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name }]);
+    expect(deployment.spec.template.spec.serviceAccountName).toBe(account.metadata.name);
+  });
+
+  it('probes /healthz for liveness and /readyz for readiness, on the served port', async () => {
+    const deployment = await manifest('deployment.yaml');
+    const [container] = deployment.spec.template.spec.containers;
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    expect(container.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    const listen = container.env.find((e: Manifest) => e.name === 'POOL_CONTROLLER_LISTEN');
+    expect(listen.value).toBe('0.0.0.0:8080');
+  });
+
+  it('runs non-root, read-only, without privilege escalation, with resources set', async () => {
+    const deployment = await manifest('deployment.yaml');
+    const pod = deployment.spec.template.spec;
+    const [container] = pod.containers;
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(container.resources.requests).toMatchObject({
+      cpu: expect.any(String),
+      memory: expect.any(String),
+    });
+    expect(container.resources.limits.memory).toEqual(expect.any(String));
+  });
+
+  it('watches its own namespace, which is all a Role allows', async () => {
+    const deployment = await manifest('deployment.yaml');
+    const env = deployment.spec.template.spec.containers[0].env;
+    expect(env.find((e: Manifest) => e.name === 'POOL_CONTROLLER_NAMESPACE').valueFrom).toEqual({
+      fieldRef: { fieldPath: 'metadata.namespace' },
+    });
+    expect(env.find((e: Manifest) => e.name === 'POOL_CONTROLLER_SOURCE').value).toBe('kubernetes');
+  });
+
+  it('exposes the control plane and metrics port through a Service selecting the pods', async () => {
+    const [service, deployment] = await Promise.all([
+      manifest('service.yaml'),
+      manifest('deployment.yaml'),
+    ]);
+    expect(service.spec.ports).toEqual([
+      { name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' },
+    ]);
+    expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+    expect(deployment.spec.selector.matchLabels).toEqual(service.spec.selector);
+  });
+
+  it('gives the pod more grace than the service needs to shut down', async () => {
+    const deployment = await manifest('deployment.yaml');
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(10);
+  });
+});
