@@ -322,8 +322,11 @@ export class ReconcileLoop<T> implements AsyncDisposable {
         await runAsReconcile(this, () => this.#reconcile(key, inFlight.controller.signal));
       } catch (err) {
         failed = true;
-        if (!inFlight.controller.signal.aborted)
+        if (inFlight.controller.signal.aborted) {
+          this.#logger.warn({ err, key }, 'reconcile ended by stop()');
+        } else {
           this.#logger.error({ err, key }, 'reconcile failed');
+        }
       } finally {
         this.#inFlight = undefined;
       }

@@ -62,9 +62,9 @@ export class RetryScheduler<K> {
         `RetryScheduler: baseDelayMs must be a positive finite number, got ${baseDelayMs}`,
       );
     }
-    if (!(Number.isFinite(maxDelayMs) && maxDelayMs >= baseDelayMs)) {
+    if (!(maxDelayMs >= baseDelayMs)) {
       throw new RangeError(
-        `RetryScheduler: maxDelayMs must be a finite number >= baseDelayMs (${baseDelayMs}), got ${maxDelayMs}`,
+        `RetryScheduler: maxDelayMs must be >= baseDelayMs (${baseDelayMs}), got ${maxDelayMs}`,
       );
     }
     if (!(Number.isFinite(pollIntervalMs) && pollIntervalMs > 0)) {
