@@ -29,3 +29,59 @@ export interface ReflectorStats {
   /** The last failure, one line, for a human debugging through port-forward. */
   lastError?: string;
 }
+
+/** Stats of a source that has not started a stream yet. */
+export function initialReflectorStats(): ReflectorStats {
+  return {
+    phase: 'idle',
+    healthy: false,
+    lists: 0,
+    relists: {},
+    watchOpens: 0,
+    events: {},
+    bytesDecoded: 0,
+  };
+}
+
+function addCounts<K extends string>(
+  a: Partial<Record<K, number>>,
+  b: Partial<Record<K, number>>,
+): Partial<Record<K, number>> {
+  const sum: Partial<Record<K, number>> = { ...a };
+  for (const [key, value] of Object.entries(b) as Array<[K, number]>) {
+    sum[key] = (sum[key] ?? 0) + value;
+  }
+  return sum;
+}
+
+function later(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.max(a, b);
+}
+
+/**
+ * Folds the stats of a newer stream (`current`) onto the totals of earlier ones (`base`):
+ * counters add up, times keep the latest, and the state fields (phase, health, cursor) are
+ * `current`'s. Each reflector stream counts from zero (a restarted worker starts afresh), so this
+ * is what keeps "LIST count" meaning "LISTs since the process started".
+ */
+export function foldReflectorStats(base: ReflectorStats, current: ReflectorStats): ReflectorStats {
+  const folded: ReflectorStats = {
+    phase: current.phase,
+    healthy: current.healthy,
+    lists: base.lists + current.lists,
+    relists: addCounts(base.relists, current.relists),
+    watchOpens: base.watchOpens + current.watchOpens,
+    events: addCounts(base.events, current.events) as Record<string, number>,
+    bytesDecoded: base.bytesDecoded + current.bytesDecoded,
+  };
+  if (current.cursor !== undefined) folded.cursor = current.cursor;
+  const lastEventAtMs = later(base.lastEventAtMs, current.lastEventAtMs);
+  if (lastEventAtMs !== undefined) folded.lastEventAtMs = lastEventAtMs;
+  const lastSyncAtMs = later(base.lastSyncAtMs, current.lastSyncAtMs);
+  if (lastSyncAtMs !== undefined) folded.lastSyncAtMs = lastSyncAtMs;
+  const lastError = current.lastError ?? base.lastError;
+  if (lastError !== undefined) folded.lastError = lastError;
+  return folded;
+}

@@ -248,7 +248,7 @@ export class KubernetesReflector {
     let position = cursor;
     let stream: WatchStream | undefined;
     this.#stats.watchOpens += 1;
-    this.#notify();
+    this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     try {
       stream = await this.#api.watchPods({
@@ -264,7 +264,7 @@ export class KubernetesReflector {
       });
       backoff.markHealthy(this.#clock.now());
       this.#stats.healthy = true;
-      this.#enter('watching');
+      this.#notify();
       for await (const frame of stream) {
         const reading = readFrame(frame);
         this.#countFrame(reading.type);

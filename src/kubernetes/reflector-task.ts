@@ -1,0 +1,138 @@
+/**
+ * The worker-thread half of the worker-backed source: runs one reflector stream and posts what it
+ * yields over the task's `MessagePort`. Lives here rather than in workers/ so that tests can run it
+ * in-process with a fake API; workers/reflector.worker.ts only hands it to piscina.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { Logger } from '../runtime/logger.js';
+import type { ObjectKey } from '../runtime/source-event.js';
+import { type ClusterOptions, connectPodApi, type PodApi } from './api.js';
+import type { Pod } from './pod.js';
+import { KubernetesReflector } from './reflector.js';
+import type {
+  ChangeEvent,
+  LogLevel,
+  MainMessage,
+  ReflectorTask,
+  WorkerMessage,
+} from './worker-protocol.js';
+
+/** How the task reaches the API server; tests pass a fake. */
+export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
+
+/** How a task ended: only ever because the main side closed it. */
+export interface ReflectorTaskResult {
+  closed: true;
+}
+
+function post(port: MessagePort, message: WorkerMessage): void {
+  port.postMessage(message);
+}
+
+/** A `Logger` whose entries travel to the main thread's logger. */
+function portLogger(port: MessagePort): Logger {
+  const at =
+    (level: LogLevel) =>
+    (obj?: unknown, msg?: string): void => {
+      try {
+        post(port, { kind: 'log', level, obj, msg });
+      } catch {
+        // Something in `obj` does not clone: send its text instead of losing the entry.
+        post(port, { kind: 'log', level, obj: String(obj), msg });
+      }
+    };
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/**
+ * Runs until the main side sends `close` (or its port goes away). Throws only when it cannot
+ * start (a configuration the API adapter rejects), which the main side sees as a failed stream.
+ */
+export async function runReflectorTask(
+  task: ReflectorTask,
+  connect: ConnectPodApi = connectPodApi,
+): Promise<ReflectorTaskResult> {
+  const { port, options } = task;
+  const closer = new AbortController();
+  let onAck: (() => void) | undefined;
+  port.on('message', (message: MainMessage) => {
+    if (message.kind === 'ack') onAck?.();
+    else if (message.kind === 'close') closer.abort();
+  });
+  port.on('close', () => closer.abort());
+  closer.signal.addEventListener('abort', () => onAck?.(), { once: true });
+
+  try {
+    const api = await connect(options.cluster);
+    if (closer.signal.aborted) return { closed: true };
+
+    let batch: ChangeEvent[] = [];
+    let flushScheduled = false;
+    const flush = (): void => {
+      flushScheduled = false;
+      const events = batch;
+      batch = [];
+      post(port, { kind: 'batch', events, stats: reflector.stats() });
+    };
+    const scheduleFlush = (): void => {
+      if (flushScheduled) return;
+      flushScheduled = true;
+      // One message per turn of the event loop: every frame decoded from the chunks that arrived
+      // in this turn, and the stats after them.
+      setImmediate(flush);
+    };
+    const reflector = new KubernetesReflector({
+      api,
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      listPageSize: options.listPageSize,
+      watchTimeoutSeconds: options.watchTimeoutSeconds,
+      idleTimeoutMs: options.idleTimeoutMs,
+      backoff: options.backoff,
+      logger: portLogger(port),
+      onStatsChange: scheduleFlush,
+    });
+
+    const sendReplace = async (objects: ReadonlyMap<ObjectKey, Pod>): Promise<void> => {
+      if (batch.length > 0) flush();
+      const pods = [...objects.values()];
+      for (let start = 0; start < pods.length && !closer.signal.aborted; ) {
+        const end = Math.min(pods.length, start + options.replaceChunkSize);
+        const acked = new Promise<void>((resolve) => {
+          onAck = resolve;
+        });
+        post(port, { kind: 'replace-chunk', pods: pods.slice(start, end) });
+        await acked;
+        onAck = undefined;
+        start = end;
+      }
+      if (!closer.signal.aborted) {
+        post(port, { kind: 'replace-end', count: pods.length, stats: reflector.stats() });
+      }
+    };
+
+    const iterator = reflector.watch()[Symbol.asyncIterator]();
+    const onClose = (): void => void iterator.return?.();
+    closer.signal.addEventListener('abort', onClose, { once: true });
+    try {
+      while (!closer.signal.aborted) {
+        const result = await iterator.next();
+        if (result.done) break;
+        const event = result.value;
+        if (event.type === 'replace') {
+          await sendReplace(event.objects);
+        } else {
+          batch.push(event);
+          scheduleFlush();
+        }
+      }
+    } finally {
+      closer.signal.removeEventListener('abort', onClose);
+      await iterator.return?.();
+      if (batch.length > 0 || flushScheduled) flush();
+    }
+    return { closed: true };
+  } finally {
+    port.close();
+  }
+}

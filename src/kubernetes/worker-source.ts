@@ -1,0 +1,237 @@
+/**
+ * `WorkerPodSource`: the Kubernetes pod source for a `ReconcileLoop`, with the reflector running
+ * in a worker thread.
+ *
+ * LIST/WATCH I/O, JSON decoding of multi-megabyte collections and schema validation all happen in
+ * one piscina worker thread; the main thread (which owns the store, the queue and the HTTP control
+ * plane) only receives the trimmed pods, a chunk at a time. Each `source()` stream is one piscina
+ * task with its own `MessagePort`; a worker that crashes, runs out of memory or exits fails the
+ * stream, the runtime's driver reopens it, and the new stream's LIST (a `replace`) repairs the store.
+ */
+import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { Source, SourceEvent } from '../runtime/source-event.js';
+import type { BackoffOptions } from './backoff.js';
+import type { Pod } from './pod.js';
+import {
+  foldReflectorStats,
+  initialReflectorStats,
+  type ReflectorStats,
+} from './reflector-stats.js';
+import type { ReflectorTask, ReflectorTaskOptions } from './worker-protocol.js';
+import { requireReflectorWorker } from './worker-script.js';
+import { WorkerEventStream } from './worker-stream.js';
+
+/**
+ * Pods per message of the initial `replace`. Each message is deserialized in one main-thread
+ * task, so this bounds the stall a relist causes; ~250 trimmed pods take a few milliseconds.
+ */
+export const DEFAULT_REPLACE_CHUNK_SIZE = 250;
+/**
+ * Events the main side holds for a consumer that is behind before giving up on the stream (the
+ * reopen relists). Far above any burst a healthy loop sees, far below a memory problem.
+ */
+export const DEFAULT_MAX_BUFFERED_EVENTS = 50_000;
+/** How long closing a stream waits for the worker to close its connection before killing it. */
+export const DEFAULT_CLOSE_GRACE_MS = 5_000;
+/**
+ * The worker's heap cap: a runaway LIST (or a leak) kills the worker, which is a failed stream,
+ * instead of the process. Ample for tens of thousands of trimmed pods.
+ */
+export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
+/**
+ * Streams one worker runs at once: normally one, briefly two while a closing stream winds down
+ * and its replacement starts.
+ */
+const CONCURRENT_STREAMS_PER_WORKER = 4;
+
+export interface WorkerPodSourceOptions {
+  /** Undefined or `''`: all namespaces. */
+  namespace?: string;
+  labelSelector?: string;
+  /** Else KUBECONFIG, ~/.kube/config, the in-cluster service account (client-node's loadFromDefault). */
+  kubeconfigPath?: string;
+  context?: string;
+  logger?: Logger;
+  /** LIST page size; default 500. */
+  listPageSize?: number;
+  /** A fixed WATCH `timeoutSeconds` instead of a random one in [300, 600) (e2e uses a short one). */
+  watchTimeoutSeconds?: number;
+  /** No bytes for this long tears a LIST or WATCH down; default 5 minutes. */
+  idleTimeoutMs?: number;
+  /** The reflector's backoff; default 800 ms doubling to 30 s, reset after 2 minutes healthy. */
+  backoff?: Partial<Omit<BackoffOptions, 'random'>>;
+  /** The worker thread's V8 limits; default `DEFAULT_WORKER_RESOURCE_LIMITS`. */
+  resourceLimits?: ResourceLimits;
+  replaceChunkSize?: number;
+  maxBufferedEvents?: number;
+  closeGraceMs?: number;
+  /** Times the close grace period; the reflector's own timers run on the worker's real clock. */
+  clock?: Clock;
+}
+
+/** The stats of one open stream, and whether its consumer asked it to close. */
+interface OpenStream {
+  latest: ReflectorStats | undefined;
+  closeRequested: boolean;
+  iterator: AsyncIterator<SourceEvent<Pod>>;
+}
+
+function positive(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+    throw new RangeError(`${name} must be a positive number, got ${value}`);
+  }
+}
+
+export class WorkerPodSource {
+  /** Hand to `ReconcileLoop`: each call opens a fresh reflector stream, starting with a LIST. */
+  readonly source: Source<Pod>;
+  readonly #pool: Piscina<ReflectorTask, unknown>;
+  readonly #taskOptions: ReflectorTaskOptions;
+  readonly #maxBufferedEvents: number;
+  readonly #closeGraceMs: number;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #open = new Set<OpenStream>();
+  #finished: ReflectorStats = initialReflectorStats();
+  #closing: Promise<void> | undefined;
+
+  constructor(options: WorkerPodSourceOptions = {}) {
+    positive('listPageSize', options.listPageSize);
+    positive('watchTimeoutSeconds', options.watchTimeoutSeconds);
+    positive('idleTimeoutMs', options.idleTimeoutMs);
+    positive('replaceChunkSize', options.replaceChunkSize);
+    positive('maxBufferedEvents', options.maxBufferedEvents);
+    positive('closeGraceMs', options.closeGraceMs);
+    this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? realClock;
+    this.#maxBufferedEvents = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
+    this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
+    this.#taskOptions = {
+      cluster: {
+        ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
+        ...(options.context ? { context: options.context } : {}),
+      },
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+      ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+      ...(options.listPageSize ? { listPageSize: options.listPageSize } : {}),
+      ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
+      ...(options.idleTimeoutMs ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      replaceChunkSize: options.replaceChunkSize ?? DEFAULT_REPLACE_CHUNK_SIZE,
+    };
+    this.#pool = new Piscina<ReflectorTask, unknown>({
+      filename: requireReflectorWorker(),
+      minThreads: 1,
+      maxThreads: 1,
+      concurrentTasksPerWorker: CONCURRENT_STREAMS_PER_WORKER,
+      // Piscina's default parks a worker that finished a task in Atomics.wait, which would freeze
+      // every other stream still running on that thread.
+      atomics: 'disabled',
+      resourceLimits: options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS,
+    });
+    // A worker that dies between tasks is reported here (one inside a task fails that task).
+    this.#pool.on('error', (error: unknown) =>
+      this.#logger.error({ error: String(error) }, 'reflector worker failed'),
+    );
+    this.source = () => ({ [Symbol.asyncIterator]: () => this.#openStream() });
+  }
+
+  /**
+   * Counters since this source was made, across streams and worker restarts; phase, health and
+   * cursor of the newest open stream. Cheap and synchronous: the worker pushes its stats with every
+   * batch, so this only reads what arrived.
+   */
+  stats(): ReflectorStats {
+    let stats = this.#finished;
+    let latest: ReflectorStats | undefined;
+    for (const stream of this.#open) {
+      if (!stream.latest) continue;
+      stats = foldReflectorStats(stats, stream.latest);
+      latest = stream.latest;
+    }
+    if (latest) return stats;
+    const idle: ReflectorStats = {
+      ...stats,
+      phase: this.#closing ? 'stopped' : 'idle',
+      healthy: false,
+    };
+    delete idle.cursor;
+    return idle;
+  }
+
+  /** Closes every open stream (each closes its connection in the worker), then the pool. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all([...this.#open].map((stream) => stream.iterator.return?.()));
+      await this.#pool.destroy();
+    })();
+    return this.#closing;
+  }
+
+  /**
+   * Kills the worker thread as a crash would: every open stream fails, and piscina starts a fresh
+   * thread for the reopen. For fault injection (tests, e2e) and as a last resort for an operator.
+   */
+  async terminateWorker(): Promise<void> {
+    await Promise.all(this.#pool.threads.map((thread) => thread.terminate()));
+  }
+
+  #openStream(): AsyncIterator<SourceEvent<Pod>> {
+    if (this.#closing) {
+      return {
+        next: () => Promise.reject(new Error('WorkerPodSource is closed')),
+        return: async () => ({ done: true, value: undefined }),
+      };
+    }
+    const { port1, port2 } = new MessageChannel();
+    const abort = new AbortController();
+    const task = this.#pool.run(
+      { port: port2, options: this.#taskOptions },
+      { transferList: [port2], signal: abort.signal },
+    );
+    const stream: OpenStream = {
+      latest: undefined,
+      closeRequested: false,
+      iterator: undefined as unknown as AsyncIterator<SourceEvent<Pod>>,
+    };
+    const events = new WorkerEventStream({
+      port: port1,
+      task,
+      abortTask: () => abort.abort(new Error('reflector stream did not close in time')),
+      maxBufferedEvents: this.#maxBufferedEvents,
+      closeGraceMs: this.#closeGraceMs,
+      clock: this.#clock,
+      logger: this.#logger,
+      onStats: (stats) => {
+        stream.latest = stats;
+      },
+    });
+    stream.iterator = {
+      next: () => events.next(),
+      return: () => {
+        stream.closeRequested = true;
+        return events.return();
+      },
+    };
+    this.#open.add(stream);
+    task.then(
+      () => this.#retire(stream, undefined),
+      (error: unknown) => this.#retire(stream, error),
+    );
+    return stream.iterator;
+  }
+
+  /** A stream's task is over: its counters join the totals, and a crash becomes `lastError`. */
+  #retire(stream: OpenStream, error: unknown): void {
+    this.#open.delete(stream);
+    if (stream.latest) this.#finished = foldReflectorStats(this.#finished, stream.latest);
+    if (error !== undefined && !stream.closeRequested) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#finished = { ...this.#finished, lastError: `reflector worker failed: ${message}` };
+      this.#logger.error({ error: message }, 'reflector worker stream failed');
+    }
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The main-thread half of one worker-backed stream: turns the messages of a reflector task's
+ * `MessagePort` back into `SourceEvent`s, as an async iterator the runtime's driver consumes.
+ *
+ * Buffering is bounded rather than back-pressured: the worker never waits for the driver (a slow
+ * reconcile must not stall the watch into an idle timeout), but a stream whose consumer falls so
+ * far behind that the buffer passes its bound fails, and the driver's reopen relists, which is
+ * cheaper than holding an ever-growing backlog of stale events.
+ */
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
+import { type Pod, podKey } from './pod.js';
+import type { ReflectorStats } from './reflector-stats.js';
+import type { MainMessage, WorkerMessage } from './worker-protocol.js';
+
+/** The port's main-side surface this stream uses (a `MessagePort`, or a fake in tests). */
+export interface StreamPort {
+  on(event: 'message', listener: (message: WorkerMessage) => void): unknown;
+  postMessage(message: MainMessage): void;
+  close(): void;
+}
+
+export interface WorkerEventStreamOptions {
+  port: StreamPort;
+  /** The reflector task: settles when the worker ends the stream, rejects if the worker dies. */
+  task: Promise<unknown>;
+  /** Ends the task the hard way (piscina terminates the thread); used when `close` goes unheeded. */
+  abortTask: () => void;
+  maxBufferedEvents: number;
+  /** How long `return()` waits for the worker to close its stream before terminating it. */
+  closeGraceMs: number;
+  clock?: Clock;
+  logger?: Logger;
+  onStats?: (stats: ReflectorStats) => void;
+}
+
+/** The worker's stream ended or failed without the main side asking. */
+export class WorkerStreamError extends Error {
+  override readonly name = 'WorkerStreamError';
+}
+
+export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
+  readonly #port: StreamPort;
+  readonly #abortTask: () => void;
+  readonly #maxBuffered: number;
+  readonly #closeGraceMs: number;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #onStats: (stats: ReflectorStats) => void;
+  readonly #taskSettled: Promise<void>;
+  #queue: SourceEvent<Pod>[] = [];
+  #head = 0;
+  #assembling: Map<ObjectKey, Pod> | undefined;
+  #failure: Error | undefined;
+  #finished = false;
+  #closing = false;
+  #wake: (() => void) | undefined;
+
+  constructor(options: WorkerEventStreamOptions) {
+    this.#port = options.port;
+    this.#abortTask = options.abortTask;
+    this.#maxBuffered = options.maxBufferedEvents;
+    this.#closeGraceMs = options.closeGraceMs;
+    this.#clock = options.clock ?? realClock;
+    this.#logger = options.logger ?? silentLogger;
+    this.#onStats = options.onStats ?? (() => {});
+    this.#port.on('message', (message) => this.#receive(message));
+    this.#taskSettled = options.task.then(
+      () => this.#taskEnded(undefined),
+      (error: unknown) => this.#taskEnded(error),
+    );
+  }
+
+  /** Events waiting for the consumer. */
+  get buffered(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  async next(): Promise<IteratorResult<SourceEvent<Pod>>> {
+    for (;;) {
+      if (this.#head < this.#queue.length) {
+        const value = this.#queue[this.#head] as SourceEvent<Pod>;
+        this.#queue[this.#head] = undefined as unknown as SourceEvent<Pod>;
+        this.#head += 1;
+        if (this.#head === this.#queue.length) {
+          this.#queue = [];
+          this.#head = 0;
+        }
+        return { done: false, value };
+      }
+      if (this.#failure) {
+        const failure = this.#failure;
+        this.#failure = undefined;
+        this.#finished = true;
+        throw failure;
+      }
+      if (this.#finished || this.#closing) return { done: true, value: undefined };
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  /**
+   * Asks the worker to close its stream (its reflector closes the connection), waits up to the
+   * grace period for the task to end, and terminates the worker if it did not. Idempotent.
+   */
+  async return(): Promise<IteratorResult<SourceEvent<Pod>>> {
+    if (!this.#closing) {
+      this.#closing = true;
+      this.#queue = [];
+      this.#head = 0;
+      this.#wake?.();
+      if (!this.#finished) {
+        try {
+          this.#port.postMessage({ kind: 'close' });
+        } catch {
+          // The port is already gone; the task is ending anyway.
+        }
+        const grace = new AbortController();
+        const ended = await Promise.race([
+          this.#taskSettled.then(() => true),
+          this.#clock.sleep(this.#closeGraceMs, grace.signal).then(
+            () => false,
+            () => true,
+          ),
+        ]);
+        grace.abort();
+        if (!ended) {
+          this.#logger.warn(
+            { graceMs: this.#closeGraceMs },
+            'reflector worker did not close its stream in time; terminating it',
+          );
+          this.#abortTask();
+          await this.#taskSettled;
+        }
+      }
+      this.#port.close();
+    }
+    return { done: true, value: undefined };
+  }
+
+  #receive(message: WorkerMessage): void {
+    if (this.#closing || this.#finished) return;
+    switch (message.kind) {
+      case 'batch':
+        for (const event of message.events) this.#queue.push(event);
+        this.#onStats(message.stats);
+        break;
+      case 'replace-chunk': {
+        this.#assembling ??= new Map();
+        for (const pod of message.pods) this.#assembling.set(podKey(pod), pod);
+        this.#port.postMessage({ kind: 'ack' });
+        return;
+      }
+      case 'replace-end':
+        this.#queue.push({ type: 'replace', objects: this.#assembling ?? new Map() });
+        this.#assembling = undefined;
+        this.#onStats(message.stats);
+        break;
+      case 'log':
+        this.#logger[message.level](message.obj, message.msg);
+        return;
+    }
+    if (this.buffered > this.#maxBuffered) {
+      this.#fail(
+        new WorkerStreamError(
+          `the consumer fell more than ${this.#maxBuffered} events behind the reflector; reopen to relist`,
+        ),
+      );
+      this.#queue = [];
+      this.#head = 0;
+      this.#port.postMessage({ kind: 'close' });
+    }
+    this.#wake?.();
+  }
+
+  #taskEnded(error: unknown): void {
+    if (this.#closing || this.#finished) return;
+    if (!this.#failure) {
+      this.#fail(
+        new WorkerStreamError(
+          error === undefined
+            ? 'the reflector worker ended its stream unexpectedly'
+            : `the reflector worker failed: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        ),
+      );
+    }
+    this.#finished = true;
+    this.#wake?.();
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    this.#wake?.();
+  }
+}

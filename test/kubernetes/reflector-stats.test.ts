@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import {
+  foldReflectorStats,
+  initialReflectorStats,
+  type ReflectorStats,
+} from '../../src/kubernetes/reflector-stats.js';
+
+const stats = (fields: Partial<ReflectorStats>): ReflectorStats => ({
+  ...initialReflectorStats(),
+  ...fields,
+});
+
+describe('foldReflectorStats', () => {
+  it('adds counters, keeps the latest times, and takes the state of the newer stream', () => {
+    const earlier = stats({
+      phase: 'watching',
+      healthy: true,
+      cursor: '50',
+      lists: 2,
+      relists: { expired: 1 },
+      watchOpens: 5,
+      events: { ADDED: 3, BOOKMARK: 1 },
+      bytesDecoded: 1_000,
+      lastEventAtMs: 900,
+      lastSyncAtMs: 500,
+      lastError: 'worker died',
+    });
+    const newer = stats({
+      phase: 'listing',
+      lists: 1,
+      relists: { expired: 2, 'list-failed': 1 },
+      watchOpens: 1,
+      events: { ADDED: 1 },
+      bytesDecoded: 10,
+      lastEventAtMs: 800,
+    });
+    expect(foldReflectorStats(earlier, newer)).toEqual({
+      phase: 'listing',
+      healthy: false,
+      lists: 3,
+      relists: { expired: 3, 'list-failed': 1 },
+      watchOpens: 6,
+      events: { ADDED: 4, BOOKMARK: 1 },
+      bytesDecoded: 1_010,
+      lastEventAtMs: 900,
+      lastSyncAtMs: 500,
+      lastError: 'worker died',
+    });
+  });
+
+  it("prefers the newer stream's last error", () => {
+    expect(
+      foldReflectorStats(stats({ lastError: 'old' }), stats({ lastError: 'new' })).lastError,
+    ).toBe('new');
+  });
+});

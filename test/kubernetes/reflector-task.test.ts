@@ -1,0 +1,176 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { KubeConfigError } from '../../src/kubernetes/api.js';
+import { runReflectorTask } from '../../src/kubernetes/reflector-task.js';
+import type {
+  MainMessage,
+  ReflectorTaskOptions,
+  WorkerMessage,
+} from '../../src/kubernetes/worker-protocol.js';
+import { WorkerEventStream } from '../../src/kubernetes/worker-stream.js';
+import { drain } from '../support/drain.js';
+import { FakePodApi } from '../support/fake-pod-api.js';
+import { pod, rawPod } from '../support/pods.js';
+
+const options: ReflectorTaskOptions = { cluster: {}, replaceChunkSize: 2 };
+const ports: MessagePort[] = [];
+
+afterEach(() => {
+  for (const port of ports.splice(0)) port.close();
+});
+
+/** The main side of a task's port, recording what the worker side posts. */
+function channel() {
+  const { port1, port2 } = new MessageChannel();
+  ports.push(port1, port2);
+  const received: WorkerMessage[] = [];
+  const waiters: Array<() => void> = [];
+  port1.on('message', (message: WorkerMessage) => {
+    received.push(message);
+    for (const wake of waiters.splice(0)) wake();
+  });
+  const until = async (test: () => boolean): Promise<void> => {
+    while (!test()) await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  const send = (message: MainMessage) => port1.postMessage(message);
+  return { main: port1, worker: port2, received, until, send };
+}
+
+const turns = (n = 5) =>
+  (async () => {
+    for (let i = 0; i < n; i += 1) await new Promise((resolve) => setImmediate(resolve));
+  })();
+
+function ofKind<K extends WorkerMessage['kind']>(messages: WorkerMessage[], kind: K) {
+  return messages.filter((m): m is Extract<WorkerMessage, { kind: K }> => m.kind === kind);
+}
+
+describe('runReflectorTask', () => {
+  it('sends the LIST in chunks, each only after the previous one was acknowledged', async () => {
+    const api = new FakePodApi();
+    api.world = {
+      pods: ['a', 'b', 'c', 'd', 'e'].map((name) => pod({ name })),
+      resourceVersion: '9',
+    };
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => api);
+    await until(() => ofKind(received, 'replace-chunk').length === 1);
+    await turns(20);
+    expect(ofKind(received, 'replace-chunk')).toHaveLength(1);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-chunk').length === 2);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-chunk').length === 3);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    expect(
+      ofKind(received, 'replace-chunk').map((m) => m.pods.map((p) => p.metadata.name)),
+    ).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    expect(ofKind(received, 'replace-end')[0]).toMatchObject({
+      count: 5,
+      stats: { lists: 1, cursor: '9' },
+    });
+    expect(api.log).toEqual(['LIST', 'WATCH rv=9']);
+    send({ kind: 'close' });
+    await expect(task).resolves.toEqual({ closed: true });
+  });
+
+  it('posts the frames of one turn as one batch, with the stats after them', async () => {
+    const api = new FakePodApi();
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => api);
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    const before = ofKind(received, 'batch').length;
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'a', resourceVersion: '2' }) })
+      .push({ type: 'MODIFIED', object: rawPod({ name: 'a', resourceVersion: '3' }) })
+      .push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '4' }) });
+    await until(() => ofKind(received, 'batch').some((b) => b.events.length > 0));
+    const batches = ofKind(received, 'batch')
+      .slice(before)
+      .filter((b) => b.events.length > 0);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.events.map((e) => e.type)).toEqual(['upsert', 'upsert', 'delete']);
+    expect(batches[0]?.stats).toMatchObject({
+      cursor: '4',
+      events: { ADDED: 1, MODIFIED: 1, DELETED: 1 },
+    });
+    send({ kind: 'close' });
+    await task;
+  });
+
+  it('closes its reflector, and with it the watch, when asked to close', async () => {
+    const api = new FakePodApi();
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => api);
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    await turns();
+    expect(api.watch.released).toBe(false);
+    send({ kind: 'close' });
+    await task;
+    expect(api.watch.released).toBe(true);
+  });
+
+  it('stops when the main side of the port goes away', async () => {
+    const api = new FakePodApi();
+    const { main, worker, received, until } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => api);
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    main.close();
+    await task;
+    expect(api.watch.released).toBe(true);
+  });
+
+  it('stops sending a replace midway when closed while waiting for an acknowledgement', async () => {
+    const api = new FakePodApi();
+    api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => api);
+    await until(() => ofKind(received, 'replace-chunk').length === 1);
+    send({ kind: 'close' });
+    await task;
+    expect(ofKind(received, 'replace-end')).toEqual([]);
+    expect(api.log).toEqual(['LIST']);
+  });
+
+  it('fails when it cannot reach a cluster, and closes its port', async () => {
+    const { worker } = channel();
+    let closed = false;
+    worker.on('close', () => {
+      closed = true;
+    });
+    const failure = runReflectorTask({ port: worker, options }, async () => {
+      throw new KubeConfigError('no cluster configuration found');
+    });
+    await expect(failure).rejects.toThrow('no cluster configuration found');
+    await turns();
+    expect(closed).toBe(true);
+  });
+
+  it('feeds a WorkerEventStream end to end: replace, then changes', async () => {
+    const api = new FakePodApi();
+    api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
+    const { port1, port2 } = new MessageChannel();
+    const task = runReflectorTask({ port: port2, options }, async () => api);
+    const stream = new WorkerEventStream({
+      port: port1,
+      task,
+      abortTask: () => {},
+      maxBufferedEvents: 100,
+      closeGraceMs: 1_000,
+    });
+    const events = drain({ [Symbol.asyncIterator]: () => stream });
+    while (api.watches.length === 0) await turns(1);
+    api.watch.push({ type: 'DELETED', object: rawPod({ name: 'b', resourceVersion: '10' }) });
+    while (events.items.length < 2) await turns(1);
+    expect(events.items[0]?.type === 'replace' && [...events.items[0].objects.keys()]).toEqual([
+      'default/a',
+      'default/b',
+      'default/c',
+    ]);
+    expect(events.items[1]).toMatchObject({ type: 'delete', key: 'default/b' });
+    await events.close();
+    await task;
+    expect(api.watch.released).toBe(true);
+  });
+});

@@ -1,0 +1,184 @@
+/**
+ * The worker-backed source with a real worker thread (the compiled build, as in production) against
+ * a loopback fake API server.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/kubernetes/pod.js';
+import {
+  WorkerPodSource,
+  type WorkerPodSourceOptions,
+} from '../../src/kubernetes/worker-source.js';
+import { ReconcileLoop } from '../../src/runtime/reconcile-loop.js';
+import type { SourceEvent } from '../../src/runtime/source-event.js';
+import { type Drain, drain } from '../support/drain.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
+import { rawPod } from '../support/pods.js';
+
+let server: FakeApiServer;
+const sources: WorkerPodSource[] = [];
+
+beforeEach(async () => {
+  server = await FakeApiServer.start();
+});
+
+afterEach(async () => {
+  await Promise.all(sources.splice(0).map((source) => source.close()));
+  await server.close();
+});
+
+function workerSource(options: Partial<WorkerPodSourceOptions> = {}): WorkerPodSource {
+  const source = new WorkerPodSource({ kubeconfigPath: server.writeKubeconfig(), ...options });
+  sources.push(source);
+  return source;
+}
+
+/** Waits for a condition on real threads and sockets; fails with `what` after `ms`. */
+async function eventually(what: string, test: () => boolean, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!test()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function replaceKeys(stream: Drain<SourceEvent<Pod>>, index: number): string[] {
+  const event = stream.items[index];
+  if (event?.type !== 'replace') throw new Error(`event ${index} is ${event?.type}, not a replace`);
+  return [...event.objects.keys()].sort();
+}
+
+describe('WorkerPodSource', () => {
+  it('streams the LIST as one replace and WATCH frames as changes, from a worker thread', async () => {
+    server.pods = ['a', 'b', 'c'].map((name) => rawPod({ name }));
+    server.resourceVersion = '5';
+    const source = workerSource({ labelSelector: 'app=engine', replaceChunkSize: 2 });
+    const stream = drain(source.source());
+    const watch = await server.watch();
+    await eventually('the replace', () => stream.items.length === 1);
+    expect(replaceKeys(stream, 0)).toEqual(['default/a', 'default/b', 'default/c']);
+    expect(watch.request.query).toMatchObject({
+      resourceVersion: '5',
+      labelSelector: 'app=engine',
+    });
+
+    watch.send({ type: 'ADDED', object: rawPod({ name: 'd', resourceVersion: '6' }) });
+    watch.send({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '7' }) });
+    await eventually('two changes', () => stream.items.length === 3);
+    expect(stream.items.slice(1).map((e) => [e.type, 'key' in e ? e.key : ''])).toEqual([
+      ['upsert', 'default/d'],
+      ['delete', 'default/a'],
+    ]);
+    await eventually('stats at the new cursor', () => source.stats().cursor === '7');
+    expect(source.stats()).toMatchObject({
+      phase: 'watching',
+      healthy: true,
+      lists: 1,
+      watchOpens: 1,
+      events: { ADDED: 1, DELETED: 1 },
+    });
+    expect(source.stats().bytesDecoded).toBeGreaterThan(0);
+    await stream.close();
+  });
+
+  it('closes the connection in the worker when the stream is closed', async () => {
+    const source = workerSource();
+    const stream = drain(source.source());
+    const watch = await server.watch();
+    await stream.close();
+    await watch.closed;
+    expect(stream.error).toBeUndefined();
+    await eventually('the stopped phase', () => source.stats().phase === 'idle');
+  });
+
+  it('fails the stream when the worker thread dies mid-stream; the next stream relists', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    const source = workerSource();
+    const first = drain(source.source());
+    await server.watch(1);
+    await eventually('the first replace', () => first.items.length === 1);
+    await source.terminateWorker();
+    await eventually('the stream to fail', () => first.done);
+    expect(first.error).toBeInstanceOf(Error);
+    expect(String(first.error)).toContain('reflector worker failed');
+
+    server.pods = [rawPod({ name: 'b' })];
+    const second = drain(source.source());
+    await server.watch(2);
+    await eventually('the second replace', () => second.items.length === 1);
+    expect(replaceKeys(second, 0)).toEqual(['default/b']);
+    await eventually('the second watch in the stats', () => source.stats().healthy);
+    expect(source.stats()).toMatchObject({ lists: 2, watchOpens: 2, phase: 'watching' });
+    expect(source.stats().lastError).toContain('reflector worker failed');
+    await second.close();
+  });
+
+  it('fails the stream when the worker runs out of memory', async () => {
+    const source = workerSource({
+      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 },
+    });
+    // 100,000 pods in pages of 500: the worker's heap fills gradually (a LIST is held whole until
+    // it is complete) and the worker, not the process, runs out of memory. (One single allocation
+    // far past the limit, such as a 200 MB string, would be a fatal error for the whole process:
+    // resourceLimits bounds growth, not one giant request.)
+    const one = rawPod({ name: 'same' });
+    server.pods = Array.from({ length: 100_000 }, () => one);
+    const stream = drain(source.source());
+    await eventually('the stream to fail', () => stream.done, 60_000);
+    expect(String(stream.error)).toMatch(/memory/i);
+  }, 90_000);
+
+  it('fails the stream with a clear message when the kubeconfig cannot be read', async () => {
+    const source = workerSource({ kubeconfigPath: '/nonexistent/kubeconfig' });
+    const stream = drain(source.source());
+    await eventually('the stream to fail', () => stream.done);
+    expect(String(stream.error)).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
+  });
+
+  it('feeds a ReconcileLoop that recovers from a worker crash, dropping a pod deleted meanwhile', async () => {
+    server.pods = [
+      rawPod({ name: 'a1', labels: { cell: 'a' } }),
+      rawPod({ name: 'a2', labels: { cell: 'a' } }),
+      rawPod({ name: 'b1', labels: { cell: 'b' } }),
+    ];
+    const source = workerSource();
+    const reconciled: string[] = [];
+    const loop = new ReconcileLoop<Pod>({
+      source: source.source,
+      keyMap: (pod) => pod.metadata.labels.cell,
+      reconcile: async (key) => {
+        reconciled.push(key);
+      },
+      sourceRetryDelayMs: 50,
+    });
+    await loop.start();
+    const members = (cell: string) => loop.getByParent(cell).map((pod) => pod.metadata.name);
+    expect(members('a')).toEqual(['a1', 'a2']);
+    expect(members('b')).toEqual(['b1']);
+
+    await source.terminateWorker();
+    // While the reflector is down, a1 is deleted: no DELETED frame will ever say so.
+    server.pods = server.pods.filter(
+      (pod) => (pod as { metadata: { name: string } }).metadata.name !== 'a1',
+    );
+    await eventually('the relist to drop a1', () => members('a').join() === 'a2');
+    expect(source.stats().lists).toBe(2);
+    await loop.stop();
+    await eventually('the stream to close', () => source.stats().phase === 'idle');
+  });
+
+  it('refuses new streams once closed, and reports itself stopped', async () => {
+    const source = workerSource();
+    expect(source.stats().phase).toBe('idle');
+    await source.close();
+    await source.close();
+    expect(source.stats().phase).toBe('stopped');
+    const stream = drain(source.source());
+    await eventually('the stream to fail', () => stream.done);
+    expect(String(stream.error)).toContain('closed');
+  });
+
+  it('rejects nonsensical tunables at construction', () => {
+    expect(() => new WorkerPodSource({ replaceChunkSize: 0 })).toThrow(RangeError);
+    expect(() => new WorkerPodSource({ idleTimeoutMs: -1 })).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/kubernetes/pod.js';
+import {
+  initialReflectorStats,
+  type ReflectorStats,
+} from '../../src/kubernetes/reflector-stats.js';
+import type { MainMessage, WorkerMessage } from '../../src/kubernetes/worker-protocol.js';
+import { WorkerEventStream, WorkerStreamError } from '../../src/kubernetes/worker-stream.js';
+import type { Logger } from '../../src/runtime/logger.js';
+import { drain } from '../support/drain.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { pod } from '../support/pods.js';
+
+/** The main side's end of a port, with the worker's end played by the test. */
+class FakePort {
+  readonly sent: MainMessage[] = [];
+  closed = false;
+  #listener: ((message: WorkerMessage) => void) | undefined;
+  on(_: 'message', listener: (message: WorkerMessage) => void): this {
+    this.#listener = listener;
+    return this;
+  }
+  postMessage(message: MainMessage): void {
+    this.sent.push(message);
+  }
+  close(): void {
+    this.closed = true;
+  }
+  /** The worker posts. */
+  deliver(message: WorkerMessage): void {
+    this.#listener?.(message);
+  }
+}
+
+function stats(fields: Partial<ReflectorStats> = {}): ReflectorStats {
+  return { ...initialReflectorStats(), ...fields };
+}
+
+function setup(
+  options: { maxBufferedEvents?: number; closeGraceMs?: number; logger?: Logger } = {},
+) {
+  const port = new FakePort();
+  const clock = new FakeClock();
+  let settleTask: (error?: Error) => void = () => {};
+  const task = new Promise<void>((resolve, reject) => {
+    settleTask = (error) => (error ? reject(error) : resolve());
+  });
+  let aborted = 0;
+  const seenStats: ReflectorStats[] = [];
+  const stream = new WorkerEventStream({
+    port,
+    task,
+    abortTask: () => {
+      aborted += 1;
+      settleTask(new Error('terminated'));
+    },
+    maxBufferedEvents: options.maxBufferedEvents ?? 100,
+    closeGraceMs: options.closeGraceMs ?? 5_000,
+    clock,
+    logger: options.logger,
+    onStats: (s) => seenStats.push(s),
+  });
+  const events = drain({ [Symbol.asyncIterator]: () => stream });
+  return {
+    port,
+    clock,
+    stream,
+    events,
+    seenStats,
+    settleTask: (error?: Error) => settleTask(error),
+    aborted: () => aborted,
+  };
+}
+
+const upsert = (p: Pod) => ({
+  type: 'upsert' as const,
+  key: `default/${p.metadata.name}`,
+  object: p,
+});
+
+describe('WorkerEventStream', () => {
+  it('assembles replace chunks into one replace, acknowledging each chunk as it arrives', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'a' }), pod({ name: 'b' })] });
+    expect(port.sent).toEqual([{ kind: 'ack' }]);
+    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'c' })] });
+    await settle();
+    expect(events.items).toEqual([]);
+    port.deliver({ kind: 'replace-end', count: 3, stats: stats({ lists: 1 }) });
+    await settle();
+    expect(port.sent).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
+    expect(events.items).toHaveLength(1);
+    const replace = events.items[0];
+    expect(replace?.type === 'replace' && [...replace.objects.keys()]).toEqual([
+      'default/a',
+      'default/b',
+      'default/c',
+    ]);
+  });
+
+  it('publishes an empty LIST as an empty replace', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
+    await settle();
+    expect(events.items).toEqual([{ type: 'replace', objects: new Map() }]);
+  });
+
+  it('delivers batched events in order and passes the stats on', async () => {
+    const { port, events, seenStats } = setup();
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }) });
+    port.deliver({
+      kind: 'batch',
+      events: [upsert(pod({ name: 'a' })), { type: 'delete', key: 'default/b' }],
+      stats: stats({ cursor: '7' }),
+    });
+    await settle();
+    expect(events.items.map((e) => e.type)).toEqual(['replace', 'upsert', 'delete']);
+    expect(seenStats.map((s) => s.cursor)).toEqual([undefined, '7']);
+  });
+
+  it("forwards the worker's log entries to the logger", () => {
+    const entries: unknown[] = [];
+    const logger: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: (obj, msg) => entries.push([obj, msg]),
+      error: () => {},
+    };
+    const { port } = setup({ logger });
+    port.deliver({ kind: 'log', level: 'warn', obj: { resourceVersion: '3' }, msg: 'skipped' });
+    expect(entries).toEqual([[{ resourceVersion: '3' }, 'skipped']]);
+  });
+
+  it('fails after the buffered events when the worker dies', async () => {
+    const { port, events, settleTask } = setup();
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
+    settleTask(new Error('worker exited with code: 1'));
+    await settle();
+    expect(events.items).toHaveLength(1);
+    expect(events.error).toBeInstanceOf(WorkerStreamError);
+    expect((events.error as Error).message).toBe(
+      'the reflector worker failed: worker exited with code: 1',
+    );
+  });
+
+  it('fails when the worker ends the stream without being asked', async () => {
+    const { events, settleTask } = setup();
+    settleTask();
+    await settle();
+    expect((events.error as Error).message).toBe(
+      'the reflector worker ended its stream unexpectedly',
+    );
+  });
+
+  it('fails, drops its backlog and asks the worker to close when the consumer falls too far behind', async () => {
+    const { port, stream } = setup({ maxBufferedEvents: 3 });
+    port.deliver({
+      kind: 'batch',
+      events: [1, 2, 3].map((i) => upsert(pod({ name: `p${i}` }))),
+      stats: stats(),
+    });
+    expect(stream.buffered).toBe(3);
+    port.deliver({ kind: 'batch', events: [upsert(pod({ name: 'p4' }))], stats: stats() });
+    expect(stream.buffered).toBe(0);
+    expect(port.sent).toEqual([{ kind: 'close' }]);
+    await expect(stream.next()).rejects.toThrow('fell more than 3 events behind');
+  });
+
+  it('closes by asking the worker, and waits for its task to end', async () => {
+    const { port, events, settleTask, aborted } = setup();
+    const closing = events.close();
+    await settle();
+    expect(port.sent).toEqual([{ kind: 'close' }]);
+    expect(events.done).toBe(true); // the pending next() finished at once
+    settleTask();
+    await closing;
+    expect(port.closed).toBe(true);
+    expect(aborted()).toBe(0);
+    expect(events.error).toBeUndefined();
+  });
+
+  it('terminates the worker when it does not close within the grace period', async () => {
+    const { clock, events, port, aborted } = setup({ closeGraceMs: 1_000 });
+    const closing = events.close();
+    await clock.advance(999);
+    expect(aborted()).toBe(0);
+    await clock.advance(1);
+    await closing;
+    expect(aborted()).toBe(1);
+    expect(port.closed).toBe(true);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('ignores what arrives after it was closed', async () => {
+    const { port, stream, settleTask } = setup();
+    const closing = stream.return();
+    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'a' })] });
+    settleTask();
+    await closing;
+    expect(port.sent).toEqual([{ kind: 'close' }]);
+    expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+});

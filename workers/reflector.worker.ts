@@ -1,0 +1,15 @@
+/**
+ * The reflector's worker-thread entry point, loaded by piscina from the compiled build
+ * (dist/workers/reflector.worker.js; see src/kubernetes/worker-script.ts). Each piscina task is
+ * one reflector stream: network, JSON decoding and validation all happen on this thread.
+ */
+import { runReflectorTask } from '../src/kubernetes/reflector-task.js';
+import type { ReflectorTask } from '../src/kubernetes/worker-protocol.js';
+
+// Load the Kubernetes client while the thread is idle, so the first stream does not wait for it
+// (it is a large module graph). A failure here is reported by the task that needs the client.
+void import('@kubernetes/client-node').catch(() => undefined);
+
+export default function reflectorWorker(task: ReflectorTask) {
+  return runReflectorTask(task);
+}
