@@ -1,0 +1,166 @@
+/**
+ * The built command, run as a user runs it: `node dist/src/main.js` (so `npm test`, which builds
+ * first, covers the shipped JavaScript). Traffic goes to loopback only.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+
+interface Running {
+  child: ChildProcess;
+  stdout: string[];
+  stderr: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+/** An environment with no cluster in sight: no service host, no KUBECONFIG, an empty HOME. */
+async function clusterFreeEnv(): Promise<NodeJS.ProcessEnv> {
+  const home = await mkdtemp(join(tmpdir(), 'pool-controller-home-'));
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home };
+  return env;
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => stdout.push(chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stdout, stderr, exited };
+}
+
+/** The JSON log lines so far. */
+function logLines(running: Running): Array<Record<string, unknown>> {
+  return running.stdout
+    .join('')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  ms = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts the service on an ephemeral loopback port and returns its base URL. */
+async function startService(
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ running: Running; base: string }> {
+  const running = run(['--listen', '127.0.0.1:0', ...args], env ?? (await clusterFreeEnv()));
+  const listening = await waitFor('the listening log line', () =>
+    logLines(running).find((l) => l.msg === 'control plane listening'),
+  );
+  const port = (listening.address as { port: number }).port;
+  return { running, base: `http://127.0.0.1:${port}` };
+}
+
+beforeAll(() => {
+  if (!existsSync(MAIN))
+    throw new Error(`${MAIN} is missing: run \`npm run build\` first (npm test does)`);
+});
+
+describe('pool-controller (the built command)', () => {
+  it('prints --help and exits 0', async () => {
+    const running = run(['--help'], await clusterFreeEnv());
+    expect((await running.exited).code).toBe(0);
+    expect(running.stdout.join('')).toContain('Usage: pool-controller [flags]');
+    expect(running.stdout.join('')).toContain('POOL_CONTROLLER_ADMIN_TOKEN_FILE');
+  });
+
+  it('exits 2 with a message naming the flag for a bad value', async () => {
+    const running = run(['--listen', 'nowhere'], await clusterFreeEnv());
+    expect((await running.exited).code).toBe(2);
+    expect(running.stderr.join('')).toContain(
+      'pool-controller: invalid --listen (POOL_CONTROLLER_LISTEN)',
+    );
+  });
+
+  it('falls back to the simulation without a cluster, says so loudly, and serves changing cells', async () => {
+    const { running, base } = await startService(['--simulation-step', '100ms']);
+    expect(running.stderr.join('')).toContain('SIMULATED SOURCE');
+    expect(logLines(running).some((l) => l.level === 40 && l.source === 'simulated')).toBe(true);
+
+    const res = await fetch(`${base}/api/v1/cells`);
+    expect(res.headers.get('x-pool-controller-source')).toBe('simulated');
+    const first = (await res.json()) as { source: string; count: number };
+    expect(first.source).toBe('simulated');
+    const alive = await waitFor('every cell to become alive', async () => {
+      const body = (await (await fetch(`${base}/api/v1/cells?alive=true`)).json()) as {
+        count: number;
+      };
+      return body.count >= 4 ? body.count : undefined;
+    });
+    expect(alive).toBe(4);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain(
+      'controller_runtime_reconcile_total{controller="cell",result="success"}',
+    );
+    expect(metrics).toContain('process_cpu_seconds_total');
+
+    running.child.kill('SIGTERM');
+    const started = Date.now();
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const messages = logLines(running).map((l) => l.msg);
+    expect(messages).toContain('shutting down');
+    expect(messages).toContain('stopped');
+  });
+
+  it('also shuts down cleanly on SIGINT', async () => {
+    const { running } = await startService(['--source', 'simulated']);
+    running.child.kill('SIGINT');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('requires the admin token for POSTs when --admin-token-file is set', async () => {
+    const env = await clusterFreeEnv();
+    const tokenFile = join(env.HOME!, 'token');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(tokenFile, 'let-me-in\n');
+    const { running, base } = await startService(
+      ['--source', 'simulated', '--admin-token-file', tokenFile],
+      env,
+    );
+    await waitFor('the first sync', async () =>
+      (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+    );
+    expect((await fetch(`${base}/api/v1/reconcile`, { method: 'POST' })).status).toBe(401);
+    const ok = await fetch(`${base}/api/v1/reconcile`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer let-me-in' },
+    });
+    expect(ok.status).toBe(202);
+    running.child.kill('SIGTERM');
+    expect((await running.exited).code).toBe(0);
+  });
+});
