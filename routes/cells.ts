@@ -92,11 +92,11 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
           'Every reconciled cell, in `namespace/id` order, optionally filtered. Served from a body cached between reconciles.',
         tags: ['cells'],
         querystring: z.object({
-          pool: z.string().min(1).optional().describe('Only cells of this pool.'),
+          pool: z.string().min(1).describe('Only cells of this pool.').optional(),
           alive: booleanQuery('alive')
-            .optional()
-            .describe('Only alive (`true`) or not alive (`false`) cells.'),
-          namespace: z.string().min(1).optional().describe('Only cells in this namespace.'),
+            .describe('Only alive (`true`) or not alive (`false`) cells.')
+            .optional(),
+          namespace: z.string().min(1).describe('Only cells in this namespace.').optional(),
         }),
         response: { 200: cellListSchema, ...commonErrors },
       },

@@ -186,8 +186,8 @@ export const requeueSchema = z.object({
 export const namespaceQuery = z
   .string()
   .min(1)
-  .optional()
-  .describe('Disambiguates an id that exists in more than one namespace.');
+  .describe('Disambiguates an id that exists in more than one namespace.')
+  .optional();
 
 /** `true`/`false` only: `alive=maybe` is a 400, not a silent "no filter". */
 export function booleanQuery(name: string) {

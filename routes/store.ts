@@ -21,7 +21,7 @@ export const storeRoutes: FastifyPluginAsyncZod<StoreRoutesOptions> = async (app
         summary: 'The store snapshot',
         tags: ['debug'],
         querystring: z.object({
-          objects: booleanQuery('objects').optional().describe('Add a view of every pod.'),
+          objects: booleanQuery('objects').describe('Add a view of every pod.').optional(),
         }),
         response: { 200: storeSchema, ...commonErrors },
       },
