@@ -25,8 +25,19 @@ export interface ReflectorTaskResult {
   closed: true;
 }
 
-function post(port: MessagePort, message: WorkerMessage): void {
-  port.postMessage(message);
+function post(port: MessagePort, message: WorkerMessage, transfer?: ArrayBuffer[]): void {
+  port.postMessage(message, transfer);
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * JSON in a buffer of its own. (TextEncoder, not Buffer.from: small Buffers share a pooled
+ * ArrayBuffer, and transferring that would detach the pool.)
+ */
+function encode(value: unknown): { bytes: Uint8Array; transfer: ArrayBuffer[] } {
+  const bytes = encoder.encode(JSON.stringify(value));
+  return { bytes, transfer: [bytes.buffer as ArrayBuffer] };
 }
 
 /** A `Logger` whose entries travel to the main thread's logger. */
@@ -70,9 +81,14 @@ export async function runReflectorTask(
     let flushScheduled = false;
     const flush = (): void => {
       flushScheduled = false;
-      const events = batch;
+      const stats = reflector.stats();
+      if (batch.length === 0) {
+        post(port, { kind: 'batch', stats });
+        return;
+      }
+      const { bytes, transfer } = encode(batch);
       batch = [];
-      post(port, { kind: 'batch', events, stats: reflector.stats() });
+      post(port, { kind: 'batch', events: bytes, stats }, transfer);
     };
     const scheduleFlush = (): void => {
       if (flushScheduled) return;
@@ -96,15 +112,18 @@ export async function runReflectorTask(
     const sendReplace = async (objects: ReadonlyMap<ObjectKey, Pod>): Promise<void> => {
       if (batch.length > 0) flush();
       const pods = [...objects.values()];
-      for (let start = 0; start < pods.length && !closer.signal.aborted; ) {
-        const end = Math.min(pods.length, start + options.replaceChunkSize);
+      const size = options.replaceChunkSize;
+      const chunk = (start: number) => encode(pods.slice(start, start + size));
+      let next = pods.length > 0 ? chunk(0) : undefined;
+      for (let start = 0; next && !closer.signal.aborted; start += size) {
         const acked = new Promise<void>((resolve) => {
           onAck = resolve;
         });
-        post(port, { kind: 'replace-chunk', pods: pods.slice(start, end) });
+        post(port, { kind: 'replace-chunk', pods: next.bytes }, next.transfer);
+        // Encode the next chunk while the main thread decodes this one.
+        next = start + size < pods.length ? chunk(start + size) : undefined;
         await acked;
         onAck = undefined;
-        start = end;
       }
       if (!closer.signal.aborted) {
         post(port, { kind: 'replace-end', count: pods.length, stats: reflector.stats() });

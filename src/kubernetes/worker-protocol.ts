@@ -34,16 +34,28 @@ export type ChangeEvent = Exclude<SourceEvent<Pod>, { type: 'replace' }>;
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/**
+ * Pods and events cross as JSON text in a transferred buffer rather than as structured-clone
+ * objects: the main thread's `JSON.parse` builds them about a third faster than deserialization
+ * does, and its objects are smaller in the heap (about 2.0 KB per cached pod against 3.3 KB), since
+ * it internalizes the strings that every pod repeats (keys, condition types, `"True"`).
+ * Transferring the buffer moves it without a copy.
+ */
+export type JsonBytes = Uint8Array;
+
 /** Worker → main. */
 export type WorkerMessage =
-  /** Everything that happened in one turn of the worker's event loop, with the stats after it. */
-  | { kind: 'batch'; events: ChangeEvent[]; stats: ReflectorStats }
   /**
-   * Part of a `replace`. The main side acknowledges each chunk before the worker sends the next:
-   * Node delivers every message already queued on a port in one go, so without the ack a
-   * 10,000-pod replace would be deserialized in a single main-thread stall, chunks or not.
+   * Everything that happened in one turn of the worker's event loop (`events`: JSON of
+   * `ChangeEvent[]`, absent when only the stats changed), with the stats after it.
    */
-  | { kind: 'replace-chunk'; pods: Pod[] }
+  | { kind: 'batch'; events?: JsonBytes; stats: ReflectorStats }
+  /**
+   * Part of a `replace` (`pods`: JSON of `Pod[]`). The main side acknowledges each chunk before
+   * the worker sends the next: Node delivers every message already queued on a port in one go,
+   * so without the ack a 10,000-pod replace would be decoded in one main-thread stall, chunks or not.
+   */
+  | { kind: 'replace-chunk'; pods: JsonBytes }
   /** The `replace` is complete: the main side publishes the pods it assembled, as one event. */
   | { kind: 'replace-end'; count: number; stats: ReflectorStats }
   | { kind: 'log'; level: LogLevel; obj: unknown; msg: string | undefined };

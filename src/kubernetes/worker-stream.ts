@@ -12,7 +12,14 @@ import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
 import { type Pod, podKey } from './pod.js';
 import type { ReflectorStats } from './reflector-stats.js';
-import type { MainMessage, WorkerMessage } from './worker-protocol.js';
+import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './worker-protocol.js';
+
+const decoder = new TextDecoder();
+
+/** The worker validated these before encoding them; the main side only parses. */
+function decode<T>(bytes: JsonBytes): T {
+  return JSON.parse(decoder.decode(bytes)) as T;
+}
 
 /** The port's main-side surface this stream uses (a `MessagePort`, or a fake in tests). */
 export interface StreamPort {
@@ -146,12 +153,14 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     if (this.#closing || this.#finished) return;
     switch (message.kind) {
       case 'batch':
-        for (const event of message.events) this.#queue.push(event);
+        if (message.events) {
+          for (const event of decode<ChangeEvent[]>(message.events)) this.#queue.push(event);
+        }
         this.#onStats(message.stats);
         break;
       case 'replace-chunk': {
         this.#assembling ??= new Map();
-        for (const pod of message.pods) this.#assembling.set(podKey(pod), pod);
+        for (const pod of decode<Pod[]>(message.pods)) this.#assembling.set(podKey(pod), pod);
         this.#port.postMessage({ kind: 'ack' });
         return;
       }

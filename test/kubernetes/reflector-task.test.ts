@@ -1,8 +1,10 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeConfigError } from '../../src/kubernetes/api.js';
+import type { Pod } from '../../src/kubernetes/pod.js';
 import { runReflectorTask } from '../../src/kubernetes/reflector-task.js';
 import type {
+  ChangeEvent,
   MainMessage,
   ReflectorTaskOptions,
   WorkerMessage,
@@ -41,6 +43,10 @@ const turns = (n = 5) =>
     for (let i = 0; i < n; i += 1) await new Promise((resolve) => setImmediate(resolve));
   })();
 
+function decode<T>(bytes: Uint8Array | undefined): T {
+  return JSON.parse(new TextDecoder().decode(bytes)) as T;
+}
+
 function ofKind<K extends WorkerMessage['kind']>(messages: WorkerMessage[], kind: K) {
   return messages.filter((m): m is Extract<WorkerMessage, { kind: K }> => m.kind === kind);
 }
@@ -64,7 +70,9 @@ describe('runReflectorTask', () => {
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-end').length === 1);
     expect(
-      ofKind(received, 'replace-chunk').map((m) => m.pods.map((p) => p.metadata.name)),
+      ofKind(received, 'replace-chunk').map((m) =>
+        decode<Pod[]>(m.pods).map((p) => p.metadata.name),
+      ),
     ).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
     expect(ofKind(received, 'replace-end')[0]).toMatchObject({
       count: 5,
@@ -85,12 +93,16 @@ describe('runReflectorTask', () => {
       .push({ type: 'ADDED', object: rawPod({ name: 'a', resourceVersion: '2' }) })
       .push({ type: 'MODIFIED', object: rawPod({ name: 'a', resourceVersion: '3' }) })
       .push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '4' }) });
-    await until(() => ofKind(received, 'batch').some((b) => b.events.length > 0));
+    await until(() => ofKind(received, 'batch').some((b) => b.events !== undefined));
     const batches = ofKind(received, 'batch')
       .slice(before)
-      .filter((b) => b.events.length > 0);
+      .filter((b) => b.events !== undefined);
     expect(batches).toHaveLength(1);
-    expect(batches[0]?.events.map((e) => e.type)).toEqual(['upsert', 'upsert', 'delete']);
+    expect(decode<ChangeEvent[]>(batches[0]?.events).map((e) => e.type)).toEqual([
+      'upsert',
+      'upsert',
+      'delete',
+    ]);
     expect(batches[0]?.stats).toMatchObject({
       cursor: '4',
       events: { ADDED: 1, MODIFIED: 1, DELETED: 1 },

@@ -32,6 +32,9 @@ class FakePort {
   }
 }
 
+/** What the worker sends: JSON in a buffer. */
+const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
+
 function stats(fields: Partial<ReflectorStats> = {}): ReflectorStats {
   return { ...initialReflectorStats(), ...fields };
 }
@@ -81,9 +84,9 @@ const upsert = (p: Pod) => ({
 describe('WorkerEventStream', () => {
   it('assembles replace chunks into one replace, acknowledging each chunk as it arrives', async () => {
     const { port, events } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'a' }), pod({ name: 'b' })] });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' }), pod({ name: 'b' })]) });
     expect(port.sent).toEqual([{ kind: 'ack' }]);
-    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'c' })] });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]) });
     await settle();
     expect(events.items).toEqual([]);
     port.deliver({ kind: 'replace-end', count: 3, stats: stats({ lists: 1 }) });
@@ -110,7 +113,7 @@ describe('WorkerEventStream', () => {
     port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }) });
     port.deliver({
       kind: 'batch',
-      events: [upsert(pod({ name: 'a' })), { type: 'delete', key: 'default/b' }],
+      events: json([upsert(pod({ name: 'a' })), { type: 'delete', key: 'default/b' }]),
       stats: stats({ cursor: '7' }),
     });
     await settle();
@@ -156,11 +159,11 @@ describe('WorkerEventStream', () => {
     const { port, stream } = setup({ maxBufferedEvents: 3 });
     port.deliver({
       kind: 'batch',
-      events: [1, 2, 3].map((i) => upsert(pod({ name: `p${i}` }))),
+      events: json([1, 2, 3].map((i) => upsert(pod({ name: `p${i}` })))),
       stats: stats(),
     });
     expect(stream.buffered).toBe(3);
-    port.deliver({ kind: 'batch', events: [upsert(pod({ name: 'p4' }))], stats: stats() });
+    port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'p4' }))]), stats: stats() });
     expect(stream.buffered).toBe(0);
     expect(port.sent).toEqual([{ kind: 'close' }]);
     await expect(stream.next()).rejects.toThrow('fell more than 3 events behind');
@@ -194,7 +197,7 @@ describe('WorkerEventStream', () => {
   it('ignores what arrives after it was closed', async () => {
     const { port, stream, settleTask } = setup();
     const closing = stream.return();
-    port.deliver({ kind: 'replace-chunk', pods: [pod({ name: 'a' })] });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
     settleTask();
     await closing;
     expect(port.sent).toEqual([{ kind: 'close' }]);
