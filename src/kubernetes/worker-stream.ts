@@ -165,6 +165,10 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         return;
       }
       case 'replace-end':
+        // A replace is the whole truth: events still waiting before it are superseded (applying
+        // them first would end in the same store), so a consumer that is behind skips them.
+        this.#queue = [];
+        this.#head = 0;
         this.#queue.push({ type: 'replace', objects: this.#assembling ?? new Map() });
         this.#assembling = undefined;
         this.#onStats(message.stats);

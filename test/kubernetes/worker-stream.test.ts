@@ -121,6 +121,18 @@ describe('WorkerEventStream', () => {
     expect(seenStats.map((s) => s.cursor)).toEqual([undefined, '7']);
   });
 
+  it('drops events still waiting for the consumer when a newer replace supersedes them', async () => {
+    const { port, stream } = setup();
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
+    port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'a' }))]), stats: stats() });
+    expect(stream.buffered).toBe(2);
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'b' })]) });
+    port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
+    expect(stream.buffered).toBe(1);
+    const next = await stream.next();
+    expect(next.value?.type === 'replace' && [...next.value.objects.keys()]).toEqual(['default/b']);
+  });
+
   it("forwards the worker's log entries to the logger", () => {
     const entries: unknown[] = [];
     const logger: Logger = {
