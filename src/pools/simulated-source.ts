@@ -16,10 +16,21 @@ import type { Source, SourceEvent } from '../runtime/source-event.js';
 import { DEFAULT_PORT_NAME, LWS_LABELS, type PoolLabels } from './labels.js';
 import type { PodSource } from './pod-source.js';
 import { createStory, DEFAULT_SIMULATED_POOLS, type Story } from './simulated-story.js';
-import { type SimulatedPoolSpec, SimulatedWorld, type WorldChange } from './simulated-world.js';
+import {
+  type SimulatedPoolSpec,
+  SimulatedWorld,
+  simulatedPodName,
+  type WorldChange,
+} from './simulated-world.js';
 
 /** One story step every 3 s: slow enough to follow with `watch curl`, fast enough to see a cycle in a minute. */
 export const DEFAULT_STEP_INTERVAL_MS = 3_000;
+
+/** Pods rendered per event-loop turn when building a `replace` (~a few ms of work each). */
+export const SNAPSHOT_SLICE_SIZE = 500;
+
+/** Lets I/O callbacks (HTTP requests) run before the next slice of work. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** The namespace simulated pods live in unless `--namespace` names one. */
 export const DEFAULT_SIMULATED_NAMESPACE = 'default';
@@ -105,6 +116,19 @@ export class SimulatedPodSource implements PodSource {
   }
 
   /**
+   * Adds ready cells of `pool` that do not exist yet (groups `0..pool.cells-1`), without watch
+   * events: like changes made during a watch gap, they reach the store with the next `relist()`.
+   * For growing a benchmark world to a given size.
+   */
+  addReadyCells(pool: SimulatedPoolSpec): void {
+    for (let group = 0; group < pool.cells; group += 1) {
+      if (!this.#world.has(simulatedPodName(pool.name, group, 0))) {
+        this.#world.createReadyCell(pool, group);
+      }
+    }
+  }
+
+  /**
    * Makes the open stream deliver a fresh `replace` of the whole world now, as a reflector does
    * after its cursor expires: the way to load the service with a relist on demand.
    */
@@ -159,14 +183,15 @@ export class SimulatedPodSource implements PodSource {
     return this.#stepIntervalMs;
   }
 
-  /** @internal A `replace` of the world now, counted as a LIST. */
-  snapshotEvent(isRelist: boolean): SourceEvent<Pod> {
+  /** @internal A `replace` of the world now, counted as a LIST once built. */
+  async snapshotEvent(isRelist: boolean): Promise<SourceEvent<Pod>> {
+    const objects = await this.#world.snapshot(SNAPSHOT_SLICE_SIZE, nextTurn);
     this.#counters.lists += 1;
     if (isRelist) this.#counters.relists += 1;
     const now = this.#wallClock();
     this.#counters.lastSyncAtMs = now;
     this.#counters.lastEventAtMs = now;
-    return { type: 'replace', objects: this.#world.snapshot() };
+    return { type: 'replace', objects };
   }
 
   /** @internal Runs the next story step; only the newest stream may. */
@@ -234,7 +259,10 @@ class SimulatedStream implements AsyncIterator<SourceEvent<Pod>> {
         this.#relistRequested = false;
         // A relist supersedes whatever single events were still waiting: the replace holds them.
         this.#pending.length = 0;
-        return { done: false, value: this.#owner.snapshotEvent(isRelist) };
+        const replace = await this.#owner.snapshotEvent(isRelist);
+        // Closed while the snapshot was being built: nothing more to deliver.
+        if (this.#ended) return { done: true, value: undefined };
+        return { done: false, value: replace };
       }
       const change = this.#pending.shift();
       if (change) {

@@ -88,11 +88,20 @@ export class SimulatedWorld {
     return this.#pods.size;
   }
 
-  /** Every pod now, keyed like the reflector keys them (`namespace/name`). */
-  snapshot(): Map<ObjectKey, Pod> {
+  /**
+   * Every pod now, keyed like the reflector keys them (`namespace/name`). Rendered in slices of
+   * `sliceSize` pods with `yieldBetween` awaited between them: a real source decodes a LIST in
+   * its worker thread, and a large simulated world must not block the event loop in its stead.
+   */
+  async snapshot(
+    sliceSize: number,
+    yieldBetween: () => Promise<void>,
+  ): Promise<Map<ObjectKey, Pod>> {
     const objects = new Map<ObjectKey, Pod>();
-    for (const pod of this.#pods.values()) {
-      const rendered = this.#render(pod);
+    const pods = [...this.#pods.values()];
+    for (let i = 0; i < pods.length; i += 1) {
+      if (i > 0 && i % sliceSize === 0) await yieldBetween();
+      const rendered = this.#render(pods[i]!);
       objects.set(podKey(rendered), rendered);
     }
     return objects;
@@ -182,6 +191,11 @@ export class SimulatedWorld {
     return changes;
   }
 
+  /** Whether a pod of this name exists. */
+  has(name: string): boolean {
+    return this.#pods.has(name);
+  }
+
   /** Names of the pods of one cell that exist now, leader first. */
   cellPods(pool: string, group: number): string[] {
     return [...this.#pods.values()]
@@ -193,7 +207,9 @@ export class SimulatedWorld {
   /** Puts a whole cell straight into the Ready state (no story), for large static worlds. */
   createReadyCell(spec: SimulatedPoolSpec, group: number): void {
     this.createCell(spec, group);
-    const names = this.cellPods(spec.name, group);
+    const names = Array.from({ length: spec.size }, (_, worker) =>
+      simulatedPodName(spec.name, group, worker),
+    );
     this.start(names);
     this.ready(names);
   }

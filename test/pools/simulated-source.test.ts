@@ -211,3 +211,17 @@ describe('the simulated source', () => {
     );
   });
 });
+
+describe('growing a static world', () => {
+  it('adds ready cells that reach the store with the next relist, not before', async () => {
+    const pools = [{ name: 'big', cells: 2, size: 2 }];
+    const { alive, sim } = await running({ story: false, pools });
+    sim.addReadyCells({ name: 'big', cells: 5, size: 2 });
+    await settle();
+    expect(Object.keys(alive())).toHaveLength(2);
+    sim.relist();
+    await settle();
+    expect(Object.values(alive())).toEqual([true, true, true, true, true]);
+    expect(sim.podCount).toBe(10);
+  });
+});

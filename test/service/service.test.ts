@@ -48,3 +48,16 @@ describe('PoolService lifecycle', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 });
+
+describe('PoolService under a relist', () => {
+  it('keeps answering HTTP while thousands of reconciles are pending', async () => {
+    const { app, push } = await harness();
+    const pods = Array.from({ length: 5_000 }, (_, i) => lwsPod({ group: i }));
+    const responded = push(replaceWith(pods)).then(() => undefined);
+    // Asked while the reconciles run: answered between slices, not after the last one.
+    const res = await app.inject({ url: '/api/v1/cells' });
+    const seen = res.json().count as number;
+    expect(seen).toBeLessThan(5_000);
+    await responded;
+  });
+});

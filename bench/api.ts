@@ -1,0 +1,134 @@
+/**
+ * `npm run bench:api`: load the control plane from this process over loopback (autocannon) while
+ * the service runs in a second process (bench/api-server.ts), and compare with floors served by
+ * a bare Fastify app in that same process.
+ *
+ * Targets (issue 4): the cell list ≥ 80% of the floor's req/s (the same bytes, pre-serialized, on
+ * a bare route) when idle; one cell ≥ 50% of a bare hello-world route; p99 of every endpoint
+ * < 50 ms while 10k-pod relists are being applied back to back.
+ *
+ * `BENCH_DURATION_S` (default 10) sets each measurement's length; `--strict` exits 1 on a missed target.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP_S = 2;
+/** Enough concurrent connections to keep one server core busy without queueing for seconds. */
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const strict = process.argv.includes('--strict');
+
+interface Ports {
+  api: number;
+  floor: number;
+  cells: number;
+  pods: number;
+  listBytes: number;
+}
+
+interface Measurement {
+  name: string;
+  url: string;
+  reqPerSec: number;
+  p99Ms: number;
+  errors: number;
+}
+
+function startServer(): Promise<{ ports: Ports; stop: () => Promise<void> }> {
+  const script = fileURLToPath(new URL('./api-server.js', import.meta.url));
+  const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.once('exit', (code) => reject(new Error(`bench server exited early (${code})`)));
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const newline = buffered.indexOf('\n');
+      if (newline < 0) return;
+      child.removeAllListeners('exit');
+      const ports = JSON.parse(buffered.slice(0, newline)) as Ports;
+      resolve({
+        ports,
+        stop: () =>
+          new Promise<void>((done) => {
+            child.once('exit', () => done());
+            child.kill('SIGTERM');
+          }),
+      });
+    });
+  });
+}
+
+async function load(name: string, url: string, durationS = DURATION_S): Promise<Measurement> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: durationS });
+  return {
+    name,
+    url,
+    reqPerSec: result.requests.average,
+    p99Ms: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+async function post(url: string): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST' });
+  return res.json();
+}
+
+const { ports, stop } = await startServer();
+const api = `http://127.0.0.1:${ports.api}`;
+const floor = `http://127.0.0.1:${ports.floor}`;
+const cell = `${api}/api/v1/cells/engine-00500`;
+console.log(
+  `world: ${ports.cells} cells, ${ports.pods} pods; list body ${ports.listBytes} bytes; ${CONNECTIONS} connections, ${DURATION_S}s per measurement`,
+);
+
+const idleTargets: Array<[string, string]> = [
+  ['floor: same bytes, bare route', `${floor}/list`],
+  ['GET /api/v1/cells', `${api}/api/v1/cells`],
+  ['floor: hello world, bare route', `${floor}/hello`],
+  ['GET /api/v1/cells/{cell}', cell],
+  ['GET /metrics', `${api}/metrics`],
+];
+const idle: Measurement[] = [];
+for (const [name, url] of idleTargets) {
+  await load(`${name} (warm-up)`, url, WARMUP_S);
+  idle.push(await load(name, url));
+}
+
+const started = await post(`${floor}/control/relist/start`);
+const during: Measurement[] = [];
+for (const [name, url] of idleTargets.filter(([n]) => !n.startsWith('floor'))) {
+  during.push(await load(`${name} during relists`, url));
+}
+const relists = (await post(`${floor}/control/relist/stop`)) as {
+  relists: number;
+  medianMs: number | null;
+  maxMs: number | null;
+  pods: number;
+};
+await stop();
+
+const byName = (list: Measurement[], name: string): Measurement =>
+  list.find((m) => m.name.startsWith(name))!;
+const listRatio =
+  byName(idle, 'GET /api/v1/cells').reqPerSec / byName(idle, 'floor: same bytes').reqPerSec;
+const cellRatio =
+  byName(idle, 'GET /api/v1/cells/{cell}').reqPerSec / byName(idle, 'floor: hello').reqPerSec;
+const worstP99 = Math.max(...during.map((m) => m.p99Ms));
+
+const row = (m: Measurement): string =>
+  `| ${m.name} | ${Math.round(m.reqPerSec).toLocaleString('en-US')} | ${m.p99Ms} | ${m.errors} |`;
+console.log('\n| Endpoint | req/s | p99 ms | errors |\n|---|---:|---:|---:|');
+for (const m of [...idle, ...during]) console.log(row(m));
+console.log(
+  `\nrelists during the load: ${relists.relists} of ${relists.pods} pods (started: ${JSON.stringify(started)}), median ${relists.medianMs?.toFixed(0)} ms, max ${relists.maxMs?.toFixed(0)} ms each (replace applied and every cell reconciled)`,
+);
+const verdicts: Array<[string, boolean]> = [
+  [`list / floor = ${(listRatio * 100).toFixed(0)}% (target ≥ 80%)`, listRatio >= 0.8],
+  [`cell / hello-world = ${(cellRatio * 100).toFixed(0)}% (target ≥ 50%)`, cellRatio >= 0.5],
+  [`worst p99 during relists = ${worstP99} ms (target < 50 ms)`, worstP99 < 50],
+];
+console.log('');
+for (const [text, ok] of verdicts) console.log(`${ok ? 'PASS' : 'MISS'}  ${text}`);
+if (strict && verdicts.some(([, ok]) => !ok)) process.exitCode = 1;
