@@ -2,7 +2,7 @@
  * Environment self-tests on the production-like apiserver (watch cache on): plain API semantics
  * the reflector relies on, proved with client-node directly.
  */
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type KubeEnvironment, startKubeEnvironment } from './kube-environment.js';
 import { WatchProbe } from './watch-probe.js';
@@ -90,6 +90,44 @@ describe('kube environment with the watch cache on', () => {
     expect(probe.events.map((e) => [e.type, e.object?.metadata?.name])).toEqual([
       ['ADDED', 'watched'],
     ]);
+  });
+
+  it('authorizes by RBAC: the unprivileged user may list pods only once a Role is bound to it', async () => {
+    const asUser = env.unprivileged.kubeConfig.makeApiClient(CoreV1Api);
+    const denied = await asUser.listNamespacedPod({ namespace }).catch((e) => e);
+    expect((denied as { code?: number }).code).toBe(403);
+
+    const rbac = env.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace,
+      body: {
+        metadata: { name: 'pod-reader' },
+        rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: 'pod-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-reader' },
+        subjects: [
+          { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: env.unprivileged.user },
+        ],
+      },
+    });
+
+    // The RBAC authorizer reads bindings through an informer, so the grant lands a moment later.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        const listed = await asUser.listNamespacedPod({ namespace });
+        expect(listed.items).toEqual([]);
+        break;
+      } catch (error) {
+        if ((error as { code?: number }).code !== 403 || Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
   });
 
   it('survives an apiserver restart with what was written before still there', async () => {
