@@ -2,6 +2,20 @@
  * The package root: the controller runtime's public API (see design/RUNTIME.md), under exactly
  * the names the contract gives them, plus the few extras the service builds on.
  */
+
+// The Kubernetes pod source, for pointing a loop at a cluster. None of these import
+// @kubernetes/client-node at load time (only src/kubernetes/api.ts does, lazily).
+export {
+  type Container,
+  type ContainerStatus,
+  MalformedPodError,
+  type Pod,
+  type PodCondition,
+  parsePod,
+  podKey,
+} from './kubernetes/pod.js';
+export type { ReflectorPhase, ReflectorStats, RelistReason } from './kubernetes/reflector-stats.js';
+export { WorkerPodSource, type WorkerPodSourceOptions } from './kubernetes/worker-source.js';
 export { abortReason, type Clock, realClock } from './runtime/clock.js';
 export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
 export type { Logger } from './runtime/logger.js';
