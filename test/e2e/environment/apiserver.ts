@@ -113,6 +113,8 @@ export class Apiserver {
     const why = this.process.exitStatus
       ? 'exited before it became ready'
       : `not ready within ${this.#options.readyTimeoutMs} ms`;
+    // Nothing else holds this process yet: stop it here or it would outlive the failure.
+    await this.process.stop();
     throw new Error(
       `e2e: kube-apiserver at ${this.url} ${why} (last /readyz: ${last})\n` +
         this.process.describeFailure(),

@@ -146,6 +146,8 @@ export class Etcd {
     const why = this.process.exitStatus
       ? 'exited before it became healthy'
       : `not healthy within ${timeoutMs} ms`;
+    // Nothing else holds this process yet: stop it here or it would outlive the failure.
+    await this.process.stop();
     throw new Error(
       `e2e: etcd at ${this.clientUrl} ${why} (${lastError})\n${this.process.describeFailure()}`,
     );

@@ -12,3 +12,4 @@ export {
   startKubeEnvironment,
 } from './kube-environment.js';
 export { defaultNodeName, FakeKubelet, onNode, type RunningOptions } from './kubelet.js';
+export { type WatchEventRecord, type WatchFailure, WatchProbe } from './watch-probe.js';

@@ -157,8 +157,7 @@ export async function startKubeEnvironment(
   const pidDir = join(stateDir, 'pids');
   mkdirSync(pidDir);
   const reaper = keep ? undefined : startReaper(stateDir, pidDir);
-  const credentials = writeCredentials(stateDir);
-
+  let credentials: Credentials | undefined;
   let etcd: Etcd | undefined;
   let apiserver: Apiserver | undefined;
   const cleanup = async (): Promise<void> => {
@@ -185,6 +184,7 @@ export async function startKubeEnvironment(
   };
 
   try {
+    credentials = writeCredentials(stateDir);
     etcd = await Etcd.start({ binary: binaries.etcd, stateDir, pidDir, readyTimeoutMs: timeoutMs });
     apiserver = await Apiserver.start({
       binary: binaries.kubeApiserver,
@@ -206,6 +206,7 @@ export async function startKubeEnvironment(
     throw error;
   }
 
+  const startedCredentials = credentials;
   const startedEtcd = etcd;
   const startedApiserver = apiserver;
   const server = startedApiserver.url;
@@ -214,22 +215,22 @@ export async function startKubeEnvironment(
     kubeconfigPath,
     `pool-e2e-${name}`,
     server,
-    credentials,
+    startedCredentials,
     adminUser,
-    credentials.adminToken,
+    startedCredentials.adminToken,
   );
   const unprivilegedPath = join(stateDir, 'kubeconfig-unprivileged.json');
   const unprivileged: KubeUser = {
     user: unprivilegedUser,
-    token: credentials.unprivilegedToken,
+    token: startedCredentials.unprivilegedToken,
     kubeconfigPath: unprivilegedPath,
     kubeConfig: writeKubeconfig(
       unprivilegedPath,
       `pool-e2e-${name}`,
       server,
-      credentials,
+      startedCredentials,
       unprivilegedUser,
-      credentials.unprivilegedToken,
+      startedCredentials.unprivilegedToken,
     ),
   };
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -239,7 +240,7 @@ export async function startKubeEnvironment(
       `e2e ${name}: POOL_K8S_KEEP=1, leaving kube-apiserver ${binaries.kubernetesVersion} ` +
         `(watch cache ${options.watchCache ? 'on' : 'off'}) and etcd ${binaries.etcdVersion} running:`,
       `  export KUBECONFIG=${kubeconfigPath}`,
-      `  curl --cacert ${credentials.caFile} -H 'Authorization: Bearer ${credentials.adminToken}' ${server}/api/v1/namespaces`,
+      `  curl --cacert ${startedCredentials.caFile} -H 'Authorization: Bearer ${startedCredentials.adminToken}' ${server}/api/v1/namespaces`,
       `  etcd: ${startedEtcd.clientUrl}   logs and data: ${stateDir}`,
       `  stop it: kill -KILL -- -${startedApiserver.process.pid} -${startedEtcd.process.pid}; rm -rf ${stateDir}`,
     ].join('\n');
@@ -252,8 +253,8 @@ export async function startKubeEnvironment(
     server,
     kubeconfigPath,
     kubeConfig,
-    token: credentials.adminToken,
-    caPath: credentials.caFile,
+    token: startedCredentials.adminToken,
+    caPath: startedCredentials.caFile,
     unprivileged,
     etcdUrl: startedEtcd.clientUrl,
     stateDir,
