@@ -6,6 +6,7 @@
  *
  * Prints one JSON line on stdout once ready: `{"api": port, "floor": port, "cells": n, "pods": n}`.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { LWS_LABELS } from '../src/pools/labels.js';
 import { SimulatedPodSource } from '../src/pools/simulated-source.js';
@@ -57,11 +58,15 @@ floor.get('/hello', async () => ({ hello: 'world' }));
 let relisting: Promise<void> | undefined;
 let stopRelisting = false;
 const relistTimes: number[] = [];
+/** How long the event loop was blocked during the relists: what a request can wait at worst. */
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 floor.post('/control/relist/start', async () => {
   if (relisting) return { started: false };
   sim.addReadyCells({ name: POOL, cells: Math.ceil(RELIST_PODS / SIZE), size: SIZE });
   stopRelisting = false;
   relistTimes.length = 0;
+  loopDelay.reset();
+  loopDelay.enable();
   relisting = (async () => {
     while (!stopRelisting) {
       const started = performance.now();
@@ -78,12 +83,15 @@ floor.post('/control/relist/stop', async () => {
   stopRelisting = true;
   await relisting;
   relisting = undefined;
+  loopDelay.disable();
   const sorted = [...relistTimes].sort((a, b) => a - b);
   return {
     relists: sorted.length,
     medianMs: sorted[Math.floor(sorted.length / 2)] ?? null,
     maxMs: sorted.at(-1) ?? null,
     pods: sim.podCount,
+    loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+    loopDelayMaxMs: loopDelay.max / 1e6,
   };
 });
 await floor.listen({ host: '127.0.0.1', port: 0 });
