@@ -16,14 +16,23 @@ export interface ObjectStoreOptions {
 /** Result of asking the key map about one object. */
 type Mapping = { mappable: true; parent: ParentKey } | { mappable: false };
 
+interface Entry<T> {
+  object: T;
+  parent: ParentKey;
+  /** The replace that last listed this object (mark-and-sweep deletion synthesis). */
+  epoch: number;
+}
+
 const UNMAPPABLE: Mapping = { mappable: false };
 
 export class ObjectStore<T> {
   readonly #keyMap: KeyMap<T> | undefined;
   readonly #logger: Logger;
-  readonly #objects = new Map<ObjectKey, T>();
-  readonly #parentOf = new Map<ObjectKey, ParentKey>();
+  /** One entry per object: one map lookup per event on the hot path of a 10k-pod relist. */
+  readonly #entries = new Map<ObjectKey, Entry<T>>();
   readonly #members = new Map<ParentKey, Set<ObjectKey>>();
+  /** Bumped per replace; entries not stamped with the current one after a relist are gone. */
+  #epoch = 0;
 
   /**
    * Without a `keyMap`, every object is its own parent: the store is then a plain keyed cache,
@@ -61,7 +70,7 @@ export class ObjectStore<T> {
   getByParent(parent: ParentKey): T[] {
     const keys = this.#members.get(parent);
     if (!keys) return [];
-    return [...keys].sort().map((key) => this.#objects.get(key) as T);
+    return [...keys].sort().map((key) => (this.#entries.get(key) as Entry<T>).object);
   }
 
   /** Parents with at least one member; a parent whose last member left is gone from here. */
@@ -70,15 +79,15 @@ export class ObjectStore<T> {
   }
 
   has(key: ObjectKey): boolean {
-    return this.#objects.has(key);
+    return this.#entries.has(key);
   }
 
   get(key: ObjectKey): T | undefined {
-    return this.#objects.get(key);
+    return this.#entries.get(key)?.object;
   }
 
   get size(): number {
-    return this.#objects.size;
+    return this.#entries.size;
   }
 
   #map(key: ObjectKey, object: T): Mapping {
@@ -107,20 +116,29 @@ export class ObjectStore<T> {
   }
 
   #store(key: ObjectKey, object: T, parent: ParentKey, affected: Set<ParentKey>): void {
-    const previous = this.#parentOf.get(key);
-    if (previous !== undefined && previous !== parent) {
-      this.#unlink(key, previous);
-      affected.add(previous);
+    const entry = this.#entries.get(key);
+    affected.add(parent);
+    if (entry !== undefined && entry.parent === parent) {
+      // The common case on a relist or an update: same object, same parent.
+      entry.object = object;
+      entry.epoch = this.#epoch;
+      return;
     }
-    this.#objects.set(key, object);
-    this.#parentOf.set(key, parent);
+    if (entry !== undefined) {
+      this.#unlink(key, entry.parent);
+      affected.add(entry.parent);
+      entry.object = object;
+      entry.parent = parent;
+      entry.epoch = this.#epoch;
+    } else {
+      this.#entries.set(key, { object, parent, epoch: this.#epoch });
+    }
     let members = this.#members.get(parent);
     if (!members) {
       members = new Set();
       this.#members.set(parent, members);
     }
     members.add(key);
-    affected.add(parent);
   }
 
   #delete(
@@ -159,30 +177,29 @@ export class ObjectStore<T> {
         'ObjectStore.apply: a replace event needs `objects` as a Map of key → object',
       );
     }
-    const listed = new Set<ObjectKey>();
+    const epoch = ++this.#epoch;
     for (const [key, object] of objects) {
       const mapping = this.#map(key, object);
       if (!mapping.mappable) continue; // one bad object never stops a relist
-      listed.add(key);
       this.#store(key, object, mapping.parent, affected);
     }
     // Deletion synthesis: whatever we hold that the world no longer lists (or that became
-    // unmappable) is gone. Ghost cells would otherwise live forever.
-    for (const key of [...this.#objects.keys()]) {
-      if (listed.has(key)) continue;
-      const previous = this.#remove(key);
-      if (previous !== undefined) affected.add(previous);
+    // unmappable) is gone. Ghost cells would otherwise live forever. Deleting from a Map while
+    // iterating it is well-defined: removed entries are simply not visited.
+    for (const [key, entry] of this.#entries) {
+      if (entry.epoch === epoch) continue;
+      this.#remove(key);
+      affected.add(entry.parent);
     }
   }
 
   /** Removes a stored object and returns the parent it was under, if it was stored. */
   #remove(key: ObjectKey): ParentKey | undefined {
-    const parent = this.#parentOf.get(key);
-    if (parent === undefined) return undefined;
-    this.#unlink(key, parent);
-    this.#objects.delete(key);
-    this.#parentOf.delete(key);
-    return parent;
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    this.#unlink(key, entry.parent);
+    this.#entries.delete(key);
+    return entry.parent;
   }
 
   #unlink(key: ObjectKey, parent: ParentKey): void {
