@@ -22,19 +22,6 @@ import { type Logger, silentLogger } from './runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from './runtime/reconcile-loop.js';
 import type { ParentKey } from './runtime/source-event.js';
 
-/**
- * Longest stretch of back-to-back reconciles before the event loop gets a turn. The loop's
- * worker takes a queued key without leaving the microtask queue, so the 2,500 reconciles after a
- * 10k-pod relist would otherwise run as one block while HTTP requests wait. A few milliseconds
- * keeps request latency low without paying a turn per reconcile (bench:api measures both).
- */
-export const RECONCILE_SLICE_MS = 5;
-
-/** Resolves on the event loop's next turn, after pending I/O callbacks. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 export interface PoolServiceOptions {
   podSource: PodSource;
   sourceKind: SourceKind;
@@ -87,19 +74,10 @@ export class PoolService implements ControlPlane {
       logger,
       onTransition: (t) => this.metrics.cellTransition(t.type),
     });
-    // CPU time, not a wait: measured with performance.now(), as no timer is involved.
-    let sliceStartedAt = performance.now();
-    const reconcile = async (key: ParentKey, signal: AbortSignal): Promise<void> => {
-      if (performance.now() - sliceStartedAt >= RECONCILE_SLICE_MS) {
-        await nextTurn();
-        sliceStartedAt = performance.now();
-      }
-      await reconcileCell(key, signal);
-    };
     this.#loop = new ReconcileLoop<Pod>({
       source: options.podSource.source,
       keyMap: cellKeyMap(options.labels),
-      reconcile,
+      reconcile: reconcileCell,
       ...(options.resyncPeriodMs !== undefined ? { resyncPeriodMs: options.resyncPeriodMs } : {}),
       clock: this.#clock,
       logger,

@@ -30,17 +30,26 @@ export const realClock: Clock = {
         reject(abortReason(signal));
         return;
       }
+      const wake = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      // A zero wait is a yield to the event loop: `setImmediate` runs right after pending I/O,
+      // where `setTimeout(0)` would cost a clamped millisecond every time.
+      const cancel =
+        ms > 0
+          ? (
+              (timer) => () =>
+                clearTimeout(timer)
+            )(setTimeout(wake, ms))
+          : (
+              (immediate) => () =>
+                clearImmediate(immediate)
+            )(setImmediate(wake));
       const onAbort = (): void => {
-        clearTimeout(timer);
+        cancel();
         reject(abortReason(signal as AbortSignal));
       };
-      const timer = setTimeout(
-        () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        Math.max(0, ms),
-      );
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },

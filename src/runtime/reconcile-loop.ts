@@ -28,6 +28,14 @@ export const DEFAULT_FAILURE_BASE_DELAY_MS = 1_000;
 export const DEFAULT_FAILURE_MAX_DELAY_MS = 60_000;
 /** Pause before reopening a failed source stream, so a dead backend is not hammered. */
 export const DEFAULT_SOURCE_RETRY_DELAY_MS = 1_000;
+/**
+ * Longest run of back-to-back reconciles before the worker yields the event loop. The worker
+ * takes a queued key without leaving the microtask queue, so the thousands of reconciles after a
+ * large relist would otherwise run as one block while HTTP requests and stream events wait (Go's
+ * scheduler preempts goroutines; JavaScript has to yield by hand). A few milliseconds keeps
+ * request latency low without paying a turn per reconcile.
+ */
+export const WORKER_SLICE_MS = 5;
 
 export type Reconcile = (parent: ParentKey, signal: AbortSignal) => Promise<void>;
 
@@ -305,9 +313,22 @@ export class ReconcileLoop<T> implements AsyncDisposable {
 
   /** The single worker: one key at a time, never two reconciles at once. */
   async #work(): Promise<void> {
+    // CPU time spent, not a wait: measured on the real monotonic clock even under a fake one,
+    // because what it protects is the real event loop. The yield itself goes through the Clock.
+    let sliceStartedAt = performance.now();
     for (;;) {
+      if (performance.now() - sliceStartedAt >= WORKER_SLICE_MS) {
+        try {
+          await this.#clock.sleep(0, this.#lifetime.signal);
+        } catch {
+          return; // stopped while yielding
+        }
+        sliceStartedAt = performance.now();
+      }
+      const willWait = this.#queue.length === 0;
       const key = await this.#queue.get();
       if (key === undefined) return;
+      if (willWait) sliceStartedAt = performance.now(); // the event loop ran while we waited
       const sinceMs = this.#clock.now();
       this.#instrumentation.queueTaken(
         key,
