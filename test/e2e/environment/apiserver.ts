@@ -75,6 +75,10 @@ export class Apiserver {
         `--watch-cache=${options.watchCache}`,
         '--allow-privileged=true',
         '--profiling=false',
+        // On shutdown, end open HTTP/1.1 watches within seconds (with a Retry-After) instead of
+        // serving them until the request timeout: a restart with a watch open then takes ~6 s,
+        // not ~22 s.
+        '--shutdown-send-retry-after=true',
         ...(options.extraArgs ?? []),
       ],
       logFile: join(options.stateDir, 'kube-apiserver.log'),
