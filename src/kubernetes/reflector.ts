@@ -22,7 +22,11 @@ import {
   type ReflectorFailure,
   type RequestPhase,
 } from './reflector-failure.js';
-import type { ReflectorPhase, ReflectorStats } from './reflector-stats.js';
+import {
+  initialReflectorStats,
+  type ReflectorPhase,
+  type ReflectorStats,
+} from './reflector-stats.js';
 import { frameTypeKey, readFrame } from './watch-event.js';
 
 /**
@@ -106,15 +110,7 @@ export class KubernetesReflector {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
-  readonly #stats: ReflectorStats = {
-    phase: 'idle',
-    healthy: false,
-    lists: 0,
-    relists: {},
-    watchOpens: 0,
-    events: {},
-    bytesDecoded: 0,
-  };
+  readonly #stats: ReflectorStats = initialReflectorStats();
 
   constructor(options: KubernetesReflectorOptions) {
     this.#api = options.api;
