@@ -3,12 +3,12 @@
  * (dist/workers/reflector.worker.js; see src/kubernetes/worker-script.ts). Each piscina task is
  * one reflector stream: network, JSON decoding and validation all happen on this thread.
  */
+import { preloadClientNode } from '../src/kubernetes/api.js';
 import { runReflectorTask } from '../src/kubernetes/reflector-task.js';
 import type { ReflectorTask } from '../src/kubernetes/worker-protocol.js';
 
-// Load the Kubernetes client while the thread is idle, so the first stream does not wait for it
-// (it is a large module graph). A failure here is reported by the task that needs the client.
-void import('@kubernetes/client-node').catch(() => undefined);
+// Load the Kubernetes client while the thread is idle, so the first stream does not wait for it.
+preloadClientNode();
 
 export default function reflectorWorker(task: ReflectorTask) {
   return runReflectorTask(task);

@@ -95,6 +95,15 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * Starts loading the Kubernetes client without waiting for it: the reflector's worker thread
+ * calls this while idle, so its first stream does not pay for a large module graph. A failure is
+ * ignored here and reported by the first call that needs the client.
+ */
+export function preloadClientNode(): void {
+  void import('@kubernetes/client-node').catch(() => undefined);
+}
+
 /** Reads the kubeconfig (or in-cluster config) into a connection; throws `KubeConfigError`. */
 export async function loadApiConnection(options: ClusterOptions = {}): Promise<ApiConnection> {
   let clientNode: typeof import('@kubernetes/client-node');

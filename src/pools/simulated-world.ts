@@ -7,9 +7,17 @@
  * already handed out is never mutated.
  */
 import type { ContainerStatus, Pod, PodCondition } from '../kubernetes/pod.js';
-import { podKey } from '../kubernetes/pod.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
 import type { PoolLabels } from './labels.js';
+
+/**
+ * The store key of a simulated pod, `namespace/name`: the same key the Kubernetes source uses
+ * (client-go's `MetaNamespaceKeyFunc`), written here because pools may import only types from
+ * src/kubernetes.
+ */
+function podKey(pod: Pod): ObjectKey {
+  return `${pod.metadata.namespace}/${pod.metadata.name}`;
+}
 
 /** One pool the simulation creates: `cells` cells of `size` pods each. */
 export interface SimulatedPoolSpec {
