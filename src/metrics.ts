@@ -8,7 +8,7 @@
  * read at scrape time, so they can never drift from what the control plane shows.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { ReflectorStats } from './kubernetes/reflector-stats.js';
+import { RELIST_REASONS, type ReflectorStats } from './kubernetes/reflector-stats.js';
 import {
   CELL_TRANSITION_TYPES,
   type CellRegistry,
@@ -232,9 +232,10 @@ export class ServiceMetrics {
       registers,
       collect() {
         this.reset();
-        for (const [reason, count] of Object.entries(stats()?.relists ?? {})) {
-          this.inc({ reason }, count ?? 0);
-        }
+        const relists = stats()?.relists ?? {};
+        // Every reason is a series from the start (0 until it happens), so a rate() or an
+        // alert on it works before the first relist, as with controller_runtime_reconcile_total.
+        for (const reason of RELIST_REASONS) this.inc({ reason }, relists[reason] ?? 0);
       },
     });
     new Counter({

@@ -10,6 +10,15 @@ export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stop
 /** Why a relist happened: the cursor expired (410), came from the future (504), or a frame was unreadable. */
 export type RelistReason = 'expired' | 'too-large' | 'malformed-frame' | 'list-failed' | 'other';
 
+/** Every relist reason, so a metric can show each at 0 before it first happens. */
+export const RELIST_REASONS: readonly RelistReason[] = [
+  'expired',
+  'too-large',
+  'malformed-frame',
+  'list-failed',
+  'other',
+];
+
 export interface ReflectorStats {
   phase: ReflectorPhase;
   /** True while a WATCH is open and delivering: what `/readyz` means by "the watch is healthy now". */

@@ -1,8 +1,9 @@
 /**
  * Pod → cell attribution: the `KeyMap` the store groups pods by, and the ids users see.
  *
- * A cell's id is `<pool>-<index as 5 digits>` (`engine-00003`), the name LWS gives a group's
- * leader pod, so the id a user reads in the API is the one they see in `kubectl get pods`.
+ * A cell's id is `<pool>-<index as 5 digits>` (`engine-00003`): zero-padded so that ids sort in
+ * index order, and distinct from LWS's leader pod name (`engine-3`), so an id in the API is never
+ * mistaken for a pod.
  * A pod with a pool label but no cell index is a cell of its own, named after the pod: a plain
  * Deployment or a single trainer still shows up as a pool of one-pod cells.
  *

@@ -6,6 +6,7 @@ import { type LwsPodOptions, lwsPod } from '../support/lws-pod.js';
 
 const options = { labels: LWS_LABELS, portName: 'http' };
 const KEY = 'ns/engine-00000';
+const GOLDEN_GENERATION = '2eb9fd418b55a2d7';
 
 /** A complete, healthy cell of `size` pods, with per-worker overrides. */
 function cell(size: number, overrides: Record<number, LwsPodOptions> = {}): Pod[] {
@@ -154,6 +155,21 @@ describe('cell state: generation', () => {
         { ...memberOf(cell(2)[1]!, LWS_LABELS) },
       ]),
     );
+  });
+
+  it('pins the exact hashed text: one name:uid:restarts:deleting line per member, newline-joined', () => {
+    // sha256("engine-0:u0:0:false\nengine-0-1:u1:3:true"), first 16 hex digits, computed
+    // independently (printf '%s' '…' | sha256sum), so a change of format cannot go unnoticed.
+    const member = (name: string, uid: string, restarts: number, deleting: boolean) => ({
+      ...memberOf(cell(1)[0]!, LWS_LABELS),
+      name,
+      uid,
+      restarts,
+      deleting,
+    });
+    expect(
+      cellGeneration([member('engine-0', 'u0', 0, false), member('engine-0-1', 'u1', 3, true)]),
+    ).toBe(GOLDEN_GENERATION);
   });
 
   it('changes when a pod is replaced (new uid)', () => {

@@ -140,8 +140,13 @@ describe('GET /metrics', () => {
     };
     const text = (await app.inject({ url: '/metrics' })).body;
     expect(value(text, 'pool_controller_reflector_lists_total', '')).toBe(3);
+    // Every reason is a series from the start, 0 until it happens.
     expect(samples(text, 'pool_controller_reflector_relists_total')).toEqual([
       ['{reason="expired"}', 2],
+      ['{reason="too-large"}', 0],
+      ['{reason="malformed-frame"}', 0],
+      ['{reason="list-failed"}', 0],
+      ['{reason="other"}', 0],
     ]);
     expect(value(text, 'pool_controller_reflector_watch_opens_total', '')).toBe(4);
     expect(samples(text, 'pool_controller_reflector_events_total')).toEqual([
