@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { LabelSelectorError, labelKeyProblem, parseLabelSelector } from './label-selector.js';
 import { DEFAULT_PORT_NAME, defaultSelector, LWS_LABELS, type PoolLabels } from './pools/labels.js';
 import type { SourceKind } from './pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from './pools/simulated-source.js';
@@ -134,12 +135,30 @@ const listen = z.string().transform((text, ctx) => {
 });
 
 /** Kubernetes' qualified name: an optional DNS-subdomain prefix, `/`, and a ≤63-char name. */
-const QUALIFIED_NAME =
-  /^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const labelKey = z.string().refine((v) => QUALIFIED_NAME.test(v) && v.length <= 253 + 1 + 63, {
+const labelKey = z.string().refine((v) => labelKeyProblem(v) === undefined, {
   error: (issue) =>
     `expected a Kubernetes label key such as example.com/name, got ${JSON.stringify(issue.input)}`,
 });
+
+/**
+ * A selector the API server would accept (see label-selector.ts). Checked here because the API
+ * server only says no at the first LIST, and then says it again on every relist, forever.
+ */
+const labelSelector = z
+  .string()
+  .trim()
+  .min(1, { error: 'expected a label selector, got an empty value' })
+  .superRefine((text, ctx) => {
+    try {
+      parseLabelSelector(text);
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a label selector such as app=engine,tier in (a,b),!canary; ${JSON.stringify(text)} is not one: ${err.message}`,
+      });
+    }
+  });
 
 /** RFC 1123 label, as Kubernetes requires of namespace names. */
 const namespace = z
@@ -229,7 +248,8 @@ export const FLAGS: readonly FlagSpec[] = [
     flag: 'selector',
     key: 'selector',
     valueName: 'SELECTOR',
-    description: 'Label selector for the pods to watch.',
+    description:
+      'Label selector for the pods to watch, in Kubernetes syntax (app=engine,tier in (a,b),!canary); checked at start.',
     defaultText: 'the pool label exists',
   },
   {
@@ -327,7 +347,7 @@ const rawSchema = z.object({
   kubeconfig: nonEmpty('a file path').optional(),
   context: nonEmpty('a context name').optional(),
   namespace: namespace.optional(),
-  selector: nonEmpty('a label selector').optional(),
+  selector: labelSelector.optional(),
   poolLabel: labelKey.default(LWS_LABELS.pool),
   cellIndexLabel: labelKey.default(LWS_LABELS.cellIndex),
   workerIndexLabel: labelKey.default(LWS_LABELS.workerIndex),

@@ -108,6 +108,22 @@ describe('flags and environment variables', () => {
     expect(parseConfig(['--namespace=serving'], {}).namespace).toBe('serving');
   });
 
+  it('accepts every form of label selector the API server accepts, trimmed', () => {
+    for (const selector of [
+      'app',
+      '!canary',
+      'app=engine',
+      'app==engine',
+      'app!=engine',
+      'tier in (a,b)',
+      'tier notin (a,b)',
+      'gen>3',
+      'leaderworkerset.sigs.k8s.io/name, app = engine ,!canary,tier in (a,,b)',
+    ]) {
+      expect(parseConfig(['--selector', ` ${selector} `], {}).selector).toBe(selector);
+    }
+  });
+
   it("accepts '*' for all namespaces and 0/off to disable resync", () => {
     expect(parseConfig(['--namespace', '*'], {}).namespace).toBe('*');
     expect(parseConfig(['--resync-period', 'off'], {}).resyncPeriodMs).toBeNull();
@@ -155,12 +171,30 @@ describe('bad values fail at start, naming the flag and its variable', () => {
       ['--selector', '  '],
       'invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector, got an empty value',
     ],
+    [
+      ['--selector', 'a=b=c'],
+      `invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector such as app=engine,tier in (a,b),!canary; "a=b=c" is not one: at character 4: expected ',' or the end after a requirement, found '='`,
+    ],
+    [
+      ['--selector', 'app in (a,b'],
+      "invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector such as app=engine,tier in (a,b),!canary; \"app in (a,b\" is not one: at character 12: expected ',' or ')' in the value list, found the end",
+    ],
+    [['--selector', 'app=Not Valid'], 'invalid --selector (POOL_CONTROLLER_SELECTOR)'],
+    [['--selector', 'tier=web_'], 'value "web_" is not a label value'],
+    [['--selector', 'Example.com/pool'], 'prefix that is not a DNS subdomain'],
+    [['--selector', 'app,'], "expected a requirement after ','"],
   ];
   for (const [argv, message] of cases) {
     it(`rejects ${argv.join(' ')}`, () => {
       expect(errorOf(argv)).toContain(message);
     });
   }
+
+  it('names the selector variable when the bad selector came from the environment', () => {
+    expect(errorOf([], { POOL_CONTROLLER_SELECTOR: 'a=b=c' })).toContain(
+      'invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector',
+    );
+  });
 
   it('names the variable when the bad value came from the environment', () => {
     expect(errorOf([], { POOL_CONTROLLER_LOG_LEVEL: 'chatty' })).toContain(

@@ -104,6 +104,17 @@ describe('pool-controller (the built command)', () => {
     );
   });
 
+  it('exits 2 for a label selector the API server would refuse, from the flag or the variable', async () => {
+    const flag = run(['--selector', 'a=b=c'], await clusterFreeEnv());
+    expect((await flag.exited).code).toBe(2);
+    expect(flag.stderr.join('')).toContain(
+      'pool-controller: invalid --selector (POOL_CONTROLLER_SELECTOR): expected a label selector',
+    );
+    const variable = run([], { ...(await clusterFreeEnv()), POOL_CONTROLLER_SELECTOR: 'app in' });
+    expect((await variable.exited).code).toBe(2);
+    expect(variable.stderr.join('')).toContain("expected '(' after 'in', found the end");
+  });
+
   it('falls back to the simulation without a cluster, says so loudly, and serves changing cells', async () => {
     const { running, base } = await startService(['--simulation-step', '100ms']);
     expect(running.stderr.join('')).toContain('SIMULATED SOURCE');
