@@ -1,12 +1,13 @@
 /**
- * `/healthz`, `/readyz` and `/<endpoint>/<check>`, controller-runtime style (src/health.ts).
+ * `/healthz`, `/readyz` and `/<endpoint>/<check>`, controller-runtime style: the control plane's
+ * health endpoints produce the reports (src/health.ts); this plugin only serves them.
  * Liveness is "the process serves"; readiness is "the store has synced and the watch is healthy
  * now, and we are not shutting down".
  */
+import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/control-plane.js';
-import { type HealthCheck, type HealthResponse, runChecks, runOneCheck } from '../src/health.js';
 import { HttpError } from './http-error.js';
 import { errorSchema } from './schemas.js';
 
@@ -32,21 +33,22 @@ const healthQuery = z.object({
 });
 
 export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (app, { plane }) => {
-  const endpoints: Array<[string, readonly HealthCheck[], string]> = [
-    ['healthz', plane.health.healthz, 'Liveness: the process is serving.'],
+  const endpoints = [
+    [plane.health.healthz, 'Liveness: the process is serving.'],
     [
-      'readyz',
       plane.health.readyz,
       'Readiness: the store has synced, the watch is healthy now, and the process is not shutting down.',
     ],
-  ];
-  for (const [endpoint, checks, description] of endpoints) {
+  ] as const;
+  for (const [health, description] of endpoints) {
+    const endpoint = health.name;
+    const checks = health.checkNames.join(', ');
     app.get(
       `/${endpoint}`,
       {
         schema: {
           summary: `${endpoint}: all checks`,
-          description: `${description} Checks: ${checks.map((c) => c.name).join(', ')}. 200 \`ok\`, or 500 with one \`[+]name ok\` / \`[-]name failed: reason withheld\` line per check.`,
+          description: `${description} Checks: ${checks}. 200 \`ok\`, or 500 with one \`[+]name ok\` / \`[-]name failed: reason withheld\` line per check.`,
           tags: ['health'],
           querystring: healthQuery,
           response: {
@@ -60,10 +62,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
       async (request, reply) => {
         const { verbose, exclude } = request.query;
         const excluded = exclude === undefined ? [] : Array.isArray(exclude) ? exclude : [exclude];
-        return send(
-          reply,
-          runChecks(endpoint, checks, { verbose: verbose !== undefined, exclude: excluded }),
-        );
+        return send(reply, health.report({ verbose: verbose !== undefined, exclude: excluded }));
       },
     );
     app.get(
@@ -71,7 +70,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
       {
         schema: {
           summary: `${endpoint}: one check`,
-          description: `One check by name; on failure, the reason. Checks: ${checks.map((c) => c.name).join(', ')}.`,
+          description: `One check by name; on failure, the reason. Checks: ${checks}.`,
           tags: ['health'],
           params: z.object({ check: z.string() }),
           response: {
@@ -82,20 +81,20 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
         },
       },
       async (request, reply) => {
-        const check = checks.find((c) => c.name === request.params.check);
-        if (!check) {
+        const response = health.reportOne(request.params.check);
+        if (!response) {
           throw new HttpError(
             404,
-            `no ${endpoint} check ${JSON.stringify(request.params.check)}; checks: ${checks.map((c) => c.name).join(', ')}`,
+            `no ${endpoint} check ${JSON.stringify(request.params.check)}; checks: ${checks}`,
           );
         }
-        return send(reply, runOneCheck(check));
+        return send(reply, response);
       },
     );
   }
 };
 
-function send(reply: import('fastify').FastifyReply, response: HealthResponse) {
+function send(reply: FastifyReply, response: { status: number; body: string }) {
   return reply
     .code(response.status)
     .header('x-content-type-options', 'nosniff')

@@ -1,12 +1,12 @@
 /**
  * Forced reconciles: `POST /api/v1/cells/{cell}/reconcile` and `POST /api/v1/reconcile`.
- * The only writes of the control plane, so the only routes behind the admin check (admin-auth.ts).
+ * The only writes of the control plane, so the only routes behind its admin check
+ * (`ControlPlane.authorizeAdmin`, src/admin-auth.ts).
  * A requeue is safe at any time: the reconcile is level-triggered and idempotent, and a key
  * already queued absorbs the add.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authorizeAdmin } from '../src/admin-auth.js';
 import type { ControlPlane } from '../src/control-plane.js';
 import { resolveCellKey } from './cell-lookup.js';
 import { HttpError } from './http-error.js';
@@ -23,8 +23,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
   { plane },
 ) => {
   app.addHook('preHandler', async (request, reply) => {
-    const decision = authorizeAdmin(
-      plane.adminToken,
+    const decision = plane.authorizeAdmin(
       request.headers.authorization,
       request.socket.remoteAddress,
     );

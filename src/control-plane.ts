@@ -1,39 +1,94 @@
 /**
  * What the HTTP routes may see of the running service: reads of the reconciled cells, the store,
- * the queue and the source, plus the one write (requeue). Routes depend on this interface, not on
- * the loop or the source classes, so a route cannot reach into internals by accident.
+ * the queue and the source, the admin check, plus the one write (requeue). Routes depend on this
+ * interface, not on the loop, the source or the domain modules, so a route cannot reach into
+ * internals by accident: everything they need arrives ready to serve, and `routes/` imports
+ * nothing of `src/` but this file's types (test/routes/imports.test.ts holds it to that).
  */
 
-import type { HealthCheck } from './health.js';
-import type { Pod } from './kubernetes/pod.js';
+import type { AdminDecision } from './admin-auth.js';
+import type { HealthEndpoint } from './health.js';
 import type { ReflectorStats } from './kubernetes/reflector-stats.js';
 import type { CellRegistry } from './pools/cell-registry.js';
-import type { PoolLabels } from './pools/labels.js';
+import type { CellMember } from './pools/cell-state.js';
 import type { SourceKind } from './pools/pod-source.js';
 import type { ReconcileLoopState } from './runtime/reconcile-loop.js';
 import type { ParentKey } from './runtime/source-event.js';
 
+export type { AdminDecision, ParentKey };
+
+/** One pod as `GET /api/v1/store?objects=true` shows it: its store key and its member view. */
+export interface StorePodView extends CellMember {
+  key: string;
+  namespace: string;
+}
+
+/** One parent key the store holds members for. */
+export interface StoreParent {
+  key: ParentKey;
+  /** A cell for this key is published; `false` means its first reconcile is pending. */
+  reconciled: boolean;
+  /** Store keys (`namespace/name`) of the members. */
+  members: string[];
+  /** Only when asked for objects. */
+  pods?: StorePodView[];
+}
+
+/** The store as observed, as `GET /api/v1/store` serves it. */
+export interface StoreSnapshot {
+  source: SourceKind;
+  synced: boolean;
+  objects: number;
+  parentCount: number;
+  parents: StoreParent[];
+}
+
+/**
+ * Which keys a cell lookup searches. `published`: cells the reconcile has published (reads).
+ * `observed`: also keys the store holds that no reconcile has published yet (a forced reconcile
+ * must reach pending work too).
+ */
+export type CellScope = 'published' | 'observed';
+
+/**
+ * A cell id (`engine-00003`) resolved to its parent key (`ns/engine-00003`). Ids are unique only
+ * within a namespace, so an id found in several is `ambiguous` rather than a guess.
+ */
+export type CellResolution =
+  | { kind: 'found'; key: ParentKey }
+  | { kind: 'not-found' }
+  | { kind: 'ambiguous'; namespaces: string[] };
+
 export interface ControlPlane {
   /** Where pods come from; every status response says it. */
   readonly source: SourceKind;
-  readonly labels: PoolLabels;
   /** The reconciled cells. */
   readonly cells: CellRegistry;
-  readonly health: {
-    readonly healthz: readonly HealthCheck[];
-    readonly readyz: readonly HealthCheck[];
-  };
+  /** The checks behind `/healthz` and `/readyz`, and their report format. */
+  readonly health: { readonly healthz: HealthEndpoint; readonly readyz: HealthEndpoint };
   readonly metrics: { readonly contentType: string; render(): Promise<string> };
-  /** `undefined`: POSTs are for loopback clients only. */
-  readonly adminToken: string | undefined;
+  /**
+   * Whether a request may use the POST endpoints, from its `Authorization` header and socket
+   * peer. The token stays inside the service; routes only learn the decision.
+   */
+  authorizeAdmin(
+    authorization: string | undefined,
+    remoteAddress: string | undefined,
+  ): AdminDecision;
   /** The loop's clock, to turn its clock times into ages and delays. */
   now(): number;
   readonly synced: boolean;
   loopState(): ReconcileLoopState;
   /** Parents with members in the store, sorted: what is observed, reconciled or not. */
   storeParents(): ParentKey[];
-  storeMembers(parent: ParentKey): readonly Pod[];
   readonly storeObjectCount: number;
+  /** The store per parent, with a view of every pod when `objects` is set. */
+  storeSnapshot(options: { objects: boolean }): StoreSnapshot;
+  /** Finds the one cell `id` names, in `namespace` when given. */
+  resolveCell(
+    id: string,
+    options: { namespace?: string | undefined; scope: CellScope },
+  ): CellResolution;
   reflector(): ReflectorStats;
   /** Queues a reconcile of `parent` (deduplicated with one already queued). */
   enqueue(parent: ParentKey): void;

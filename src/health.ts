@@ -62,3 +62,30 @@ export function runOneCheck(check: HealthCheck): HealthResponse {
     ? { status: 200, body: 'ok' }
     : { status: 500, body: `internal server error: ${reason}\n` };
 }
+
+/**
+ * One endpoint's checks with its report format bound in, as the control plane hands it to the
+ * routes: they ask for a report and never assemble one themselves.
+ */
+export class HealthEndpoint {
+  constructor(
+    /** `healthz` or `readyz`: the path, and the word in the report's last line. */
+    readonly name: string,
+    readonly checks: readonly HealthCheck[],
+  ) {}
+
+  get checkNames(): string[] {
+    return this.checks.map((c) => c.name);
+  }
+
+  /** `/<name>`: every check not excluded. */
+  report(query: { verbose: boolean; exclude: readonly string[] }): HealthResponse {
+    return runChecks(this.name, this.checks, query);
+  }
+
+  /** `/<name>/<check>`; `undefined` when there is no check by that name. */
+  reportOne(checkName: string): HealthResponse | undefined {
+    const check = this.checks.find((c) => c.name === checkName);
+    return check === undefined ? undefined : runOneCheck(check);
+  }
+}

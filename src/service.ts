@@ -7,14 +7,22 @@
  * says "not synced"); `stop()` stops the loop first (no reconcile runs against a closing source),
  * then closes the source (the reflector's worker thread).
  */
-import type { ControlPlane } from './control-plane.js';
-import type { HealthCheck } from './health.js';
-import type { Pod } from './kubernetes/pod.js';
+import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
+import type {
+  CellResolution,
+  CellScope,
+  ControlPlane,
+  StoreParent,
+  StoreSnapshot,
+} from './control-plane.js';
+import { HealthEndpoint } from './health.js';
+import { type Pod, podKey } from './kubernetes/pod.js';
 import type { ReflectorStats } from './kubernetes/reflector-stats.js';
 import { ServiceMetrics } from './metrics.js';
-import { cellKeyMap } from './pools/cell-key.js';
+import { cellKeyMap, splitParentKey } from './pools/cell-key.js';
 import { createCellReconciler } from './pools/cell-reconciler.js';
 import { CellRegistry } from './pools/cell-registry.js';
+import { memberOf } from './pools/cell-state.js';
 import type { PoolLabels } from './pools/labels.js';
 import type { PodSource, SourceKind } from './pools/pod-source.js';
 import { type Clock, realClock } from './runtime/clock.js';
@@ -43,8 +51,9 @@ export class PoolService implements ControlPlane {
   readonly labels: PoolLabels;
   readonly cells: CellRegistry;
   readonly metrics: ServiceMetrics;
-  readonly adminToken: string | undefined;
-  readonly health: { healthz: HealthCheck[]; readyz: HealthCheck[] };
+  readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
+  /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
+  readonly #adminToken: string | undefined;
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
@@ -54,7 +63,7 @@ export class PoolService implements ControlPlane {
   constructor(options: PoolServiceOptions) {
     this.source = options.sourceKind;
     this.labels = options.labels;
-    this.adminToken = options.adminToken;
+    this.#adminToken = options.adminToken;
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
     const logger = options.logger ?? silentLogger;
@@ -92,8 +101,8 @@ export class PoolService implements ControlPlane {
     });
     this.health = {
       // Liveness asks only "is this process serving": restarting us cannot fix the API server.
-      healthz: [{ name: 'ping', check: () => undefined }],
-      readyz: [
+      healthz: new HealthEndpoint('healthz', [{ name: 'ping', check: () => undefined }]),
+      readyz: new HealthEndpoint('readyz', [
         {
           name: 'store-synced',
           check: () =>
@@ -112,7 +121,7 @@ export class PoolService implements ControlPlane {
           name: 'shutdown',
           check: () => (this.#shuttingDown ? 'the process is shutting down' : undefined),
         },
-      ],
+      ]),
     };
   }
 
@@ -158,12 +167,61 @@ export class PoolService implements ControlPlane {
     return [...this.#loop.parentKeys()].sort();
   }
 
-  storeMembers(parent: ParentKey): readonly Pod[] {
-    return this.#loop.getByParent(parent);
-  }
-
   get storeObjectCount(): number {
     return this.#loop.objectCount;
+  }
+
+  storeSnapshot({ objects }: { objects: boolean }): StoreSnapshot {
+    const parents = this.storeParents().map((key): StoreParent => {
+      const pods = this.#loop.getByParent(key);
+      const entry: StoreParent = {
+        key,
+        reconciled: this.cells.get(key) !== undefined,
+        members: pods.map(podKey),
+      };
+      if (!objects) return entry;
+      entry.pods = pods.map((pod) => ({
+        key: podKey(pod),
+        namespace: pod.metadata.namespace,
+        ...memberOf(pod, this.labels),
+      }));
+      return entry;
+    });
+    return {
+      source: this.source,
+      synced: this.synced,
+      objects: this.#loop.objectCount,
+      parentCount: parents.length,
+      parents,
+    };
+  }
+
+  resolveCell(
+    id: string,
+    { namespace, scope }: { namespace?: string | undefined; scope: CellScope },
+  ): CellResolution {
+    const keys = new Set(this.cells.keysForId(id));
+    if (scope === 'observed') {
+      for (const key of this.#loop.parentKeys()) if (splitParentKey(key).id === id) keys.add(key);
+    }
+    const candidates = [...keys]
+      .filter((key) => namespace === undefined || splitParentKey(key).namespace === namespace)
+      .sort();
+    if (candidates.length === 0) return { kind: 'not-found' };
+    if (candidates.length > 1) {
+      return {
+        kind: 'ambiguous',
+        namespaces: candidates.map((key) => splitParentKey(key).namespace),
+      };
+    }
+    return { kind: 'found', key: candidates[0]! };
+  }
+
+  authorizeAdmin(
+    authorization: string | undefined,
+    remoteAddress: string | undefined,
+  ): AdminDecision {
+    return authorizeAdmin(this.#adminToken, authorization, remoteAddress);
   }
 
   reflector(): ReflectorStats {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../src/control-plane.js';
+import { HealthEndpoint } from '../../src/health.js';
 import { ReconcileLoop } from '../../src/index.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
 import { ServiceMetrics } from '../../src/metrics.js';
@@ -45,23 +46,33 @@ async function controlledLoop(): Promise<{
     },
   });
   const metrics = new ServiceMetrics({ clock });
+  // Only the queue route is asked here; the other reads answer as an empty service would.
   const plane: ControlPlane = {
     source: 'kubernetes',
-    labels: LWS_LABELS,
     cells: new CellRegistry(),
-    health: { healthz: [], readyz: [] },
+    health: {
+      healthz: new HealthEndpoint('healthz', []),
+      readyz: new HealthEndpoint('readyz', []),
+    },
     metrics,
-    adminToken: undefined,
+    authorizeAdmin: () => ({ allowed: false, status: 403, message: 'not in this test' }),
     now: () => clock.now(),
     get synced() {
       return loop.synced;
     },
     loopState: () => loop.state(),
     storeParents: () => [...loop.parentKeys()].sort(),
-    storeMembers: (key) => loop.getByParent(key),
     get storeObjectCount() {
       return loop.objectCount;
     },
+    storeSnapshot: () => ({
+      source: 'kubernetes',
+      synced: loop.synced,
+      objects: loop.objectCount,
+      parentCount: 0,
+      parents: [],
+    }),
+    resolveCell: () => ({ kind: 'not-found' }),
     reflector: () => podSource.stats(),
     enqueue: (key) => loop.enqueue(key),
   };

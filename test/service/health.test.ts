@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type HealthCheck, runChecks, runOneCheck } from '../../src/health.js';
+import { type HealthCheck, HealthEndpoint, runChecks, runOneCheck } from '../../src/health.js';
 
 const ok = (name: string): HealthCheck => ({ name, check: () => undefined });
 const bad = (name: string, why = 'broken'): HealthCheck => ({ name, check: () => why });
@@ -38,5 +38,26 @@ describe("health checks in controller-runtime's format", () => {
       body: 'internal server error: not synced\n',
     });
     expect(runOneCheck(ok('a'))).toEqual({ status: 200, body: 'ok' });
+  });
+});
+
+describe('HealthEndpoint (what the control plane hands the routes)', () => {
+  const readyz = new HealthEndpoint('readyz', [ok('a'), bad('b', 'not synced')]);
+
+  it('names its checks and reports them under its own name', () => {
+    expect(readyz.checkNames).toEqual(['a', 'b']);
+    expect(readyz.report({ verbose: false, exclude: [] })).toEqual({
+      status: 500,
+      body: '[+]a ok\n[-]b failed: reason withheld\nreadyz check failed\n',
+    });
+    expect(readyz.report({ verbose: false, exclude: ['b'] })).toEqual({ status: 200, body: 'ok' });
+  });
+
+  it('reports one check by name, and nothing for a name it does not have', () => {
+    expect(readyz.reportOne('b')).toEqual({
+      status: 500,
+      body: 'internal server error: not synced\n',
+    });
+    expect(readyz.reportOne('zz')).toBeUndefined();
   });
 });

@@ -23,8 +23,8 @@ describe('PoolService lifecycle', () => {
     await Promise.all([service.stop(), service.stop()]);
     expect(podSource.fake.openStreams).toBe(0);
     expect(podSource.closes).toBe(1);
-    expect(service.health.readyz.find((c) => c.name === 'shutdown')?.check()).toBe(
-      'the process is shutting down',
+    expect(service.health.readyz.reportOne('shutdown')?.body).toBe(
+      'internal server error: the process is shutting down\n',
     );
   });
 
@@ -59,5 +59,82 @@ describe('PoolService under a relist', () => {
     const seen = res.json().count as number;
     expect(seen).toBeLessThan(5_000);
     await responded;
+  });
+});
+
+describe('PoolService as the control plane', () => {
+  const world = () => [
+    lwsPod({ group: 0, worker: 0, podIP: '10.0.0.1' }),
+    lwsPod({ group: 1, worker: 0, namespace: 'blue' }),
+    lwsPod({ group: 1, worker: 0, namespace: 'green' }),
+  ];
+
+  it('resolves a cell id to its key, or says it is unknown or in several namespaces', async () => {
+    const { service } = await harness({ pods: world() });
+    const published = { scope: 'published' } as const;
+    expect(service.resolveCell('engine-00000', published)).toEqual({
+      kind: 'found',
+      key: 'ns/engine-00000',
+    });
+    expect(service.resolveCell('engine-00001', published)).toEqual({
+      kind: 'ambiguous',
+      namespaces: ['blue', 'green'],
+    });
+    expect(service.resolveCell('engine-00001', { ...published, namespace: 'green' })).toEqual({
+      kind: 'found',
+      key: 'green/engine-00001',
+    });
+    expect(service.resolveCell('engine-00001', { ...published, namespace: 'ns' })).toEqual({
+      kind: 'not-found',
+    });
+    expect(service.resolveCell('nope', { scope: 'observed' })).toEqual({ kind: 'not-found' });
+  });
+
+  it('finds a cell the store holds but no reconcile has published only in the observed scope', async () => {
+    const { service, push } = await harness();
+    // A relist of thousands: the reconciles run in slices, so the last cell waits in the queue.
+    const pods = Array.from({ length: 5_000 }, (_, i) => lwsPod({ group: i }));
+    const applied = push(replaceWith(pods));
+    await new Promise((r) => setImmediate(r));
+    const pending = service.storeParents().find((key) => service.cells.get(key) === undefined);
+    expect(pending).toBeDefined();
+    const id = pending!.slice('ns/'.length);
+    expect(service.resolveCell(id, { scope: 'published' })).toEqual({ kind: 'not-found' });
+    expect(service.resolveCell(id, { scope: 'observed' })).toEqual({ kind: 'found', key: pending });
+    expect(
+      service.storeSnapshot({ objects: false }).parents.find((p) => p.key === pending),
+    ).toEqual({
+      key: pending,
+      reconciled: false,
+      members: [`ns/engine-${Number(id.slice('engine-'.length))}`],
+    });
+    await applied;
+  });
+
+  it('serves the store snapshot ready to send, pod views only when asked', async () => {
+    const { service } = await harness({ pods: world() });
+    const bare = service.storeSnapshot({ objects: false });
+    expect(bare).toMatchObject({ source: 'kubernetes', synced: true, objects: 3, parentCount: 3 });
+    expect(bare.parents.map((p) => p.key)).toEqual([
+      'blue/engine-00001',
+      'green/engine-00001',
+      'ns/engine-00000',
+    ]);
+    expect(bare.parents.every((p) => p.pods === undefined)).toBe(true);
+    const full = service.storeSnapshot({ objects: true });
+    expect(full.parents[2]!.pods).toEqual([
+      expect.objectContaining({ key: 'ns/engine-0', namespace: 'ns', podIP: '10.0.0.1' }),
+    ]);
+  });
+
+  it('decides admin access itself, without handing out the token', async () => {
+    const { service } = await harness({ adminToken: 's3cret' });
+    expect(service.authorizeAdmin('Bearer s3cret', '10.0.0.9')).toEqual({ allowed: true });
+    expect(service.authorizeAdmin('Bearer wrong', '127.0.0.1')).toMatchObject({
+      allowed: false,
+      status: 401,
+    });
+    expect(Object.values(service)).not.toContain('s3cret');
+    expect(JSON.stringify(service.storeSnapshot({ objects: true }))).not.toContain('s3cret');
   });
 });

@@ -1,0 +1,124 @@
+/**
+ * ARCHITECTURE.md's rule for `routes/`: a plugin may use the service's public objects, never its
+ * internals. The public surface is the `ControlPlane` a plugin receives as an option; the only
+ * module of the project a route may import is the one that declares it. Everything a route needs
+ * (store snapshots, cell lookups, health reports, the admin decision) comes through that object.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const ROUTES = join(ROOT, 'routes');
+
+/** The project modules outside `routes/` that routes may import, relative to the repository root. */
+const ALLOWED_PROJECT_MODULES = ['src/control-plane.ts'];
+
+/**
+ * The forms a module reaches another in: `import … from '…'`, `export … from '…'`, `import '…'`,
+ * `import('…')` and `require('…')`. Read from the raw text, comments included: a comment can
+ * only add a false alarm, never hide an import. (The project's TypeScript is the native compiler,
+ * which has no JavaScript API to parse with.)
+ */
+const IMPORT_FORMS = [
+  /\b(?:import|export)\s+(?:type\s+)?[^'"`;]*?\bfrom\s*(['"])(.+?)\1/g,
+  /\bimport\s*(['"])(.+?)\1/g,
+  /\b(?:import|require)\s*\(\s*(['"`])(.+?)\1/g,
+];
+
+/** Every module specifier in `source`; a computed `import(…)`/`require(…)` counts as `<computed>`. */
+function specifiers(source: string): string[] {
+  const found: string[] = [];
+  for (const form of IMPORT_FORMS) {
+    for (const match of source.matchAll(form)) found.push(match[2]!);
+  }
+  for (const match of source.matchAll(/\b(?:import|require)\s*\(\s*([^\s)])/g)) {
+    if (!['"', "'", '`'].includes(match[1]!)) found.push('<computed>');
+  }
+  return found;
+}
+
+/**
+ * The project modules a file in `routes/` (at `file`, relative to `routes/`) imports that it may
+ * not, as repository paths. Package imports (`fastify`, `zod`) are not the project's internals;
+ * other files in `routes/` are fine, and are checked themselves.
+ */
+function violations(source: string, file = 'plugin.ts'): string[] {
+  const bad: string[] = [];
+  for (const specifier of specifiers(source)) {
+    if (specifier === '<computed>' || specifier.includes('${')) {
+      bad.push(`a computed import (${specifier})`);
+      continue;
+    }
+    if (!specifier.startsWith('.') && !specifier.startsWith('/')) continue;
+    const from = dirname(join(ROUTES, file));
+    const target = relative(ROOT, resolve(from, specifier)).replace(/\.js$/, '.ts');
+    if (target.startsWith('routes/')) continue;
+    if (!ALLOWED_PROJECT_MODULES.includes(target)) bad.push(target);
+  }
+  return bad;
+}
+
+const routeFiles = (readdirSync(ROUTES, { recursive: true }) as string[])
+  .filter((name) => /\.[cm]?[jt]s$/.test(name))
+  .sort();
+
+describe('routes/ imports only the public control plane', () => {
+  it('finds the route plugins to check', () => {
+    expect(routeFiles).toEqual(
+      expect.arrayContaining(['cells.ts', 'health.ts', 'requeue.ts', 'store.ts', 'cell-lookup.ts']),
+    );
+  });
+
+  for (const name of routeFiles) {
+    it(`routes/${name} imports nothing of the project but ${ALLOWED_PROJECT_MODULES.join(', ')}`, () => {
+      expect(violations(readFileSync(join(ROUTES, name), 'utf8'), name)).toEqual([]);
+    });
+  }
+
+  it('sees the control plane import every plugin has (the check reads real imports)', () => {
+    const plane = specifiers(readFileSync(join(ROUTES, 'store.ts'), 'utf8'));
+    expect(plane).toContain('../src/control-plane.js');
+  });
+
+  const forms: Array<[string, string]> = [
+    ["import { podKey } from '../src/kubernetes/pod.js';", 'src/kubernetes/pod.ts'],
+    [
+      "import type { ParentKey } from '../src/runtime/source-event.js';",
+      'src/runtime/source-event.ts',
+    ],
+    [
+      "import {\n  cellKeyMap,\n  splitParentKey,\n} from '../src/pools/cell-key.js';",
+      'src/pools/cell-key.ts',
+    ],
+    ["export { memberOf } from '../src/pools/cell-state.js';", 'src/pools/cell-state.ts'],
+    ["export * from '../src/health.js';", 'src/health.ts'],
+    ["import '../workers/reflector.worker.js';", 'workers/reflector.worker.ts'],
+    ["const lazy = await import('../src/admin-auth.js');", 'src/admin-auth.ts'],
+    ['const { authorizeAdmin } = require("../src/admin-auth.js");', 'src/admin-auth.ts'],
+    ["import { outside } from './nested/../../src/pools/labels.js';", 'src/pools/labels.ts'],
+    [
+      'const m = await import(`../src/\u0024{name}.js`);',
+      'a computed import (../src/\u0024{name}.js)',
+    ],
+    ['const m = await import(path);', 'a computed import (<computed>)'],
+  ];
+  for (const [source, violation] of forms) {
+    it(`flags ${JSON.stringify(source)}`, () => {
+      expect(violations(source)).toEqual([violation]);
+    });
+  }
+
+  it('lets through the control plane, sibling files and packages', () => {
+    expect(
+      violations(`
+        import type { ControlPlane } from '../src/control-plane.js';
+        import { HttpError } from './http-error.js';
+        import { helper } from './nested/helper.js';
+        import { z } from 'zod';
+        import type { FastifyReply } from 'fastify';
+      `),
+    ).toEqual([]);
+  });
+});
