@@ -2,11 +2,15 @@
  * The Fastify app of the control plane, built from the service's public objects. It does not
  * listen: `main.ts` listens, tests call `app.inject()`, the OpenAPI generator only reads routes.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
   type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
   LogController,
 } from 'fastify';
 import {
@@ -40,20 +44,84 @@ export interface ServerOptions {
   logger?: FastifyBaseLogger;
 }
 
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  415: 'Unsupported Media Type',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
+/** The longest path parameter the router accepts: Fastify's default, stated so errors can say it. */
+export const MAX_PARAM_LENGTH = 100;
 
+/** The largest request body: Fastify's default (1 MiB), stated so errors can say it. No route reads a body. */
+export const BODY_LIMIT = 1_048_576;
+
+/** The one JSON error shape of the API: `{status, error, message}`. */
 function errorBody(status: number, message: string) {
-  return { status, error: STATUS_TEXT[status] ?? 'Error', message };
+  return { status, error: STATUS_CODES[status] ?? 'Error', message };
+}
+
+/**
+ * Fastify's own request errors, reworded for the person who sent the request: its texts name its
+ * internals (`FST_ERR_…`, "url component") or say only the status. `undefined`: keep its message.
+ */
+function frameworkMessage(error: FastifyError, request: FastifyRequest): string | undefined {
+  const path = request.url.split('?')[0];
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return `malformed URL path ${JSON.stringify(path)}: every '%' must start a percent-encoded UTF-8 character (e.g. %2F)`;
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return `a path parameter in ${JSON.stringify(path)} is longer than ${MAX_PARAM_LENGTH} characters`;
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return `unsupported Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}; send application/json, or no body at all`;
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return 'the request body is not valid JSON, yet its Content-Type is application/json';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'the request body is empty, yet its Content-Type is application/json; without a body, send no Content-Type';
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `the request body is larger than ${BODY_LIMIT} bytes`;
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return 'the request body is not as long as its Content-Length says';
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Any other error, in the API's shape. Sets the source header itself: a request the router
+ * refused has been through no hook. A 5xx is logged and its details stay in the log.
+ */
+function sendError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: FastifyError,
+  source: string,
+): FastifyReply {
+  const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
+  if (status >= 500) request.log.error({ err: error }, 'request failed');
+  const message =
+    status >= 500
+      ? 'internal error; see the service log'
+      : (frameworkMessage(error, request) ?? error.message);
+  return reply.code(status).header(SOURCE_HEADER, source).send(errorBody(status, message));
+}
+
+/**
+ * Requests that never become a request (unparsable HTTP, headers too large, too slow): Node hands
+ * the socket over before any route, hook or reply exists, so the answer is written by hand, in the
+ * API's error shape like every other. Statuses as Node and Fastify choose them.
+ */
+function clientErrorResponse(error: NodeJS.ErrnoException, source: string): string {
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'the request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'the request headers are too large']
+        : [400, `malformed HTTP request (${error.code ?? error.message})`];
+  const body = JSON.stringify(errorBody(status, message));
+  return [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `${SOURCE_HEADER}: ${source}`,
+    'Connection: close',
+    '',
+    body,
+  ].join('\r\n');
 }
 
 /** Validation failure → one line naming the parameter: `query parameter alive: alive must be true or false, got "maybe"`. */
@@ -78,10 +146,24 @@ export async function buildServer(
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // The peer address decides loopback-only POSTs; a forwarded-for header must not.
     trustProxy: false,
+    return503OnClosing: false,
+    bodyLimit: BODY_LIMIT,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Probes and scrapes arrive every few seconds; logging each would drown the cell transitions.
     logController: new LogController({
       disableRequestLogging: (request) => QUIET_PATHS.test(request.url),
     }),
+    // The router's own refusals (a bad percent-encoding, an over-long parameter) bypass the
+    // error handler; without this they answer in Fastify's shape, not the API's.
+    frameworkErrors: (error, request, reply) => {
+      sendError(request, reply, error, plane.source);
+    },
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
+      // A reset connection has no one left to answer.
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse(error, plane.source));
+      socket.destroy(error);
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -118,8 +200,20 @@ export async function buildServer(
     transformObject: openApiObjectTransform,
   });
 
+  // Fastify's own 503 for requests that arrive while the server closes (pipelined, or on a busy
+  // keep-alive connection) is written raw in its shape; this one is the API's.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (_request, reply) => {
     reply.header(SOURCE_HEADER, plane.source);
+    if (closing) {
+      return reply
+        .code(503)
+        .header('connection', 'close')
+        .send(errorBody(503, 'the control plane is shutting down; retry against another replica'));
+    }
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -129,13 +223,7 @@ export async function buildServer(
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message));
     }
-    const status = error.statusCode && error.statusCode >= 400 ? error.statusCode : 500;
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
-    return reply
-      .code(status)
-      .send(
-        errorBody(status, status >= 500 ? 'internal error; see the service log' : error.message),
-      );
+    return sendError(request, reply, error, plane.source);
   });
 
   app.setNotFoundHandler((request, reply) =>

@@ -1,0 +1,218 @@
+/**
+ * Every error answers in the API's one shape, `{status, error, message}`, with the source header:
+ * also the ones Fastify raises itself before or around a route (router refusals, body parsing,
+ * unknown routes) and the ones Node raises before there is a request at all.
+ */
+import { connect } from 'node:net';
+import type { InjectOptions } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BODY_LIMIT, MAX_PARAM_LENGTH, SOURCE_HEADER } from '../../src/server.js';
+import { closeAll, harness } from './harness.js';
+
+afterEach(closeAll);
+
+type Inject = InjectOptions;
+
+/** Asks the app and checks the shape; returns the message. */
+async function errorOf(request: Inject, status: number, error: string): Promise<string> {
+  const { app } = await harness();
+  const res = await app.inject(request);
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(res.headers[SOURCE_HEADER]).toBe('kubernetes');
+  const body = res.json();
+  expect(Object.keys(body).sort()).toEqual(['error', 'message', 'status']);
+  expect(body).toMatchObject({ status, error });
+  return body.message as string;
+}
+
+describe('router refusals', () => {
+  it('answers a malformed percent-encoding in the path with a 400 that says so', async () => {
+    expect(await errorOf({ url: '/api/v1/cells/%ZZ' }, 400, 'Bad Request')).toBe(
+      `malformed URL path "/api/v1/cells/%ZZ": every '%' must start a percent-encoded UTF-8 character (e.g. %2F)`,
+    );
+    expect(
+      await errorOf(
+        { method: 'POST', url: '/api/v1/cells/%E0%A4%A/reconcile' },
+        400,
+        'Bad Request',
+      ),
+    ).toContain('malformed URL path "/api/v1/cells/%E0%A4%A/reconcile"');
+  });
+
+  it('answers an over-long path parameter with a 414 naming the limit', async () => {
+    const id = 'a'.repeat(MAX_PARAM_LENGTH + 1);
+    expect(await errorOf({ url: `/api/v1/cells/${id}` }, 414, 'URI Too Long')).toBe(
+      `a path parameter in "/api/v1/cells/${id}" is longer than ${MAX_PARAM_LENGTH} characters`,
+    );
+  });
+
+  it('answers an unknown route or method with a 404 naming it', async () => {
+    expect(await errorOf({ url: '/api/v2/cells?x=1' }, 404, 'Not Found')).toBe(
+      'no route GET /api/v2/cells',
+    );
+    expect(await errorOf({ method: 'DELETE', url: '/api/v1/cells' }, 404, 'Not Found')).toBe(
+      'no route DELETE /api/v1/cells',
+    );
+  });
+});
+
+describe('request bodies on the POSTs', () => {
+  const post = (headers: Record<string, string>, payload: string): Inject => ({
+    method: 'POST',
+    url: '/api/v1/reconcile',
+    headers,
+    payload,
+  });
+
+  it('answers a body that is not JSON but says it is with a 400', async () => {
+    expect(
+      await errorOf(post({ 'content-type': 'application/json' }, '{bad'), 400, 'Bad Request'),
+    ).toBe('the request body is not valid JSON, yet its Content-Type is application/json');
+  });
+
+  it('answers an empty JSON body with a 400 that says to drop the header', async () => {
+    expect(
+      await errorOf(post({ 'content-type': 'application/json' }, ''), 400, 'Bad Request'),
+    ).toBe(
+      'the request body is empty, yet its Content-Type is application/json; without a body, send no Content-Type',
+    );
+  });
+
+  it('answers an unsupported media type with a 415 naming it', async () => {
+    expect(
+      await errorOf(
+        post({ 'content-type': 'application/xml' }, '<a/>'),
+        415,
+        'Unsupported Media Type',
+      ),
+    ).toBe('unsupported Content-Type "application/xml"; send application/json, or no body at all');
+  });
+
+  it('answers a body over the limit with a 413 naming the limit', async () => {
+    expect(
+      await errorOf(
+        post({ 'content-type': 'text/plain' }, 'x'.repeat(BODY_LIMIT + 1)),
+        413,
+        'Payload Too Large',
+      ),
+    ).toBe(`the request body is larger than ${BODY_LIMIT} bytes`);
+  });
+
+  it('still queues for a POST with a valid JSON body or none', async () => {
+    const { app } = await harness();
+    for (const request of [
+      post({ 'content-type': 'application/json' }, '{}'),
+      { method: 'POST', url: '/api/v1/reconcile' } as const,
+    ]) {
+      expect((await app.inject(request)).statusCode).toBe(202);
+    }
+  });
+});
+
+describe('requests Node refuses before Fastify sees them', () => {
+  /** Sends raw bytes to a listening app over loopback; resolves with everything it answers. */
+  async function raw(bytes: string): Promise<string> {
+    const { app } = await harness();
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        answer += chunk;
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  function parse(answer: string) {
+    const [head, body] = answer.split('\r\n\r\n');
+    const [statusLine, ...headers] = head!.split('\r\n');
+    return {
+      statusLine,
+      headers: Object.fromEntries(
+        headers.map((h) => [h.slice(0, h.indexOf(':')).toLowerCase(), h.slice(h.indexOf(':') + 2)]),
+      ),
+      body: JSON.parse(body!) as Record<string, unknown>,
+    };
+  }
+
+  it('answers unparsable HTTP with a 400 in the API shape', async () => {
+    const answer = parse(await raw('NOT HTTP AT ALL\r\n\r\n'));
+    expect(answer.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(answer.headers[SOURCE_HEADER]).toBe('kubernetes');
+    expect(answer.body).toEqual({
+      status: 400,
+      error: 'Bad Request',
+      message: expect.stringMatching(/^malformed HTTP request \(HPE_/),
+    });
+  });
+
+  it('answers oversized headers with a 431 in the API shape', async () => {
+    const answer = parse(
+      await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+    );
+    expect(answer.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(answer.body).toEqual({
+      status: 431,
+      error: 'Request Header Fields Too Large',
+      message: 'the request headers are too large',
+    });
+  });
+});
+
+describe('requests that arrive while the server closes', () => {
+  it("answers them with a 503 in the API shape, not Fastify's", async () => {
+    const { app } = await harness();
+    // A request that stays in flight, so the server is still closing when the next one arrives.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    app.get('/test-only/slow', async () => {
+      entered();
+      await held;
+      return 'done';
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    let requests = 0;
+    let secondArrived: () => void = () => {};
+    const second = new Promise<void>((resolve) => {
+      secondArrived = resolve;
+    });
+    app.server.on('request', () => {
+      requests += 1;
+      if (requests === 2) secondArrived();
+    });
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    const ended = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /test-only/slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await inFlight;
+    const closed = app.close();
+    // Pipelined behind the slow one on the same connection, so it arrives while closing.
+    socket.write('GET /api/v1/cells HTTP/1.1\r\nHost: x\r\n\r\n');
+    await second;
+    release();
+    await Promise.all([closed, ended]);
+    const reply = answer.slice(answer.indexOf('HTTP/1.1', 1));
+    expect(reply).toMatch(/^HTTP\/1\.1 503 Service Unavailable\r\n/);
+    expect(reply.toLowerCase()).toContain(`${SOURCE_HEADER}: kubernetes`);
+    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toEqual({
+      status: 503,
+      error: 'Service Unavailable',
+      message: 'the control plane is shutting down; retry against another replica',
+    });
+  });
+});
