@@ -44,8 +44,11 @@ export interface ServerOptions {
   logger?: FastifyBaseLogger;
 }
 
-/** The longest path parameter the router accepts: Fastify's default, stated so errors can say it. */
-export const MAX_PARAM_LENGTH = 100;
+/**
+ * The longest path parameter the router accepts. Fastify's default is 100, but a one-pod cell is
+ * named after its pod, and a pod name may be a 253-character DNS subdomain.
+ */
+export const MAX_PARAM_LENGTH = 253;
 
 /** The largest request body: Fastify's default (1 MiB), stated so errors can say it. No route reads a body. */
 export const BODY_LIMIT = 1_048_576;

@@ -108,6 +108,18 @@ describe('GET /api/v1/cells/{cell}', () => {
     });
   });
 
+  it('serves a one-pod cell named after a pod name of the longest length Kubernetes allows', async () => {
+    // 253 characters: a DNS subdomain, the longest pod name; the cell id is the pod name.
+    const name = `${['p', 'q', 'r'].map((c) => c.repeat(63)).join('.')}.${'s'.repeat(61)}`;
+    expect(name).toHaveLength(253);
+    const { app } = await harness({ pods: [lwsPod({ name, group: null })] });
+    const res = await app.inject({ url: `/api/v1/cells/${name}` });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().cell.id).toBe(name);
+    const requeue = await app.inject({ method: 'POST', url: `/api/v1/cells/${name}/reconcile` });
+    expect(requeue.json().queued).toEqual([`ns/${name}`]);
+  });
+
   it('asks for ?namespace= when the id exists in several namespaces', async () => {
     const pods = [
       lwsPod({ namespace: 'blue', group: 0 }),
