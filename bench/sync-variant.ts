@@ -1,0 +1,326 @@
+/**
+ * One measurement of `bench:sync`, in a process of its own so that no variant's heap, JIT state or
+ * garbage is seen by another's: `node --expose-gc dist/bench/sync-variant.js <variant> <json>`.
+ *
+ * Variants, each syncing the same LIST from the bench's loopback server:
+ * - `worker`: our `WorkerPodSource` (reflector in a worker thread) into a real `ReconcileLoop`
+ *   keyed by cell, with a trivial reconcile that reads its cell's pods;
+ * - `parse`: plain `fetch` of the whole collection + `JSON.parse`, the floor any client pays;
+ * - `informer`: `@kubernetes/client-node`'s `makeInformer` over `CoreV1Api.listNamespacedPod`.
+ *
+ * Measured from just before the variant starts until it has synced (and, for the loop, until
+ * every queued cell was reconciled), plus a quiet tail with the watch open:
+ * - `syncedMs`: until the cache holds the whole LIST;
+ * - the longest main-thread stall, two ways: the largest gap seen by a 1 ms interval timer, and
+ *   `monitorEventLoopDelay`'s maximum;
+ * - heap per cached pod: `heapUsed` after full GCs with the cache alive, minus the same before
+ *   the variant started, over the number of pods (the worker thread's heap is not in this number;
+ *   `rssDelta` shows the whole process).
+ *
+ * Prints one JSON line (`VariantResult`) on stdout.
+ */
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { type Pod, ReconcileLoop, type Source, WorkerPodSource } from '../src/index.js';
+import { cellKeyMap } from '../src/pools/cell-key.js';
+import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
+import { ENGINE_NAMESPACE } from './engine-pod.js';
+
+export type VariantName = 'worker' | 'parse' | 'informer';
+
+export interface VariantConfig {
+  url: string;
+  kubeconfig: string;
+  pods: number;
+  /** Quiet time measured after sync (watch open, bookmarks arriving): late GC shows up here. */
+  tailMs: number;
+  /** `WorkerPodSource` options under test; absent: the source's defaults. */
+  listPageSize?: number;
+  replaceChunkSize?: number;
+}
+
+export interface VariantResult {
+  variant: VariantName;
+  pods: number;
+  /** Objects in the variant's cache once synced: must equal `pods`. */
+  cached: number;
+  syncedMs: number;
+  /** Start and synced instants in ms since the epoch, to line up with the server's request log. */
+  startedAtMs: number;
+  syncedAtMs: number;
+  /** For the loop: until every queued cell was reconciled (equals `syncedMs` elsewhere). */
+  settledMs: number;
+  maxGapMs: number;
+  /** The longest gaps (over 10 ms), longest first, at most five. */
+  gaps: Gap[];
+  eldMaxMs: number;
+  eldP99Ms: number;
+  heapBytesPerPod: number;
+  rssDeltaBytes: number;
+  reconciles?: number;
+  /** The longest young-generation (scavenge) and full (mark-compact) GC pause in the window. */
+  maxScavengeMs: number;
+  maxMarkCompactMs: number;
+  /**
+   * Worker variant: from the loop receiving the `replace` to it asking for the next event, all in
+   * one main-thread task: the store's apply, queueing every cell, and the first reconciles.
+   */
+  replaceApplyMs?: number;
+}
+
+/** A variant: starts syncing, resolves once synced with a way to count its cache and close it. */
+interface Running {
+  cached: () => number;
+  /** Resolves once follow-up work (the loop's reconciles) is done; the stall window covers it. */
+  settled: () => Promise<void>;
+  close: () => Promise<void>;
+  reconciles?: () => number;
+  replaceApplyMs?: () => number | undefined;
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+async function fullGc(): Promise<void> {
+  if (!gc) throw new Error('run with node --expose-gc');
+  for (let i = 0; i < 3; i += 1) {
+    gc();
+    await nextTurn();
+  }
+}
+
+/** A gap between ticks: how long, and when it ended (ms after the variant started). */
+export interface Gap {
+  ms: number;
+  endedAtMs: number;
+}
+
+/** Gaps above this are kept (with their time), so a run can say which task stalled. */
+const NOTABLE_GAP_MS = 10;
+
+/**
+ * The gaps between ticks of a 1 ms timer: the longest is what a request arriving then would have
+ * waited. Gaps over `NOTABLE_GAP_MS` are kept with their time, longest first.
+ */
+function startTicker(t0: number): { stop: () => Gap[] } {
+  let last = performance.now();
+  const gaps: Gap[] = [];
+  const note = (now: number): void => {
+    if (now - last > NOTABLE_GAP_MS) gaps.push({ ms: now - last, endedAtMs: now - t0 });
+  };
+  const timer = setInterval(() => {
+    const now = performance.now();
+    note(now);
+    last = now;
+  }, 1);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      note(performance.now());
+      return gaps.sort((a, b) => b.ms - a.ms);
+    },
+  };
+}
+
+/** The longest GC pause of each kind while observing. */
+function startGcObserver(): { stop: () => { scavenge: number; markCompact: number } } {
+  let scavenge = 0;
+  let markCompact = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+        scavenge = Math.max(scavenge, entry.duration);
+      } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        markCompact = Math.max(markCompact, entry.duration);
+      }
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      observer.disconnect();
+      return { scavenge, markCompact };
+    },
+  };
+}
+
+/**
+ * The source, timing how long the consumer spends between receiving the first `replace` and
+ * asking for the next event: the loop applies an event synchronously in between, so this is the
+ * main-thread task that applies the initial world.
+ */
+function timingReplace(source: Source<Pod>): {
+  source: Source<Pod>;
+  applyMs: () => number | undefined;
+} {
+  let applyMs: number | undefined;
+  const timed: Source<Pod> = () => ({
+    [Symbol.asyncIterator]: () => {
+      const inner = source()[Symbol.asyncIterator]();
+      let replacedAt: number | undefined;
+      return {
+        next: async () => {
+          if (replacedAt !== undefined && applyMs === undefined) {
+            applyMs = performance.now() - replacedAt;
+          }
+          const result = await inner.next();
+          if (!result.done && result.value.type === 'replace') replacedAt = performance.now();
+          return result;
+        },
+        return: async () => (await inner.return?.()) ?? { done: true, value: undefined },
+      };
+    },
+  });
+  return { source: timed, applyMs: () => applyMs };
+}
+
+async function startWorker(config: VariantConfig): Promise<Running> {
+  const source = new WorkerPodSource({
+    kubeconfigPath: config.kubeconfig,
+    namespace: ENGINE_NAMESPACE,
+    labelSelector: defaultSelector(LWS_LABELS),
+    ...(config.listPageSize ? { listPageSize: config.listPageSize } : {}),
+    ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
+  });
+  let reconciles = 0;
+  const timed = timingReplace(source.source);
+  // A trivial reconcile: read the cell's pods. (The loop's worker yields the event loop every few
+  // milliseconds of back-to-back reconciles by itself.)
+  const loop: ReconcileLoop<Pod> = new ReconcileLoop<Pod>({
+    source: timed.source,
+    keyMap: cellKeyMap(LWS_LABELS),
+    resyncPeriodMs: null,
+    reconcile: async (parent) => {
+      if (loop.getByParent(parent).length > 0) reconciles += 1;
+    },
+  });
+  await loop.start();
+  return {
+    cached: () => loop.objectCount,
+    settled: async () => {
+      for (;;) {
+        const state = loop.state();
+        if (state.queued.length === 0 && !state.inFlight) return;
+        await sleep(2);
+      }
+    },
+    close: async () => {
+      await loop.stop();
+      await source.close();
+    },
+    reconciles: () => reconciles,
+    replaceApplyMs: timed.applyMs,
+  };
+}
+
+async function startParse(config: VariantConfig): Promise<Running> {
+  const query = new URLSearchParams({ labelSelector: defaultSelector(LWS_LABELS) });
+  const response = await fetch(
+    `${config.url}/api/v1/namespaces/${ENGINE_NAMESPACE}/pods?${query}`,
+    { headers: { Accept: 'application/json' } },
+  );
+  if (!response.ok) throw new Error(`LIST failed: ${response.status}`);
+  const list = JSON.parse(await response.text()) as { items: unknown[] };
+  return {
+    cached: () => list.items.length,
+    settled: async () => {},
+    close: async () => {},
+  };
+}
+
+async function startInformer(
+  config: VariantConfig,
+  k8s: typeof import('@kubernetes/client-node'),
+): Promise<Running> {
+  const kubeconfig = new k8s.KubeConfig();
+  kubeconfig.loadFromFile(config.kubeconfig);
+  const api = kubeconfig.makeApiClient(k8s.CoreV1Api);
+  const labelSelector = defaultSelector(LWS_LABELS);
+  const informer = k8s.makeInformer(
+    kubeconfig,
+    `/api/v1/namespaces/${ENGINE_NAMESPACE}/pods`,
+    () => api.listNamespacedPod({ namespace: ENGINE_NAMESPACE, labelSelector }),
+    labelSelector,
+  );
+  let stopping = false;
+  informer.on('error', (error: unknown) => {
+    // Stopping aborts the open WATCH, which the informer reports as an error.
+    if (!stopping) process.stderr.write(`informer error: ${error}\n`);
+  });
+  await informer.start();
+  return {
+    cached: () => informer.list(ENGINE_NAMESPACE).length,
+    settled: async () => {},
+    close: () => {
+      stopping = true;
+      return informer.stop();
+    },
+  };
+}
+
+export async function runVariant(name: VariantName, config: VariantConfig): Promise<VariantResult> {
+  // Module loading is not part of any measurement (the worker thread's own start is: it is what
+  // every start of the service pays).
+  const k8s = name === 'informer' ? await import('@kubernetes/client-node') : undefined;
+  await fullGc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const rssBefore = process.memoryUsage().rss;
+
+  const eld = monitorEventLoopDelay({ resolution: 1 });
+  eld.enable();
+  const t0 = performance.now();
+  const ticker = startTicker(t0);
+  const gcs = startGcObserver();
+  const running =
+    name === 'worker'
+      ? await startWorker(config)
+      : name === 'parse'
+        ? await startParse(config)
+        : await startInformer(config, k8s as typeof import('@kubernetes/client-node'));
+  const syncedAt = performance.now();
+  const syncedMs = syncedAt - t0;
+  await running.settled();
+  const settledMs = performance.now() - t0;
+  await sleep(config.tailMs);
+  const gaps = ticker.stop();
+  eld.disable();
+  const pauses = gcs.stop();
+
+  await fullGc();
+  const heapAfter = process.memoryUsage().heapUsed;
+  const rssAfter = process.memoryUsage().rss;
+  const cached = running.cached();
+  const result: VariantResult = {
+    variant: name,
+    pods: config.pods,
+    cached,
+    syncedMs,
+    startedAtMs: performance.timeOrigin + t0,
+    syncedAtMs: performance.timeOrigin + syncedAt,
+    settledMs,
+    maxGapMs: gaps[0]?.ms ?? 0,
+    gaps: gaps.slice(0, 5),
+    eldMaxMs: eld.max / 1e6,
+    eldP99Ms: eld.percentile(99) / 1e6,
+    heapBytesPerPod: (heapAfter - heapBefore) / Math.max(1, cached),
+    rssDeltaBytes: rssAfter - rssBefore,
+    maxScavengeMs: pauses.scavenge,
+    maxMarkCompactMs: pauses.markCompact,
+  };
+  if (running.reconciles) result.reconciles = running.reconciles();
+  const applyMs = running.replaceApplyMs?.();
+  if (applyMs !== undefined) result.replaceApplyMs = applyMs;
+  await running.close();
+  return result;
+}
+
+const [variant, rawConfig] = process.argv.slice(2);
+if (variant === 'worker' || variant === 'parse' || variant === 'informer') {
+  const result = await runVariant(variant, JSON.parse(rawConfig ?? '{}') as VariantConfig);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  // An open keep-alive socket or timer in a client must not keep a finished measurement alive.
+  process.exit(0);
+} else {
+  process.stderr.write('usage: sync-variant.js worker|parse|informer <config json>\n');
+  process.exit(2);
+}
