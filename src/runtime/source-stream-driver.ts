@@ -24,6 +24,13 @@ export interface SourceStreamDriverOptions<T> {
   logger?: Logger;
 }
 
+/**
+ * Objects per slice when a large initial `replace` is applied across event-loop turns: a few
+ * milliseconds of work for pods, so the event loop is never blocked for long while a big world
+ * syncs.
+ */
+export const INITIAL_REPLACE_SLICE_SIZE = 1_000;
+
 /** Why a stream was rejected before anything of it was applied. */
 export class StreamDidNotOpenWithReplaceError extends Error {
   override readonly name = 'StreamDidNotOpenWithReplaceError';
@@ -119,7 +126,11 @@ export class SourceStreamDriver<T> {
           );
         }
         opened = true;
-        this.#deliver(event);
+        if (event.type === 'replace' && this.#isLargeInitialReplace(event.objects)) {
+          await this.#deliverInitialReplaceInSlices(event.objects, signal);
+        } else {
+          this.#deliver(event);
+        }
       }
     } catch (err) {
       if (signal.aborted) return;
@@ -130,23 +141,64 @@ export class SourceStreamDriver<T> {
   }
 
   #deliver(event: SourceEvent<T>): void {
-    const affected = this.#store.apply(event);
-    if (affected.size > 0) {
-      try {
-        this.#onAffected([...affected].sort());
-      } catch (err) {
-        this.#logger.error(
-          { err },
-          'onAffected threw; the store is updated, the parents were not handed on',
-        );
+    this.#handOn(this.#store.apply(event));
+    if (event.type === 'replace') this.#markSynced();
+  }
+
+  #handOn(affected: Set<ParentKey>): void {
+    if (affected.size === 0) return;
+    try {
+      this.#onAffected([...affected].sort());
+    } catch (err) {
+      this.#logger.error(
+        { err },
+        'onAffected threw; the store is updated, the parents were not handed on',
+      );
+    }
+  }
+
+  #markSynced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    const waiters = this.#syncWaiters;
+    this.#syncWaiters = new Set();
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * The first `replace` into an empty store, when it is large. Nothing is stored before the
+   * first `replace` (a stream applies nothing before its own), so that `replace` is exactly a
+   * sequence of upserts with no deletion to synthesize; and nothing reconciles before sync. Both
+   * make it safe to apply it in slices with a yield between them, so that syncing 10,000 pods
+   * never blocks the event loop (the HTTP API, the stream's own I/O) for the whole apply.
+   */
+  #isLargeInitialReplace(objects: ReadonlyMap<string, T>): boolean {
+    return (
+      !this.#synced &&
+      this.#store.size === 0 &&
+      typeof objects?.size === 'number' &&
+      objects.size > INITIAL_REPLACE_SLICE_SIZE
+    );
+  }
+
+  async #deliverInitialReplaceInSlices(
+    objects: ReadonlyMap<string, T>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    let affected = new Set<ParentKey>();
+    let inSlice = 0;
+    for (const [key, object] of objects) {
+      for (const parent of this.#store.apply({ type: 'upsert', key, object })) affected.add(parent);
+      inSlice += 1;
+      if (inSlice === INITIAL_REPLACE_SLICE_SIZE) {
+        this.#handOn(affected);
+        affected = new Set();
+        inSlice = 0;
+        await this.#clock.sleep(0, signal); // rejects when aborted: the stream is abandoned
       }
     }
-    if (event.type === 'replace' && !this.#synced) {
-      this.#synced = true;
-      const waiters = this.#syncWaiters;
-      this.#syncWaiters = new Set();
-      for (const wake of waiters) wake();
-    }
+    this.#handOn(affected);
+    this.#markSynced();
   }
 
   /**
