@@ -7,16 +7,13 @@
  * compacted resourceVersion from memory, so no cursor could ever expire. This file compacts and
  * restarts, which is why e2e files never run concurrently (vitest.e2e.config.ts).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
+import { describe, expect, it } from 'vitest';
 import {
   CELL_LABEL,
   keyOf,
   MANAGED_LABEL,
   managed,
-  PodWriter,
-  WatchedLoop,
-  type WatchedLoopOptions,
+  useReflectorSuite,
   waitUntil,
 } from './support-reflector.js';
 
@@ -24,43 +21,8 @@ import {
 const AFTER_RESTART_MS = 45_000;
 
 describe('WorkerPodSource + ReconcileLoop through faults (watch cache off)', () => {
-  let env: KubeEnvironment;
-  const started: WatchedLoop[] = [];
-
-  beforeAll(async () => {
-    env = await startKubeEnvironment({
-      watchCache: false,
-      // A terminating apiserver keeps serving open HTTP/1.1 watches (ours) until its shutdown
-      // timeout, the request timeout (60 s), and the environment SIGKILLs it after 15 s. With
-      // this production setting it drains, then ends the watches cleanly within 2 s: a restart
-      // costs about 6 s instead of 22 s, and the reflector sees a clean end plus refused connects.
-      apiserverArgs: ['--shutdown-send-retry-after=true'],
-    });
-  });
-  afterEach(async () => {
-    await Promise.all(started.splice(0).map((watched) => watched.stop()));
-  });
-  afterAll(async () => {
-    await env?.stop();
-  });
-
-  async function setUp(): Promise<{ namespace: string; pods: PodWriter }> {
-    const namespace = await env.createNamespace('faults');
-    return { namespace, pods: new PodWriter(env.kubeConfig, namespace) };
-  }
-
-  async function startLoop(
-    namespace: string,
-    options: Partial<WatchedLoopOptions> = {},
-  ): Promise<WatchedLoop> {
-    const watched = await WatchedLoop.start({
-      kubeconfigPath: env.kubeconfigPath,
-      namespace,
-      ...options,
-    });
-    started.push(watched);
-    return watched;
-  }
+  const suite = useReflectorSuite({ watchCache: false }, 'faults');
+  const { setUp, startLoop } = suite;
 
   it('reconverges after an apiserver restart', async () => {
     const { namespace, pods } = await setUp();
@@ -71,7 +33,7 @@ describe('WorkerPodSource + ReconcileLoop through faults (watch cache off)', () 
 
     // One change races the shutdown: the old watch may or may not deliver it.
     await pods.create('a-2', managed('a'));
-    await env.restartApiserver();
+    await suite.env.restartApiserver();
     // Changes once the apiserver is back: only a resumed (or relisted) stream can see these.
     await pods.delete('a-0');
     await pods.patchLabels('a-1', { [CELL_LABEL]: 'b' });
@@ -104,7 +66,7 @@ describe('WorkerPodSource + ReconcileLoop through faults (watch cache off)', () 
     for (const name of ['noise-1', 'noise-2', 'noise-3']) {
       await pods.create(name, { [MANAGED_LABEL]: 'no', [CELL_LABEL]: 'a' });
     }
-    const compactedTo = await env.compactEtcdToHead();
+    const compactedTo = await suite.env.compactEtcdToHead();
     expect(watched.stats().cursor).toBe(cursor);
     expect(compactedTo).toBeGreaterThan(Number(cursor) + 1);
 

@@ -4,61 +4,26 @@
  * a watch's clean timeout, and bookmarks. Faults that need the cache off (compaction) or that
  * restart things live in reflector-faults.test.ts.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  FakeKubelet,
-  type KubeEnvironment,
-  onNode,
-  startKubeEnvironment,
-} from './environment/index.js';
+import { describe, expect, it } from 'vitest';
+import { FakeKubelet, onNode } from './environment/index.js';
 import {
   CELL_LABEL,
   keyOf,
   MANAGED_LABEL,
   managed,
-  PodWriter,
   podManifest,
   type RecordedEvent,
-  WatchedLoop,
-  type WatchedLoopOptions,
+  useReflectorSuite,
   waitUntil,
 } from './support-reflector.js';
 
 describe('WorkerPodSource + ReconcileLoop on a real apiserver (watch cache on)', () => {
-  let env: KubeEnvironment;
-  const started: WatchedLoop[] = [];
-
-  beforeAll(async () => {
-    env = await startKubeEnvironment({ watchCache: true });
-  });
-  afterEach(async () => {
-    await Promise.all(started.splice(0).map((watched) => watched.stop()));
-  });
-  afterAll(async () => {
-    await env?.stop();
-  });
-
-  async function setUp(): Promise<{ namespace: string; pods: PodWriter }> {
-    const namespace = await env.createNamespace('reflector');
-    return { namespace, pods: new PodWriter(env.kubeConfig, namespace) };
-  }
-
-  async function startLoop(
-    namespace: string,
-    options: Partial<WatchedLoopOptions> = {},
-  ): Promise<WatchedLoop> {
-    const watched = await WatchedLoop.start({
-      kubeconfigPath: env.kubeconfigPath,
-      namespace,
-      ...options,
-    });
-    started.push(watched);
-    return watched;
-  }
+  const suite = useReflectorSuite({ watchCache: true }, 'reflector');
+  const { setUp, startLoop } = suite;
 
   it('tracks membership as pods come and go, with the status a kubelet writes', async () => {
     const { namespace, pods } = await setUp();
-    const kubelet = new FakeKubelet(env.kubeConfig);
+    const kubelet = new FakeKubelet(suite.env.kubeConfig);
     await pods.create('a-0', managed('a'));
     await pods.createPod(onNode(podManifest('a-1', managed('a'))));
     await pods.createPod(onNode(podManifest('a-2', managed('a'))));

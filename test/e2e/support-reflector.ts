@@ -6,6 +6,7 @@
  * Waits poll real time (this is e2e: the API server's clock is real); assertions never rest on a
  * fixed sleep, only on "this became true before the deadline".
  */
+
 import {
   CoreV1Api,
   type KubeConfig,
@@ -13,6 +14,7 @@ import {
   setHeaderOptions,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   type Pod,
   ReconcileLoop,
@@ -23,6 +25,11 @@ import {
   type WorkerPodSourceOptions,
 } from '../../src/index.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import {
+  type KubeEnvironment,
+  type KubeEnvironmentOptions,
+  startKubeEnvironment,
+} from './environment/index.js';
 
 /** The label the loop groups pods by: its value is the parent (the "cell"). */
 export const CELL_LABEL = 'e2e/cell';
@@ -359,4 +366,54 @@ function safeJson(value: unknown): string {
 /** The key a recorded event carries for a pod in `namespace`. */
 export function keyOf(namespace: string, name: string): string {
   return `${namespace}/${name}`;
+}
+
+/** What a reflector e2e file works with: its environment, a fresh namespace, started loops. */
+export interface ReflectorSuite {
+  readonly env: KubeEnvironment;
+  setUp(): Promise<{ namespace: string; pods: PodWriter }>;
+  startLoop(namespace: string, options?: Partial<WatchedLoopOptions>): Promise<WatchedLoop>;
+}
+
+/**
+ * Registers a file's hooks: one environment for the file (started before its first test,
+ * stopped after its last), and every loop a test started stopped after that test.
+ */
+export function useReflectorSuite(
+  options: KubeEnvironmentOptions,
+  namespacePrefix: string,
+): ReflectorSuite {
+  let env: KubeEnvironment | undefined;
+  const started: WatchedLoop[] = [];
+  beforeAll(async () => {
+    env = await startKubeEnvironment(options);
+  });
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((watched) => watched.stop()));
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+  const current = (): KubeEnvironment => {
+    if (!env) throw new Error('the e2e environment has not started');
+    return env;
+  };
+  return {
+    get env() {
+      return current();
+    },
+    async setUp() {
+      const namespace = await current().createNamespace(namespacePrefix);
+      return { namespace, pods: new PodWriter(current().kubeConfig, namespace) };
+    },
+    async startLoop(namespace, loopOptions = {}) {
+      const watched = await WatchedLoop.start({
+        kubeconfigPath: current().kubeconfigPath,
+        namespace,
+        ...loopOptions,
+      });
+      started.push(watched);
+      return watched;
+    },
+  };
 }
