@@ -1,27 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from '../../src/index.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
 import { createCellReconciler } from '../../src/pools/cell-reconciler.js';
 import { CellRegistry, type CellTransition } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { lwsPod } from '../support/lws-pod.js';
-
-/** Keeps every log call, to assert one line per transition. */
-class RecordingLogger implements Logger {
-  readonly entries: Array<{ level: string; obj: unknown; msg: string | undefined }> = [];
-  debug(obj?: unknown, msg?: string): void {
-    this.entries.push({ level: 'debug', obj, msg });
-  }
-  info(obj?: unknown, msg?: string): void {
-    this.entries.push({ level: 'info', obj, msg });
-  }
-  warn(obj?: unknown, msg?: string): void {
-    this.entries.push({ level: 'warn', obj, msg });
-  }
-  error(obj?: unknown, msg?: string): void {
-    this.entries.push({ level: 'error', obj, msg });
-  }
-}
+import { RecordingLogger } from '../support/recording-logger.js';
 
 function setup() {
   const members = new Map<string, Pod[]>();
