@@ -29,9 +29,6 @@ export const DEFAULT_STEP_INTERVAL_MS = 3_000;
 /** Pods rendered per event-loop turn when building a `replace` (~a few ms of work each). */
 export const SNAPSHOT_SLICE_SIZE = 500;
 
-/** Lets I/O callbacks (HTTP requests) run before the next slice of work. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /** The namespace simulated pods live in unless `--namespace` names one. */
 export const DEFAULT_SIMULATED_NAMESPACE = 'default';
 
@@ -185,7 +182,8 @@ export class SimulatedPodSource implements PodSource {
 
   /** @internal A `replace` of the world now, counted as a LIST once built. */
   async snapshotEvent(isRelist: boolean): Promise<SourceEvent<Pod>> {
-    const objects = await this.#world.snapshot(SNAPSHOT_SLICE_SIZE, nextTurn);
+    // A zero sleep is a yield: HTTP requests run before the next slice of rendering.
+    const objects = await this.#world.snapshot(SNAPSHOT_SLICE_SIZE, () => this.#clock.sleep(0));
     this.#counters.lists += 1;
     if (isRelist) this.#counters.relists += 1;
     const now = this.#wallClock();
