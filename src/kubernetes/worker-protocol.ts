@@ -6,19 +6,22 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { SourceEvent } from '../runtime/source-event.js';
 import type { ClusterOptions } from './api.js';
-import type { BackoffOptions } from './backoff.js';
 import type { Pod } from './pod.js';
+import type { KubernetesReflectorOptions } from './reflector.js';
 import type { ReflectorStats } from './reflector-stats.js';
 
 /** What a stream's reflector is configured with; everything a worker needs besides the port. */
-export interface ReflectorTaskOptions {
+export interface ReflectorTaskOptions
+  extends Pick<
+    KubernetesReflectorOptions,
+    | 'namespace'
+    | 'labelSelector'
+    | 'listPageSize'
+    | 'watchTimeoutSeconds'
+    | 'idleTimeoutMs'
+    | 'backoff'
+  > {
   cluster: ClusterOptions;
-  namespace?: string;
-  labelSelector?: string;
-  listPageSize?: number;
-  watchTimeoutSeconds?: number;
-  idleTimeoutMs?: number;
-  backoff?: Partial<Omit<BackoffOptions, 'random'>>;
   /** Pods per `replace-chunk` message. */
   replaceChunkSize: number;
 }
