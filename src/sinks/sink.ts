@@ -1,0 +1,79 @@
+/**
+ * A deploy target of the coordinator's pipeline: something outside the process (an SGLang
+ * router's worker list, an EndpointSlice) that must equal the desired routing state.
+ *
+ * Sinks are level-triggered: every `apply` reads the target's actual state and changes only the
+ * difference, so applying the same desired state twice is harmless (the coordinator's drift runs
+ * rely on it) and a target that restarted or lost a call converges on the next run.
+ */
+import type { RoutingState } from '../pools/routing-state.js';
+
+/** The kinds of sink, as `GET /api/v1/sinks` names them. */
+export type SinkKind = 'sglang-router' | 'endpointslice';
+
+/** One target of one sink for one pool, as `GET /api/v1/sinks` serves it. */
+export interface SinkTargetStatus {
+  kind: SinkKind;
+  /** The router URL, or the EndpointSlice's `namespace/name`. */
+  target: string;
+  pool: string;
+  /** Sorted: `http://host:port` for a router, `ip:port` for a slice. */
+  desired: string[];
+  /** Sorted, as last read from the target (empty before the first read). */
+  actual: string[];
+  /** Changes sent but not yet visible on the target (e.g. a router add still being processed). */
+  pending: Array<{ operation: 'add' | 'remove'; endpoint: string; since: string }>;
+  /** RFC 3339 time of the last apply that completed without error; `null` before one. */
+  lastAppliedAt: string | null;
+  /** The last apply's error for this target, `null` after a success. Never holds secrets. */
+  lastError: string | null;
+}
+
+/** What one `apply` changed on one target, published on the bus as `sink.applied`. */
+export interface SinkChange {
+  type: 'sink.applied';
+  kind: SinkKind;
+  target: string;
+  pool: string;
+  added: string[];
+  removed: string[];
+}
+
+/** One target's failure in one `apply`, published on the bus as `sink.failed`. */
+export interface SinkFailure {
+  type: 'sink.failed';
+  kind: SinkKind;
+  target: string;
+  pool: string;
+  error: string;
+}
+
+export type SinkEvent = SinkChange | SinkFailure;
+
+/**
+ * Thrown by `apply` after every target was tried, when at least one failed: one unreachable
+ * target never keeps the others from converging, and the coordinator's retry covers the failed.
+ */
+export class SinkApplyError extends Error {
+  readonly failures: readonly SinkFailure[];
+  constructor(failures: readonly SinkFailure[]) {
+    super(
+      failures.map((f) => `${f.kind} ${f.target} (pool ${f.pool}): ${f.error}`).join('; ') ||
+        'sink apply failed',
+    );
+    this.name = 'SinkApplyError';
+    this.failures = failures;
+  }
+}
+
+export interface Sink {
+  readonly kind: SinkKind;
+  /**
+   * Makes every target match `desired`: reads actual state, changes only the difference, tries
+   * every target even when one fails, then throws `SinkApplyError` naming the failed ones.
+   * Honours `signal`: once it aborts, no further change is sent.
+   */
+  apply(desired: RoutingState, signal: AbortSignal): Promise<void>;
+  /** Per target, what was desired, what was last read, and how the last apply went. */
+  status(): SinkTargetStatus[];
+}
