@@ -3,7 +3,7 @@
  * parent key (`ns/engine-00003`) or the HTTP error that explains why there is none: 404 when no
  * cell has the id, 409 listing the namespaces when several do and `?namespace=` is missing.
  */
-import type { CellScope, ControlPlane, ParentKey } from '../src/control-plane.js';
+import type { CellScope, ControlPlane, ParentKey } from '../src/service/control-plane.js';
 import { HttpError } from './http-error.js';
 
 export function resolveCellKey(

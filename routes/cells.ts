@@ -4,7 +4,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { resolveCellKey } from './cell-lookup.js';
 import { HttpError, sendJsonBytes } from './http-error.js';
 import {

@@ -1,13 +1,13 @@
 /**
  * `/healthz`, `/readyz` and `/<endpoint>/<check>`, controller-runtime style: the control plane's
- * health endpoints produce the reports (src/health.ts); this plugin only serves them.
+ * health endpoints produce the reports (src/service/health.ts); this plugin only serves them.
  * Liveness is "the process serves"; readiness is "the store has synced and the watch is healthy
  * now, and we are not shutting down".
  */
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { HttpError } from './http-error.js';
 import { errorSchema } from './schemas.js';
 

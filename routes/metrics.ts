@@ -1,7 +1,7 @@
-/** `GET /metrics`: Prometheus text exposition (see src/metrics.ts for the names). */
+/** `GET /metrics`: Prometheus text exposition (see src/service/metrics.ts for the names). */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 
 export interface MetricsRoutesOptions {
   plane: ControlPlane;

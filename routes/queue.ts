@@ -3,7 +3,7 @@
  * ages and delays, since its clock is monotonic and means nothing outside the process.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, queueSchema } from './schemas.js';
 
 export interface QueueRoutesOptions {

@@ -1,6 +1,6 @@
 /** `GET /api/v1/reflector`: the pod source's own account of itself (cursor, counts, state). */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, reflectorSchema } from './schemas.js';
 
 export interface ReflectorRoutesOptions {

@@ -1,13 +1,13 @@
 /**
  * Forced reconciles: `POST /api/v1/cells/{cell}/reconcile` and `POST /api/v1/reconcile`.
  * The only writes of the control plane, so the only routes behind its admin check
- * (`ControlPlane.authorizeAdmin`, src/admin-auth.ts).
+ * (`ControlPlane.authorizeAdmin`, src/service/admin-auth.ts).
  * A requeue is safe at any time: the reconcile is level-triggered and idempotent, and a key
  * already queued absorbs the add.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { resolveCellKey } from './cell-lookup.js';
 import { HttpError } from './http-error.js';
 import { commonErrors, errorSchema, namespaceQuery, requeueSchema } from './schemas.js';

@@ -4,7 +4,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ControlPlane } from '../src/control-plane.js';
+import type { ControlPlane } from '../src/service/control-plane.js';
 import { booleanQuery, commonErrors, storeSchema } from './schemas.js';
 
 export interface StoreRoutesOptions {

@@ -14,8 +14,15 @@ export {
   parsePod,
   podKey,
 } from './kubernetes/pod.js';
-export type { ReflectorPhase, ReflectorStats, RelistReason } from './kubernetes/reflector-stats.js';
-export { WorkerPodSource, type WorkerPodSourceOptions } from './kubernetes/worker-source.js';
+export type {
+  PodSourceStats,
+  ReflectorPhase,
+  RelistReason,
+} from './kubernetes/pod-source-stats.js';
+export {
+  WorkerPodSource,
+  type WorkerPodSourceOptions,
+} from './kubernetes/reflector-worker/main-thread-source.js';
 export { abortReason, type Clock, realClock } from './runtime/clock.js';
 export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
 export type { Logger } from './runtime/logger.js';

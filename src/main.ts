@@ -9,17 +9,23 @@
  * reflector's worker thread); all within --shutdown-timeout, else exit anyway.
  */
 import { pino } from 'pino';
-import { type Config, ConfigError, HelpRequested, loadAdminToken, parseConfig } from './config.js';
-import type { PodSource } from './pools/pod-source.js';
-import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
-import { buildServer } from './server.js';
-import { PoolService } from './service.js';
+import {
+  type Config,
+  ConfigError,
+  HelpRequested,
+  loadAdminToken,
+  parseConfig,
+} from './cli/config.js';
 import {
   chooseSource,
   realHostFacts,
   resolveNamespace,
   type SourceChoice,
-} from './source-choice.js';
+} from './cli/source-choice.js';
+import { buildServer } from './http/app.js';
+import type { PodSource } from './pools/pod-source.js';
+import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
+import { PoolService } from './service/pool-service.js';
 
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */
 const EXIT_USAGE = 2;
@@ -51,12 +57,13 @@ async function createPodSource(
       logger: logger.child({ component: 'simulation' }),
     });
   }
-  const { createKubernetesSource } = await import('./kubernetes-source.js');
-  return createKubernetesSource({
-    namespace,
+  // Imported here, so the simulated mode never loads the reflector's module graph.
+  const { WorkerPodSource } = await import('./kubernetes/reflector-worker/main-thread-source.js');
+  return new WorkerPodSource({
+    ...(namespace !== undefined ? { namespace } : {}),
     labelSelector: config.selector,
-    kubeconfigPath: config.kubeconfig,
-    context: config.context,
+    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+    ...(config.context !== undefined ? { context: config.context } : {}),
     logger: logger.child({ component: 'reflector' }),
   });
 }

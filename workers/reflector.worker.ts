@@ -1,11 +1,11 @@
 /**
  * The reflector's worker-thread entry point, loaded by piscina from the compiled build
- * (dist/workers/reflector.worker.js; see src/kubernetes/worker-script.ts). Each piscina task is
+ * (dist/workers/reflector.worker.js; see src/kubernetes/reflector-worker/script-path.ts). Each piscina task is
  * one reflector stream: network, JSON decoding and validation all happen on this thread.
  */
-import { preloadClientNode } from '../src/kubernetes/api.js';
-import { runReflectorTask } from '../src/kubernetes/reflector-task.js';
-import type { ReflectorTask } from '../src/kubernetes/worker-protocol.js';
+import { preloadClientNode } from '../src/kubernetes/connection.js';
+import type { ReflectorTask } from '../src/kubernetes/reflector-worker/protocol.js';
+import { runReflectorTask } from '../src/kubernetes/reflector-worker/worker-thread-task.js';
 
 // Load the Kubernetes client while the thread is idle, so the first stream does not wait for it.
 preloadClientNode();

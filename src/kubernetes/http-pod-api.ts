@@ -1,6 +1,6 @@
 /**
  * LIST and WATCH for pods over plain `node:http(s)`, given a connection (server URL plus auth/TLS
- * options) that ./api.ts builds from client-node's kubeconfig handling.
+ * options) that ./connection.ts builds from client-node's kubeconfig handling.
  *
  * Raw requests rather than client-node's typed client and `Watch` class, because the reflector has
  * to own the bytes: counting them, noticing when they stop, decoding JSON in the worker thread
@@ -12,22 +12,16 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import type {
-  ApiConnection,
-  ListPodsOptions,
-  PodApi,
-  PodList,
-  WatchPodsOptions,
-  WatchStream,
-} from './api.js';
 import {
   ApiConnectionError,
   ApiStatusError,
   MalformedListError,
   statusFromResponse,
 } from './api-errors.js';
+import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 import { MalformedPodError, type Pod, parsePod } from './pod.js';
-import { decodeWatchFrames, type WatchFrame } from './watch-frames.js';
+import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
+import { decodeWatchFrames, type WatchFrame } from './watch-line-splitter.js';
 
 /** client-go's pager default (`defaultPageSize`): pages small enough to parse without a spike. */
 export const DEFAULT_LIST_PAGE_SIZE = 500;
@@ -261,4 +255,9 @@ class HttpWatchStream implements WatchStream {
     this.#open.request.destroy();
     destroyAgent(this.#open.agent);
   }
+}
+
+/** A `PodApi` for the configured cluster. */
+export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
+  return new HttpPodApi(await loadApiConnection(options));
 }

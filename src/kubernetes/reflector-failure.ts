@@ -4,7 +4,7 @@
  * test every rule, and the state machine in ./reflector.ts only carries the decision out.
  */
 import type { ApiStatus } from './api-errors.js';
-import type { RelistReason } from './reflector-stats.js';
+import type { RelistReason } from './pod-source-stats.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';
@@ -107,7 +107,7 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
   }
 }
 
-/** One line for logs and `ReflectorStats.lastError`. */
+/** One line for logs and `PodSourceStats.lastError`. */
 export function describeFailure(failure: ReflectorFailure): string {
   switch (failure.kind) {
     case 'status': {

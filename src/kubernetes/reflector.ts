@@ -10,11 +10,16 @@
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
-import type { PodApi, PodList, WatchStream } from './api.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from './api-errors.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { IdleWatchdog } from './idle-watchdog.js';
 import { type Pod, podKey } from './pod.js';
+import type { PodApi, PodList, WatchStream } from './pod-api.js';
+import {
+  initialReflectorStats,
+  type PodSourceStats,
+  type ReflectorPhase,
+} from './pod-source-stats.js';
 import {
   classifyFailure,
   describeFailure,
@@ -22,12 +27,7 @@ import {
   type ReflectorFailure,
   type RequestPhase,
 } from './reflector-failure.js';
-import {
-  initialReflectorStats,
-  type ReflectorPhase,
-  type ReflectorStats,
-} from './reflector-stats.js';
-import { frameTypeKey, readFrame } from './watch-event.js';
+import { frameTypeKey, readFrame } from './watch-frame-parser.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
@@ -110,7 +110,7 @@ export class KubernetesReflector {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
-  readonly #stats: ReflectorStats = initialReflectorStats();
+  readonly #stats: PodSourceStats = initialReflectorStats();
 
   constructor(options: KubernetesReflectorOptions) {
     this.#api = options.api;
@@ -143,7 +143,7 @@ export class KubernetesReflector {
   }
 
   /** A snapshot: counters since this reflector was made, the phase and cursor of its stream. */
-  stats(): ReflectorStats {
+  stats(): PodSourceStats {
     return {
       ...this.#stats,
       relists: { ...this.#stats.relists },
@@ -197,7 +197,6 @@ export class KubernetesReflector {
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     this.#setCursor(undefined);
-    this.#stats.lists += 1;
     this.#enter('listing');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     let list: PodList;
@@ -223,6 +222,8 @@ export class KubernetesReflector {
     }
     const objects = new Map<ObjectKey, Pod>();
     for (const pod of list.pods) objects.set(podKey(pod), pod);
+    // Counted only once the LIST is complete: `lists` is what `..._lists_total` reports.
+    this.#stats.lists += 1;
     const now = this.#wallClock();
     this.#stats.lastSyncAtMs = now;
     this.#stats.lastEventAtMs = now;
@@ -357,7 +358,10 @@ export class KubernetesReflector {
         }
         break;
       case 'relist':
-        this.#stats.relists[action.reason] = (this.#stats.relists[action.reason] ?? 0) + 1;
+        // A LIST retried before any LIST completed is still the first LIST, not a relist.
+        if (this.#stats.lists > 0) {
+          this.#stats.relists[action.reason] = (this.#stats.relists[action.reason] ?? 0) + 1;
+        }
         this.#stats.lastError = description;
         this.#setCursor(undefined);
         this.#logger.warn({ error: description, reason: action.reason }, 'reflector will relist');

@@ -4,7 +4,7 @@
  * source both have this shape, so everything above them is identical in both modes.
  */
 import type { Pod } from '../kubernetes/pod.js';
-import type { ReflectorStats } from '../kubernetes/reflector-stats.js';
+import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import type { Source } from '../runtime/source-event.js';
 
 /** Where pods come from; shown in every status response so simulated data is never mistaken for real. */
@@ -15,7 +15,7 @@ export const SOURCE_KINDS: readonly SourceKind[] = ['kubernetes', 'simulated'];
 export interface PodSource {
   readonly source: Source<Pod>;
   /** Cheap and synchronous: read on every `/readyz`, `/api/v1/reflector` and scrape. */
-  stats(): ReflectorStats;
+  stats(): PodSourceStats;
   /** Ends open streams and releases resources; idempotent. */
   close(): Promise<void>;
 }

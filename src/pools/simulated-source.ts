@@ -9,7 +9,7 @@
  * replaying it twice. All waiting goes through the injected `Clock`.
  */
 import type { Pod } from '../kubernetes/pod.js';
-import type { ReflectorStats } from '../kubernetes/reflector-stats.js';
+import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { Source, SourceEvent } from '../runtime/source-event.js';
@@ -49,7 +49,7 @@ export interface SimulatedPodSourceOptions {
   logger?: Logger;
 }
 
-/** Mutable counters in ReflectorStats' shape. */
+/** Mutable counters in PodSourceStats' shape. */
 interface Counters {
   lists: number;
   relists: number;
@@ -133,7 +133,7 @@ export class SimulatedPodSource implements PodSource {
     this.#current?.requestRelist();
   }
 
-  stats(): ReflectorStats {
+  stats(): PodSourceStats {
     const c = this.#counters;
     const open = this.#current !== undefined;
     return {

@@ -12,7 +12,7 @@ import {
   parseConfig,
   parseDuration,
   parseListen,
-} from '../../src/config.js';
+} from '../../src/cli/config.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 
 function errorOf(argv: string[], env: NodeJS.ProcessEnv = {}): string {

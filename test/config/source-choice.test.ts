@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config.js';
+import { ConfigError, parseConfig } from '../../src/cli/config.js';
 import {
   chooseSource,
   type HostFacts,
   resolveNamespace,
   SERVICE_ACCOUNT_DIR,
-} from '../../src/source-choice.js';
+} from '../../src/cli/source-choice.js';
 
 function facts(files: string[], env: NodeJS.ProcessEnv = {}): HostFacts {
   return { env, exists: (p) => files.includes(p), home: '/home/dev' };

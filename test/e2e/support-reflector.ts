@@ -17,8 +17,8 @@ import {
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   type Pod,
+  type PodSourceStats,
   ReconcileLoop,
-  type ReflectorStats,
   type Source,
   type SourceEvent,
   WorkerPodSource,
@@ -274,7 +274,7 @@ export class WatchedLoop {
     return release;
   }
 
-  stats(): ReflectorStats {
+  stats(): PodSourceStats {
     return this.source.stats();
   }
 

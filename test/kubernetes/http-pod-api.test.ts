@@ -1,16 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
-  connectPodApi,
-  KubeConfigError,
-  type PodApi,
-  type WatchFrame,
-} from '../../src/kubernetes/api.js';
-import {
   ApiConnectionError,
   ApiStatusError,
   MalformedListError,
 } from '../../src/kubernetes/api-errors.js';
+import { KubeConfigError } from '../../src/kubernetes/connection.js';
+import { connectPodApi } from '../../src/kubernetes/http-pod-api.js';
+import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { rawPod } from '../support/pods.js';
 

@@ -301,7 +301,38 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     expect(stream.items).toEqual([]);
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=5']);
-    expect(reflector.stats().relists).toEqual({ 'list-failed': 1 });
+    await stream.close();
+  });
+
+  it('counts only completed LISTs, and no relist for retries of a failed first LIST', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new ApiConnectionError('LIST', new Error('ECONNREFUSED')), {
+      pods: [],
+      resourceVersion: '5',
+    });
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(reflector.stats()).toMatchObject({ lists: 0, relists: {} });
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=5']);
+    expect(reflector.stats()).toMatchObject({ lists: 1, relists: {} });
+    await stream.close();
+  });
+
+  it('counts a failed LIST after a completed one as a list-failed relist', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(
+      { pods: [], resourceVersion: '5' },
+      new ApiConnectionError('LIST', new Error('ECONNREFUSED')),
+      { pods: [], resourceVersion: '9' },
+    );
+    api.queueWatch(status(410, { reason: 'Expired' }));
+    const stream = drain(reflector.watch());
+    await settle();
+    await clock.advance(60_000);
+    expect(api.log.slice(0, 4)).toEqual(['LIST', 'WATCH rv=5', 'LIST', 'LIST']);
+    expect(reflector.stats().relists).toMatchObject({ expired: 1, 'list-failed': 1 });
+    expect(reflector.stats().lists).toBe(2);
     await stream.close();
   });
 

@@ -1,12 +1,14 @@
 /**
  * ARCHITECTURE.md's layering, enforced: a file's folder says what it may import.
- * runtime ← kubernetes ← pools ← routes/main, and only src/kubernetes/api.ts may import
- * @kubernetes/client-node. (routes/ has its own check in test/routes.)
+ * runtime ← coordination ← kubernetes ← pools ← sinks ← service (cli, service, http, main), and
+ * only src/kubernetes/connection.ts may import @kubernetes/client-node. (routes/ has its own,
+ * stricter check in test/routes/imports.test.ts; both read imports with one parser.)
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { moduleReferences } from '../support/import-specifiers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -20,6 +22,7 @@ interface ImportRecord {
 
 function sourceFiles(dir: string): string[] {
   const out: string[] = [];
+  if (!existsSync(join(root, dir))) return out;
   for (const name of readdirSync(join(root, dir))) {
     const path = join(dir, name);
     if (statSync(join(root, path)).isDirectory()) out.push(...sourceFiles(path));
@@ -28,23 +31,13 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
-const STATIC_IMPORT = /^\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm;
-const DYNAMIC_IMPORT = /import\(\s*['"]([^'"]+)['"]\s*\)/g;
-
 function importsOf(file: string): ImportRecord[] {
-  const text = readFileSync(join(root, file), 'utf8');
-  const records: ImportRecord[] = [];
-  const add = (specifier: string, typeOnly: boolean): void => {
+  return moduleReferences(readFileSync(join(root, file), 'utf8')).map(({ specifier, typeOnly }) => {
     const target = specifier.startsWith('.')
       ? relative(root, resolve(root, dirname(file), specifier))
       : undefined;
-    records.push({ file, specifier, typeOnly, ...(target ? { target } : {}) });
-  };
-  for (const match of text.matchAll(STATIC_IMPORT)) {
-    add(match[3] as string, match[2] !== undefined);
-  }
-  for (const match of text.matchAll(DYNAMIC_IMPORT)) add(match[1] as string, false);
-  return records;
+    return { file, specifier, typeOnly, ...(target ? { target } : {}) };
+  });
 }
 
 function violations(dir: string, allowed: (record: ImportRecord) => boolean): string[] {
@@ -57,6 +50,15 @@ function violations(dir: string, allowed: (record: ImportRecord) => boolean): st
 const isNodeBuiltin = (r: ImportRecord): boolean => r.specifier.startsWith('node:');
 const within = (r: ImportRecord, ...dirs: string[]): boolean =>
   r.target !== undefined && dirs.some((d) => r.target === d || r.target?.startsWith(`${d}/`));
+
+/** Folders of the library layers; everything else under src/ is the service, which may import all. */
+const LIBRARY_FOLDERS = [
+  'src/runtime',
+  'src/coordination',
+  'src/kubernetes',
+  'src/pools',
+  'src/sinks',
+];
 
 describe('import boundaries (ARCHITECTURE.md)', () => {
   it('finds the imports it checks', () => {
@@ -72,7 +74,16 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     );
   });
 
-  it('lets src/kubernetes import only the runtime, itself and its libraries', () => {
+  it('lets src/coordination import only the runtime and itself', () => {
+    expect(
+      violations(
+        'src/coordination',
+        (r) => isNodeBuiltin(r) || within(r, 'src/runtime', 'src/coordination'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('lets src/kubernetes import only the runtime, coordination, itself and its libraries', () => {
     const libraries = ['zod', 'piscina', '@kubernetes/client-node'];
     expect(
       violations(
@@ -80,7 +91,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
         (r) =>
           isNodeBuiltin(r) ||
           libraries.includes(r.specifier) ||
-          within(r, 'src/runtime', 'src/kubernetes'),
+          within(r, 'src/runtime', 'src/coordination', 'src/kubernetes'),
       ),
     ).toEqual([]);
   });
@@ -97,13 +108,33 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     ).toEqual([]);
   });
 
-  it('imports @kubernetes/client-node only from src/kubernetes/api.ts', () => {
+  it('lets src/sinks import coordination, pools, kubernetes and the runtime, never the service', () => {
+    expect(
+      violations(
+        'src/sinks',
+        (r) =>
+          isNodeBuiltin(r) ||
+          within(r, 'src/runtime', 'src/coordination', 'src/kubernetes', 'src/pools', 'src/sinks'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('keeps every library layer off the service folders, routes and workers', () => {
+    const library = LIBRARY_FOLDERS.filter((dir) => existsSync(join(root, dir)));
+    const serviceSide = ['src/cli', 'src/service', 'src/http', 'src/main', 'routes', 'workers'];
+    const upward = library.flatMap((dir) =>
+      violations(dir, (r) => !within(r, ...serviceSide) && r.target !== 'src/index.js'),
+    );
+    expect(upward).toEqual([]);
+  });
+
+  it('imports @kubernetes/client-node only from src/kubernetes/connection.ts', () => {
     const importers = ['src', 'workers', 'routes']
       .flatMap(sourceFiles)
       .flatMap(importsOf)
       .filter((r) => r.specifier.startsWith('@kubernetes/'))
       .map((r) => r.file);
-    expect([...new Set(importers)]).toEqual(['src/kubernetes/api.ts']);
+    expect([...new Set(importers)]).toEqual(['src/kubernetes/connection.ts']);
   });
 
   it('keeps the worker entry on src/kubernetes and runtime types', () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SOURCE_HEADER } from '../../src/server.js';
+import { SOURCE_HEADER } from '../../src/http/app.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, remove, upsert } from './harness.js';
 

@@ -3,13 +3,13 @@
  * tests push pods as a reflector would and ask the app through `inject()`.
  */
 import type { FastifyInstance } from 'fastify';
+import { buildServer } from '../../src/http/app.js';
 import type { ObjectKey, Source, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/kubernetes/pod.js';
-import type { ReflectorStats } from '../../src/kubernetes/reflector-stats.js';
+import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import type { PodSource } from '../../src/pools/pod-source.js';
-import { buildServer } from '../../src/server.js';
-import { PoolService } from '../../src/service.js';
+import { PoolService } from '../../src/service/pool-service.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 
 /** One stream of a `PushSource`: events wait in a buffer until the consumer asks. */
@@ -73,7 +73,7 @@ export class DrivenPodSource implements PodSource {
   readonly fake = new PushSource<Pod>();
   readonly source = this.fake.source;
   closes = 0;
-  current: ReflectorStats = {
+  current: PodSourceStats = {
     phase: 'watching',
     healthy: true,
     cursor: '100',
@@ -84,7 +84,7 @@ export class DrivenPodSource implements PodSource {
     bytesDecoded: 0,
   };
 
-  stats(): ReflectorStats {
+  stats(): PodSourceStats {
     return this.current;
   }
 

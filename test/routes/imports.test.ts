@@ -8,35 +8,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { moduleReferences } from '../support/import-specifiers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ROUTES = join(ROOT, 'routes');
 
 /** The project modules outside `routes/` that routes may import, relative to the repository root. */
-const ALLOWED_PROJECT_MODULES = ['src/control-plane.ts'];
-
-/**
- * The forms a module reaches another in: `import … from '…'`, `export … from '…'`, `import '…'`,
- * `import('…')` and `require('…')`. Read from the raw text, comments included: a comment can
- * only add a false alarm, never hide an import. (The project's TypeScript is the native compiler,
- * which has no JavaScript API to parse with.)
- */
-const IMPORT_FORMS = [
-  /\b(?:import|export)\s+(?:type\s+)?[^'"`;]*?\bfrom\s*(['"])(.+?)\1/g,
-  /\bimport\s*(['"])(.+?)\1/g,
-  /\b(?:import|require)\s*\(\s*(['"`])(.+?)\1/g,
-];
+const ALLOWED_PROJECT_MODULES = ['src/service/control-plane.ts'];
 
 /** Every module specifier in `source`; a computed `import(…)`/`require(…)` counts as `<computed>`. */
 function specifiers(source: string): string[] {
-  const found: string[] = [];
-  for (const form of IMPORT_FORMS) {
-    for (const match of source.matchAll(form)) found.push(match[2]!);
-  }
-  for (const match of source.matchAll(/\b(?:import|require)\s*\(\s*([^\s)])/g)) {
-    if (!['"', "'", '`'].includes(match[1]!)) found.push('<computed>');
-  }
-  return found;
+  return moduleReferences(source).map((reference) => reference.specifier);
 }
 
 /**
@@ -79,7 +61,7 @@ describe('routes/ imports only the public control plane', () => {
 
   it('sees the control plane import every plugin has (the check reads real imports)', () => {
     const plane = specifiers(readFileSync(join(ROUTES, 'store.ts'), 'utf8'));
-    expect(plane).toContain('../src/control-plane.js');
+    expect(plane).toContain('../src/service/control-plane.js');
   });
 
   const forms: Array<[string, string]> = [
@@ -93,11 +75,14 @@ describe('routes/ imports only the public control plane', () => {
       'src/pools/cell-key.ts',
     ],
     ["export { memberOf } from '../src/pools/cell-state.js';", 'src/pools/cell-state.ts'],
-    ["export * from '../src/health.js';", 'src/health.ts'],
+    ["export * from '../src/service/health.js';", 'src/service/health.ts'],
     ["import '../workers/reflector.worker.js';", 'workers/reflector.worker.ts'],
-    ["const lazy = await import('../src/admin-auth.js');", 'src/admin-auth.ts'],
-    ['const { authorizeAdmin } = require("../src/admin-auth.js");', 'src/admin-auth.ts'],
-    ["import { outside } from './nested/../../src/pools/labels.js';", 'src/pools/labels.ts'],
+    ["const lazy = await import('../src/service/admin-auth.js');", 'src/service/admin-auth.ts'],
+    [
+      'const { authorizeAdmin } = require("../src/service/admin-auth.js");',
+      'src/service/admin-auth.ts',
+    ],
+    ["import { outside } from '../src/pools/labels.js';", 'src/pools/labels.ts'],
     [
       'const m = await import(`../src/\u0024{name}.js`);',
       'a computed import (../src/\u0024{name}.js)',
@@ -113,7 +98,7 @@ describe('routes/ imports only the public control plane', () => {
   it('lets through the control plane, sibling files and packages', () => {
     expect(
       violations(`
-        import type { ControlPlane } from '../src/control-plane.js';
+        import type { ControlPlane } from '../src/service/control-plane.js';
         import { HttpError } from './http-error.js';
         import { helper } from './nested/helper.js';
         import { z } from 'zod';

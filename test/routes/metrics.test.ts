@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { RECONCILE_TIME_BUCKETS } from '../../src/metrics.js';
+import { RECONCILE_TIME_BUCKETS } from '../../src/service/metrics.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, upsert } from './harness.js';
 

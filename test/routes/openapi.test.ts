@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { renderOpenApi } from '../../src/openapi.js';
+import { renderOpenApi } from '../../src/http/openapi.js';
 
 const COMMITTED = new URL('../../openapi.yaml', import.meta.url);
 

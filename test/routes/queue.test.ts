@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ControlPlane } from '../../src/control-plane.js';
-import { HealthEndpoint } from '../../src/health.js';
+import { buildServer } from '../../src/http/app.js';
 import { ReconcileLoop } from '../../src/index.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
-import { ServiceMetrics } from '../../src/metrics.js';
 import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import { buildServer } from '../../src/server.js';
+import type { ControlPlane } from '../../src/service/control-plane.js';
+import { HealthEndpoint } from '../../src/service/health.js';
+import { ServiceMetrics } from '../../src/service/metrics.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, DrivenPodSource, harness, replaceWith } from './harness.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { authorizeAdmin, isLoopback } from '../../src/admin-auth.js';
+import { authorizeAdmin, isLoopback } from '../../src/service/admin-auth.js';
 
 describe('isLoopback', () => {
   it('accepts 127.0.0.0/8, ::1 and IPv4-mapped loopback', () => {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { type HealthCheck, HealthEndpoint, runChecks, runOneCheck } from '../../src/health.js';
+import {
+  type HealthCheck,
+  HealthEndpoint,
+  runChecks,
+  runOneCheck,
+} from '../../src/service/health.js';
 
 const ok = (name: string): HealthCheck => ({ name, check: () => undefined });
 const bad = (name: string, why = 'broken'): HealthCheck => ({ name, check: () => why });

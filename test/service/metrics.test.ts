@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReconcileLoop } from '../../src/index.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
-import { ServiceMetrics } from '../../src/metrics.js';
 import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
+import { ServiceMetrics } from '../../src/service/metrics.js';
 import { DrivenPodSource, replaceWith } from '../routes/harness.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import { PoolService } from '../../src/service.js';
+import { PoolService } from '../../src/service/pool-service.js';
 import { DrivenPodSource, harness, replaceWith } from '../routes/harness.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';

@@ -4,23 +4,28 @@
  * never the API server's objects.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { SourceEvent } from '../runtime/source-event.js';
-import type { ClusterOptions } from './api.js';
-import type { Pod } from './pod.js';
-import type { KubernetesReflectorOptions } from './reflector.js';
-import type { ReflectorStats } from './reflector-stats.js';
+import type { SourceEvent } from '../../runtime/source-event.js';
+import type { ClusterOptions } from '../connection.js';
+import type { Pod } from '../pod.js';
+import type { PodSourceStats } from '../pod-source-stats.js';
+import type { KubernetesReflectorOptions } from '../reflector.js';
+
+/**
+ * The reflector settings that cross to the worker: plain data, picked from the reflector's own
+ * options so each is declared (and documented) once.
+ */
+export type ReflectorSettings = Pick<
+  KubernetesReflectorOptions,
+  | 'namespace'
+  | 'labelSelector'
+  | 'listPageSize'
+  | 'watchTimeoutSeconds'
+  | 'idleTimeoutMs'
+  | 'backoff'
+>;
 
 /** What a stream's reflector is configured with; everything a worker needs besides the port. */
-export interface ReflectorTaskOptions
-  extends Pick<
-    KubernetesReflectorOptions,
-    | 'namespace'
-    | 'labelSelector'
-    | 'listPageSize'
-    | 'watchTimeoutSeconds'
-    | 'idleTimeoutMs'
-    | 'backoff'
-  > {
+export interface ReflectorTaskOptions extends ReflectorSettings {
   cluster: ClusterOptions;
   /** Pods per `replace-chunk` message. */
   replaceChunkSize: number;
@@ -52,7 +57,7 @@ export type WorkerMessage =
    * Everything that happened in one turn of the worker's event loop (`events`: JSON of
    * `ChangeEvent[]`, absent when only the stats changed), with the stats after it.
    */
-  | { kind: 'batch'; events?: JsonBytes; stats: ReflectorStats }
+  | { kind: 'batch'; events?: JsonBytes; stats: PodSourceStats }
   /**
    * Part of a `replace` (`pods`: JSON of `Pod[]`). The main side acknowledges each chunk before
    * the worker sends the next: Node delivers every message already queued on a port in one go,
@@ -60,7 +65,7 @@ export type WorkerMessage =
    */
   | { kind: 'replace-chunk'; pods: JsonBytes }
   /** The `replace` is complete: the main side publishes the pods it assembled, as one event. */
-  | { kind: 'replace-end'; count: number; stats: ReflectorStats }
+  | { kind: 'replace-end'; count: number; stats: PodSourceStats }
   | { kind: 'log'; level: LogLevel; obj: unknown; msg: string | undefined };
 
 /** Main → worker. */

@@ -8,15 +8,15 @@
  * read at scrape time, so they can never drift from what the control plane shows.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { RELIST_REASONS, type ReflectorStats } from './kubernetes/reflector-stats.js';
+import { type PodSourceStats, RELIST_REASONS } from '../kubernetes/pod-source-stats.js';
 import {
   CELL_TRANSITION_TYPES,
   type CellRegistry,
   type CellTransitionType,
-} from './pools/cell-registry.js';
-import type { Clock } from './runtime/clock.js';
-import type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
-import type { ReconcileLoopState } from './runtime/reconcile-loop.js';
+} from '../pools/cell-registry.js';
+import type { Clock } from '../runtime/clock.js';
+import type { LoopInstrumentation, ReconcileResult } from '../runtime/instrumentation.js';
+import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 
 /**
  * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
@@ -40,7 +40,7 @@ export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1
 export interface MetricsBindings {
   loopState: () => ReconcileLoopState;
   storeObjects: () => number;
-  reflector: () => ReflectorStats;
+  reflector: () => PodSourceStats;
   cells: CellRegistry;
   source: string;
 }
@@ -212,7 +212,7 @@ export class ServiceMetrics {
    */
   #registerReflectorMetrics(bound: () => MetricsBindings | undefined): void {
     const registers = [this.registry];
-    const stats = (): ReflectorStats | undefined => bound()?.reflector();
+    const stats = (): PodSourceStats | undefined => bound()?.reflector();
     const mirror = (counter: Counter, value: number | undefined): void => {
       counter.reset();
       counter.inc(value ?? 0);

@@ -5,7 +5,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { reflectorWorkerUrl, requireReflectorWorker } from '../../src/kubernetes/worker-script.js';
+import {
+  reflectorWorkerUrl,
+  requireReflectorWorker,
+} from '../../src/kubernetes/reflector-worker/script-path.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { rawPod } from '../support/pods.js';
 
@@ -13,15 +16,15 @@ const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 describe('reflectorWorkerUrl', () => {
   it('points TypeScript source (the test runner) at the compiled worker in dist/', () => {
-    expect(reflectorWorkerUrl('file:///app/src/kubernetes/worker-script.ts').href).toBe(
-      'file:///app/dist/workers/reflector.worker.js',
-    );
+    expect(
+      reflectorWorkerUrl('file:///app/src/kubernetes/reflector-worker/script-path.ts').href,
+    ).toBe('file:///app/dist/workers/reflector.worker.js');
   });
 
   it('points compiled code at the worker beside it in dist/', () => {
-    expect(reflectorWorkerUrl('file:///app/dist/src/kubernetes/worker-script.js').href).toBe(
-      'file:///app/dist/workers/reflector.worker.js',
-    );
+    expect(
+      reflectorWorkerUrl('file:///app/dist/src/kubernetes/reflector-worker/script-path.js').href,
+    ).toBe('file:///app/dist/workers/reflector.worker.js');
   });
 
   it('finds the built worker from here', () => {
@@ -45,7 +48,9 @@ describe('the worker in plain Node', () => {
       server.pods = [rawPod({ name: 'a' }), rawPod({ name: 'b' })];
       const dir = mkdtempSync(join(tmpdir(), 'pool-controller-plain-node-'));
       const script = join(dir, 'probe.mjs');
-      const entry = pathToFileURL(join(root, 'dist/src/kubernetes/worker-source.js')).href;
+      const entry = pathToFileURL(
+        join(root, 'dist/src/kubernetes/reflector-worker/main-thread-source.js'),
+      ).href;
       writeFileSync(
         script,
         `import { WorkerPodSource } from ${JSON.stringify(entry)};

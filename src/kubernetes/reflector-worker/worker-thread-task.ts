@@ -4,18 +4,20 @@
  * in-process with a fake API; workers/reflector.worker.ts only hands it to piscina.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { Logger } from '../runtime/logger.js';
-import type { ObjectKey } from '../runtime/source-event.js';
-import { type ClusterOptions, connectPodApi, type PodApi } from './api.js';
-import type { Pod } from './pod.js';
-import { KubernetesReflector } from './reflector.js';
+import type { Logger } from '../../runtime/logger.js';
+import type { ObjectKey } from '../../runtime/source-event.js';
+import type { ClusterOptions } from '../connection.js';
+import { connectPodApi } from '../http-pod-api.js';
+import type { Pod } from '../pod.js';
+import type { PodApi } from '../pod-api.js';
+import { KubernetesReflector } from '../reflector.js';
 import type {
   ChangeEvent,
   LogLevel,
   MainMessage,
   ReflectorTask,
   WorkerMessage,
-} from './worker-protocol.js';
+} from './protocol.js';
 
 /** How the task reaches the API server; tests pass a fake. */
 export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;

@@ -3,10 +3,10 @@
  * contract; `test/routes/openapi.test.ts` (part of `npm test`, so of CI) fails when it differs
  * from what the routes generate, and `npm run openapi` rewrites it.
  */
-import { LWS_LABELS } from './pools/labels.js';
-import { SimulatedPodSource } from './pools/simulated-source.js';
-import { buildServer } from './server.js';
-import { PoolService } from './service.js';
+import { LWS_LABELS } from '../pools/labels.js';
+import { SimulatedPodSource } from '../pools/simulated-source.js';
+import { PoolService } from '../service/pool-service.js';
+import { buildServer } from './app.js';
 
 /**
  * The OpenAPI document as YAML. It needs only the routes, so the service behind them is built but

@@ -19,15 +19,15 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
-import { cellsRoutes } from '../routes/cells.js';
-import { healthRoutes } from '../routes/health.js';
-import { HttpError } from '../routes/http-error.js';
-import { metricsRoutes } from '../routes/metrics.js';
-import { queueRoutes } from '../routes/queue.js';
-import { reflectorRoutes } from '../routes/reflector.js';
-import { requeueRoutes } from '../routes/requeue.js';
-import { storeRoutes } from '../routes/store.js';
-import type { ControlPlane } from './control-plane.js';
+import { cellsRoutes } from '../../routes/cells.js';
+import { healthRoutes } from '../../routes/health.js';
+import { HttpError } from '../../routes/http-error.js';
+import { metricsRoutes } from '../../routes/metrics.js';
+import { queueRoutes } from '../../routes/queue.js';
+import { reflectorRoutes } from '../../routes/reflector.js';
+import { requeueRoutes } from '../../routes/requeue.js';
+import { storeRoutes } from '../../routes/store.js';
+import type { ControlPlane } from '../service/control-plane.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */

@@ -4,7 +4,7 @@ import {
   labelKeyProblem,
   labelValueProblem,
   parseLabelSelector,
-} from '../../src/label-selector.js';
+} from '../../src/kubernetes/label-selector.js';
 
 function problemOf(selector: string): string {
   try {

@@ -3,8 +3,8 @@
  *
  * Worker threads run JavaScript from disk, so the worker always runs the compiled build,
  * `dist/workers/reflector.worker.js`, whether its caller is compiled JS in plain Node (this module
- * is then `dist/src/kubernetes/worker-script.js`) or TypeScript source under the test runner
- * (this module is `src/kubernetes/worker-script.ts`; `npm test` builds first, so dist exists).
+ * is then `dist/src/kubernetes/reflector-worker/script-path.js`) or TypeScript source under the test runner
+ * (this module is `src/kubernetes/reflector-worker/script-path.ts`; `npm test` builds first, so dist exists).
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -12,9 +12,12 @@ import { fileURLToPath } from 'node:url';
 /** The compiled worker, located relative to this module. */
 export function reflectorWorkerUrl(moduleUrl: string = import.meta.url): URL {
   const fromSource = /\.[cm]?ts$/.test(new URL(moduleUrl).pathname);
-  // src/kubernetes/ → <root>/dist/workers/ ; dist/src/kubernetes/ → dist/workers/
+  // src/kubernetes/reflector-worker/ → <root>/dist/workers/ ;
+  // dist/src/kubernetes/reflector-worker/ → dist/workers/
   return new URL(
-    fromSource ? '../../dist/workers/reflector.worker.js' : '../../workers/reflector.worker.js',
+    fromSource
+      ? '../../../dist/workers/reflector.worker.js'
+      : '../../../workers/reflector.worker.js',
     moduleUrl,
   );
 }

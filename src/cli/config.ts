@@ -9,11 +9,20 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { LabelSelectorError, labelKeyProblem, parseLabelSelector } from './label-selector.js';
-import { DEFAULT_PORT_NAME, defaultSelector, LWS_LABELS, type PoolLabels } from './pools/labels.js';
-import type { SourceKind } from './pools/pod-source.js';
-import { DEFAULT_STEP_INTERVAL_MS } from './pools/simulated-source.js';
-import { DEFAULT_RESYNC_PERIOD_MS } from './runtime/reconcile-loop.js';
+import {
+  LabelSelectorError,
+  labelKeyProblem,
+  parseLabelSelector,
+} from '../kubernetes/label-selector.js';
+import {
+  DEFAULT_PORT_NAME,
+  defaultSelector,
+  LWS_LABELS,
+  type PoolLabels,
+} from '../pools/labels.js';
+import type { SourceKind } from '../pools/pod-source.js';
+import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
+import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 
 /** Prefix of every environment variable the service reads. */
 export const ENV_PREFIX = 'POOL_CONTROLLER_';

@@ -1,10 +1,10 @@
 /**
  * `npm run openapi` (write) and `npm run openapi:check` (compare): keeps the committed
- * `openapi.yaml` equal to what the routes generate. Runs from the build: `dist/src/openapi-cli.js`.
+ * `openapi.yaml` equal to what the routes generate. Runs from the build: `dist/src/cli/openapi-cli.js`.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { renderOpenApi } from './openapi.js';
+import { renderOpenApi } from '../http/openapi.js';
 
 /** From `dist/src/`, two levels up is the repository root. */
 const OPENAPI_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));

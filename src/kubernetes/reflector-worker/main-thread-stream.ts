@@ -7,12 +7,12 @@
  * far behind that the buffer passes its bound fails, and the driver's reopen relists, which is
  * cheaper than holding an ever-growing backlog of stale events.
  */
-import { type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
-import { type Pod, podKey } from './pod.js';
-import type { ReflectorStats } from './reflector-stats.js';
-import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './worker-protocol.js';
+import { type Clock, realClock } from '../../runtime/clock.js';
+import { type Logger, silentLogger } from '../../runtime/logger.js';
+import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
+import { type Pod, podKey } from '../pod.js';
+import type { PodSourceStats } from '../pod-source-stats.js';
+import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 
 const decoder = new TextDecoder();
 
@@ -39,7 +39,7 @@ export interface WorkerEventStreamOptions {
   closeGraceMs: number;
   clock?: Clock;
   logger?: Logger;
-  onStats?: (stats: ReflectorStats) => void;
+  onStats?: (stats: PodSourceStats) => void;
 }
 
 /** The worker's stream ended or failed without the main side asking. */
@@ -54,7 +54,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #closeGraceMs: number;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #onStats: (stats: ReflectorStats) => void;
+  readonly #onStats: (stats: PodSourceStats) => void;
   readonly #taskSettled: Promise<void>;
   #queue: SourceEvent<Pod>[] = [];
   #head = 0;

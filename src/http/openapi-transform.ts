@@ -7,7 +7,7 @@ import {
   createJsonSchemaTransform,
   createJsonSchemaTransformObject,
 } from 'fastify-type-provider-zod';
-import { apiSchemas } from '../routes/schemas.js';
+import { apiSchemas } from '../../routes/schemas.js';
 
 /** zod's bounds for `.int()`: true of every JS integer, noise in a contract. */
 const SAFE_INTEGER_BOUNDS = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);

@@ -10,19 +10,19 @@
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import type { Source, SourceEvent } from '../runtime/source-event.js';
-import type { BackoffOptions } from './backoff.js';
-import type { Pod } from './pod.js';
+import { type Clock, realClock } from '../../runtime/clock.js';
+import { type Logger, silentLogger } from '../../runtime/logger.js';
+import type { Source, SourceEvent } from '../../runtime/source-event.js';
+import type { ClusterOptions } from '../connection.js';
+import type { Pod } from '../pod.js';
 import {
   foldReflectorStats,
   initialReflectorStats,
-  type ReflectorStats,
-} from './reflector-stats.js';
-import type { ReflectorTask, ReflectorTaskOptions } from './worker-protocol.js';
-import { requireReflectorWorker } from './worker-script.js';
-import { WorkerEventStream } from './worker-stream.js';
+  type PodSourceStats,
+} from '../pod-source-stats.js';
+import { WorkerEventStream } from './main-thread-stream.js';
+import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
+import { requireReflectorWorker } from './script-path.js';
 
 /**
  * Pods per message of the initial `replace`. Each message is deserialized in one main-thread
@@ -47,22 +47,12 @@ export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGeneration
  */
 const CONCURRENT_STREAMS_PER_WORKER = 4;
 
-export interface WorkerPodSourceOptions {
-  /** Undefined or `''`: all namespaces. */
-  namespace?: string;
-  labelSelector?: string;
-  /** Else KUBECONFIG, ~/.kube/config, the in-cluster service account (client-node's loadFromDefault). */
-  kubeconfigPath?: string;
-  context?: string;
+/**
+ * The reflector's settings (see `KubernetesReflectorOptions`) and where the cluster is (see
+ * `ClusterOptions`), plus what only the main-thread side has: the thread's limits and the buffer.
+ */
+export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOptions {
   logger?: Logger;
-  /** LIST page size; default 500. */
-  listPageSize?: number;
-  /** A fixed WATCH `timeoutSeconds` instead of a random one in [300, 600) (e2e uses a short one). */
-  watchTimeoutSeconds?: number;
-  /** No bytes for this long tears a LIST or WATCH down; default 5 minutes. */
-  idleTimeoutMs?: number;
-  /** The reflector's backoff; default 800 ms doubling to 30 s, reset after 2 minutes healthy. */
-  backoff?: Partial<Omit<BackoffOptions, 'random'>>;
   /** The worker thread's V8 limits; default `DEFAULT_WORKER_RESOURCE_LIMITS`. */
   resourceLimits?: ResourceLimits;
   replaceChunkSize?: number;
@@ -74,7 +64,7 @@ export interface WorkerPodSourceOptions {
 
 /** The stats of one open stream, and whether its consumer asked it to close. */
 interface OpenStream {
-  latest: ReflectorStats | undefined;
+  latest: PodSourceStats | undefined;
   closeRequested: boolean;
   iterator: AsyncIterator<SourceEvent<Pod>>;
 }
@@ -95,7 +85,7 @@ export class WorkerPodSource {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #open = new Set<OpenStream>();
-  #finished: ReflectorStats = initialReflectorStats();
+  #finished: PodSourceStats = initialReflectorStats();
   #closing: Promise<void> | undefined;
 
   constructor(options: WorkerPodSourceOptions = {}) {
@@ -144,16 +134,16 @@ export class WorkerPodSource {
    * cursor of the newest open stream. Cheap and synchronous: the worker pushes its stats with every
    * batch, so this only reads what arrived.
    */
-  stats(): ReflectorStats {
+  stats(): PodSourceStats {
     let stats = this.#finished;
-    let latest: ReflectorStats | undefined;
+    let latest: PodSourceStats | undefined;
     for (const stream of this.#open) {
       if (!stream.latest) continue;
       stats = foldReflectorStats(stats, stream.latest);
       latest = stream.latest;
     }
     if (latest) return stats;
-    const idle: ReflectorStats = {
+    const idle: PodSourceStats = {
       ...stats,
       phase: this.#closing ? 'stopped' : 'idle',
       healthy: false,

@@ -7,6 +7,19 @@
  * says "not synced"); `stop()` stops the loop first (no reconcile runs against a closing source),
  * then closes the source (the reflector's worker thread).
  */
+
+import { type Pod, podKey } from '../kubernetes/pod.js';
+import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
+import { createCellReconciler } from '../pools/cell-reconciler.js';
+import { CellRegistry } from '../pools/cell-registry.js';
+import { memberOf } from '../pools/cell-state.js';
+import type { PoolLabels } from '../pools/labels.js';
+import type { PodSource, SourceKind } from '../pools/pod-source.js';
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
+import type { ParentKey } from '../runtime/source-event.js';
 import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
 import type {
   CellResolution,
@@ -16,19 +29,7 @@ import type {
   StoreSnapshot,
 } from './control-plane.js';
 import { HealthEndpoint } from './health.js';
-import { type Pod, podKey } from './kubernetes/pod.js';
-import type { ReflectorStats } from './kubernetes/reflector-stats.js';
 import { ServiceMetrics } from './metrics.js';
-import { cellKeyMap, splitParentKey } from './pools/cell-key.js';
-import { createCellReconciler } from './pools/cell-reconciler.js';
-import { CellRegistry } from './pools/cell-registry.js';
-import { memberOf } from './pools/cell-state.js';
-import type { PoolLabels } from './pools/labels.js';
-import type { PodSource, SourceKind } from './pools/pod-source.js';
-import { type Clock, realClock } from './runtime/clock.js';
-import { type Logger, silentLogger } from './runtime/logger.js';
-import { ReconcileLoop, type ReconcileLoopState } from './runtime/reconcile-loop.js';
-import type { ParentKey } from './runtime/source-event.js';
 
 export interface PoolServiceOptions {
   podSource: PodSource;
@@ -224,7 +225,7 @@ export class PoolService implements ControlPlane {
     return authorizeAdmin(this.#adminToken, authorization, remoteAddress);
   }
 
-  reflector(): ReflectorStats {
+  reflector(): PodSourceStats {
     return this.#podSource.stats();
   }
 

@@ -7,7 +7,7 @@ import type { Pod } from '../../src/kubernetes/pod.js';
 import {
   WorkerPodSource,
   type WorkerPodSourceOptions,
-} from '../../src/kubernetes/worker-source.js';
+} from '../../src/kubernetes/reflector-worker/main-thread-source.js';
 import { ReconcileLoop } from '../../src/runtime/reconcile-loop.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { type Drain, drain } from '../support/drain.js';

@@ -6,14 +6,14 @@
  * nothing of `src/` but this file's types (test/routes/imports.test.ts holds it to that).
  */
 
+import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+import type { CellRegistry } from '../pools/cell-registry.js';
+import type { CellMember } from '../pools/cell-state.js';
+import type { SourceKind } from '../pools/pod-source.js';
+import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
+import type { ParentKey } from '../runtime/source-event.js';
 import type { AdminDecision } from './admin-auth.js';
 import type { HealthEndpoint } from './health.js';
-import type { ReflectorStats } from './kubernetes/reflector-stats.js';
-import type { CellRegistry } from './pools/cell-registry.js';
-import type { CellMember } from './pools/cell-state.js';
-import type { SourceKind } from './pools/pod-source.js';
-import type { ReconcileLoopState } from './runtime/reconcile-loop.js';
-import type { ParentKey } from './runtime/source-event.js';
 
 export type { AdminDecision, ParentKey };
 
@@ -89,7 +89,7 @@ export interface ControlPlane {
     id: string,
     options: { namespace?: string | undefined; scope: CellScope },
   ): CellResolution;
-  reflector(): ReflectorStats;
+  reflector(): PodSourceStats;
   /** Queues a reconcile of `parent` (deduplicated with one already queued). */
   enqueue(parent: ParentKey): void;
 }

@@ -2,10 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/kubernetes/pod.js';
 import {
   initialReflectorStats,
-  type ReflectorStats,
-} from '../../src/kubernetes/reflector-stats.js';
-import type { MainMessage, WorkerMessage } from '../../src/kubernetes/worker-protocol.js';
-import { WorkerEventStream, WorkerStreamError } from '../../src/kubernetes/worker-stream.js';
+  type PodSourceStats,
+} from '../../src/kubernetes/pod-source-stats.js';
+import {
+  WorkerEventStream,
+  WorkerStreamError,
+} from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
+import type { MainMessage, WorkerMessage } from '../../src/kubernetes/reflector-worker/protocol.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import { drain } from '../support/drain.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
@@ -35,7 +38,7 @@ class FakePort {
 /** What the worker sends: JSON in a buffer. */
 const json = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value));
 
-function stats(fields: Partial<ReflectorStats> = {}): ReflectorStats {
+function stats(fields: Partial<PodSourceStats> = {}): PodSourceStats {
   return { ...initialReflectorStats(), ...fields };
 }
 
@@ -49,7 +52,7 @@ function setup(
     settleTask = (error) => (error ? reject(error) : resolve());
   });
   let aborted = 0;
-  const seenStats: ReflectorStats[] = [];
+  const seenStats: PodSourceStats[] = [];
   const stream = new WorkerEventStream({
     port,
     task,

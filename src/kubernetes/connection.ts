@@ -1,68 +1,15 @@
 /**
- * The LIST/WATCH adapter the reflector talks to, and the one place that reads cluster
- * configuration.
+ * The connection to the API server: reads the kubeconfig (or the in-cluster service account)
+ * into a base URL plus per-request auth and TLS options.
  *
  * This is the only module that imports `@kubernetes/client-node`, and only lazily (a dynamic
- * import inside `connectPodApi`), so the runtime, the pool domain and every test that uses a fake
- * `PodApi` load without it. client-node is used for what it is good at — kubeconfig, in-cluster
+ * import inside `loadApiConnection`), so the runtime, the pool domain and every test that uses a
+ * fake API load without it. client-node is used for what it is good at — kubeconfig, in-cluster
  * service accounts, exec/OIDC/token-file auth, TLS — while the requests themselves go over plain
- * `node:http(s)` (./http-pod-api.ts), so the reflector controls bytes, decoding and closing.
+ * `node:http(s)` (./http-pod-api.ts, ./lease-lock.ts), so the callers control bytes, decoding and
+ * closing.
  */
 import type { RequestOptions } from 'node:https';
-import { HttpPodApi } from './http-pod-api.js';
-import type { Pod } from './pod.js';
-import type { WatchFrame } from './watch-frames.js';
-
-export type { WatchFrame } from './watch-frames.js';
-
-export interface ListPodsOptions {
-  /** Undefined or `''`: all namespaces. */
-  namespace?: string;
-  labelSelector?: string;
-  /** Page size; the adapter follows `continue` until the collection is complete. */
-  limit?: number;
-  signal: AbortSignal;
-  /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
-  onBytes?: (count: number) => void;
-}
-
-/** A complete, validated collection: every page read, every item a readable pod. */
-export interface PodList {
-  pods: Pod[];
-  /** The collection's resourceVersion: where a WATCH continues from. */
-  resourceVersion: string;
-}
-
-export interface WatchPodsOptions {
-  namespace?: string;
-  labelSelector?: string;
-  resourceVersion: string;
-  /** Always sent: the server ends the watch cleanly after this long, and the reflector reconnects. */
-  timeoutSeconds: number;
-  /** Aborting closes the connection and makes a pending read reject with the signal's reason. */
-  signal: AbortSignal;
-  onBytes?: (count: number) => void;
-}
-
-/**
- * An open WATCH. Iterate it once for frames; a clean end of iteration is the server's timeout.
- * `close()` releases the connection at any point and is idempotent, so the reflector can close
- * on every path without tracking whether iteration already did.
- */
-export interface WatchStream extends AsyncIterable<WatchFrame> {
-  close(): void;
-}
-
-/**
- * What the reflector needs from the API server. `watchPods` resolves once the server accepted the
- * WATCH (HTTP 200) and rejects with `ApiStatusError` when it did not, so "the watch is open" (the
- * reflector is healthy) is a fact rather than a guess from the first frame, which on a quiet
- * namespace may be a minute away.
- */
-export interface PodApi {
-  listPods(options: ListPodsOptions): Promise<PodList>;
-  watchPods(options: WatchPodsOptions): Promise<WatchStream>;
-}
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
 export interface ClusterOptions {
@@ -159,9 +106,4 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     throw new KubeConfigError(`cannot prepare requests to ${cluster.server}: ${message(error)}`);
   }
   return { server: cluster.server, requestOptions };
-}
-
-/** A `PodApi` for the configured cluster. */
-export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
-  return new HttpPodApi(await loadApiConnection(options));
 }

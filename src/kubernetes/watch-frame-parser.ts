@@ -8,7 +8,7 @@ import type { SourceEvent } from '../runtime/source-event.js';
 import { readStatus } from './api-errors.js';
 import { MalformedPodError, type Pod, parsePod, podKey } from './pod.js';
 import type { ReflectorFailure } from './reflector-failure.js';
-import type { WatchFrame } from './watch-frames.js';
+import type { WatchFrame } from './watch-line-splitter.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';

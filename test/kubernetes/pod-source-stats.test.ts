@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import {
   foldReflectorStats,
   initialReflectorStats,
-  type ReflectorStats,
-} from '../../src/kubernetes/reflector-stats.js';
+  type PodSourceStats,
+} from '../../src/kubernetes/pod-source-stats.js';
 
-const stats = (fields: Partial<ReflectorStats>): ReflectorStats => ({
+const stats = (fields: Partial<PodSourceStats>): PodSourceStats => ({
   ...initialReflectorStats(),
   ...fields,
 });

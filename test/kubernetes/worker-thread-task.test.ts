@@ -1,15 +1,15 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeConfigError } from '../../src/kubernetes/api.js';
+import { KubeConfigError } from '../../src/kubernetes/connection.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
-import { runReflectorTask } from '../../src/kubernetes/reflector-task.js';
+import { WorkerEventStream } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type {
   ChangeEvent,
   MainMessage,
   ReflectorTaskOptions,
   WorkerMessage,
-} from '../../src/kubernetes/worker-protocol.js';
-import { WorkerEventStream } from '../../src/kubernetes/worker-stream.js';
+} from '../../src/kubernetes/reflector-worker/protocol.js';
+import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
 import { drain } from '../support/drain.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';

@@ -7,7 +7,12 @@
 /** Where the reflector's state machine is now. */
 export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stopped';
 
-/** Why a relist happened: the cursor expired (410), came from the future (504), or a frame was unreadable. */
+/**
+ * Why a relist (a LIST after the first) happened: the cursor expired (410 Gone), the server
+ * refused it as too large for its cache (504 with `ResourceVersionTooLarge`), a WATCH frame was
+ * unreadable, the previous LIST itself failed (its retry is a relist too, the first LIST's
+ * included), or any other failure that leaves no cursor to resume from.
+ */
 export type RelistReason = 'expired' | 'too-large' | 'malformed-frame' | 'list-failed' | 'other';
 
 /** Every relist reason, so a metric can show each at 0 before it first happens. */
@@ -19,13 +24,15 @@ export const RELIST_REASONS: readonly RelistReason[] = [
   'other',
 ];
 
-export interface ReflectorStats {
+export interface PodSourceStats {
   phase: ReflectorPhase;
   /** True while a WATCH is open and delivering: what `/readyz` means by "the watch is healthy now". */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */
   cursor?: string;
+  /** LISTs completed (each published a `replace`); a failed LIST is not counted. */
   lists: number;
+  /** LISTs after the first completed one, by reason; retries of a failed first LIST are not relists. */
   relists: Partial<Record<RelistReason, number>>;
   watchOpens: number;
   /** Frames seen, by watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR). */
@@ -40,7 +47,7 @@ export interface ReflectorStats {
 }
 
 /** Stats of a source that has not started a stream yet. */
-export function initialReflectorStats(): ReflectorStats {
+export function initialReflectorStats(): PodSourceStats {
   return {
     phase: 'idle',
     healthy: false,
@@ -75,8 +82,8 @@ function later(a: number | undefined, b: number | undefined): number | undefined
  * `current`'s. Each reflector stream counts from zero (a restarted worker starts afresh), so this
  * is what keeps "LIST count" meaning "LISTs since the process started".
  */
-export function foldReflectorStats(base: ReflectorStats, current: ReflectorStats): ReflectorStats {
-  const folded: ReflectorStats = {
+export function foldReflectorStats(base: PodSourceStats, current: PodSourceStats): PodSourceStats {
+  const folded: PodSourceStats = {
     phase: current.phase,
     healthy: current.healthy,
     lists: base.lists + current.lists,

@@ -1,0 +1,58 @@
+/**
+ * What the reflector needs from the API server, as an interface: the LIST/WATCH calls and their
+ * shapes. The reflector depends only on this, so its tests drive it with a fake, and the real
+ * adapter (./http-pod-api.ts) is one implementation among them.
+ */
+import type { Pod } from './pod.js';
+import type { WatchFrame } from './watch-line-splitter.js';
+
+export type { WatchFrame } from './watch-line-splitter.js';
+
+export interface ListPodsOptions {
+  /** Undefined or `''`: all namespaces. */
+  namespace?: string;
+  labelSelector?: string;
+  /** Page size; the adapter follows `continue` until the collection is complete. */
+  limit?: number;
+  signal: AbortSignal;
+  /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
+  onBytes?: (count: number) => void;
+}
+
+/** A complete, validated collection: every page read, every item a readable pod. */
+export interface PodList {
+  pods: Pod[];
+  /** The collection's resourceVersion: where a WATCH continues from. */
+  resourceVersion: string;
+}
+
+export interface WatchPodsOptions {
+  namespace?: string;
+  labelSelector?: string;
+  resourceVersion: string;
+  /** Always sent: the server ends the watch cleanly after this long, and the reflector reconnects. */
+  timeoutSeconds: number;
+  /** Aborting closes the connection and makes a pending read reject with the signal's reason. */
+  signal: AbortSignal;
+  onBytes?: (count: number) => void;
+}
+
+/**
+ * An open WATCH. Iterate it once for frames; a clean end of iteration is the server's timeout.
+ * `close()` releases the connection at any point and is idempotent, so the reflector can close
+ * on every path without tracking whether iteration already did.
+ */
+export interface WatchStream extends AsyncIterable<WatchFrame> {
+  close(): void;
+}
+
+/**
+ * What the reflector needs from the API server. `watchPods` resolves once the server accepted the
+ * WATCH (HTTP 200) and rejects with `ApiStatusError` when it did not, so "the watch is open" (the
+ * reflector is healthy) is a fact rather than a guess from the first frame, which on a quiet
+ * namespace may be a minute away.
+ */
+export interface PodApi {
+  listPods(options: ListPodsOptions): Promise<PodList>;
+  watchPods(options: WatchPodsOptions): Promise<WatchStream>;
+}
