@@ -102,7 +102,7 @@ const port = (app: typeof floor | typeof api): number => {
   return address.port;
 };
 process.stdout.write(
-  `${JSON.stringify({ api: port(api), floor: port(floor), cells: service.cells.size, pods: sim.podCount, listBytes: listBytes.length })}\n`,
+  `${JSON.stringify({ api: port(api), floor: port(floor), cells: service.registry.size, pods: sim.podCount, listBytes: listBytes.length })}\n`,
 );
 
 const shutdown = async (): Promise<void> => {

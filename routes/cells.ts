@@ -1,6 +1,6 @@
 /**
  * Pools and cells as the reconcile published them: `GET /api/v1/pools[/{pool}]` and
- * `GET /api/v1/cells[/{cell}]`. The list bodies come pre-serialized from the cell registry.
+ * `GET /api/v1/cells[/{cell}]`. The cell bodies come pre-serialized from the control plane.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -39,7 +39,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
       const pools = plane.cells
         .pools()
         .filter((p) => namespace === undefined || p.namespace === namespace);
-      return { source: plane.source, count: pools.length, pools };
+      return { source: plane.sourceKind, count: pools.length, pools };
     },
   );
 
@@ -76,7 +76,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
       }
       const pool = matches[0]!;
       return {
-        source: plane.source,
+        source: plane.sourceKind,
         pool,
         cells: plane.cells.list({ pool: pool.name, namespace: pool.namespace }),
       };
@@ -122,8 +122,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     },
     async (request, reply) => {
       const key = resolveCellKey(plane, request.params.cell, request.query.namespace, 'published');
-      const json = plane.cells.cellJson(key)!;
-      return sendJsonBytes(reply, Buffer.from(`{"source":"${plane.source}","cell":${json}}`));
+      return sendJsonBytes(reply, plane.cells.cellBody(key)!);
     },
   );
 };

@@ -26,7 +26,7 @@ export const queueRoutes: FastifyPluginAsyncZod<QueueRoutesOptions> = async (app
       const state = plane.loopState();
       const now = plane.now();
       return {
-        source: plane.source,
+        source: plane.sourceKind,
         synced: state.synced,
         depth: state.queued.length,
         queued: state.queued,

@@ -23,7 +23,7 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
     async () => {
       const s = plane.reflector();
       return {
-        source: plane.source,
+        source: plane.sourceKind,
         phase: s.phase,
         healthy: s.healthy,
         cursor: s.cursor ?? null,

@@ -57,7 +57,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
     async (request, reply) => {
       const key = resolveCellKey(plane, request.params.cell, request.query.namespace, 'observed');
       plane.enqueue(key);
-      return reply.code(202).send({ source: plane.source, count: 1, queued: [key] });
+      return reply.code(202).send({ source: plane.sourceKind, count: 1, queued: [key] });
     },
   );
 
@@ -76,7 +76,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
     async (_request, reply) => {
       const keys = [...new Set([...plane.storeParents(), ...plane.cells.keys()])].sort();
       for (const key of keys) plane.enqueue(key);
-      return reply.code(202).send({ source: plane.source, count: keys.length, queued: keys });
+      return reply.code(202).send({ source: plane.sourceKind, count: keys.length, queued: keys });
     },
   );
 };

@@ -159,12 +159,12 @@ export async function buildServer(
     // The router's own refusals (a bad percent-encoding, an over-long parameter) bypass the
     // error handler; without this they answer in Fastify's shape, not the API's.
     frameworkErrors: (error, request, reply) => {
-      sendError(request, reply, error, plane.source);
+      sendError(request, reply, error, plane.sourceKind);
     },
     clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
       // A reset connection has no one left to answer.
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
-      if (socket.writable) socket.write(clientErrorResponse(error, plane.source));
+      if (socket.writable) socket.write(clientErrorResponse(error, plane.sourceKind));
       socket.destroy(error);
     },
   }).withTypeProvider<ZodTypeProvider>();
@@ -210,7 +210,7 @@ export async function buildServer(
     closing = true;
   });
   app.addHook('onRequest', async (_request, reply) => {
-    reply.header(SOURCE_HEADER, plane.source);
+    reply.header(SOURCE_HEADER, plane.sourceKind);
     if (closing) {
       return reply
         .code(503)
@@ -226,7 +226,7 @@ export async function buildServer(
     if (error instanceof HttpError) {
       return reply.code(error.statusCode).send(errorBody(error.statusCode, error.message));
     }
-    return sendError(request, reply, error, plane.source);
+    return sendError(request, reply, error, plane.sourceKind);
   });
 
   app.setNotFoundHandler((request, reply) =>

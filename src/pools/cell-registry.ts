@@ -1,10 +1,11 @@
 /**
- * The reconciled cells, as the API serves them: written only by the reconcile, read by routes.
+ * The reconciled cells: written only by the reconcile, read by the API, the metrics and the
+ * coordinator's render.
  *
  * It is the difference between "observed" (the store) and "acted on" (here): a cell appears,
- * changes or disappears here only when a reconcile has run for it. It also owns the serialized
- * bodies of the list endpoints, rebuilt at most once per change instead of once per request,
- * because a router or a dashboard polls the list far more often than cells change.
+ * changes or disappears here only when a reconcile has run for it. A published `Cell` object is
+ * never mutated (a change publishes a new one), so readers may memoize on it (the service's
+ * cached response bodies do).
  */
 import type { ParentKey } from '../runtime/source-event.js';
 import type { CellState, NotAliveReason } from './cell-state.js';
@@ -54,44 +55,27 @@ export interface CellFilter {
 export interface CellRegistryOptions {
   /** Wall clock (epoch ms) for `lastTransitionTime`; injected so tests are deterministic. */
   wallClock?: () => number;
-  /**
-   * Fields every list body starts with, e.g. `{ source: 'simulated' }`: they are fixed for the
-   * process, so they are serialized into the cached bodies once.
-   */
-  envelope?: Readonly<Record<string, string | number | boolean>>;
 }
-
-/**
- * How many distinct filtered list bodies are kept per registry version. The unfiltered list and a
- * handful of `?pool=` filters are what pollers ask for; the bound keeps odd query mixes from
- * growing memory without limit.
- */
-export const MAX_CACHED_LIST_BODIES = 64;
 
 interface Entry {
   cell: Cell;
-  /** `JSON.stringify(cell)`, kept so list bodies are concatenations, not re-serializations. */
-  json: string;
+  /** `JSON.stringify(cell)`: the cheapest exact comparison of two published states. */
+  fingerprint: string;
 }
 
 export class CellRegistry {
   readonly #entries = new Map<ParentKey, Entry>();
   readonly #byId = new Map<string, Set<ParentKey>>();
   readonly #wallClock: () => number;
-  readonly #envelopeJson: string;
   #version = 0;
   #sortedKeys: ParentKey[] | undefined;
-  #listBodies = new Map<string, Buffer>();
   #pools: PoolSummary[] | undefined;
 
   constructor(options: CellRegistryOptions = {}) {
     this.#wallClock = options.wallClock ?? Date.now;
-    const envelope = JSON.stringify(options.envelope ?? {});
-    // `{"source":"x"}` → `"source":"x",` so a body is `{` + envelope + `"count":…}`.
-    this.#envelopeJson = envelope === '{}' ? '' : `${envelope.slice(1, -1)},`;
   }
 
-  /** Bumps on every change of any cell; equal versions mean equal bodies. */
+  /** Bumps on every change of any cell; equal versions mean equal contents. */
   get version(): number {
     return this.#version;
   }
@@ -121,10 +105,10 @@ export class CellRegistry {
       ? new Date(this.#wallClock()).toISOString()
       : previous.cell.lastTransitionTime;
     const cell: Cell = { ...state, lastTransitionTime };
-    const json = JSON.stringify(cell);
-    if (previous && previous.json === json) return [];
+    const fingerprint = JSON.stringify(cell);
+    if (previous && previous.fingerprint === fingerprint) return [];
 
-    this.#entries.set(key, { cell, json });
+    this.#entries.set(key, { cell, fingerprint });
     if (!previous) {
       let ids = this.#byId.get(cell.id);
       if (!ids) {
@@ -170,32 +154,9 @@ export class CellRegistry {
     return [...(this.#byId.get(id) ?? [])].sort();
   }
 
-  /** The serialized cell, as cached; the `/cells/{cell}` body is built around it. */
-  cellJson(key: ParentKey): string | undefined {
-    return this.#entries.get(key)?.json;
-  }
-
   /** Cells matching `filter`, in key order. */
   list(filter: CellFilter = {}): Cell[] {
     return this.#matching(filter).map((key) => this.#entries.get(key)!.cell);
-  }
-
-  /**
-   * The list endpoint's whole body, `{…envelope, "count": n, "cells": [...]}`, as bytes cached
-   * until the next change: the hot path of a poller is a map lookup and a socket write.
-   */
-  listBody(filter: CellFilter = {}): Buffer {
-    const cacheKey = `${filter.namespace ?? '\0'}|${filter.pool ?? '\0'}|${filter.alive ?? '\0'}`;
-    const cached = this.#listBodies.get(cacheKey);
-    if (cached) return cached;
-    const keys = this.#matching(filter);
-    const parts = keys.map((key) => this.#entries.get(key)!.json);
-    const body = Buffer.from(
-      `{${this.#envelopeJson}"count":${keys.length},"cells":[${parts.join(',')}]}`,
-    );
-    if (this.#listBodies.size >= MAX_CACHED_LIST_BODIES) this.#listBodies.clear();
-    this.#listBodies.set(cacheKey, body);
-    return body;
   }
 
   /** Pools by namespace then name, with their counts. */
@@ -255,6 +216,5 @@ export class CellRegistry {
     this.#version += 1;
     this.#sortedKeys = undefined;
     this.#pools = undefined;
-    this.#listBodies = new Map();
   }
 }

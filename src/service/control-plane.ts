@@ -7,12 +7,12 @@
  */
 
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
-import type { CellRegistry } from '../pools/cell-registry.js';
 import type { CellMember } from '../pools/cell-state.js';
 import type { SourceKind } from '../pools/pod-source.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { AdminDecision } from './admin-auth.js';
+import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
 
 export type { AdminDecision, ParentKey };
@@ -60,10 +60,10 @@ export type CellResolution =
   | { kind: 'ambiguous'; namespaces: string[] };
 
 export interface ControlPlane {
-  /** Where pods come from; every status response says it. */
-  readonly source: SourceKind;
-  /** The reconciled cells. */
-  readonly cells: CellRegistry;
+  /** Where pods come from; every status response says it (as its `source` field). */
+  readonly sourceKind: SourceKind;
+  /** The reconciled cells, and their response bodies ready to send. */
+  readonly cells: CellsView;
   /** The checks behind `/healthz` and `/readyz`, and their report format. */
   readonly health: { readonly healthz: HealthEndpoint; readonly readyz: HealthEndpoint };
   readonly metrics: { readonly contentType: string; render(): Promise<string> };

@@ -42,7 +42,7 @@ export interface MetricsBindings {
   storeObjects: () => number;
   reflector: () => PodSourceStats;
   cells: CellRegistry;
-  source: string;
+  sourceKind: string;
 }
 
 export interface ServiceMetricsOptions {
@@ -301,7 +301,7 @@ export class ServiceMetrics {
       collect() {
         this.reset();
         const b = bound();
-        if (b) this.set({ source: b.source }, 1);
+        if (b) this.set({ source: b.sourceKind }, 1);
       },
     });
     new Gauge({

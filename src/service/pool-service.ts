@@ -21,6 +21,7 @@ import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
+import { CellBodies } from './cell-bodies.js';
 import type {
   CellResolution,
   CellScope,
@@ -48,9 +49,11 @@ export interface PoolServiceOptions {
 }
 
 export class PoolService implements ControlPlane {
-  readonly source: SourceKind;
+  readonly sourceKind: SourceKind;
   readonly labels: PoolLabels;
-  readonly cells: CellRegistry;
+  /** The reconciled cells, written by the per-cell reconcile; read by the coordinator's render. */
+  readonly registry: CellRegistry;
+  readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
@@ -62,16 +65,14 @@ export class PoolService implements ControlPlane {
   #stopped: Promise<void> | undefined;
 
   constructor(options: PoolServiceOptions) {
-    this.source = options.sourceKind;
+    this.sourceKind = options.sourceKind;
     this.labels = options.labels;
     this.#adminToken = options.adminToken;
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
     const logger = options.logger ?? silentLogger;
-    this.cells = new CellRegistry({
-      wallClock: options.wallClock,
-      envelope: { source: options.sourceKind },
-    });
+    this.registry = new CellRegistry({ wallClock: options.wallClock });
+    this.cells = new CellBodies(this.registry, { source: options.sourceKind });
     this.metrics = new ServiceMetrics({
       clock: this.#clock,
       processMetrics: options.processMetrics ?? false,
@@ -80,7 +81,7 @@ export class PoolService implements ControlPlane {
       labels: options.labels,
       portName: options.portName,
       members: (key) => this.#loop.getByParent(key),
-      registry: this.cells,
+      registry: this.registry,
       logger,
       onTransition: (t) => this.metrics.cellTransition(t.type),
     });
@@ -97,8 +98,8 @@ export class PoolService implements ControlPlane {
       loopState: () => this.#loop.state(),
       storeObjects: () => this.#loop.objectCount,
       reflector: () => this.#podSource.stats(),
-      cells: this.cells,
-      source: options.sourceKind,
+      cells: this.registry,
+      sourceKind: options.sourceKind,
     });
     this.health = {
       // Liveness asks only "is this process serving": restarting us cannot fix the API server.
@@ -177,7 +178,7 @@ export class PoolService implements ControlPlane {
       const pods = this.#loop.getByParent(key);
       const entry: StoreParent = {
         key,
-        reconciled: this.cells.get(key) !== undefined,
+        reconciled: this.registry.get(key) !== undefined,
         members: pods.map(podKey),
       };
       if (!objects) return entry;
@@ -189,7 +190,7 @@ export class PoolService implements ControlPlane {
       return entry;
     });
     return {
-      source: this.source,
+      source: this.sourceKind,
       synced: this.synced,
       objects: this.#loop.objectCount,
       parentCount: parents.length,
@@ -201,7 +202,7 @@ export class PoolService implements ControlPlane {
     id: string,
     { namespace, scope }: { namespace?: string | undefined; scope: CellScope },
   ): CellResolution {
-    const keys = new Set(this.cells.keysForId(id));
+    const keys = new Set(this.registry.keysForId(id));
     if (scope === 'observed') {
       for (const key of this.#loop.parentKeys()) if (splitParentKey(key).id === id) keys.add(key);
     }

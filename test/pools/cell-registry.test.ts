@@ -1,35 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CellRegistry, MAX_CACHED_LIST_BODIES } from '../../src/pools/cell-registry.js';
-import { type CellState, deriveCellState } from '../../src/pools/cell-state.js';
-import { LWS_LABELS } from '../../src/pools/labels.js';
-import { lwsPod } from '../support/lws-pod.js';
-
-const options = { labels: LWS_LABELS, portName: 'http' };
-
-function state(
-  group: number,
-  opts: { pool?: string; namespace?: string; ready?: boolean; uid?: string } = {},
-): CellState {
-  const pool = opts.pool ?? 'engine';
-  const namespace = opts.namespace ?? 'ns';
-  const pods = [0, 1].map((worker) =>
-    lwsPod({
-      pool,
-      namespace,
-      group,
-      worker,
-      size: 2,
-      ready: worker === 1 ? (opts.ready ?? true) : true,
-      ...(worker === 0 && opts.uid ? { uid: opts.uid } : {}),
-    }),
-  );
-  const id = `${pool}-${String(group).padStart(5, '0')}`;
-  return deriveCellState(`${namespace}/${id}`, pods, options)!;
-}
+import { CellRegistry } from '../../src/pools/cell-registry.js';
+import { cellState as state } from '../support/cell-states.js';
 
 function registry(): { reg: CellRegistry; tick: (ms: number) => void } {
   let now = Date.parse('2025-06-01T00:00:00Z');
-  const reg = new CellRegistry({ wallClock: () => now, envelope: { source: 'simulated' } });
+  const reg = new CellRegistry({ wallClock: () => now });
   return { reg, tick: (ms) => (now += ms) };
 }
 
@@ -103,32 +78,6 @@ describe('CellRegistry reads', () => {
     ]);
     expect(reg.list({ namespace: 'other' }).map((c) => c.key)).toEqual(['other/engine-00000']);
     expect(reg.keysForId('engine-00000')).toEqual(['ns/engine-00000', 'other/engine-00000']);
-  });
-
-  it('serves the list body with the envelope and the cached cells, reusing it until a change', () => {
-    const { reg } = registry();
-    reg.publish('ns/engine-00000', state(0));
-    const body = reg.listBody();
-    const parsed = JSON.parse(body.toString());
-    expect(parsed).toMatchObject({ source: 'simulated', count: 1 });
-    expect(parsed.cells[0]).toEqual(reg.get('ns/engine-00000'));
-    expect(reg.listBody()).toBe(body);
-    reg.publish('ns/engine-00001', state(1));
-    expect(reg.listBody()).not.toBe(body);
-    expect(JSON.parse(reg.listBody().toString()).count).toBe(2);
-    expect(JSON.parse(reg.listBody({ alive: false }).toString())).toEqual({
-      source: 'simulated',
-      count: 0,
-      cells: [],
-    });
-  });
-
-  it('bounds the number of cached filtered bodies', () => {
-    const { reg } = registry();
-    reg.publish('ns/engine-00000', state(0));
-    for (let i = 0; i < MAX_CACHED_LIST_BODIES * 2; i += 1) reg.listBody({ pool: `p${i}` });
-    const first = reg.listBody({ pool: 'engine' });
-    expect(reg.listBody({ pool: 'engine' })).toBe(first);
   });
 
   it('summarises pools per namespace with cell, alive and pod counts', () => {

@@ -6,6 +6,7 @@ import type { Pod } from '../../src/kubernetes/pod.js';
 import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
+import { CellBodies } from '../../src/service/cell-bodies.js';
 import type { ControlPlane } from '../../src/service/control-plane.js';
 import { HealthEndpoint } from '../../src/service/health.js';
 import { ServiceMetrics } from '../../src/service/metrics.js';
@@ -48,8 +49,8 @@ async function controlledLoop(): Promise<{
   const metrics = new ServiceMetrics({ clock });
   // Only the queue route is asked here; the other reads answer as an empty service would.
   const plane: ControlPlane = {
-    source: 'kubernetes',
-    cells: new CellRegistry(),
+    sourceKind: 'kubernetes',
+    cells: new CellBodies(new CellRegistry()),
     health: {
       healthz: new HealthEndpoint('healthz', []),
       readyz: new HealthEndpoint('readyz', []),

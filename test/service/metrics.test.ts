@@ -44,7 +44,7 @@ async function instrumentedLoop() {
     storeObjects: () => loop.objectCount,
     reflector: () => podSource.stats(),
     cells: new CellRegistry(),
-    source: 'kubernetes',
+    sourceKind: 'kubernetes',
   });
   const started = loop.start();
   await settle(2);

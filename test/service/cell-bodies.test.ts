@@ -1,0 +1,86 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { z } from 'zod';
+import {
+  cellListSchema,
+  cellResponseSchema,
+  type cellSchema,
+  type poolSchema,
+} from '../../routes/schemas.js';
+import { type Cell, CellRegistry, type PoolSummary } from '../../src/pools/cell-registry.js';
+import { CellBodies, MAX_CACHED_LIST_BODIES } from '../../src/service/cell-bodies.js';
+import { cellState as state } from '../support/cell-states.js';
+
+function bodies(): { reg: CellRegistry; cells: CellBodies } {
+  const reg = new CellRegistry({ wallClock: () => Date.parse('2025-06-01T00:00:00Z') });
+  return { reg, cells: new CellBodies(reg, { source: 'simulated' }) };
+}
+
+/**
+ * zod objects drop keys they do not declare, so a body that parses to something other than itself
+ * carries a field the schema (and so openapi.yaml) does not know.
+ */
+function expectExactly<S extends z.ZodType>(schema: S, body: Buffer): void {
+  const raw = JSON.parse(body.toString());
+  expect(schema.parse(raw)).toEqual(raw);
+}
+
+describe('CellBodies', () => {
+  it('serves the list body with the envelope and the cached cells, reusing it until a change', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', state(0));
+    const body = cells.listBody();
+    const parsed = JSON.parse(body.toString());
+    expect(parsed).toMatchObject({ source: 'simulated', count: 1 });
+    expect(parsed.cells[0]).toEqual(reg.get('ns/engine-00000'));
+    expect(cells.listBody()).toBe(body);
+    reg.publish('ns/engine-00001', state(1));
+    expect(cells.listBody()).not.toBe(body);
+    expect(JSON.parse(cells.listBody().toString()).count).toBe(2);
+    expect(JSON.parse(cells.listBody({ alive: false }).toString())).toEqual({
+      source: 'simulated',
+      count: 0,
+      cells: [],
+    });
+  });
+
+  it('bounds the number of cached filtered bodies', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', state(0));
+    for (let i = 0; i < MAX_CACHED_LIST_BODIES * 2; i += 1) cells.listBody({ pool: `p${i}` });
+    const first = cells.listBody({ pool: 'engine' });
+    expect(cells.listBody({ pool: 'engine' })).toBe(first);
+  });
+
+  it('serves one cell with the envelope, and nothing for an unknown key', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', state(0));
+    expect(JSON.parse(cells.cellBody('ns/engine-00000')!.toString())).toEqual({
+      source: 'simulated',
+      cell: reg.get('ns/engine-00000'),
+    });
+    expect(cells.cellBody('ns/nope')).toBeUndefined();
+  });
+});
+
+describe('one definition of the cell shape', () => {
+  it('types the cell and pool exactly as the response schemas do', () => {
+    // A field added to `Cell` (or `CellState`) without the schema fails `npm run typecheck` here.
+    expectTypeOf<z.output<typeof cellSchema>>().toEqualTypeOf<Cell>();
+    expectTypeOf<z.output<typeof poolSchema>>().toEqualTypeOf<PoolSummary>();
+  });
+
+  it('serves cached bodies that the response schemas describe field for field', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', state(0));
+    reg.publish('ns/engine-00001', state(1, { ready: false }));
+    expectExactly(cellListSchema, cells.listBody());
+    expectExactly(cellListSchema, cells.listBody({ alive: false }));
+    expectExactly(cellResponseSchema, cells.cellBody('ns/engine-00001')!);
+  });
+
+  it('notices a field the schema does not declare (the check can fail)', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', { ...state(0), extra: 1 } as never);
+    expect(() => expectExactly(cellListSchema, cells.listBody())).toThrow();
+  });
+});
