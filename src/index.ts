@@ -37,6 +37,7 @@ export {
   ReconcileLoop,
   type ReconcileLoopOptions,
   type ReconcileLoopState,
+  WORKER_SLICE_MS,
 } from './runtime/reconcile-loop.js';
 export {
   DEFAULT_RETRY_POLL_INTERVAL_MS,

@@ -52,6 +52,13 @@ export interface ReconcileLoopOptions<T> {
   logger?: Logger;
   /** Queue and worker events for metrics; the runtime itself depends on no metrics library. */
   instrumentation?: LoopInstrumentation;
+  /**
+   * Milliseconds on a monotonic scale, read around reconciles to time the worker's slices (see
+   * `WORKER_SLICE_MS`). Separate from `clock` because it measures CPU spent in synchronous work,
+   * which a fake `Clock` never sees pass; default `performance.now`. Tests inject one to make
+   * the yield points deterministic.
+   */
+  sliceClock?: () => number;
 }
 
 /** What the control plane shows about the loop's scheduling. */
@@ -92,6 +99,7 @@ export class ReconcileLoop<T> implements AsyncDisposable {
   readonly #failureBaseDelayMs: number;
   readonly #failureMaxDelayMs: number;
   readonly #clock: Clock;
+  readonly #sliceClock: () => number;
   readonly #logger: Logger;
   readonly #instrumentation: LoopInstrumentation;
   readonly #store: ObjectStore<T>;
@@ -143,6 +151,7 @@ export class ReconcileLoop<T> implements AsyncDisposable {
     );
     this.#reconcile = options.reconcile;
     this.#clock = options.clock ?? realClock;
+    this.#sliceClock = options.sliceClock ?? (() => performance.now());
     this.#logger = options.logger ?? silentLogger;
     this.#instrumentation = options.instrumentation ?? noInstrumentation;
     this.#store = new ObjectStore<T>(options.keyMap, { logger: this.#logger });
@@ -313,22 +322,23 @@ export class ReconcileLoop<T> implements AsyncDisposable {
 
   /** The single worker: one key at a time, never two reconciles at once. */
   async #work(): Promise<void> {
-    // CPU time spent, not a wait: measured on the real monotonic clock even under a fake one,
-    // because what it protects is the real event loop. The yield itself goes through the Clock.
-    let sliceStartedAt = performance.now();
+    // CPU time spent, not a wait: measured on the slice clock (the real monotonic one unless a
+    // test injects another), because what it protects is the real event loop. The yield itself
+    // goes through the Clock.
+    let sliceStartedAt = this.#sliceClock();
     for (;;) {
-      if (performance.now() - sliceStartedAt >= WORKER_SLICE_MS) {
+      if (this.#sliceClock() - sliceStartedAt >= WORKER_SLICE_MS) {
         try {
           await this.#clock.sleep(0, this.#lifetime.signal);
         } catch {
           return; // stopped while yielding
         }
-        sliceStartedAt = performance.now();
+        sliceStartedAt = this.#sliceClock();
       }
       const willWait = this.#queue.length === 0;
       const key = await this.#queue.get();
       if (key === undefined) return;
-      if (willWait) sliceStartedAt = performance.now(); // the event loop ran while we waited
+      if (willWait) sliceStartedAt = this.#sliceClock(); // the event loop ran while we waited
       const sinceMs = this.#clock.now();
       this.#instrumentation.queueTaken(
         key,

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SOURCE_HEADER } from '../../src/http/app.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, harness, remove, upsert } from './harness.js';
+import { closeAll, harness, remove, upsert } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

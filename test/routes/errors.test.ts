@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import type { InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BODY_LIMIT, MAX_PARAM_LENGTH, SOURCE_HEADER } from '../../src/http/app.js';
-import { closeAll, harness } from './harness.js';
+import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

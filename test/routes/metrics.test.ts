@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RECONCILE_TIME_BUCKETS } from '../../src/service/metrics.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, harness, upsert } from './harness.js';
+import { closeAll, harness, upsert } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

@@ -12,7 +12,7 @@ import { HealthEndpoint } from '../../src/service/health.js';
 import { ServiceMetrics } from '../../src/service/metrics.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, DrivenPodSource, harness, replaceWith } from './harness.js';
+import { closeAll, DrivenPodSource, harness, replaceWith } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

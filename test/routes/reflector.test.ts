@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeAll, harness } from './harness.js';
+import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

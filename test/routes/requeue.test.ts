@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, harness } from './harness.js';
+import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, harness } from './harness.js';
+import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
 

@@ -2,17 +2,19 @@
  * The single worker must not starve the event loop: after a large relist it has thousands of
  * keys queued, and each reconcile resolves without touching the event loop, so without an
  * explicit yield every HTTP request and stream event would wait for the whole backlog.
- * These tests use the real clock on purpose: the yield is to the real event loop.
+ *
+ * Deterministic: the CPU a reconcile burns is simulated on an injected slice clock, and every
+ * yield is a `sleep(0)` on a recording clock, so the tests assert exactly where the worker yields.
  */
 import { describe, expect, it } from 'vitest';
-import { ReconcileLoop, type Source, type SourceEvent } from '../../src/index.js';
-
-function busyFor(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // burn CPU like a heavy synchronous reconcile would
-  }
-}
+import {
+  type Clock,
+  ReconcileLoop,
+  type Source,
+  type SourceEvent,
+  WORKER_SLICE_MS,
+} from '../../src/index.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
 
 function worldOf(keys: string[]): Source<string> {
   return async function* (): AsyncGenerator<SourceEvent<string>> {
@@ -21,41 +23,70 @@ function worldOf(keys: string[]): Source<string> {
   };
 }
 
+/** A loop whose reconciles each "burn" `costMs` of slice time, logging keys and yields in order. */
+async function runLoop(keys: string[], costMs: number): Promise<string[]> {
+  const order: string[] = [];
+  const fake = new FakeClock();
+  const clock: Clock = {
+    now: () => fake.now(),
+    sleep: (ms, signal) => {
+      if (ms <= 0) order.push('yield');
+      return fake.sleep(ms, signal);
+    },
+  };
+  let cpu = 0;
+  const loop = new ReconcileLoop<string>({
+    source: worldOf(keys),
+    reconcile: async (key) => {
+      order.push(key);
+      cpu += costMs;
+    },
+    resyncPeriodMs: null,
+    clock,
+    sliceClock: () => cpu,
+  });
+  await loop.start();
+  await settle(20);
+  await loop.stop();
+  return order;
+}
+
 describe('ReconcileLoop fairness', () => {
-  it('yields the event loop between slices of back-to-back reconciles', async () => {
-    const order: string[] = [];
-    const loop = new ReconcileLoop<string>({
-      source: worldOf(['a', 'b', 'c', 'd']),
-      reconcile: async (key) => {
-        order.push(key);
-        busyFor(6); // longer than one slice
-      },
-      resyncPeriodMs: null,
-    });
-    await loop.start();
-    setImmediate(() => order.push('event-loop turn'));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await loop.stop();
-    expect(order.indexOf('event-loop turn')).toBeGreaterThan(0);
-    expect(order.indexOf('event-loop turn')).toBeLessThan(order.length - 1);
+  it('yields the event loop after each slice of back-to-back reconciles', async () => {
+    const order = await runLoop(['a', 'b', 'c', 'd'], WORKER_SLICE_MS + 1);
+    expect(order).toEqual([
+      'a',
+      'yield',
+      'b',
+      'yield',
+      'c',
+      'yield',
+      'd',
+      'yield', // the last slice is over too, before the worker waits on the empty queue
+    ]);
   });
 
-  it('runs short reconciles back to back without yielding per key', async () => {
-    const order: string[] = [];
-    const keys = Array.from({ length: 50 }, (_, i) => `k${String(i).padStart(2, '0')}`);
-    const loop = new ReconcileLoop<string>({
-      source: worldOf(keys),
-      reconcile: async (key) => {
-        order.push(key);
-      },
-      resyncPeriodMs: null,
-    });
-    await loop.start();
-    setImmediate(() => order.push('event-loop turn'));
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await loop.stop();
-    // Trivial reconciles share a slice: the event loop's turn does not come after every key
-    // (all 50 normally fit in one slice; a descheduled process may split them once or twice).
-    expect(order.indexOf('event-loop turn')).toBeGreaterThanOrEqual(10);
+  it('runs short reconciles back to back, yielding once per slice rather than per key', async () => {
+    const keys = Array.from({ length: 12 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    const order = await runLoop(keys, 2);
+    // 2 ms each against a 5 ms slice: a yield after every third reconcile.
+    expect(order).toEqual([
+      'k00',
+      'k01',
+      'k02',
+      'yield',
+      'k03',
+      'k04',
+      'k05',
+      'yield',
+      'k06',
+      'k07',
+      'k08',
+      'yield',
+      'k09',
+      'k10',
+      'k11',
+      'yield',
+    ]);
   });
 });

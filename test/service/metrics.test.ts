@@ -5,9 +5,9 @@ import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { ServiceMetrics } from '../../src/service/metrics.js';
-import { DrivenPodSource, replaceWith } from '../routes/harness.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
+import { DrivenPodSource, replaceWith } from '../support/service-harness.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {

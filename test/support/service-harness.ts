@@ -1,76 +1,22 @@
 /**
  * A real `PoolService` and its Fastify app over a hand-driven pod source and a fake clock:
- * tests push pods as a reflector would and ask the app through `inject()`.
+ * tests push pods as a reflector would and ask the app through `inject()`. Used by the route
+ * and service tests.
  */
 import type { FastifyInstance } from 'fastify';
 import { buildServer } from '../../src/http/app.js';
-import type { ObjectKey, Source, SourceEvent } from '../../src/index.js';
+import type { ObjectKey, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import type { PodSource } from '../../src/pools/pod-source.js';
 import { PoolService } from '../../src/service/pool-service.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
-
-/** One stream of a `PushSource`: events wait in a buffer until the consumer asks. */
-class PushStream<T> implements AsyncIterator<SourceEvent<T>> {
-  open = true;
-  readonly #buffer: SourceEvent<T>[] = [];
-  #waiter: ((result: IteratorResult<SourceEvent<T>>) => void) | undefined;
-
-  push(event: SourceEvent<T>): void {
-    if (!this.open) return;
-    const waiter = this.#waiter;
-    this.#waiter = undefined;
-    if (waiter) waiter({ done: false, value: event });
-    else this.#buffer.push(event);
-  }
-
-  next(): Promise<IteratorResult<SourceEvent<T>>> {
-    const event = this.#buffer.shift();
-    if (event) return Promise.resolve({ done: false, value: event });
-    if (!this.open) return Promise.resolve({ done: true, value: undefined });
-    return new Promise((resolve) => {
-      this.#waiter = resolve;
-    });
-  }
-
-  return(): Promise<IteratorResult<SourceEvent<T>>> {
-    this.open = false;
-    this.#waiter?.({ done: true, value: undefined });
-    this.#waiter = undefined;
-    return Promise.resolve({ done: true, value: undefined });
-  }
-}
-
-/** A restartable source whose newest stream a test pushes events into. */
-export class PushSource<T> {
-  readonly streams: PushStream<T>[] = [];
-  readonly source: Source<T> = () => {
-    const stream = new PushStream<T>();
-    this.streams.push(stream);
-    return { [Symbol.asyncIterator]: () => stream };
-  };
-
-  get opens(): number {
-    return this.streams.length;
-  }
-
-  /** Streams not yet closed by their consumer. */
-  get openStreams(): number {
-    return this.streams.filter((s) => s.open).length;
-  }
-
-  push(...events: SourceEvent<T>[]): void {
-    const stream = this.streams.at(-1);
-    if (!stream) throw new Error('push source: no stream has been opened');
-    for (const event of events) stream.push(event);
-  }
-}
+import { FakeClock, settle } from './fake-clock.js';
+import { FakeSource } from './fake-source.js';
 
 /** A pod source whose stream a test drives and whose stats it sets. */
 export class DrivenPodSource implements PodSource {
-  readonly fake = new PushSource<Pod>();
+  readonly fake = new FakeSource<Pod>();
   readonly source = this.fake.source;
   closes = 0;
   current: PodSourceStats = {
