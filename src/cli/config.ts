@@ -45,6 +45,31 @@ export const ALL_NAMESPACES = '*';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
+export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
+export const DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS = 10_000;
+export const DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS = 2_000;
+/** The Lease's default name: one controller per namespace needs no more than the product name. */
+export const DEFAULT_LEADER_ELECT_RESOURCE_NAME = 'pool-controller';
+/**
+ * 60 s: haptic's drift-prevention default. A drift run repairs what no event announces (a router
+ * that restarted and forgot its workers, a slice edited by hand) within a minute.
+ */
+export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
+/**
+ * Appended to a pool's name to name its EndpointSlices' Service: LeaderWorkerSet already creates
+ * a headless Service under the pool's own name, which must never be taken over.
+ */
+export const DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX = '-alive';
+/**
+ * The longest delay a Node.js timer keeps (2^31 − 1 ms, ≈ 24.8 days): a longer one fires after
+ * 1 ms. Every duration flag is bounded by it, so no setting can turn into a busy loop.
+ */
+export const MAX_DURATION_MS = 2_147_483_647;
+
 export interface ListenAddress {
   host: string;
   port: number;
@@ -67,6 +92,33 @@ export interface Config {
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
   simulationStepMs: number;
+  /** `undefined`: pretty on a terminal, JSON otherwise (decided by main, which sees stdout). */
+  logFormat: LogFormat | undefined;
+  leaderElection: LeaderElectionConfig;
+  /** Time between drift runs of the coordinator; `null`: none. */
+  driftIntervalMs: number | null;
+  /** `--sglang-router POOL=URL`, in the order given. */
+  sglangRouters: SglangRouterTarget[];
+  sglangRouterApiKeyFile: string | undefined;
+  publishEndpointSlices: boolean;
+  endpointSliceServiceSuffix: string;
+}
+
+export interface LeaderElectionConfig {
+  /** `undefined`: on with the kubernetes source, off (the process leads alone) with the simulated one. */
+  enabled: boolean | undefined;
+  resourceName: string;
+  /** `undefined`: the pod's own namespace in a cluster, else the watched namespace, else `default`. */
+  resourceNamespace: string | undefined;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+}
+
+/** One SGLang router and the pool whose alive cells it routes to. */
+export interface SglangRouterTarget {
+  pool: string;
+  url: string;
 }
 
 /** A configuration problem, one line, naming the flag and its variable. */
@@ -95,6 +147,13 @@ export function parseDuration(text: string): number | undefined {
   return total;
 }
 
+/** Why a positive duration is out of bounds, or `undefined` when it is fine. */
+function durationBoundProblem(ms: number, text: string): string | undefined {
+  return ms > MAX_DURATION_MS
+    ? `${JSON.stringify(text)} is longer than the longest timer Node.js keeps (${MAX_DURATION_MS} ms, about 24.8 days)`
+    : undefined;
+}
+
 const duration = (what: string) =>
   z.string().transform((text, ctx) => {
     const ms = parseDuration(text);
@@ -105,21 +164,109 @@ const duration = (what: string) =>
       });
       return z.NEVER;
     }
+    const problem = durationBoundProblem(ms, text);
+    if (problem) {
+      ctx.addIssue({ code: 'custom', message: problem });
+      return z.NEVER;
+    }
     return ms;
   });
 
-const resyncPeriod = z.string().transform((text, ctx) => {
-  if (text === '0' || text === 'off') return null;
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected a duration such as 30m or 10h, or 0/off to disable, got ${JSON.stringify(text)}`,
-    });
-    return z.NEVER;
-  }
-  return ms;
+/** A duration, or `0`/`off` for "never" (`null`). */
+const optionalPeriod = (example: string) =>
+  z.string().transform((text, ctx) => {
+    if (text === '0' || text === 'off') return null;
+    const ms = parseDuration(text);
+    if (ms === undefined || ms <= 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a duration such as ${example}, or 0/off to disable, got ${JSON.stringify(text)}`,
+      });
+      return z.NEVER;
+    }
+    const problem = durationBoundProblem(ms, text);
+    if (problem) {
+      ctx.addIssue({ code: 'custom', message: problem });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+const resyncPeriod = optionalPeriod('30m or 10h');
+
+/** Go's `strconv.ParseBool` spellings, as kube-controller-manager's boolean flags accept. */
+const BOOLEAN_TRUE = ['true', '1', 't', 'T', 'TRUE', 'True'];
+const BOOLEAN_FALSE = ['false', '0', 'f', 'F', 'FALSE', 'False'];
+const booleanFlag = z.string().transform((text, ctx) => {
+  if (BOOLEAN_TRUE.includes(text)) return true;
+  if (BOOLEAN_FALSE.includes(text)) return false;
+  ctx.addIssue({ code: 'custom', message: `expected true or false, got ${JSON.stringify(text)}` });
+  return z.NEVER;
 });
+
+/** `POOL=URL`: a pool name and the router's base URL (http or https, no query or fragment). */
+export function parseSglangRouterTarget(text: string): SglangRouterTarget | string {
+  const at = text.indexOf('=');
+  if (at <= 0)
+    return `expected POOL=URL (e.g. engine=http://router:30000), got ${JSON.stringify(text)}`;
+  const pool = text.slice(0, at).trim();
+  const rawUrl = text.slice(at + 1).trim();
+  if (!/^[a-z0-9](?:[-a-z0-9.]{0,61}[a-z0-9])?$/.test(pool)) {
+    return `expected a pool name (a Kubernetes label value) before '=', got ${JSON.stringify(pool)}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    return `expected a router URL such as http://router:30000 after '=', got ${JSON.stringify(rawUrl)}`;
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    return `expected an http(s) router URL without query or fragment, got ${JSON.stringify(rawUrl)}`;
+  }
+  if (url.username || url.password) {
+    return 'the router URL must not carry credentials; use --sglang-router-api-key-file';
+  }
+  return { pool, url: url.href.replace(/\/+$/, '') };
+}
+
+/** Comma-separated `POOL=URL` items (the flag may also be repeated). */
+const sglangRouters = z.array(z.string()).transform((items, ctx) => {
+  const targets: SglangRouterTarget[] = [];
+  for (const item of items
+    .flatMap((i) => i.split(','))
+    .map((i) => i.trim())
+    .filter(Boolean)) {
+    const parsed = parseSglangRouterTarget(item);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    const clash = targets.find((t) => t.url === parsed.url);
+    if (clash) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `router ${parsed.url} is given twice (pools ${clash.pool} and ${parsed.pool}); each router serves one pool, or the two would remove each other's workers`,
+      });
+      return z.NEVER;
+    }
+    targets.push(parsed);
+  }
+  return targets;
+});
+
+/** A DNS-1123 label fragment, as a Service name suffix must be. */
+const serviceSuffix = z.string().refine((v) => /^[-a-z0-9]{1,20}$/.test(v), {
+  error: (issue) =>
+    `expected up to 20 lowercase letters, digits or '-', got ${JSON.stringify(issue.input)}`,
+});
+
+/** A DNS-1123 subdomain, as a Lease name must be. */
+const resourceName = z
+  .string()
+  .refine((v) => v.length <= 253 && /^[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?$/.test(v), {
+    error: (issue) =>
+      `expected a Kubernetes object name (lowercase letters, digits, '-', '.'), got ${JSON.stringify(issue.input)}`,
+  });
 
 /** Parses `host:port`, `[v6]:port` or `:port`. */
 export function parseListen(text: string): ListenAddress | undefined {
@@ -202,6 +349,12 @@ interface FlagSpec {
   description: string;
   /** Shown in --help and used when neither flag nor variable is set. */
   defaultText?: string;
+  /**
+   * `boolean`: `--flag` alone means true, `--flag=true|false` sets it (pflag's rule: a bare
+   * boolean never takes the next argument). `multiple`: the flag may be repeated; its variable
+   * holds a comma-separated list. Default: one string value.
+   */
+  kind?: 'boolean' | 'multiple';
 }
 
 type RawConfig = Record<
@@ -220,8 +373,20 @@ type RawConfig = Record<
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
-  | 'simulationStep',
-  string | undefined
+  | 'simulationStep'
+  | 'logFormat'
+  | 'leaderElect'
+  | 'leaderElectResourceName'
+  | 'leaderElectResourceNamespace'
+  | 'leaderElectLeaseDuration'
+  | 'leaderElectRenewDeadline'
+  | 'leaderElectRetryPeriod'
+  | 'driftInterval'
+  | 'sglangRouter'
+  | 'sglangRouterApiKeyFile'
+  | 'publishEndpointslices'
+  | 'endpointsliceServiceSuffix',
+  string | string[] | undefined
 >;
 
 /** Every flag, in --help order. */
@@ -326,6 +491,100 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: 'info',
   },
   {
+    flag: 'log-format',
+    key: 'logFormat',
+    valueName: LOG_FORMATS.join('|'),
+    description:
+      'Log line format: pretty (human-readable, pino-pretty) or json (one JSON object per line, for log collectors).',
+    defaultText: 'pretty when stdout is a terminal, else json',
+  },
+  {
+    flag: 'leader-elect',
+    key: 'leaderElect',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      'Campaign for a Lease so that only one replica acts (runs the coordinator and its sinks); every replica serves reads. With the simulated source there is no Lease: the process leads.',
+    defaultText: 'true with --source kubernetes',
+  },
+  {
+    flag: 'leader-elect-resource-name',
+    key: 'leaderElectResourceName',
+    valueName: 'NAME',
+    description: 'Name of the Lease (coordination.k8s.io/v1) the replicas campaign for.',
+    defaultText: DEFAULT_LEADER_ELECT_RESOURCE_NAME,
+  },
+  {
+    flag: 'leader-elect-resource-namespace',
+    key: 'leaderElectResourceNamespace',
+    valueName: 'NAME',
+    description:
+      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else 'default'.",
+  },
+  {
+    flag: 'leader-elect-lease-duration',
+    key: 'leaderElectLeaseDuration',
+    valueName: 'DURATION',
+    description:
+      'How long followers wait, after last seeing the Lease change, before they may take it over.',
+    defaultText: '15s',
+  },
+  {
+    flag: 'leader-elect-renew-deadline',
+    key: 'leaderElectRenewDeadline',
+    valueName: 'DURATION',
+    description:
+      'How long the leader keeps trying to renew before it stops acting; must be shorter than the lease duration.',
+    defaultText: '10s',
+  },
+  {
+    flag: 'leader-elect-retry-period',
+    key: 'leaderElectRetryPeriod',
+    valueName: 'DURATION',
+    description:
+      'Time between attempts to acquire or renew the Lease; the renew deadline must exceed 1.2 × this.',
+    defaultText: '2s',
+  },
+  {
+    flag: 'drift-interval',
+    key: 'driftInterval',
+    valueName: 'DURATION',
+    description:
+      "How long after the last reconciliation the leader deploys the desired state again, repairing targets that drifted (a restarted router, a lost call); '0' or 'off' disables.",
+    defaultText: '60s',
+  },
+  {
+    flag: 'sglang-router',
+    key: 'sglangRouter',
+    valueName: 'POOL=URL',
+    kind: 'multiple',
+    description:
+      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>); workers it lacks are removed, whoever added them. Repeatable; the variable takes a comma-separated list.",
+  },
+  {
+    flag: 'sglang-router-api-key-file',
+    key: 'sglangRouterApiKeyFile',
+    valueName: 'PATH',
+    description: "File holding the routers' API key, sent as 'Authorization: Bearer <key>'.",
+  },
+  {
+    flag: 'publish-endpointslices',
+    key: 'publishEndpointslices',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Publish each pool's alive cells as EndpointSlices for a selector-less Service named <pool><suffix> (needs RBAC on endpointslices).",
+    defaultText: 'false',
+  },
+  {
+    flag: 'endpointslice-service-suffix',
+    key: 'endpointsliceServiceSuffix',
+    valueName: 'SUFFIX',
+    description:
+      "Appended to a pool's name to name the Service its EndpointSlices belong to (never the pool's own name, which LeaderWorkerSet's headless Service uses).",
+    defaultText: DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
+  },
+  {
     flag: 'shutdown-timeout',
     key: 'shutdownTimeout',
     valueName: 'DURATION',
@@ -373,6 +632,24 @@ const rawSchema = z.object({
     .default('info'),
   shutdownTimeout: duration('duration').default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
   simulationStep: duration('duration').default(DEFAULT_STEP_INTERVAL_MS),
+  logFormat: z
+    .enum(LOG_FORMATS, {
+      error: (issue) => `expected json or pretty, got ${JSON.stringify(issue.input)}`,
+    })
+    .optional(),
+  leaderElect: booleanFlag.optional(),
+  leaderElectResourceName: resourceName.default(DEFAULT_LEADER_ELECT_RESOURCE_NAME),
+  leaderElectResourceNamespace: namespace
+    .refine((v) => v !== ALL_NAMESPACES, { error: 'a Lease lives in one namespace, not in *' })
+    .optional(),
+  leaderElectLeaseDuration: duration('duration').default(DEFAULT_LEADER_ELECT_LEASE_DURATION_MS),
+  leaderElectRenewDeadline: duration('duration').default(DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS),
+  leaderElectRetryPeriod: duration('duration').default(DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS),
+  driftInterval: optionalPeriod('30s or 5m').default(DEFAULT_DRIFT_INTERVAL_MS),
+  sglangRouter: sglangRouters.default([]),
+  sglangRouterApiKeyFile: nonEmpty('a file path').optional(),
+  publishEndpointslices: booleanFlag.default(false),
+  endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX),
 });
 
 /** The usage text for `--help`, built from the flag table so it cannot fall behind. */
@@ -386,7 +663,7 @@ export function helpText(): string {
     'Flags:',
   ];
   for (const spec of FLAGS) {
-    lines.push(`  --${spec.flag} ${spec.valueName}`);
+    lines.push(`  --${spec.flag}${spec.kind === 'boolean' ? '' : ' '}${spec.valueName}`);
     lines.push(`      ${spec.description}`);
     lines.push(
       `      env: ${envName(spec.flag)}${spec.defaultText ? `   default: ${spec.defaultText}` : ''}`,
@@ -401,12 +678,19 @@ export function helpText(): string {
  * `loadAdminToken`). Throws `ConfigError` naming the flag, or `HelpRequested`.
  */
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}): Config {
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | string[] | boolean | undefined>;
+  const booleans = new Set(FLAGS.filter((s) => s.kind === 'boolean').map((s) => `--${s.flag}`));
   try {
     ({ values } = parseArgs({
-      args: [...argv],
+      // A bare boolean flag means true; `--flag=false` arrives as a string value.
+      args: argv.map((arg) => (booleans.has(arg) ? `${arg}=true` : arg)),
       options: {
-        ...Object.fromEntries(FLAGS.map((spec) => [spec.flag, { type: 'string' as const }])),
+        ...Object.fromEntries(
+          FLAGS.map((spec) => [
+            spec.flag,
+            { type: 'string' as const, multiple: spec.kind === 'multiple' },
+          ]),
+        ),
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -420,7 +704,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
   const raw: Partial<RawConfig> = {};
   for (const spec of FLAGS) {
     const fromFlag = values[spec.flag];
-    const value = typeof fromFlag === 'string' ? fromFlag : env[envName(spec.flag)];
+    const fromEnv = env[envName(spec.flag)];
+    if (spec.kind === 'multiple') {
+      const items = Array.isArray(fromFlag) ? fromFlag : fromEnv !== undefined ? [fromEnv] : [];
+      if (items.length > 0) raw[spec.key] = items;
+      continue;
+    }
+    const value = typeof fromFlag === 'string' ? fromFlag : fromEnv;
     if (value !== undefined) raw[spec.key] = value;
   }
   const result = rawSchema.safeParse(raw);
@@ -437,6 +727,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     workerIndex: r.workerIndexLabel,
     cellSize: r.cellSizeAnnotation,
   };
+  const leaderElection: LeaderElectionConfig = {
+    enabled: r.leaderElect,
+    resourceName: r.leaderElectResourceName,
+    resourceNamespace: r.leaderElectResourceNamespace,
+    leaseDurationMs: r.leaderElectLeaseDuration,
+    renewDeadlineMs: r.leaderElectRenewDeadline,
+    retryPeriodMs: r.leaderElectRetryPeriod,
+  };
+  checkLeaderElectionTimings(leaderElection);
   return {
     source: r.source,
     kubeconfig: r.kubeconfig,
@@ -451,7 +750,33 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
     simulationStepMs: r.simulationStep,
+    logFormat: r.logFormat,
+    leaderElection,
+    driftIntervalMs: r.driftInterval,
+    sglangRouters: r.sglangRouter,
+    sglangRouterApiKeyFile: r.sglangRouterApiKeyFile,
+    publishEndpointSlices: r.publishEndpointslices,
+    endpointSliceServiceSuffix: r.endpointsliceServiceSuffix,
   };
+}
+
+/**
+ * client-go's (and `LeaderElector`'s) rules, checked here so a bad combination exits 2 naming the
+ * flags instead of failing later: the leader must give up before a follower may take over, and
+ * must get more than one retry within its deadline.
+ */
+function checkLeaderElectionTimings(config: LeaderElectionConfig): void {
+  const flag = (name: string): string => `--${name} (${envName(name)})`;
+  if (config.leaseDurationMs <= config.renewDeadlineMs) {
+    throw new ConfigError(
+      `invalid ${flag('leader-elect-lease-duration')}: ${config.leaseDurationMs} ms must be longer than ${flag('leader-elect-renew-deadline')} (${config.renewDeadlineMs} ms)`,
+    );
+  }
+  if (config.renewDeadlineMs <= 1.2 * config.retryPeriodMs) {
+    throw new ConfigError(
+      `invalid ${flag('leader-elect-renew-deadline')}: ${config.renewDeadlineMs} ms must be longer than 1.2 × ${flag('leader-elect-retry-period')} (${config.retryPeriodMs} ms)`,
+    );
+  }
 }
 
 /**
@@ -459,7 +784,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
  * newline); an unreadable or empty file is a start-up error naming the flag, never "no auth".
  */
 export async function loadAdminToken(path: string): Promise<string> {
-  const flag = `--admin-token-file (${envName('admin-token-file')})`;
+  return loadSecretFile(path, 'admin-token-file');
+}
+
+/**
+ * Reads a one-line secret (a token, an API key) from a file named by `flagName`. Never echoes the
+ * contents: errors name the flag, the path and what is wrong.
+ */
+export async function loadSecretFile(path: string, flagName: string): Promise<string> {
+  const flag = `--${flagName} (${envName(flagName)})`;
   let text: string;
   try {
     text = await readFile(path, 'utf8');

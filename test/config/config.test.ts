@@ -42,6 +42,20 @@ describe('parseConfig defaults', () => {
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
       simulationStepMs: 3_000,
+      logFormat: undefined,
+      leaderElection: {
+        enabled: undefined,
+        resourceName: 'pool-controller',
+        resourceNamespace: undefined,
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
+      },
+      driftIntervalMs: 60_000,
+      sglangRouters: [],
+      sglangRouterApiKeyFile: undefined,
+      publishEndpointSlices: false,
+      endpointSliceServiceSuffix: '-alive',
     });
   });
 
@@ -69,6 +83,18 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
+      POOL_CONTROLLER_LOG_FORMAT: 'json',
+      POOL_CONTROLLER_LEADER_ELECT: 'false',
+      POOL_CONTROLLER_LEADER_ELECT_RESOURCE_NAME: 'engines-controller',
+      POOL_CONTROLLER_LEADER_ELECT_RESOURCE_NAMESPACE: 'ops',
+      POOL_CONTROLLER_LEADER_ELECT_LEASE_DURATION: '4s',
+      POOL_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE: '3s',
+      POOL_CONTROLLER_LEADER_ELECT_RETRY_PERIOD: '1s',
+      POOL_CONTROLLER_DRIFT_INTERVAL: 'off',
+      POOL_CONTROLLER_SGLANG_ROUTER: 'engine=http://router-a:30000/, trainer=https://router-b',
+      POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE: '/secrets/router-key',
+      POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
+      POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX: '-ready',
     });
     expect(config).toEqual({
       source: 'simulated',
@@ -89,7 +115,74 @@ describe('flags and environment variables', () => {
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
       simulationStepMs: 500,
+      logFormat: 'json',
+      leaderElection: {
+        enabled: false,
+        resourceName: 'engines-controller',
+        resourceNamespace: 'ops',
+        leaseDurationMs: 4_000,
+        renewDeadlineMs: 3_000,
+        retryPeriodMs: 1_000,
+      },
+      driftIntervalMs: null,
+      sglangRouters: [
+        { pool: 'engine', url: 'http://router-a:30000' },
+        { pool: 'trainer', url: 'https://router-b' },
+      ],
+      sglangRouterApiKeyFile: '/secrets/router-key',
+      publishEndpointSlices: true,
+      endpointSliceServiceSuffix: '-ready',
     });
+  });
+
+  it('takes boolean flags bare or as =true|false, never the next argument', () => {
+    expect(parseConfig(['--leader-elect'], {}).leaderElection.enabled).toBe(true);
+    expect(parseConfig(['--leader-elect=false'], {}).leaderElection.enabled).toBe(false);
+    expect(parseConfig(['--leader-elect=true'], {}).leaderElection.enabled).toBe(true);
+    expect(parseConfig(['--publish-endpointslices'], {}).publishEndpointSlices).toBe(true);
+    expect(() => parseConfig(['--leader-elect', 'false'], {})).toThrow(ConfigError);
+    expect(() => parseConfig(['--leader-elect=maybe'], {})).toThrow(
+      'invalid --leader-elect (POOL_CONTROLLER_LEADER_ELECT): expected true or false, got "maybe"',
+    );
+  });
+
+  it('repeats --sglang-router, and refuses a malformed target or a router given twice', () => {
+    expect(
+      parseConfig(['--sglang-router', 'a=http://r1:1', '--sglang-router', 'b=http://r2:2'], {})
+        .sglangRouters,
+    ).toEqual([
+      { pool: 'a', url: 'http://r1:1' },
+      { pool: 'b', url: 'http://r2:2' },
+    ]);
+    expect(() => parseConfig(['--sglang-router', 'http://r1:1'], {})).toThrow(
+      'invalid --sglang-router (POOL_CONTROLLER_SGLANG_ROUTER): expected POOL=URL',
+    );
+    expect(() => parseConfig(['--sglang-router', 'a=ftp://r1'], {})).toThrow(ConfigError);
+    expect(() => parseConfig(['--sglang-router', 'a=http://u:secret@r1'], {})).toThrow(
+      'must not carry credentials',
+    );
+    expect(() =>
+      parseConfig(['--sglang-router', 'a=http://r1:1', '--sglang-router', 'b=http://r1:1/'], {}),
+    ).toThrow('is given twice');
+  });
+
+  it('refuses leader-election timings that can never work, naming the flags', () => {
+    expect(() => parseConfig(['--leader-elect-renew-deadline', '15s'], {})).toThrow(
+      'invalid --leader-elect-lease-duration (POOL_CONTROLLER_LEADER_ELECT_LEASE_DURATION): 15000 ms must be longer than --leader-elect-renew-deadline',
+    );
+    expect(() => parseConfig(['--leader-elect-retry-period', '9s'], {})).toThrow(
+      'invalid --leader-elect-renew-deadline (POOL_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE): 10000 ms must be longer than 1.2 × --leader-elect-retry-period',
+    );
+  });
+
+  it('refuses a duration longer than a Node.js timer can hold, naming the flag', () => {
+    expect(() => parseConfig(['--resync-period', '600h'], {})).toThrow(
+      'invalid --resync-period (POOL_CONTROLLER_RESYNC_PERIOD): "600h" is longer than the longest timer',
+    );
+    expect(() => parseConfig(['--shutdown-timeout', '600h'], {})).toThrow(
+      'invalid --shutdown-timeout (POOL_CONTROLLER_SHUTDOWN_TIMEOUT)',
+    );
+    expect(parseConfig(['--resync-period', '596h'], {}).resyncPeriodMs).toBe(596 * 3_600_000);
   });
 
   it('has a variable for every flag, named after it', () => {
@@ -217,7 +310,7 @@ describe('--help', () => {
     expect(() => parseConfig(['-h'], {})).toThrow(HelpRequested);
     const text = helpText();
     for (const spec of FLAGS) {
-      expect(text).toContain(`--${spec.flag} `);
+      expect(text).toContain(`--${spec.flag}${spec.kind === 'boolean' ? '[' : ' '}`);
       expect(text).toContain(envName(spec.flag));
     }
     expect(text).toContain('default: 0.0.0.0:8080');
