@@ -84,8 +84,8 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
   #dropped = 0;
   #closed = false;
   #iterated = false;
-  /** The consumer's pending `next()`, waiting for an event or the end. */
-  #waiter: ((result: IteratorResult<E>) => void) | undefined;
+  /** Wake-ups of pending `next()` calls, so they look at the buffer again. */
+  #waiters: Array<() => void> = [];
 
   constructor(
     types: readonly string[] | undefined,
@@ -112,21 +112,20 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
     return this.#dropped;
   }
 
-  /** Called by the bus; never throws and never waits. */
+  /**
+   * Called by the bus; never throws and never waits. The event always goes through the buffer,
+   * even when the consumer is already waiting: it is taken when the consumer actually runs, so
+   * at most `bufferSize` events are ever undelivered and a burst before then overflows as stated.
+   */
   offer(event: E): void {
     if (this.#closed) return;
     if (this.#types !== undefined && !this.#types.has(event.type)) return;
-    const waiter = this.#waiter;
-    if (waiter) {
-      this.#waiter = undefined;
-      waiter({ value: event, done: false });
-      return;
-    }
     if (this.#buffer.full) {
       this.#buffer.shift();
       this.#dropped += 1;
     }
     this.#buffer.push(event);
+    this.#wake();
   }
 
   close(): void {
@@ -135,9 +134,23 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
     this.#signal?.removeEventListener('abort', this.#onAbort);
     this.#buffer.clear();
     this.#detach(this);
-    const waiter = this.#waiter;
-    this.#waiter = undefined;
-    waiter?.({ value: undefined, done: true });
+    this.#wake();
+  }
+
+  #wake(): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const waiter of waiters) waiter();
+  }
+
+  async #next(): Promise<IteratorResult<E>> {
+    for (;;) {
+      if (this.#buffer.size > 0) return { value: this.#buffer.shift() as E, done: false };
+      if (this.#closed) return { value: undefined, done: true };
+      await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve);
+      });
+    }
   }
 
   [Symbol.asyncIterator](): AsyncIterator<E> {
@@ -146,18 +159,7 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
     }
     this.#iterated = true;
     return {
-      next: (): Promise<IteratorResult<E>> => {
-        if (this.#buffer.size > 0) {
-          return Promise.resolve({ value: this.#buffer.shift() as E, done: false });
-        }
-        if (this.#closed) return Promise.resolve({ value: undefined, done: true });
-        // Only one next() can be outstanding in `for await`; a second caller supersedes nothing.
-        return new Promise<IteratorResult<E>>((resolve) => {
-          const previous = this.#waiter;
-          this.#waiter = resolve;
-          previous?.({ value: undefined, done: true });
-        });
-      },
+      next: (): Promise<IteratorResult<E>> => this.#next(),
       return: (): Promise<IteratorResult<E>> => {
         this.close();
         return Promise.resolve({ value: undefined, done: true });

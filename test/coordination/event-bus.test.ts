@@ -99,6 +99,20 @@ describe('EventBus buffering', () => {
     expect(subscription.dropped).toBe(2);
   });
 
+  it('counts an overflow that happens before a waiting consumer gets to run', async () => {
+    const bus = new EventBus<Event>();
+    const subscription = bus.subscribe({ bufferSize: 1 });
+    const consumed = drain(subscription); // already waiting in next()
+    bus.publish(a(1));
+    bus.publish(a(2));
+    await settle(2);
+    bus.publish(a(3));
+    await settle(2);
+    subscription.close();
+    await expect(consumed).resolves.toEqual([a(2), a(3)]);
+    expect(subscription.dropped).toBe(1);
+  });
+
   it('buffers 1024 events by default', async () => {
     const bus = new EventBus<Event>();
     const subscription = bus.subscribe();
