@@ -42,6 +42,13 @@ export {
 } from './coordination/lease-record.js';
 export { formatMicroTime } from './coordination/micro-time.js';
 export { type Phase, type Pipeline, PipelineError } from './coordination/pipeline.js';
+export {
+  connectLeaseLock,
+  KubernetesLeaseLock,
+  type KubernetesLeaseLockOptions,
+  LeaseApiError,
+  MalformedLeaseError,
+} from './kubernetes/lease-lock.js';
 // The Kubernetes pod source, for pointing a loop at a cluster. None of these import
 // @kubernetes/client-node at load time (only src/kubernetes/api.ts does, lazily).
 export {
