@@ -299,6 +299,44 @@ describe('Coordinator reconciliations', () => {
     });
   });
 
+  it('accepts a bus whose event type includes the coordinator events, and survives one that throws', async () => {
+    const clock = new FakeClock();
+    const logger = new RecordingLogger();
+    const wide = new EventBus<CoordinatorEvent | { type: 'sink.applied'; target: string }>();
+    const subscription = wide.subscribe({ types: ['reconciliation.started'] });
+    const coordinator = new Coordinator<string>({
+      pipeline: new ScriptedPipeline(clock),
+      bus: wide,
+      clock,
+      driftIntervalMs: null,
+    });
+    live.push(coordinator);
+    coordinator.start();
+    await settle();
+    expect((await subscription[Symbol.asyncIterator]().next()).value).toEqual({
+      type: 'reconciliation.started',
+      id: 1,
+      reasons: ['started'],
+    });
+
+    const throwing = new Coordinator<string>({
+      pipeline: new ScriptedPipeline(clock),
+      bus: {
+        publish: () => {
+          throw new Error('bus down');
+        },
+      },
+      clock,
+      logger,
+      driftIntervalMs: null,
+    });
+    live.push(throwing);
+    throwing.start();
+    await settle();
+    expect(throwing.state().lastCompleted?.result).toBe('success');
+    expect(logger.mentioning('bus down', 'error').length).toBeGreaterThan(0);
+  });
+
   it('runs without a bus', async () => {
     const clock = new FakeClock();
     const pipeline = new ScriptedPipeline(clock);
