@@ -1,0 +1,383 @@
+/**
+ * The leader-only driver of the pipeline: at most one reconciliation at a time, begun at once on
+ * a trigger, collapsed while one runs, retried with backoff on failure, repeated on a drift timer,
+ * and announced phase by phase on the event bus.
+ *
+ * From haptic's `reconciler.Coordinator` (triggers fire immediately, no debounce; the pipeline is
+ * a direct call; every started reconciliation publishes exactly one completion) with the
+ * retry and drift timers folded in, so one object owns everything that can begin a run:
+ *
+ *   stopped ──start()──► started ──stop()──► stopping ──running run settled──► stopped
+ *                          │  trigger / retry / drift ──► one reconciliation at a time
+ */
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import { describeThrown, type Phase, type Pipeline, PipelineError } from './pipeline.js';
+
+/** First retry after a failed reconciliation: soon enough for a transient error to clear quickly. */
+export const DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS = 1_000;
+/** Retry cap: a persistently failing pipeline is still retried every minute, never given up on. */
+export const DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS = 60_000;
+/**
+ * How long the world may have drifted (a router restarted and forgot its workers, someone edited
+ * an EndpointSlice) before a run repairs it unprompted; deploy is level-triggered, so it is cheap.
+ */
+export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
+
+/**
+ * Exponent clamp, as in the runtime's retry scheduler: `base × 2^n` stays finite however long a
+ * failure streak lasts; the cap applies long before this matters.
+ */
+const MAX_BACKOFF_EXPONENT = 1_000;
+
+/** How a reconciliation ended. */
+export type ReconciliationResult = 'success' | 'failure' | 'aborted';
+
+/** What the coordinator publishes, in this order per reconciliation (see COORDINATION.md). */
+export type CoordinatorEvent =
+  | { type: 'reconciliation.triggered'; reason: string }
+  | { type: 'reconciliation.started'; id: number; reasons: string[] }
+  | { type: 'phase.completed'; id: number; phase: Phase; durationMs: number }
+  | { type: 'reconciliation.failed'; id: number; phase: Phase; error: string }
+  | {
+      type: 'reconciliation.completed';
+      id: number;
+      result: ReconciliationResult;
+      durationMs: number;
+    };
+
+/** All the coordinator needs of a bus: an `EventBus` whose event type includes CoordinatorEvent. */
+export interface CoordinatorEventSink {
+  publish(event: CoordinatorEvent): void;
+}
+
+export interface CoordinatorOptions<D> {
+  pipeline: Pipeline<D>;
+  bus?: CoordinatorEventSink;
+  failureBaseDelayMs?: number;
+  failureMaxDelayMs?: number;
+  /** `null`: no drift runs. */
+  driftIntervalMs?: number | null;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** What the control plane shows about the coordinator. */
+export interface CoordinatorState {
+  running: boolean;
+  runningId?: number;
+  /** Reasons of the run that will begin next (a trigger's microtask or the follow-up). */
+  pendingReasons: string[];
+  consecutiveFailures: number;
+  /** Clock time the pending retry is due. */
+  nextRetryAtMs?: number;
+  lastCompleted?: { id: number; result: ReconciliationResult; atMs: number };
+  /** The last failure, until the next success. */
+  lastError?: PipelineError;
+}
+
+type Lifecycle = 'stopped' | 'started' | 'stopping';
+
+interface Running {
+  id: number;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** The one timer that can begin a run by itself: a retry after a failure, or else drift. */
+interface PendingTimer {
+  kind: 'retry' | 'drift';
+  dueAtMs: number;
+  controller: AbortController;
+}
+
+type Outcome =
+  | { result: 'success' }
+  | { result: 'aborted' }
+  | { result: 'failure'; error: PipelineError };
+
+/** The abort reason a running reconciliation's signal carries after `stop()`. */
+export class CoordinatorStoppedError extends Error {
+  override readonly name = 'CoordinatorStoppedError';
+}
+
+function positiveFinite(name: string, value: unknown, fallback: number): number {
+  const resolved = value === undefined ? fallback : value;
+  if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
+    throw new RangeError(
+      `Coordinator: ${name} must be a positive finite number of milliseconds, got ${String(value)}`,
+    );
+  }
+  return resolved;
+}
+
+export class Coordinator<D> {
+  readonly #pipeline: Pipeline<D>;
+  readonly #bus: CoordinatorEventSink | undefined;
+  readonly #failureBaseDelayMs: number;
+  readonly #failureMaxDelayMs: number;
+  readonly #driftIntervalMs: number | null;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+
+  #lifecycle: Lifecycle = 'stopped';
+  #stopPromise: Promise<void> | undefined;
+  /** Distinct, in arrival order: the reasons of the run that begins next. */
+  #pendingReasons: string[] = [];
+  #beginScheduled = false;
+  #running: Running | undefined;
+  #timer: PendingTimer | undefined;
+  #consecutiveFailures = 0;
+  /** Ids count for the coordinator's lifetime, across terms. */
+  #nextId = 1;
+  #lastCompleted: CoordinatorState['lastCompleted'];
+  #lastError: PipelineError | undefined;
+
+  constructor(options: CoordinatorOptions<D>) {
+    const pipeline = options?.pipeline;
+    if (
+      !pipeline ||
+      typeof pipeline.render !== 'function' ||
+      typeof pipeline.deploy !== 'function' ||
+      (pipeline.validate !== undefined && typeof pipeline.validate !== 'function')
+    ) {
+      throw new TypeError('Coordinator: pipeline must have render and deploy functions');
+    }
+    this.#failureBaseDelayMs = positiveFinite(
+      'failureBaseDelayMs',
+      options.failureBaseDelayMs,
+      DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
+    );
+    this.#failureMaxDelayMs = positiveFinite(
+      'failureMaxDelayMs',
+      options.failureMaxDelayMs,
+      DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
+    );
+    if (this.#failureMaxDelayMs < this.#failureBaseDelayMs) {
+      throw new RangeError(
+        `Coordinator: failureMaxDelayMs (${this.#failureMaxDelayMs}) must be >= failureBaseDelayMs (${this.#failureBaseDelayMs})`,
+      );
+    }
+    this.#driftIntervalMs =
+      options.driftIntervalMs === null
+        ? null
+        : positiveFinite('driftIntervalMs', options.driftIntervalMs, DEFAULT_DRIFT_INTERVAL_MS);
+    this.#pipeline = pipeline;
+    this.#bus = options.bus;
+    this.#clock = options.clock ?? realClock;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /**
+   * Begins a term (call it from `onStartedLeading`): a reconciliation with reason `'started'`
+   * begins at once, in a microtask like a trigger's. Throws while started or while a stop is pending.
+   */
+  start(): void {
+    if (this.#lifecycle !== 'stopped') {
+      throw new Error(
+        this.#lifecycle === 'started'
+          ? 'Coordinator.start() called while started'
+          : 'Coordinator.start() called while a stop() is pending',
+      );
+    }
+    this.#lifecycle = 'started';
+    this.#consecutiveFailures = 0;
+    this.#request('started');
+  }
+
+  /**
+   * Asks for a reconciliation. When idle it begins in a microtask (never inside the caller's
+   * stack, no debounce); while one runs, triggers collapse into one follow-up. Ignored before
+   * `start()` and from the moment `stop()` is called.
+   */
+  trigger(reason: string): void {
+    if (this.#lifecycle !== 'started') return;
+    this.#publish({ type: 'reconciliation.triggered', reason });
+    this.#request(reason);
+  }
+
+  /**
+   * Ends the term: cancels the pending retry, follow-up and drift timer, aborts the running
+   * reconciliation and waits for it to settle. Idempotent.
+   */
+  stop(): Promise<void> {
+    if (this.#stopPromise) return this.#stopPromise;
+    if (this.#lifecycle === 'stopped') return Promise.resolve();
+    this.#lifecycle = 'stopping';
+    this.#pendingReasons = [];
+    this.#cancelTimer();
+    const running = this.#running;
+    running?.controller.abort(new CoordinatorStoppedError('Coordinator stopped'));
+    this.#stopPromise = (async () => {
+      try {
+        await running?.done;
+      } finally {
+        this.#lifecycle = 'stopped';
+        this.#stopPromise = undefined;
+      }
+    })();
+    return this.#stopPromise;
+  }
+
+  state(): CoordinatorState {
+    const state: CoordinatorState = {
+      running: this.#running !== undefined,
+      pendingReasons: [...this.#pendingReasons],
+      consecutiveFailures: this.#consecutiveFailures,
+    };
+    if (this.#running) state.runningId = this.#running.id;
+    if (this.#timer?.kind === 'retry') state.nextRetryAtMs = this.#timer.dueAtMs;
+    if (this.#lastCompleted) state.lastCompleted = { ...this.#lastCompleted };
+    if (this.#lastError) state.lastError = this.#lastError;
+    return state;
+  }
+
+  /** Adds a reason to the next run and, when idle, begins it in a microtask. */
+  #request(reason: string): void {
+    if (!this.#pendingReasons.includes(reason)) this.#pendingReasons.push(reason);
+    if (this.#running || this.#beginScheduled) return; // the follow-up or the queued begin takes it
+    this.#beginScheduled = true;
+    queueMicrotask(() => {
+      this.#beginScheduled = false;
+      if (this.#lifecycle === 'started' && !this.#running && this.#pendingReasons.length > 0) {
+        this.#begin();
+      }
+    });
+  }
+
+  /** Begins a reconciliation with the pending reasons; it replaces any pending retry or drift. */
+  #begin(): void {
+    const reasons = this.#pendingReasons;
+    this.#pendingReasons = [];
+    this.#cancelTimer();
+    const id = this.#nextId++;
+    const controller = new AbortController();
+    const running: Running = { id, controller, done: Promise.resolve() };
+    this.#running = running;
+    running.done = this.#reconcile(id, reasons, controller.signal).catch((err: unknown) => {
+      this.#logger.error({ err, id }, 'coordinator: reconciliation bookkeeping failed');
+    });
+  }
+
+  async #reconcile(id: number, reasons: string[], signal: AbortSignal): Promise<void> {
+    const startedAtMs = this.#clock.now();
+    this.#publish({ type: 'reconciliation.started', id, reasons: [...reasons] });
+    this.#logger.debug({ id, reasons }, 'reconciliation started');
+    const outcome = await this.#runPhases(id, signal);
+
+    this.#running = undefined;
+    const atMs = this.#clock.now();
+    if (outcome.result === 'failure') {
+      const { error } = outcome;
+      this.#consecutiveFailures += 1;
+      this.#lastError = error;
+      this.#logger.error(
+        { err: error, id, phase: error.phase, consecutiveFailures: this.#consecutiveFailures },
+        'reconciliation failed',
+      );
+      this.#publish({
+        type: 'reconciliation.failed',
+        id,
+        phase: error.phase,
+        error: describeThrown(error.cause),
+      });
+    } else if (outcome.result === 'success') {
+      this.#consecutiveFailures = 0;
+      this.#lastError = undefined;
+    }
+    this.#lastCompleted = { id, result: outcome.result, atMs };
+    this.#publish({
+      type: 'reconciliation.completed',
+      id,
+      result: outcome.result,
+      durationMs: atMs - startedAtMs,
+    });
+    this.#logger.debug({ id, result: outcome.result }, 'reconciliation completed');
+    this.#next(outcome.result);
+  }
+
+  /** Render, validate, deploy; after each settles, an aborted signal ends the run as aborted. */
+  async #runPhases(id: number, signal: AbortSignal): Promise<Outcome> {
+    let desired: D | undefined;
+    const phases: Array<[Phase, () => unknown]> = [
+      [
+        'render',
+        () =>
+          Promise.resolve(this.#pipeline.render(signal)).then((value) => {
+            desired = value;
+          }),
+      ],
+    ];
+    if (this.#pipeline.validate) {
+      phases.push(['validate', () => this.#pipeline.validate?.(desired as D, signal)]);
+    }
+    phases.push(['deploy', () => this.#pipeline.deploy(desired as D, signal)]);
+
+    for (const [phase, call] of phases) {
+      const phaseStartMs = this.#clock.now();
+      try {
+        await call();
+      } catch (err) {
+        if (signal.aborted) return { result: 'aborted' };
+        return { result: 'failure', error: new PipelineError(phase, err) };
+      }
+      if (signal.aborted) return { result: 'aborted' };
+      this.#publish({
+        type: 'phase.completed',
+        id,
+        phase,
+        durationMs: this.#clock.now() - phaseStartMs,
+      });
+    }
+    return { result: 'success' };
+  }
+
+  /** After a run: the follow-up if triggers arrived, else a retry after a failure, else drift. */
+  #next(result: ReconciliationResult): void {
+    if (this.#lifecycle !== 'started') return;
+    if (this.#pendingReasons.length > 0) {
+      this.#begin();
+      return;
+    }
+    if (result === 'failure') {
+      const exponent = Math.min(this.#consecutiveFailures - 1, MAX_BACKOFF_EXPONENT);
+      const delayMs = Math.min(this.#failureBaseDelayMs * 2 ** exponent, this.#failureMaxDelayMs);
+      this.#arm('retry', delayMs);
+    } else if (result === 'success' && this.#driftIntervalMs !== null) {
+      this.#arm('drift', this.#driftIntervalMs);
+    }
+  }
+
+  #arm(kind: PendingTimer['kind'], delayMs: number): void {
+    this.#cancelTimer();
+    const controller = new AbortController();
+    const timer: PendingTimer = { kind, dueAtMs: this.#clock.now() + delayMs, controller };
+    this.#timer = timer;
+    this.#clock.sleep(delayMs, controller.signal).then(
+      () => {
+        if (this.#timer !== timer) return;
+        this.#timer = undefined;
+        if (this.#lifecycle !== 'started' || this.#running) return;
+        if (!this.#pendingReasons.includes(kind)) this.#pendingReasons.push(kind);
+        this.#begin();
+      },
+      () => {}, // cancelled: a run began earlier, or stop()
+    );
+  }
+
+  #cancelTimer(): void {
+    const timer = this.#timer;
+    this.#timer = undefined;
+    timer?.controller.abort();
+  }
+
+  /** Only through `bus.publish`, and a bus that throws never breaks a reconciliation. */
+  #publish(event: CoordinatorEvent): void {
+    if (!this.#bus) return;
+    try {
+      this.#bus.publish(event);
+    } catch (err) {
+      this.#logger.error({ err, event: event.type }, 'coordinator: publishing an event failed');
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Leader election against a real kube-apiserver: two `LeaderElector`s with short durations on one
+ * coordination.k8s.io/v1 Lease through `KubernetesLeaseLock`. Exactly one leads at any sampled
+ * moment, a release hands the lease over within a few retry periods (not a whole lease), and the
+ * MicroTimes written come back from the server byte for byte.
+ *
+ * Waits poll real time; no assertion rests on a fixed sleep.
+ */
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  connectLeaseLock,
+  formatMicroTime,
+  type KubernetesLeaseLock,
+  LeaderElector,
+  LeaseConflictError,
+} from '../../src/index.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
+import { waitUntil } from './support-reflector.js';
+
+/** Short but sane: renew deadline > 1.2 × retry period, lease > renew deadline. */
+const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 } as const;
+
+let env: KubeEnvironment;
+beforeAll(async () => {
+  env = await startKubeEnvironment({ watchCache: true });
+});
+afterAll(async () => {
+  await env?.stop();
+});
+
+function lockFor(namespace: string, name: string): Promise<KubernetesLeaseLock> {
+  return connectLeaseLock({ kubeconfigPath: env.kubeconfigPath, namespace, name });
+}
+
+describe('KubernetesLeaseLock against kube-apiserver', () => {
+  it('round-trips MicroTimes and answers 404 and 409 as the LeaseLock contract says', async () => {
+    const namespace = await env.createNamespace('lease');
+    const lock = await lockFor(namespace, 'roundtrip');
+    const signal = new AbortController().signal;
+    await expect(lock.get(signal)).resolves.toBeNull();
+    const stamp = formatMicroTime(new Date(Date.UTC(2026, 10, 30, 20, 41, 7, 123)));
+    const record = {
+      holderIdentity: 'a',
+      leaseDurationSeconds: 4,
+      acquireTime: stamp,
+      renewTime: stamp,
+      leaseTransitions: 0,
+    };
+    const created = await lock.create(record, signal);
+    expect(created.record).toEqual(record);
+    await expect(lock.create(record, signal)).rejects.toBeInstanceOf(LeaseConflictError);
+    const read = await lock.get(signal);
+    expect(read).toEqual(created);
+    expect(read?.record.renewTime).toBe('2026-11-30T20:41:07.123000Z');
+
+    const later = formatMicroTime(new Date(Date.UTC(2026, 10, 30, 20, 41, 9, 5)));
+    const renewed = await lock.update(
+      { ...record, renewTime: later },
+      created.resourceVersion,
+      signal,
+    );
+    expect(renewed.record.renewTime).toBe('2026-11-30T20:41:09.005000Z');
+    await expect(
+      lock.update({ ...record, holderIdentity: 'b' }, created.resourceVersion, signal),
+    ).rejects.toBeInstanceOf(LeaseConflictError);
+
+    // What another client sees: a typed Lease whose times are the instants written.
+    const api = env.kubeConfig.makeApiClient(CoordinationV1Api);
+    const lease = await api.readNamespacedLease({ name: 'roundtrip', namespace });
+    expect(lease.spec?.holderIdentity).toBe('a');
+    expect(new Date(lease.spec?.renewTime ?? 0).getTime()).toBe(
+      Date.UTC(2026, 10, 30, 20, 41, 9, 5),
+    );
+  });
+
+  it('lets exactly one of two electors lead, and hands over within a few retry periods after a release', async () => {
+    const namespace = await env.createNamespace('lease');
+    const leaders: string[] = [];
+    const electors = new Map<
+      string,
+      { elector: LeaderElector; stop: AbortController; done?: Promise<void> }
+    >();
+    for (const identity of ['a', 'b']) {
+      const elector = new LeaderElector({
+        lock: await lockFor(namespace, 'leader'),
+        identity,
+        ...TIMING,
+        logger: new RecordingLogger(),
+        onStartedLeading: () => {
+          leaders.push(identity);
+        },
+      });
+      electors.set(identity, { elector, stop: new AbortController() });
+    }
+    for (const entry of electors.values()) entry.done = entry.elector.run(entry.stop.signal);
+    const leading = (): string[] =>
+      [...electors].filter(([, e]) => e.elector.isLeader()).map(([id]) => id);
+    try {
+      await waitUntil('one elector leads', () => leading().length === 1);
+      const first = leading()[0] as string;
+      const second = first === 'a' ? 'b' : 'a';
+
+      // Several renewals (and several of the follower's attempts): never two, never none.
+      const until = Date.now() + 3 * TIMING.retryPeriodMs * 2;
+      while (Date.now() < until) {
+        expect(leading()).toEqual([first]);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(electors.get(second)?.elector.leader()).toBe(first);
+
+      const api = env.kubeConfig.makeApiClient(CoordinationV1Api);
+      const held = await api.readNamespacedLease({ name: 'leader', namespace });
+      expect(held.spec?.holderIdentity).toBe(first);
+      expect(held.spec?.leaseDurationSeconds).toBe(4);
+
+      const releasedAt = Date.now();
+      const leader = electors.get(first);
+      leader?.stop.abort();
+      await leader?.done;
+      expect(leader?.elector.isLeader()).toBe(false);
+      await waitUntil(`${second} takes over`, () => leading().join() === second, {
+        timeoutMs: TIMING.leaseDurationMs * 2,
+      });
+      // Released, not expired: the follower's next jittered attempt (≤ 2.2 retry periods) wins.
+      expect(Date.now() - releasedAt).toBeLessThan(TIMING.leaseDurationMs);
+      const taken = await api.readNamespacedLease({ name: 'leader', namespace });
+      expect(taken.spec?.holderIdentity).toBe(second);
+      expect(taken.spec?.leaseTransitions).toBe(1);
+      expect(leaders).toEqual([first, second]);
+    } finally {
+      for (const entry of electors.values()) entry.stop.abort();
+      await Promise.all([...electors.values()].map((e) => e.done));
+    }
+  });
+});

@@ -1,0 +1,167 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LeaderElector, LeaseConflictError, type LeaseRecord } from '../../src/index.js';
+import { KubernetesLeaseLock, LeaseApiError } from '../../src/kubernetes/lease-lock.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
+
+const PATH = '/apis/coordination.k8s.io/v1/namespaces/ns/leases';
+
+const record = (holderIdentity: string, extra: Partial<LeaseRecord> = {}): LeaseRecord => ({
+  holderIdentity,
+  leaseDurationSeconds: 15,
+  acquireTime: '2026-11-30T20:41:07.123000Z',
+  renewTime: '2026-11-30T20:41:07.123000Z',
+  leaseTransitions: 0,
+  ...extra,
+});
+
+let server: FakeLeaseApiServer;
+let lock: KubernetesLeaseLock;
+const signal = new AbortController().signal;
+
+beforeEach(async () => {
+  server = await FakeLeaseApiServer.start();
+  lock = new KubernetesLeaseLock({
+    connection: server.connection(),
+    namespace: 'ns',
+    name: 'leader',
+  });
+});
+afterEach(async () => {
+  await server.close();
+});
+
+describe('KubernetesLeaseLock', () => {
+  it('describes itself as namespace/name and refuses an empty name', () => {
+    expect(lock.describe()).toBe('ns/leader');
+    expect(
+      () => new KubernetesLeaseLock({ connection: server.connection(), namespace: 'ns', name: '' }),
+    ).toThrow(RangeError);
+  });
+
+  it('reads a missing Lease (404) as null, with the connection’s credentials', async () => {
+    await expect(lock.get(signal)).resolves.toBeNull();
+    expect(server.requests.map((r) => `${r.method} ${r.path}`)).toEqual([`GET ${PATH}/leader`]);
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer test-token');
+    expect(server.requests[0]?.headers.accept).toBe('application/json');
+  });
+
+  it('creates with POST to the collection and reads back the same MicroTimes and a resourceVersion', async () => {
+    const created = await lock.create(record('a'), signal);
+    expect(created).toEqual({ record: record('a'), resourceVersion: '101' });
+    expect(server.requests[0]).toMatchObject({
+      method: 'POST',
+      path: PATH,
+      body: {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'leader', namespace: 'ns' },
+        spec: record('a'),
+      },
+    });
+    await expect(lock.get(signal)).resolves.toEqual(created);
+  });
+
+  it('turns 409 on create into LeaseConflictError', async () => {
+    server.put({ metadata: { name: 'leader', namespace: 'ns' }, spec: record('b') });
+    await expect(lock.create(record('a'), signal)).rejects.toBeInstanceOf(LeaseConflictError);
+  });
+
+  it('updates with PUT at the given resourceVersion, and a stale one gives LeaseConflictError', async () => {
+    const created = await lock.create(record('a'), signal);
+    const renewed = await lock.update(
+      record('a', { renewTime: '2026-11-30T20:41:09.123000Z' }),
+      created.resourceVersion,
+      signal,
+    );
+    expect(renewed.resourceVersion).toBe('102');
+    expect(renewed.record.renewTime).toBe('2026-11-30T20:41:09.123000Z');
+    expect(server.requests[1]).toMatchObject({
+      method: 'PUT',
+      path: `${PATH}/leader`,
+      body: { metadata: { resourceVersion: '101' } },
+    });
+    const stale = lock.update(record('a'), created.resourceVersion, signal);
+    await expect(stale).rejects.toBeInstanceOf(LeaseConflictError);
+    await expect(stale).rejects.toThrow(/the object has been modified/);
+  });
+
+  it('keeps the labels, annotations and unknown spec fields of the Lease it read', async () => {
+    server.put({
+      metadata: { name: 'leader', namespace: 'ns', labels: { team: 'x' }, annotations: { a: 'b' } },
+      spec: { ...record('b'), strategy: 'OldestEmulationVersion' },
+    });
+    const current = await lock.get(signal);
+    await lock.update(record('a', { leaseTransitions: 1 }), current?.resourceVersion ?? '', signal);
+    expect(server.lease).toMatchObject({
+      metadata: { labels: { team: 'x' }, annotations: { a: 'b' } },
+      spec: { ...record('a', { leaseTransitions: 1 }), strategy: 'OldestEmulationVersion' },
+    });
+  });
+
+  it('sends a released record with an empty holder and reads absent spec fields as zero values', async () => {
+    const created = await lock.create(record('a'), signal);
+    await lock.update(record('', { leaseDurationSeconds: 1 }), created.resourceVersion, signal);
+    expect(server.requests[1]).toMatchObject({ body: { spec: { holderIdentity: '' } } });
+    server.put({ metadata: { name: 'leader', namespace: 'ns' }, spec: {} });
+    await expect(lock.get(signal)).resolves.toEqual({
+      resourceVersion: '103',
+      record: {
+        holderIdentity: '',
+        leaseDurationSeconds: 0,
+        acquireTime: null,
+        renewTime: null,
+        leaseTransitions: 0,
+      },
+    });
+  });
+
+  it('rejects other statuses with LeaseApiError naming the status and the server’s message', async () => {
+    server.next({
+      status: 403,
+      body: { kind: 'Status', reason: 'Forbidden', message: 'no leases for you' },
+    });
+    const failed = lock.get(signal);
+    await expect(failed).rejects.toBeInstanceOf(LeaseApiError);
+    await expect(failed).rejects.toThrow(/HTTP 403.*no leases for you/);
+  });
+
+  it('rejects with the signal’s reason when it aborts mid-request, and sends nothing when already aborted', async () => {
+    server.next('hang');
+    const controller = new AbortController();
+    const pending = lock.get(controller.signal);
+    while (server.requests.length === 0) await settle(1);
+    const reason = new Error('term over');
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    await expect(lock.update(record('a'), '1', AbortSignal.abort(reason))).rejects.toBe(reason);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('carries a LeaderElector through acquire, renew and release with the expected requests', async () => {
+    const clock = new FakeClock();
+    const elector = new LeaderElector({
+      lock,
+      identity: 'a',
+      clock,
+      wallClock: () => new Date(Date.UTC(2026, 10, 30, 20, 41, 7, 123)),
+    });
+    const stop = new AbortController();
+    const done = elector.run(stop.signal);
+    while (!elector.isLeader()) await settle(1);
+    const renewed = server.requests.length + 2;
+    await clock.advance(2_000);
+    while (server.requests.length < renewed) await settle(1);
+    stop.abort();
+    await done;
+    expect(server.sequence()).toEqual([
+      'GET leases/leader',
+      'POST ns/leases',
+      'GET leases/leader',
+      'PUT leases/leader',
+      'PUT leases/leader',
+    ]);
+    expect(server.lease).toMatchObject({ spec: { holderIdentity: '', leaseDurationSeconds: 1 } });
+    expect(elector.leader()).toBeNull();
+  });
+});
