@@ -20,8 +20,8 @@ import {
   type LeaseRecord,
   type ObservedLease,
 } from '../coordination/lease-record.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './api.js';
 import { statusFromResponse } from './api-errors.js';
+import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ApiConnection } from '../../src/kubernetes/api.js';
+import type { ApiConnection } from '../../src/kubernetes/connection.js';
 
 export interface RecordedLeaseRequest {
   method: string;
