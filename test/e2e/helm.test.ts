@@ -4,7 +4,7 @@
  * every rendered object through server-side apply in dry-run mode with strict field validation
  * (support-dry-run.ts). The monitoring objects (PrometheusRule, ServiceMonitor) are dry-run
  * against minimal CRDs registered first (fixtures/monitoring-crds.yaml), whose schemas have no
- * preserve-unknown-fields, so a misspelt field still fails. The default render is also compared
+ * preserve-unknown-fields, so a misspelt field still fails; deploy/monitoring/'s own two are too. The default render is also compared
  * with deploy/: the same objects and the same RBAC.
  */
 import { execFile } from 'node:child_process';
@@ -243,6 +243,16 @@ describe('charts/pool-controller', () => {
     ]);
     expect(envOf(byKind(objects, 'Deployment')[0]).get('POOL_CONTROLLER_NAMESPACE')).toBe(watched);
     expect(byKind(objects, 'Secret')).toHaveLength(1);
+  });
+
+  it("passes the dry run with deploy/monitoring/'s own objects too (against the same CRDs)", async () => {
+    for (const file of ['servicemonitor.yaml', 'prometheus-rules.yaml']) {
+      const object = parse(
+        await readFile(new URL(`deploy/monitoring/${file}`, ROOT), 'utf8'),
+      ) as Manifest;
+      const answer = await api.dryRunApply(object, namespace);
+      expect(answer.status, `${file}: ${answer.body}`).toBe(201);
+    }
   });
 
   it('refuses several replicas without leader election', async () => {
