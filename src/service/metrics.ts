@@ -36,6 +36,18 @@ export const RECONCILE_TIME_BUCKETS = [
 /** client-go's workqueue buckets, `ExponentialBuckets(10e-9, 10, 12)`: 10 ns to 1000 s. */
 export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000];
 
+/**
+ * prom-client default gauges whose names end in `_total`, which the exposition format reserves for
+ * counters (`promtool check metrics` reports each). Each is the sum of a per-type gauge that stays
+ * (`nodejs_active_handles{type}`, `…_requests{type}`, `…_resources{type}`): `sum()` of it gives
+ * the same number.
+ */
+export const DROPPED_DEFAULT_METRICS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+] as const;
+
 /** What the scrape-time gauges read; bound once the service's pieces exist. */
 export interface MetricsBindings {
   loopState: () => ReconcileLoopState;
@@ -184,7 +196,10 @@ export class ServiceMetrics {
 
     this.#registerReflectorMetrics(bound);
     this.#transitions = this.#registerPoolMetrics(bound);
-    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of DROPPED_DEFAULT_METRICS) this.registry.removeSingleMetric(name);
+    }
   }
 
   /** Connects the scrape-time gauges to the running service. */

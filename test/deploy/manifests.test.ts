@@ -22,7 +22,10 @@ describe('deploy/', () => {
       'serviceaccount.yaml',
       'role.yaml',
       'rolebinding.yaml',
+      'leader-election-role.yaml',
+      'leader-election-rolebinding.yaml',
       'deployment.yaml',
+      'poddisruptionbudget.yaml',
       'service.yaml',
     ]);
   });
@@ -97,6 +100,59 @@ describe('deploy/', () => {
     ]);
     expect(deployment.spec.template.metadata.labels).toMatchObject(service.spec.selector);
     expect(deployment.spec.selector.matchLabels).toEqual(service.spec.selector);
+  });
+
+  it('grants leader election get, create and update on leases, bound to the same account', async () => {
+    const [role, binding, account] = await Promise.all([
+      manifest('leader-election-role.yaml'),
+      manifest('leader-election-rolebinding.yaml'),
+      manifest('serviceaccount.yaml'),
+    ]);
+    expect(role.kind).toBe('Role');
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        verbs: ['get', 'create', 'update'],
+      },
+    ]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name }]);
+  });
+
+  it('runs two replicas with leader election, spread over nodes, one kept through disruptions', async () => {
+    const [deployment, pdb] = await Promise.all([
+      manifest('deployment.yaml'),
+      manifest('poddisruptionbudget.yaml'),
+    ]);
+    const pod = deployment.spec.template.spec;
+    const env = pod.containers[0].env;
+    const named = (name: string) => env.find((e: Manifest) => e.name === name);
+    expect(deployment.spec.replicas).toBe(2);
+    expect(named('POOL_CONTROLLER_LEADER_ELECT').value).toBe('true');
+    expect(named('POD_NAME').valueFrom).toEqual({ fieldRef: { fieldPath: 'metadata.name' } });
+    expect(named('POD_NAMESPACE').valueFrom).toEqual({
+      fieldRef: { fieldPath: 'metadata.namespace' },
+    });
+    // The Lease lives where the leases Role grants: the pod's own namespace.
+    expect(named('POOL_CONTROLLER_LEADER_ELECT_RESOURCE_NAMESPACE').valueFrom).toEqual({
+      fieldRef: { fieldPath: 'metadata.namespace' },
+    });
+    expect(pod.topologySpreadConstraints).toEqual([
+      expect.objectContaining({
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: deployment.spec.selector.matchLabels },
+      }),
+    ]);
+    expect(pdb.spec).toEqual({
+      minAvailable: 1,
+      selector: { matchLabels: deployment.spec.selector.matchLabels },
+    });
   });
 
   it('gives the pod more grace than the service needs to shut down', async () => {

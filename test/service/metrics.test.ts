@@ -4,7 +4,7 @@ import type { Pod } from '../../src/kubernetes/pod.js';
 import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import { ServiceMetrics } from '../../src/service/metrics.js';
+import { DROPPED_DEFAULT_METRICS, ServiceMetrics } from '../../src/service/metrics.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { DrivenPodSource, replaceWith } from '../support/service-harness.js';
@@ -103,5 +103,19 @@ describe('ServiceMetrics with a running loop', () => {
     const text = await metrics.render();
     expect(text).toContain('process_cpu_seconds_total');
     expect(text).toContain('nodejs_eventloop_lag_seconds');
+  });
+
+  it('leaves out the default gauges named like counters, keeping their per-type gauges', async () => {
+    const metrics = new ServiceMetrics({ clock: new FakeClock(), processMetrics: true });
+    const text = await metrics.render();
+    for (const name of DROPPED_DEFAULT_METRICS) {
+      expect(text).not.toMatch(new RegExp(`^# TYPE ${name} `, 'm'));
+      // The per-type gauge it summed is still there (`nodejs_active_resources` needs Node ≥ 17.3).
+      expect(text).toMatch(new RegExp(`^# TYPE ${name.replace(/_total$/, '')} gauge$`, 'm'));
+    }
+    // Every other metric whose name ends in _total is a counter, as the exposition format wants.
+    for (const [, name, type] of text.matchAll(/^# TYPE (\S+_total) (\S+)$/gm)) {
+      expect(`${name} ${type}`).toBe(`${name} counter`);
+    }
   });
 });

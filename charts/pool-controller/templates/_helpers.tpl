@@ -1,0 +1,65 @@
+{{/* The chart's name: app.kubernetes.io/name, and the Prometheus job the rules select. */}}
+{{- define "pool-controller.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The objects' name: the release name when it already says pool-controller. */}}
+{{- define "pool-controller.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "pool-controller.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "pool-controller.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pool-controller.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "pool-controller.labels" -}}
+helm.sh/chart: {{ include "pool-controller.chart" . }}
+{{ include "pool-controller.selectorLabels" . }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "pool-controller.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "pool-controller.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "pool-controller.leaseName" -}}
+{{- default (include "pool-controller.fullname" .) .Values.leaderElection.resourceName }}
+{{- end }}
+
+{{/* "all", "own" (the release namespace) or "other" (a named namespace). */}}
+{{- define "pool-controller.watchScope" -}}
+{{- $ns := .Values.watch.namespace | default "" }}
+{{- if eq $ns "*" }}all
+{{- else if or (eq $ns "") (eq $ns .Release.Namespace) }}own
+{{- else }}other
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the admin token, or "" when POSTs stay loopback-only. */}}
+{{- define "pool-controller.adminTokenSecret" -}}
+{{- if .Values.adminToken.existingSecret }}
+{{- .Values.adminToken.existingSecret }}
+{{- else if .Values.adminToken.value }}
+{{- printf "%s-admin-token" (include "pool-controller.fullname" .) }}
+{{- end }}
+{{- end }}
