@@ -1,0 +1,228 @@
+/**
+ * The HTTP calls the SGLang router sink makes, one method per call of the router's worker API
+ * (smg >= 1.x and sglang-router >= 0.3: `GET/POST /workers`, `GET/DELETE /workers/{id}`).
+ *
+ * Every call has a bounded timeout measured on the injected clock and honours the caller's signal;
+ * errors name the call and what went wrong, never the API key.
+ */
+import { abortReason, type Clock, realClock } from '../runtime/clock.js';
+
+/** How long one call to a router may take before it counts as failed. */
+export const ROUTER_REQUEST_TIMEOUT_MS = 5_000;
+/** How much of an error body goes into an error message. */
+const ERROR_BODY_LIMIT = 200;
+
+/** One worker as `GET /workers` lists it. */
+export interface RouterWorker {
+  id: string;
+  url: string;
+  healthy: boolean;
+  /** `ready`, `not_ready` or `draining` (smg 1.13); absent on routers that report none. */
+  status?: string;
+}
+
+/** A worker looked up by id (`GET /workers/{id}`), which also shows adds still being processed. */
+export interface RouterWorkerDetail {
+  id: string;
+  url: string;
+  status?: string;
+  /** The background job working on it, if any: e.g. `AddWorker` / `processing`. */
+  job?: { type?: string; status?: string };
+}
+
+export type AddResult =
+  | { result: 'accepted'; id?: string }
+  /** 409: the URL is already registered or being added (smg 1.13); `id` when the router named it. */
+  | { result: 'exists'; id?: string };
+
+export class RouterRequestError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RouterRequestError';
+  }
+}
+
+export interface SglangRouterClientOptions {
+  /** The router's base URL, e.g. `http://router:30000`. */
+  url: string;
+  /** Sent as `Authorization: Bearer <key>`. */
+  apiKey?: string;
+  timeoutMs?: number;
+  clock?: Clock;
+}
+
+const uuidPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+export class SglangRouterClient {
+  readonly url: string;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #clock: Clock;
+
+  constructor(options: SglangRouterClientOptions) {
+    this.url = options.url.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey || undefined;
+    this.#timeoutMs = options.timeoutMs ?? ROUTER_REQUEST_TIMEOUT_MS;
+    this.#clock = options.clock ?? realClock;
+  }
+
+  /** `GET /workers`: the registered workers (adds still pending are not listed). */
+  async listWorkers(signal: AbortSignal): Promise<RouterWorker[]> {
+    const { status, body } = await this.#request('GET', '/workers', undefined, signal);
+    if (status !== 200) throw this.#statusError('GET /workers', status, body);
+    const workers = isRecord(body) ? body.workers : undefined;
+    if (!Array.isArray(workers)) {
+      throw new RouterRequestError('GET /workers: the answer has no "workers" list');
+    }
+    const result: RouterWorker[] = [];
+    for (const worker of workers) {
+      if (!isRecord(worker)) continue;
+      const id = text(worker.id);
+      const url = text(worker.url);
+      if (id === undefined || url === undefined) continue;
+      const entry: RouterWorker = { id, url, healthy: worker.is_healthy === true };
+      const workerStatus = text(worker.status);
+      if (workerStatus !== undefined) entry.status = workerStatus;
+      result.push(entry);
+    }
+    return result;
+  }
+
+  /** `GET /workers/{id}`; `null` when the router knows no such id (404). */
+  async getWorker(id: string, signal: AbortSignal): Promise<RouterWorkerDetail | null> {
+    const call = `GET /workers/${id}`;
+    const { status, body } = await this.#request(
+      'GET',
+      `/workers/${encodeURIComponent(id)}`,
+      undefined,
+      signal,
+    );
+    if (status === 404) return null;
+    if (status !== 200 || !isRecord(body)) throw this.#statusError(call, status, body);
+    const detail: RouterWorkerDetail = { id: text(body.id) ?? id, url: text(body.url) ?? '' };
+    const workerStatus = text(body.status);
+    if (workerStatus !== undefined) detail.status = workerStatus;
+    if (isRecord(body.job_status)) {
+      const job: { type?: string; status?: string } = {};
+      const type = text(body.job_status.job_type);
+      const jobStatus = text(body.job_status.status);
+      if (type !== undefined) job.type = type;
+      if (jobStatus !== undefined) job.status = jobStatus;
+      detail.job = job;
+    }
+    return detail;
+  }
+
+  /** `POST /workers {"url"}`: 202 (queued in the background) or 409 (already there) succeed. */
+  async addWorker(url: string, signal: AbortSignal): Promise<AddResult> {
+    const { status, body, raw } = await this.#request('POST', '/workers', { url }, signal);
+    if (status === 202 || status === 200 || status === 201) {
+      const id = isRecord(body) ? text(body.worker_id) : undefined;
+      return id === undefined ? { result: 'accepted' } : { result: 'accepted', id };
+    }
+    if (status === 409) {
+      const id = raw.match(uuidPattern)?.[0];
+      return id === undefined ? { result: 'exists' } : { result: 'exists', id };
+    }
+    throw this.#statusError('POST /workers', status, body);
+  }
+
+  /** `DELETE /workers/{id}`: 202 (queued) and 404 (already gone) both leave it not registered. */
+  async removeWorker(id: string, signal: AbortSignal): Promise<'accepted' | 'unknown'> {
+    const { status, body } = await this.#request(
+      'DELETE',
+      `/workers/${encodeURIComponent(id)}`,
+      undefined,
+      signal,
+    );
+    if (status === 202 || status === 200 || status === 204) return 'accepted';
+    if (status === 404) return 'unknown';
+    throw this.#statusError(`DELETE /workers/${id}`, status, body);
+  }
+
+  async #request(
+    method: string,
+    path: string,
+    json: unknown,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: unknown; raw: string }> {
+    if (signal.aborted) throw abortReason(signal);
+    const call = `${method} ${path}`;
+    const timeout = new AbortController();
+    const stopTimer = new AbortController();
+    this.#clock.sleep(this.#timeoutMs, stopTimer.signal).then(
+      () =>
+        timeout.abort(new RouterRequestError(`${call}: no answer within ${this.#timeoutMs} ms`)),
+      () => {},
+    );
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (json !== undefined) headers['content-type'] = 'application/json';
+    if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
+    try {
+      const response = await fetch(`${this.url}${path}`, {
+        method,
+        headers,
+        ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+        signal: AbortSignal.any([signal, timeout.signal]),
+      });
+      const raw = await response.text();
+      let body: unknown = raw;
+      try {
+        body = raw === '' ? undefined : JSON.parse(raw);
+      } catch {
+        // not JSON: keep the text for the error message
+      }
+      return { status: response.status, body, raw };
+    } catch (error) {
+      if (signal.aborted) throw abortReason(signal);
+      if (timeout.signal.aborted) throw timeout.signal.reason;
+      throw new RouterRequestError(`${call}: ${this.#redact(describeFetchError(error))}`, {
+        cause: error,
+      });
+    } finally {
+      stopTimer.abort();
+    }
+  }
+
+  #statusError(call: string, status: number, body: unknown): RouterRequestError {
+    let detail = '';
+    if (isRecord(body)) {
+      const error = body.error;
+      detail =
+        text(error) ??
+        (isRecord(error) ? text(error.message) : undefined) ??
+        text(body.message) ??
+        JSON.stringify(body);
+    } else if (typeof body === 'string') {
+      detail = body;
+    }
+    detail = this.#redact(detail.trim()).slice(0, ERROR_BODY_LIMIT);
+    return new RouterRequestError(`${call}: HTTP ${status}${detail ? `: ${detail}` : ''}`);
+  }
+
+  /** Belt and braces: the key is only ever in a header, but no message may carry it. */
+  #redact(message: string): string {
+    return this.#apiKey === undefined ? message : message.replaceAll(this.#apiKey, '[redacted]');
+  }
+}
+
+/** fetch's "fetch failed" hides the reason (ECONNREFUSED, …) in `cause`. */
+function describeFetchError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === 'string' && !cause.message.includes(code)
+      ? `${code} ${cause.message}`
+      : cause.message;
+  }
+  return error.message;
+}

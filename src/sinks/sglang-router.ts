@@ -1,0 +1,358 @@
+/**
+ * The SGLang router sink: keeps each configured router's worker list equal to the alive cells of
+ * its pool (`http://<address>` per cell).
+ *
+ * The controller OWNS that list: a worker that is not desired is removed, whoever added it. Every
+ * apply is a full read-compare-write per router (list, then add the missing, remove the extra),
+ * so a restarted router (it forgets every worker) or a lost call is repaired by the next run.
+ *
+ * What the routers do, measured on smg 1.13.0 and sglang-router 0.3.2, and what follows here:
+ * - `POST /workers` is processed in the background; until then the worker is NOT in `GET /workers`
+ *   but `GET /workers/{id}` shows it. So an add is remembered by id while pending, never re-posted
+ *   then, and forgotten once listed, unknown (404) or failed. 202 and 409 (already there or being
+ *   added, smg 1.13) both count as success.
+ * - `DELETE /workers/{id}`: 202 and 404 both count as success. smg 1.13 keeps the worker listed as
+ *   `draining` for ~5 s and refuses (409) or, worse, later undoes a re-add of that URL meanwhile:
+ *   a URL still listed is never added again; its add waits for a later apply.
+ * - A DELETE sent while the add is pending is lost (the worker registers anyway): a worker listed
+ *   again after its removal is simply removed again by the next apply.
+ * - Routers health-check workers and route around unhealthy ones, so a worker is never removed for
+ *   being unhealthy, and a cell whose generation changed but whose address did not stays registered.
+ */
+import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
+import { abortReason, type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import {
+  type RouterWorker,
+  SglangRouterClient,
+  type SglangRouterClientOptions,
+} from './sglang-router-client.js';
+import {
+  type Sink,
+  SinkApplyError,
+  type SinkEvent,
+  type SinkFailure,
+  type SinkTargetStatus,
+} from './sink.js';
+
+export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
+
+/** One `--sglang-router POOL=URL`: the router at `url` serves the pool named `pool`. */
+export interface SglangRouterTarget {
+  pool: string;
+  url: string;
+}
+
+export type SinkOperation = 'list' | 'check' | 'add' | 'remove';
+
+/** One HTTP call to a target, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
+export interface SinkOperationRecord {
+  sink: typeof SGLANG_ROUTER_SINK;
+  target: string;
+  operation: SinkOperation;
+  result: 'success' | 'error';
+}
+
+export interface SglangRouterSinkOptions {
+  targets: readonly SglangRouterTarget[];
+  /** Sent to every router as `Authorization: Bearer <key>`; never logged. */
+  apiKey?: string;
+  /** Per HTTP call; default ROUTER_REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
+  /** Measures the HTTP timeouts. */
+  clock?: Clock;
+  /** Only for the RFC 3339 times in `status()`. */
+  wallClock?: () => Date;
+  logger?: Logger;
+  /** `sink.applied` (only when something was added or removed) and `sink.failed`. */
+  publish?: (event: SinkEvent) => void;
+  onOperation?: (record: SinkOperationRecord) => void;
+}
+
+/** Parses one `POOL=URL` flag value; throws `TypeError` naming what is wrong. */
+export function parseSglangRouterTarget(value: string): SglangRouterTarget {
+  const at = value.indexOf('=');
+  const pool = at < 0 ? '' : value.slice(0, at).trim();
+  const url = at < 0 ? '' : value.slice(at + 1).trim();
+  if (!pool || !url) {
+    throw new TypeError(`--sglang-router wants POOL=URL, got ${JSON.stringify(value)}`);
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new TypeError(`--sglang-router ${pool}=…: ${JSON.stringify(url)} is not a URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new TypeError(`--sglang-router ${pool}=…: the router URL must be http(s)`);
+  }
+  if (parsed.username || parsed.password) {
+    throw new TypeError(`--sglang-router ${pool}=…: put no credentials in the URL`);
+  }
+  return { pool, url: url.replace(/\/+$/, '') };
+}
+
+interface Pending {
+  id: string | undefined;
+  since: string;
+}
+
+interface TargetState {
+  readonly pool: string;
+  readonly client: SglangRouterClient;
+  desired: string[];
+  actual: string[];
+  /** By worker URL: adds sent (202/409) whose worker is not listed yet. */
+  readonly pendingAdds: Map<string, Pending>;
+  /** By worker URL: removals sent whose worker is still listed (e.g. draining). */
+  readonly pendingRemovals: Map<string, Pending>;
+  lastAppliedAt: string | null;
+  lastError: string | null;
+}
+
+/** The desired worker URLs of `pool`, from every namespace that has a pool of that name. */
+function desiredWorkers(
+  pools: readonly PoolRouting[],
+  pool: string,
+): {
+  urls: string[];
+  namespaces: string[];
+} {
+  const urls = new Set<string>();
+  const namespaces: string[] = [];
+  for (const routing of pools) {
+    if (routing.pool !== pool) continue;
+    namespaces.push(routing.namespace);
+    for (const cell of routing.cells) urls.add(`http://${cell.address}`);
+  }
+  return { urls: [...urls].sort(), namespaces };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class SglangRouterSink implements Sink {
+  readonly kind = SGLANG_ROUTER_SINK;
+  readonly #targets: Map<string, TargetState>;
+  readonly #wallClock: () => Date;
+  readonly #logger: Logger;
+  readonly #publish: ((event: SinkEvent) => void) | undefined;
+  readonly #onOperation: ((record: SinkOperationRecord) => void) | undefined;
+  readonly #apiKey: string | undefined;
+
+  constructor(options: SglangRouterSinkOptions) {
+    this.#wallClock = options.wallClock ?? (() => new Date());
+    this.#logger = options.logger ?? silentLogger;
+    this.#publish = options.publish;
+    this.#onOperation = options.onOperation;
+    this.#apiKey = options.apiKey || undefined;
+    this.#targets = new Map();
+    for (const target of options.targets) {
+      const clientOptions: SglangRouterClientOptions = {
+        url: target.url,
+        clock: options.clock ?? realClock,
+      };
+      if (options.apiKey) clientOptions.apiKey = options.apiKey;
+      if (options.requestTimeoutMs !== undefined)
+        clientOptions.timeoutMs = options.requestTimeoutMs;
+      const client = new SglangRouterClient(clientOptions);
+      // Two pools owning one router's list would remove each other's workers forever.
+      const existing = this.#targets.get(client.url);
+      if (existing) {
+        throw new TypeError(
+          `router ${client.url} is configured for pools ${existing.pool} and ${target.pool}; ` +
+            'a router serves one pool',
+        );
+      }
+      this.#targets.set(client.url, {
+        pool: target.pool,
+        client,
+        desired: [],
+        actual: [],
+        pendingAdds: new Map(),
+        pendingRemovals: new Map(),
+        lastAppliedAt: null,
+        lastError: null,
+      });
+    }
+  }
+
+  async apply(desired: RoutingState, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw abortReason(signal);
+    const targets = [...this.#targets.values()];
+    const results = await Promise.allSettled(
+      targets.map((target) => this.#applyTarget(target, desired, signal)),
+    );
+    if (signal.aborted) throw abortReason(signal);
+    const failures: SinkFailure[] = [];
+    results.forEach((result, index) => {
+      const target = targets[index] as TargetState;
+      if (result.status === 'fulfilled') return;
+      const failure: SinkFailure = {
+        type: 'sink.failed',
+        kind: this.kind,
+        target: target.client.url,
+        pool: target.pool,
+        error: this.#redact(describe(result.reason)),
+      };
+      target.lastError = failure.error;
+      failures.push(failure);
+      this.#logger.warn(
+        { sink: this.kind, target: failure.target, pool: failure.pool, error: failure.error },
+        'sglang router sink: apply failed for this router',
+      );
+      this.#publish?.(failure);
+    });
+    if (failures.length > 0) throw new SinkApplyError(failures);
+  }
+
+  status(): SinkTargetStatus[] {
+    return [...this.#targets.values()].map((target) => ({
+      kind: this.kind,
+      target: target.client.url,
+      pool: target.pool,
+      desired: [...target.desired],
+      actual: [...target.actual],
+      pending: [
+        ...[...target.pendingAdds].map(([endpoint, p]) => ({
+          operation: 'add' as const,
+          endpoint,
+          since: p.since,
+        })),
+        ...[...target.pendingRemovals].map(([endpoint, p]) => ({
+          operation: 'remove' as const,
+          endpoint,
+          since: p.since,
+        })),
+      ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
+      lastAppliedAt: target.lastAppliedAt,
+      lastError: target.lastError,
+    }));
+  }
+
+  /** One router: list, settle what was pending, add the missing, remove the extra. */
+  async #applyTarget(target: TargetState, state: RoutingState, signal: AbortSignal): Promise<void> {
+    const { urls: desired, namespaces } = desiredWorkers(state.pools, target.pool);
+    target.desired = desired;
+    if (namespaces.length > 1) {
+      this.#logger.warn(
+        { sink: this.kind, target: target.client.url, pool: target.pool, namespaces },
+        'sglang router sink: the pool name exists in several namespaces; the router gets the cells of all',
+      );
+    }
+    const desiredSet = new Set(desired);
+
+    const workers = await this.#call(target, 'list', () => target.client.listWorkers(signal));
+    target.actual = [...new Set(workers.map((w) => w.url))].sort();
+    const listed = new Map<string, RouterWorker[]>();
+    for (const worker of workers) {
+      const same = listed.get(worker.url);
+      if (same) same.push(worker);
+      else listed.set(worker.url, [worker]);
+    }
+
+    // Removals settle once the URL has left the list; a worker listed again and not draining
+    // (a DELETE lost while its add was pending) is removed again below.
+    for (const url of [...target.pendingRemovals.keys()]) {
+      if (!listed.has(url)) target.pendingRemovals.delete(url);
+    }
+
+    // Adds settle once listed; one the router no longer knows (restarted) or gave up on is
+    // forgotten, so it is sent again below if still desired.
+    for (const [url, pending] of [...target.pendingAdds]) {
+      if (listed.has(url)) {
+        target.pendingAdds.delete(url);
+        continue;
+      }
+      if (pending.id === undefined) {
+        target.pendingAdds.delete(url);
+        continue;
+      }
+      const id = pending.id;
+      const detail = await this.#call(target, 'check', () => target.client.getWorker(id, signal));
+      if (detail === null || detail.job?.status === 'failed') target.pendingAdds.delete(url);
+    }
+
+    const errors: string[] = [];
+    const added: string[] = [];
+    const removed: string[] = [];
+    const now = (): string => this.#wallClock().toISOString();
+
+    for (const url of desired) {
+      // Listed (draining included: re-adding a draining URL is refused or later undone) or
+      // being added: nothing to send.
+      if (listed.has(url) || target.pendingAdds.has(url)) continue;
+      if (signal.aborted) throw abortReason(signal);
+      try {
+        const result = await this.#call(target, 'add', () => target.client.addWorker(url, signal));
+        target.pendingAdds.set(url, { id: result.id, since: now() });
+        added.push(url);
+      } catch (error) {
+        if (signal.aborted) throw abortReason(signal);
+        errors.push(describe(error));
+      }
+    }
+
+    for (const [url, same] of listed) {
+      if (desiredSet.has(url)) continue;
+      for (const worker of same) {
+        if (worker.status === 'draining') continue;
+        if (signal.aborted) throw abortReason(signal);
+        try {
+          await this.#call(target, 'remove', () => target.client.removeWorker(worker.id, signal));
+          if (!target.pendingRemovals.has(url)) {
+            target.pendingRemovals.set(url, { id: worker.id, since: now() });
+          }
+          if (!removed.includes(url)) removed.push(url);
+        } catch (error) {
+          if (signal.aborted) throw abortReason(signal);
+          errors.push(describe(error));
+        }
+      }
+    }
+
+    if (added.length > 0 || removed.length > 0) {
+      this.#logger.info(
+        { sink: this.kind, target: target.client.url, pool: target.pool, added, removed },
+        'sglang router sink: router workers changed',
+      );
+      this.#publish?.({
+        type: 'sink.applied',
+        kind: this.kind,
+        target: target.client.url,
+        pool: target.pool,
+        added,
+        removed,
+      });
+    }
+    if (errors.length > 0) throw new Error(errors.join('; '));
+    target.lastAppliedAt = now();
+    target.lastError = null;
+  }
+
+  async #call<T>(target: TargetState, operation: SinkOperation, run: () => Promise<T>): Promise<T> {
+    try {
+      const result = await run();
+      this.#onOperation?.({
+        sink: this.kind,
+        target: target.client.url,
+        operation,
+        result: 'success',
+      });
+      return result;
+    } catch (error) {
+      this.#onOperation?.({
+        sink: this.kind,
+        target: target.client.url,
+        operation,
+        result: 'error',
+      });
+      throw error;
+    }
+  }
+
+  #redact(message: string): string {
+    return this.#apiKey === undefined ? message : message.replaceAll(this.#apiKey, '[redacted]');
+  }
+}

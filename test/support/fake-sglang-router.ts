@@ -1,0 +1,241 @@
+/**
+ * A fake SGLang router on loopback that models the worker API as measured on smg 1.13.0 and
+ * sglang-router 0.3.2:
+ * - `POST /workers {url}` → 202 with `worker_id`; the add is pending (NOT in `GET /workers`, but
+ *   `GET /workers/{id}` shows it with `job_status`) until the test calls `completeAdds()` (or at
+ *   once with `autoComplete`). A URL already known: 1.13 answers 409 naming the id; 0.3.2 answers
+ *   202 with the existing id (and counts an extra background job).
+ * - `DELETE /workers/{id}` → 202, unknown id → 404. On 1.13 a registered worker stays listed as
+ *   `draining` until `finishDrains()`; on 0.3.2 it is gone at once. A DELETE of a pending add is
+ *   lost: the worker registers anyway when the add completes.
+ * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
+ * Every request is recorded as `METHOD /path` (plus ` <url>` for POST) so tests assert the sequence.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type FakeRouterVersion = '1.13' | '0.3.2';
+
+export interface FakeWorker {
+  id: string;
+  url: string;
+  state: 'pending' | 'ready' | 'draining' | 'failed';
+  healthy: boolean;
+}
+
+export interface FakeSglangRouterOptions {
+  version?: FakeRouterVersion;
+  /** Required as `Authorization: Bearer <key>` on /workers when set. */
+  apiKey?: string;
+  /** Adds register as soon as they are posted (still answered 202 first). */
+  autoComplete?: boolean;
+}
+
+export class FakeSglangRouter {
+  readonly version: FakeRouterVersion;
+  readonly apiKey: string | undefined;
+  autoComplete: boolean;
+  /** `GET /workers`, `POST /workers http://…`, `DELETE /workers/<id>`, … in arrival order. */
+  readonly requests: string[] = [];
+  /** Authorization headers as received, to check the key is sent. */
+  readonly authorizations: Array<string | undefined> = [];
+  /** Background jobs 0.3.2 started for a URL that already existed. */
+  extraJobs = 0;
+  /** Answer every request with this status instead (e.g. 500), when set. */
+  failWith: number | undefined;
+  /** Requests matching this prefix (e.g. `POST`) get `failWith`-like 500s. */
+  failOnly: string | undefined;
+  /** Hold every answer this long (to test timeouts and aborts). */
+  delayMs = 0;
+  readonly #workers = new Map<string, FakeWorker>();
+  /** Removals sent while the add was pending: lost once the add completes. */
+  readonly lostDeletes: string[] = [];
+  #server: Server | undefined;
+  #port = 0;
+
+  constructor(options: FakeSglangRouterOptions = {}) {
+    this.version = options.version ?? '1.13';
+    this.apiKey = options.apiKey;
+    this.autoComplete = options.autoComplete ?? false;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#port}`;
+  }
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => {
+      this.#handle(req, res).catch((error: unknown) => {
+        res.statusCode = 500;
+        res.end(String(error));
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.#port, '127.0.0.1', () => resolve());
+    });
+    this.#port = (server.address() as AddressInfo).port;
+    this.#server = server;
+  }
+
+  /** Unreachable until start() again (same port). Workers are kept unless restart() is called. */
+  async stop(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** A restarted router has forgotten every worker. */
+  restart(): void {
+    this.#workers.clear();
+  }
+
+  workers(): FakeWorker[] {
+    return [...this.#workers.values()];
+  }
+
+  /** URLs listed by `GET /workers` (not pending), sorted. */
+  listed(): string[] {
+    return this.workers()
+      .filter((w) => w.state === 'ready' || w.state === 'draining')
+      .map((w) => w.url)
+      .sort();
+  }
+
+  /** A worker added behind the controller's back, registered at once. */
+  addByHand(url: string): string {
+    const id = randomUUID();
+    this.#workers.set(id, { id, url, state: 'ready', healthy: true });
+    return id;
+  }
+
+  setHealthy(url: string, healthy: boolean): void {
+    for (const worker of this.#workers.values()) if (worker.url === url) worker.healthy = healthy;
+  }
+
+  /** Pending adds register (the engine answered its health check). */
+  completeAdds(): void {
+    for (const worker of this.#workers.values()) {
+      if (worker.state === 'pending') worker.state = 'ready';
+    }
+  }
+
+  /** Pending adds fail (the router gave up on the engine). */
+  failAdds(): void {
+    for (const worker of this.#workers.values()) {
+      if (worker.state === 'pending') worker.state = 'failed';
+    }
+  }
+
+  /** Draining workers (1.13) leave the list. */
+  finishDrains(): void {
+    for (const [id, worker] of this.#workers) {
+      if (worker.state === 'draining') this.#workers.delete(id);
+    }
+  }
+
+  clearRequests(): void {
+    this.requests.length = 0;
+    this.authorizations.length = 0;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    let body: Record<string, unknown> = {};
+    try {
+      body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+    } catch {
+      // answered 400 below where a body is needed
+    }
+    const url = typeof body.url === 'string' ? body.url : undefined;
+    this.requests.push(
+      method === 'POST' && url !== undefined ? `${method} ${path} ${url}` : `${method} ${path}`,
+    );
+    this.authorizations.push(req.headers.authorization);
+    if (this.delayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs).unref());
+    }
+    const json = (status: number, value: unknown): void => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(value));
+    };
+    if (path === '/health' || path === '/readiness') return json(200, {});
+    if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      return json(401, { error: { message: 'Missing API key', code: 'invalid_api_key' } });
+    }
+    if (
+      this.failWith !== undefined &&
+      (this.failOnly === undefined || `${method} ${path}`.startsWith(this.failOnly))
+    ) {
+      return json(this.failWith, { error: 'injected failure' });
+    }
+    if (this.autoComplete) queueMicrotask(() => this.completeAdds());
+
+    if (path === '/workers' && method === 'GET') {
+      const workers = this.workers()
+        .filter((w) => w.state === 'ready' || w.state === 'draining')
+        .map((w) => ({
+          id: w.id,
+          url: w.url,
+          is_healthy: w.state === 'ready' && w.healthy,
+          ...(this.version === '1.13'
+            ? { status: w.state === 'draining' ? 'draining' : w.healthy ? 'ready' : 'not_ready' }
+            : {}),
+        }));
+      return json(200, { workers, total: workers.length, stats: {} });
+    }
+    if (path === '/workers' && method === 'POST') {
+      if (url === undefined) return json(400, { error: 'url is required' });
+      const existing = this.workers().find((w) => w.url === url && w.state !== 'failed');
+      if (existing) {
+        if (this.version === '1.13') {
+          return json(409, {
+            error: `Worker already exists at URL '${url}' with ID ${existing.id}.`,
+            code: 'WORKER_ALREADY_EXISTS',
+          });
+        }
+        this.extraJobs += 1;
+        return json(202, { status: 'accepted', worker_id: existing.id, url });
+      }
+      const id = randomUUID();
+      this.#workers.set(id, { id, url, state: 'pending', healthy: true });
+      return json(202, { status: 'accepted', worker_id: id, url, location: `/workers/${id}` });
+    }
+    const match = /^\/workers\/([^/]+)$/.exec(path);
+    if (match) {
+      const id = decodeURIComponent(match[1] as string);
+      const worker = this.#workers.get(id);
+      if (!worker) return json(404, { error: `Worker ${id} not found`, code: 'WORKER_NOT_FOUND' });
+      if (method === 'GET') {
+        const job =
+          worker.state === 'pending' || worker.state === 'failed'
+            ? {
+                job_status: {
+                  job_type: 'AddWorker',
+                  worker_url: worker.url,
+                  status: worker.state === 'failed' ? 'failed' : 'processing',
+                },
+              }
+            : {};
+        return json(200, { id, url: worker.url, is_healthy: worker.healthy, ...job });
+      }
+      if (method === 'DELETE') {
+        if (worker.state === 'pending' || worker.state === 'failed') {
+          this.lostDeletes.push(worker.url);
+        } else if (this.version === '1.13') {
+          worker.state = 'draining';
+        } else {
+          this.#workers.delete(id);
+        }
+        return json(202, { status: 'accepted', worker_id: id });
+      }
+    }
+    json(404, { error: `unknown ${method} ${path}` });
+  }
+}
