@@ -64,6 +64,9 @@ export function logTransition(logger: Logger, transition: CellTransition): void 
         'cell generation changed',
       );
       return;
+    case 'address-changed':
+      logger.info({ ...fields, from: transition.from, to: transition.to }, 'cell address changed');
+      return;
   }
 }
 

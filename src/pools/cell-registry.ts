@@ -22,6 +22,7 @@ export type CellTransition =
   | { type: 'alive'; cell: Cell }
   | { type: 'not-alive'; cell: Cell; reasons: NotAliveReason[] }
   | { type: 'generation-changed'; cell: Cell; from: string; to: string }
+  | { type: 'address-changed'; cell: Cell; from: string | null; to: string | null }
   | { type: 'gone'; key: ParentKey; last: Cell };
 
 export type CellTransitionType = CellTransition['type'];
@@ -32,6 +33,7 @@ export const CELL_TRANSITION_TYPES: readonly CellTransitionType[] = [
   'alive',
   'not-alive',
   'generation-changed',
+  'address-changed',
   'gone',
 ];
 
@@ -127,6 +129,14 @@ export class CellRegistry {
         cell,
         from: previous.cell.generation,
         to: cell.generation,
+      });
+    }
+    if (previous.cell.address !== cell.address) {
+      transitions.push({
+        type: 'address-changed',
+        cell,
+        from: previous.cell.address,
+        to: cell.address,
       });
     }
     if (flipped) {

@@ -26,3 +26,97 @@ export interface PoolRouting {
 export interface RoutingState {
   pools: PoolRouting[];
 }
+
+/** The desired state cannot be deployed as rendered; the coordinator's validate phase throws it. */
+export class RoutingStateError extends Error {
+  override readonly name = 'RoutingStateError';
+}
+
+/** The parts of a published cell the routing state is made of. */
+export interface RoutableCell {
+  namespace: string;
+  pool: string;
+  id: string;
+  alive: boolean;
+  generation: string;
+  address: string | null;
+}
+
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Renders the desired routing state from the published cells: every pool that has a cell, with
+ * its alive cells that have an address, sorted by address (pools by namespace, then name). Pure:
+ * the same cells always render the same state, so an unchanged world deploys nothing.
+ *
+ * A pool whose cells are all dead is rendered with no cells rather than left out: its consumers
+ * must route nowhere, and a pool that is left out means "gone" (its EndpointSlices are deleted).
+ */
+export function renderRoutingState(cells: Iterable<RoutableCell>): RoutingState {
+  const pools = new Map<string, PoolRouting>();
+  for (const cell of cells) {
+    const poolKey = `${cell.namespace}/${cell.pool}`;
+    let pool = pools.get(poolKey);
+    if (!pool) {
+      pool = { namespace: cell.namespace, pool: cell.pool, cells: [] };
+      pools.set(poolKey, pool);
+    }
+    if (cell.alive && cell.address !== null) {
+      pool.cells.push({ cell: cell.id, generation: cell.generation, address: cell.address });
+    }
+  }
+  for (const pool of pools.values()) {
+    pool.cells.sort((a, b) => byString(a.address, b.address) || byString(a.cell, b.cell));
+  }
+  return {
+    pools: [...pools.values()].sort(
+      (a, b) => byString(a.namespace, b.namespace) || byString(a.pool, b.pool),
+    ),
+  };
+}
+
+/** `host:port` with a bracketed IPv6 host, or a hostname/IPv4 host, and a port in 1–65535. */
+const ADDRESS = /^(?:\[[0-9a-fA-F:.]+\]|[A-Za-z0-9](?:[-A-Za-z0-9.]*[A-Za-z0-9])?):(\d{1,5})$/;
+
+/**
+ * Refuses a desired state that must never be deployed: an address that is not `host:port`, or one
+ * address claimed by two cells (two cells behind one endpoint would make a router send one cell's
+ * traffic to another, and removing either would cut both).
+ */
+export function validateRoutingState(state: RoutingState): void {
+  const owners = new Map<string, string>();
+  for (const pool of state.pools) {
+    for (const cell of pool.cells) {
+      const match = ADDRESS.exec(cell.address);
+      const port = match ? Number(match[1]) : 0;
+      if (!match || port < 1 || port > 65_535) {
+        throw new RoutingStateError(
+          `cell ${pool.namespace}/${cell.cell} has address ${JSON.stringify(cell.address)}, which is not host:port`,
+        );
+      }
+      const owner = owners.get(cell.address);
+      const self = `${pool.namespace}/${cell.cell}`;
+      if (owner !== undefined) {
+        throw new RoutingStateError(
+          `address ${cell.address} is claimed by two cells, ${owner} and ${self}; refusing to route to either until that is resolved`,
+        );
+      }
+      owners.set(cell.address, self);
+    }
+  }
+}
+
+/** A one-line summary for logs: pools, alive cells, addresses per pool. */
+export function summarizeRoutingState(state: RoutingState): {
+  pools: number;
+  cells: number;
+  byPool: Record<string, number>;
+} {
+  const byPool: Record<string, number> = {};
+  let cells = 0;
+  for (const pool of state.pools) {
+    byPool[`${pool.namespace}/${pool.pool}`] = pool.cells.length;
+    cells += pool.cells.length;
+  }
+  return { pools: state.pools.length, cells, byPool };
+}

@@ -1,0 +1,118 @@
+/**
+ * Every event the service publishes on its bus: the coordinator's, the sinks', and the service's
+ * own (sync, cell changes, watch state, leadership). `GET /api/v1/events` streams them; metrics
+ * and the status page read them. Plain data, so each is one JSON line on the wire.
+ */
+import type { CoordinatorEvent } from '../coordination/coordinator.js';
+import type { RelistReason } from '../kubernetes/pod-source-stats.js';
+import type { Cell, CellTransition } from '../pools/cell-registry.js';
+import type { NotAliveReason } from '../pools/cell-state.js';
+import type { SinkEvent } from '../sinks/sink.js';
+
+/** The initial list is in the store and every cell in it has been reconciled once. */
+export interface StoreSyncedEvent {
+  type: 'store.synced';
+  objects: number;
+  cells: number;
+}
+
+/** A cell's routing-relevant state changed (appeared, gone, alive ↔ not alive, generation, address). */
+export interface CellChangedEvent {
+  type: 'cell.changed';
+  /** The cell id, e.g. `engine-00001`. */
+  cell: string;
+  namespace: string;
+  pool: string;
+  /** What changed: the registry's transition type. */
+  change: CellTransition['type'];
+  alive: boolean;
+  whyNotAlive: NotAliveReason[];
+  generation: string;
+  address: string | null;
+  /** Present (true) only when the cell is gone; then `alive` is false. */
+  gone?: true;
+}
+
+/** The pod source's reflector changed state, or relisted. */
+export interface WatchStateEvent {
+  type: 'watch.state';
+  phase: string;
+  healthy: boolean;
+  /** Set when this change is a relist, with its reason. */
+  relistReason?: RelistReason;
+  lastError?: string;
+}
+
+export interface LeadershipAcquiredEvent {
+  type: 'leadership.acquired';
+  identity: string;
+}
+
+export interface LeadershipLostEvent {
+  type: 'leadership.lost';
+  identity: string;
+}
+
+/** The observed holder of the Lease changed (this replica included). */
+export interface LeaderChangedEvent {
+  type: 'leader.changed';
+  identity: string;
+}
+
+export type ServiceEvent =
+  | CoordinatorEvent
+  | SinkEvent
+  | StoreSyncedEvent
+  | CellChangedEvent
+  | WatchStateEvent
+  | LeadershipAcquiredEvent
+  | LeadershipLostEvent
+  | LeaderChangedEvent;
+
+/** Every event type, for `?types=` validation and documentation. */
+export const SERVICE_EVENT_TYPES: readonly ServiceEvent['type'][] = [
+  'reconciliation.triggered',
+  'reconciliation.started',
+  'phase.completed',
+  'reconciliation.failed',
+  'reconciliation.completed',
+  'sink.applied',
+  'sink.failed',
+  'store.synced',
+  'cell.changed',
+  'watch.state',
+  'leadership.acquired',
+  'leadership.lost',
+  'leader.changed',
+];
+
+/** The `cell.changed` event for one registry transition. */
+export function cellChangedEvent(transition: CellTransition): CellChangedEvent {
+  if (transition.type === 'gone') {
+    const last: Cell = transition.last;
+    return {
+      type: 'cell.changed',
+      cell: last.id,
+      namespace: last.namespace,
+      pool: last.pool,
+      change: 'gone',
+      alive: false,
+      whyNotAlive: [],
+      generation: last.generation,
+      address: last.address,
+      gone: true,
+    };
+  }
+  const { cell } = transition;
+  return {
+    type: 'cell.changed',
+    cell: cell.id,
+    namespace: cell.namespace,
+    pool: cell.pool,
+    change: transition.type,
+    alive: cell.alive,
+    whyNotAlive: cell.whyNotAlive,
+    generation: cell.generation,
+    address: cell.address,
+  };
+}
