@@ -1,7 +1,12 @@
 /**
- * The shapes of the control plane's requests and responses, in zod. They validate requests,
- * type the handlers and, through @fastify/swagger, generate `openapi.yaml`: one definition, so
- * the contract cannot disagree with the code.
+ * The shapes of the control plane's requests and responses, in zod. They validate requests, type
+ * the handlers and, through @fastify/swagger, generate `openapi.yaml`.
+ *
+ * They do not by themselves keep responses honest: the cell endpoints send pre-serialized bodies
+ * that bypass the serializer. What ties those to the schemas is test/service/cell-bodies.test.ts:
+ * a type test makes `Cell` and `PoolSummary` equal to the schemas' output types (a field added to
+ * one side only fails `npm run typecheck`), and the cached bodies are parsed against the response
+ * schemas there, field for field.
  */
 import { z } from 'zod';
 

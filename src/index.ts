@@ -1,6 +1,6 @@
 /**
- * The package root: the controller runtime's public API (see design/RUNTIME.md), under exactly
- * the names the contract gives them, plus the few extras the service builds on.
+ * The package root: the controller runtime's public API (see ../shared/design/RUNTIME.md), under
+ * exactly the names the contract gives them, plus the few extras the service builds on.
  */
 
 // Coordination (design/COORDINATION.md): leader election over a Lease, the event bus, and the
@@ -50,7 +50,7 @@ export {
   MalformedLeaseError,
 } from './kubernetes/lease-lock.js';
 // The Kubernetes pod source, for pointing a loop at a cluster. None of these import
-// @kubernetes/client-node at load time (only src/kubernetes/api.ts does, lazily).
+// @kubernetes/client-node at load time (only src/kubernetes/connection.ts does, lazily).
 export {
   type Container,
   type ContainerStatus,

@@ -4,14 +4,18 @@
  * structured clone.
  */
 
-/** Where the reflector's state machine is now. */
+/**
+ * Where the reflector's state machine is now: its `State` kinds, plus `idle` for a source with no
+ * stream open yet (or between streams).
+ */
 export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stopped';
 
 /**
- * Why a relist (a LIST after the first) happened: the cursor expired (410 Gone), the server
- * refused it as too large for its cache (504 with `ResourceVersionTooLarge`), a WATCH frame was
- * unreadable, the previous LIST itself failed (its retry is a relist too, the first LIST's
- * included), or any other failure that leaves no cursor to resume from.
+ * Why a relist (a LIST decided after the first LIST completed) happened: the cursor expired (410,
+ * or reason Expired / Gone), the server refused it as newer than it has (504, or a
+ * `ResourceVersionTooLarge` cause), a WATCH frame was unreadable with no version to skip to, or
+ * the previous relist's LIST itself failed and is retried. Retries of a failed first LIST are not
+ * relists. `other` is reserved: nothing reports it today, so its series stays at 0.
  */
 export type RelistReason = 'expired' | 'too-large' | 'malformed-frame' | 'list-failed' | 'other';
 
@@ -24,23 +28,40 @@ export const RELIST_REASONS: readonly RelistReason[] = [
   'other',
 ];
 
+/**
+ * A pod source's account of itself: counters since the source was made (they only grow, so the
+ * metrics can mirror them into Prometheus counters) and the state of its newest stream.
+ */
 export interface PodSourceStats {
+  /** Where the newest stream's state machine is. */
   phase: ReflectorPhase;
-  /** True while a WATCH is open and delivering: what `/readyz` means by "the watch is healthy now". */
+  /**
+   * True from the moment a WATCH request is answered until that WATCH ends, so false while
+   * listing, backing off or reconnecting: what `/readyz` means by "the watch is healthy now".
+   */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */
   cursor?: string;
   /** LISTs completed (each published a `replace`); a failed LIST is not counted. */
   lists: number;
-  /** LISTs after the first completed one, by reason; retries of a failed first LIST are not relists. */
+  /**
+   * Relists by reason, counted when the relist is decided (before its LIST runs), so a relist
+   * whose LIST fails counts again under `list-failed` for its retry. Only after the first LIST
+   * completed: retries of a failed first LIST are not relists.
+   */
   relists: Partial<Record<RelistReason, number>>;
+  /** WATCH requests sent, whether or not the server then accepted them. */
   watchOpens: number;
-  /** Frames seen, by watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR). */
+  /**
+   * Frames seen, by watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, and OTHER for an
+   * unknown type or a frame that is not JSON), skipped unreadable ones included.
+   */
   events: Record<string, number>;
   /** Wall-clock (epoch ms) of the last frame or LIST; for humans and a staleness alert. */
   lastEventAtMs?: number;
   /** Wall-clock (epoch ms) of the last completed LIST (the last `replace` published). */
   lastSyncAtMs?: number;
+  /** Bytes of LIST and WATCH response bodies read, after gzip decompression. */
   bytesDecoded: number;
   /** The last failure, one line, for a human debugging through port-forward. */
   lastError?: string;

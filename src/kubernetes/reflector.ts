@@ -2,10 +2,22 @@
  * `KubernetesReflector`: LIST, then WATCH from the cursor, forever, as a `Source<Pod>` stream.
  *
  * The reflector is an explicit state machine, after kube-rs's `watcher`: each state (listing,
- * watching, backoff) is one step that returns the next state, so every transition is visible in
- * one `switch`, and what a failure leads to is decided by the pure `classifyFailure`
+ * watching, backoff) is one step method that returns the next state, and the `switch` in `#run`
+ * only dispatches on it; what a failure leads to is decided by the pure `classifyFailure`
  * (./reflector-failure.ts) rather than by scattered `catch` blocks. A stream never ends by itself:
  * it gives up on nothing, and only closing it (`return()` on its iterator) stops it.
+ *
+ * - A relist (forget the cursor, LIST again, publish a `replace`) happens only when the cursor is
+ *   dead (410 / Expired / Gone, 504 / ResourceVersionTooLarge), a frame is unreadable with no
+ *   version to skip to, or the LIST itself failed; anything else reconnects the WATCH from the
+ *   cursor, and a clean server-side end reconnects at once.
+ * - Every failure but that clean end waits first: one `Backoff` per stream covers reconnects and
+ *   relists alike, never shorter than a server's Retry-After; once WATCHes have stayed up for its
+ *   `resetAfterMs` (clean reconnects do not interrupt that), the next failure starts over.
+ * - WATCHes ask for bookmarks (the adapter sets `allowWatchBookmarks`); a bookmark only moves the
+ *   cursor, so a quiet watch resumes near the present instead of from an expiring version.
+ * - `stats().healthy` is true from the moment a WATCH request is answered until that WATCH ends:
+ *   a LIST, a backoff or a reconnect in progress all read as not healthy.
  */
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
@@ -34,6 +46,7 @@ import { frameTypeKey, readFrame } from './watch-frame-parser.js';
  * random time in [5, 10) minutes, so many reflectors do not reconnect in lockstep.
  */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
+/** Upper bound (exclusive) of the random WATCH timeout: client-go's `2 × minWatchTimeout`. */
 export const MAX_WATCH_TIMEOUT_SECONDS = 600;
 /**
  * Longer than the API server's bookmark interval (about a minute) several times over, so a healthy
@@ -42,38 +55,75 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
  */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
+/** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
 export interface KubernetesReflectorOptions {
+  /** LIST and WATCH for pods: `HttpPodApi` in the service, a fake in tests. */
   api: PodApi;
   /** Undefined or `''`: all namespaces. */
   namespace?: string;
-  /** Scopes both the LIST and the WATCH. */
+  /** Scopes both the LIST and the WATCH: pods it excludes never cross the wire, let alone the cache. */
   labelSelector?: string;
-  /** LIST page size (`limit`); the adapter follows `continue`. Default: the adapter's (500). */
+  /**
+   * LIST page size (`limit`); the adapter follows `continue`, and the pages still make one
+   * `replace`. Default: the adapter's, `DEFAULT_LIST_PAGE_SIZE` (500) in `HttpPodApi`.
+   */
   listPageSize?: number;
-  /** A fixed `timeoutSeconds` for every WATCH instead of a random one in [300, 600). */
+  /**
+   * A fixed `timeoutSeconds` for every WATCH instead of a random one in
+   * [`MIN_WATCH_TIMEOUT_SECONDS`, `MAX_WATCH_TIMEOUT_SECONDS`); at least 1.
+   */
   watchTimeoutSeconds?: number;
-  /** Default `DEFAULT_IDLE_TIMEOUT_MS`; applies to LIST responses too. */
+  /**
+   * Longest silence (no bytes) before a request is torn down as dead, LIST responses included
+   * (the time to the response headers counts). Default `DEFAULT_IDLE_TIMEOUT_MS`.
+   */
   idleTimeoutMs?: number;
+  /**
+   * Overrides of the stream's backoff; defaults are client-go's (`DEFAULT_BACKOFF_INITIAL_MS`,
+   * `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_RESET_AFTER_MS`, `DEFAULT_BACKOFF_JITTER`).
+   * Validated in the constructor, not at the first failure.
+   */
   backoff?: Partial<Omit<BackoffOptions, 'random'>>;
+  /** Monotonic time for backoff waits and the idle watchdog. */
   clock?: Clock;
   /** `[0, 1)`: drives backoff jitter and watch timeouts, injectable so tests are exact. */
   random?: () => number;
   /** Epoch milliseconds, for the human-facing timestamps in stats. */
   wallClock?: () => number;
+  /** Relists, reconnects and skipped frames are logged here; silent by default. */
   logger?: Logger;
   /** Called after the stats changed; cheap to call often (the worker coalesces per turn). */
   onStatsChange?: () => void;
 }
 
-/** The states of one stream. `backoff` carries the state it leads to once the wait is over. */
+/**
+ * The states of one stream. Each is carried out by one step method of `KubernetesReflector`,
+ * which returns the next state.
+ */
 type State =
+  /**
+   * No cursor: LIST everything (`#list`). Entered when a stream opens and whenever a relist is
+   * decided. Leads to `watching` from the LIST's resourceVersion once the `replace` has been
+   * yielded; a failed LIST leads to `backoff`, resuming into `listing` again.
+   */
   | { kind: 'listing' }
+  /**
+   * One WATCH from `cursor` (`#watch`); the cursor advances with every frame that carries a
+   * resourceVersion (changes, bookmarks, skipped unreadable pods). Leads to `watching` again at once when the server ends it cleanly, to
+   * `backoff` then `watching` from the latest cursor on a connection failure, an idle timeout or
+   * a refusal, and to `backoff` then `listing` when the cursor is dead or a frame is unreadable.
+   */
   | { kind: 'watching'; cursor: string }
+  /**
+   * Waiting `delayMs` (`#backoff`), then `resume`: the state the failure led to, decided before
+   * the wait so the wait cannot change it.
+   */
   | {
       kind: 'backoff';
       delayMs: number;
       resume: { kind: 'listing' } | { kind: 'watching'; cursor: string };
     }
+  /** The consumer closed the stream (its signal aborted) during a step. Nothing leads out. */
   | { kind: 'stopped' };
 
 const STOPPED: State = { kind: 'stopped' };
@@ -97,6 +147,16 @@ export function failureFromError(error: unknown): ReflectorFailure {
   return { kind: 'connection', message: error instanceof Error ? error.message : String(error) };
 }
 
+/**
+ * client-go's `Reflector` for pods, without the store: it turns LIST and WATCH into a restartable
+ * `Source<Pod>` stream (`watch()`) whose first event is always a `replace`, and counts what it did
+ * (`stats()`) for the control plane and the metrics.
+ *
+ * The store lives on the consumer's side (`ObjectStore`), so a relist is just another `replace`
+ * and deletions missed while disconnected are synthesized there. Each `watch()` stream runs its
+ * own state machine; the stats are the reflector's, summed over its streams. The service runs it
+ * in a worker thread through `WorkerPodSource`.
+ */
 export class KubernetesReflector {
   readonly #api: PodApi;
   readonly #namespace: string | undefined;

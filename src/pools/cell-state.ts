@@ -82,7 +82,8 @@ function isReady(pod: Pod): boolean {
 /** The member view of one pod; also what `/api/v1/store?objects=true` shows per pod. */
 export function memberOf(pod: Pod, labels: PoolLabels): CellMember {
   const rawIndex = pod.metadata.labels[labels.workerIndex];
-  // The schema's defaults for an absent spec/status omit these keys, hence the widening.
+  // `phase`, `podIP` and `nodeName` are absent until the API server sets them (a pod not yet
+  // scheduled or started); the member view shows that as `null`.
   const status: { phase?: string; podIP?: string; conditions: unknown } = pod.status;
   const spec: { nodeName?: string; containers: unknown } = pod.spec;
   return {

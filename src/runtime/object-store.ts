@@ -9,7 +9,12 @@
 import { type Logger, silentLogger } from './logger.js';
 import type { KeyMap, ObjectKey, ParentKey, SourceEvent } from './source-event.js';
 
+/** Options of `ObjectStore`. */
 export interface ObjectStoreOptions {
+  /**
+   * Receives what the store drops rather than throws about: a `keyMap` that threw (error), a
+   * delete that no parent can be found for (warning). Silent by default.
+   */
   logger?: Logger;
 }
 
@@ -25,6 +30,16 @@ interface Entry<T> {
 
 const UNMAPPABLE: Mapping = { mappable: false };
 
+/**
+ * The loop's cache of the observed world, indexed by parent: what a reconcile reads instead of
+ * asking the API server.
+ *
+ * `apply` answers with the parents an event affected, which is all the loop enqueues: the store
+ * decides what changed, so the source can stay a dumb stream. It holds only objects its `keyMap`
+ * can attribute, and after a `replace` exactly the attributable objects it listed (deletes are
+ * synthesized for the rest), so it never serves a ghost. Objects are kept as given and must not be mutated by
+ * readers. Not thread-safe and not meant to be: one driver writes it, on one event loop.
+ */
 export class ObjectStore<T> {
   readonly #keyMap: KeyMap<T> | undefined;
   readonly #logger: Logger;
@@ -78,14 +93,17 @@ export class ObjectStore<T> {
     return new Set(this.#members.keys());
   }
 
+  /** Whether the object `key` is stored (mappable and not deleted). */
   has(key: ObjectKey): boolean {
     return this.#entries.has(key);
   }
 
+  /** The stored object `key`, as the last event gave it. */
   get(key: ObjectKey): T | undefined {
     return this.#entries.get(key)?.object;
   }
 
+  /** Objects stored, across all parents. */
   get size(): number {
     return this.#entries.size;
   }

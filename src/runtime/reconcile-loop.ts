@@ -37,18 +37,47 @@ export const DEFAULT_SOURCE_RETRY_DELAY_MS = 1_000;
  */
 export const WORKER_SLICE_MS = 5;
 
+/**
+ * The user's reconcile for one parent. It gets only the key, so it must re-derive everything from
+ * `loop.getByParent(key)` (treating those objects as read-only), be idempotent (delivery is
+ * at-least-once: a relist or a resync re-drives every parent), and honour `signal`, which
+ * `stop()` aborts. Rejecting counts as a failure and schedules a retry with backoff.
+ */
 export type Reconcile = (parent: ParentKey, signal: AbortSignal) => Promise<void>;
 
+/**
+ * Options of `ReconcileLoop`. Every duration is in milliseconds; the constructor throws
+ * `RangeError` for one that is not a positive finite number, or when the failure cap is below the
+ * base (checked after defaults are applied).
+ */
 export interface ReconcileLoopOptions<T> {
+  /** Where the world comes from; opened at `start()` and reopened whenever a stream ends or fails. */
   source: Source<T>;
+  /** Called with one parent key at a time, never two at once. */
   reconcile: Reconcile;
+  /**
+   * Groups objects under the parent a reconcile is run for (pods under their cell). Without one,
+   * every object is its own parent.
+   */
   keyMap?: KeyMap<T>;
-  /** `null` turns resync off. */
+  /**
+   * How often every parent with members is enqueued again, whatever happened: a backstop for an
+   * event this controller, or something it depends on, failed to act on. Default
+   * `DEFAULT_RESYNC_PERIOD_MS` (10 h); `null` turns resync off.
+   */
   resyncPeriodMs?: number | null;
+  /** Delay before retrying a key after its first failed reconcile. Default `DEFAULT_FAILURE_BASE_DELAY_MS`. */
   failureBaseDelayMs?: number;
+  /**
+   * Cap on the doubling retry delay of a key that keeps failing. Default
+   * `DEFAULT_FAILURE_MAX_DELAY_MS`.
+   */
   failureMaxDelayMs?: number;
+  /** Wait before reopening a source stream that ended or failed. Default `DEFAULT_SOURCE_RETRY_DELAY_MS`. */
   sourceRetryDelayMs?: number;
+  /** Every wait (retry poller, resync, source reopen, the worker's yields) goes through it. */
   clock?: Clock;
+  /** Failed reconciles and source trouble are logged here; silent by default. */
   logger?: Logger;
   /** Queue and worker events for metrics; the runtime itself depends on no metrics library. */
   instrumentation?: LoopInstrumentation;
@@ -61,12 +90,17 @@ export interface ReconcileLoopOptions<T> {
   sliceClock?: () => number;
 }
 
-/** What the control plane shows about the loop's scheduling. */
+/** What the control plane shows about the loop's scheduling. Times are `clock` times. */
 export interface ReconcileLoopState {
+  /** The first `replace` has been applied: the store holds a whole world. */
   synced: boolean;
+  /** Keys waiting for the worker, in queue order. */
   queued: ParentKey[];
+  /** The key being reconciled now, and since when. */
   inFlight?: { key: ParentKey; sinceMs: number };
+  /** Keys with failures, with their next retry; empty before the worker starts. */
   retries: Array<PendingRetry<ParentKey>>;
+  /** When the next resync enqueues every parent; absent when resync is off or not running. */
   nextResyncAtMs?: number;
 }
 
@@ -93,6 +127,20 @@ function positiveFinite(name: string, value: unknown, fallback: number): number 
   return resolved;
 }
 
+/**
+ * A level-triggered controller over one `Source`: it keeps a store of the source's objects up to
+ * date, enqueues every parent an event touched, and runs `reconcile` for each queued parent, one
+ * at a time, retrying failures with backoff and re-driving every parent on a (long) resync period.
+ *
+ * Level-triggered means a reconcile never sees the event that woke it, only the parent key; it
+ * re-reads the parent's members and makes the world match. That is what lets the loop lose,
+ * merge and repeat events safely: a burst of changes to one parent is one reconcile, and a
+ * dropped stream is repaired by the next stream's `replace`.
+ *
+ * Use: `await loop.start()` (resolves once the initial world is in the store and queued), read
+ * with `getByParent`/`parentKeys`/`state`, `enqueue` to force a reconcile, `await loop.stop()`
+ * (or `await using`) to end it with nothing left running.
+ */
 export class ReconcileLoop<T> implements AsyncDisposable {
   readonly #reconcile: Reconcile;
   readonly #resyncPeriodMs: number | null;
@@ -255,6 +303,7 @@ export class ReconcileLoop<T> implements AsyncDisposable {
     return this.#stopPromise;
   }
 
+  /** `stop()`, so `await using loop = new ReconcileLoop(...)` pairs start and stop. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }
@@ -280,10 +329,12 @@ export class ReconcileLoop<T> implements AsyncDisposable {
     this.#add(parent);
   }
 
+  /** The parent's members as the store holds them now, sorted by object key; `[]` when none. */
   getByParent(parent: ParentKey): T[] {
     return this.#store.getByParent(parent);
   }
 
+  /** Parents with at least one member in the store. */
   parentKeys(): Set<ParentKey> {
     return this.#store.parentKeys();
   }
@@ -293,10 +344,12 @@ export class ReconcileLoop<T> implements AsyncDisposable {
     return this.#store.size;
   }
 
+  /** True for good once the first `replace` has been applied (before `start()` resolves). */
   get synced(): boolean {
     return this.#driver.synced;
   }
 
+  /** A snapshot of the queue, the in-flight reconcile, pending retries and the next resync. */
   state(): ReconcileLoopState {
     const state: ReconcileLoopState = {
       synced: this.#driver.synced,

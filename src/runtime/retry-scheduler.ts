@@ -18,19 +18,32 @@ export const DEFAULT_RETRY_POLL_INTERVAL_MS = 1_000;
  */
 const MAX_BACKOFF_EXPONENT = 1_000;
 
+/** Options of `RetryScheduler`; the constructor throws `RangeError` on bad numbers. */
 export interface RetrySchedulerOptions<K> {
-  /** Called from the poller for each key whose deadline is due. */
+  /**
+   * Called from the poller for each key whose deadline is due (the loop enqueues it there). A
+   * throw is logged and does not stop the other keys or the poller.
+   */
   onRetry: (key: K) => void;
+  /** Delay after a key's first failure; doubles per further failure. Positive, finite. */
   baseDelayMs: number;
+  /** Cap on the delay, so a key that keeps failing is still retried this often. `>= baseDelayMs`. */
   maxDelayMs: number;
+  /** Reads deadlines and drives the poller; a fake one makes retries deterministic in tests. */
   clock?: Clock;
+  /**
+   * How often due deadlines are swept; a retry fires up to this late. Default
+   * `DEFAULT_RETRY_POLL_INTERVAL_MS`.
+   */
   pollIntervalMs?: number;
+  /** Where a throwing `onRetry` is reported; silent by default. */
   logger?: Logger;
 }
 
 /** One key's retry bookkeeping, as the control plane shows it. */
 export interface PendingRetry<K> {
   key: K;
+  /** Consecutive failures since the key's last success: sets the current delay. */
   failures: number;
   /** Clock time the next retry is due; absent once that retry has fired. */
   dueAtMs?: number;
@@ -41,6 +54,18 @@ interface Entry {
   dueAtMs: number | undefined;
 }
 
+/**
+ * Remembers which keys failed and calls `onRetry` for each once its backoff has passed:
+ * `min(baseDelayMs × 2^(failures − 1), maxDelayMs)` after the latest failure.
+ *
+ * Why a separate object and not a delaying queue: the work queue stays a plain dedup set, a key
+ * can be both queued (by an event) and waiting for a retry without two timers racing, and the
+ * control plane can list every pending retry with its due time. A retry is only a nudge: whatever
+ * reconcile runs next for the key (retry, event or resync) reports success or failure, and that
+ * outcome resets or re-arms the backoff.
+ *
+ * Lifetime: the poller starts in the constructor and stops in `shutdown()`; nothing else runs.
+ */
 export class RetryScheduler<K> {
   readonly #onRetry: (key: K) => void;
   readonly #baseDelayMs: number;

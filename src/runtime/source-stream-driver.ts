@@ -13,14 +13,27 @@ import { type Logger, silentLogger } from './logger.js';
 import type { ObjectStore } from './object-store.js';
 import type { ParentKey, Source, SourceEvent } from './source-event.js';
 
+/** Options of `SourceStreamDriver`. */
 export interface SourceStreamDriverOptions<T> {
+  /** Opened at `run()` and reopened after every end or failure; each stream must open with a `replace`. */
   source: Source<T>;
+  /** Every event is applied here before anyone hears of it. */
   store: ObjectStore<T>;
-  /** Receives the parents an event affected: never empty, sorted in default string order. */
+  /**
+   * Receives the parents an event affected, after the store has applied it: never empty, sorted
+   * in default string order (so enqueue order is deterministic). A throw is logged; the store
+   * keeps the event.
+   */
   onAffected: (parents: ParentKey[]) => void;
-  /** Wait before reopening a stream that ended or failed. */
+  /**
+   * Wait before reopening a stream that ended or failed, so a dead backend is not hammered; a
+   * source with its own backoff (the reflector) needs little here. `ReconcileLoop` passes its
+   * `sourceRetryDelayMs` (default `DEFAULT_SOURCE_RETRY_DELAY_MS`). Non-negative, finite.
+   */
   retryDelayMs: number;
+  /** Times the reopen delay and the yields between slices of a large first `replace`. */
   clock?: Clock;
+  /** Where failed, ended and unclosable streams are reported; silent by default. */
   logger?: Logger;
 }
 
@@ -36,6 +49,17 @@ export class StreamDidNotOpenWithReplaceError extends Error {
   override readonly name = 'StreamDidNotOpenWithReplaceError';
 }
 
+/**
+ * Keeps one stream of a `Source` open into an `ObjectStore` for as long as `run()` runs, and
+ * reports which parents each event affected.
+ *
+ * It never gives up and never rejects: a stream that ends, throws, or does not open with a
+ * `replace` is closed, logged and reopened after `retryDelayMs`, because the new stream's
+ * `replace` repairs whatever was missed. `synced` and `waitForSync` tell the loop when the first
+ * whole world is in the store, which is when reconciling can start. A large first `replace`
+ * (more than `INITIAL_REPLACE_SLICE_SIZE` objects into an empty store) is applied in slices of
+ * that size, yielding between them, so syncing a big cluster never blocks the event loop.
+ */
 export class SourceStreamDriver<T> {
   readonly #source: Source<T>;
   readonly #store: ObjectStore<T>;

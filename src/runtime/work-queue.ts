@@ -5,6 +5,11 @@
  * dirty/processing protocol collapses into a single ordered set. A key taken by `get()` has
  * left the set, so re-adding it while it is being reconciled queues it once more, and any number
  * of adds during that reconcile collapse into that one follow-up.
+ *
+ * Why dedup: the queue holds keys, not events. A reconcile re-reads the key's current state, so
+ * ten changes to one cell before the worker gets to it need one reconcile, not ten; a burst (a
+ * relist re-affects every parent) costs one entry per key. Keys carry no delay here: retries with
+ * backoff live in `RetryScheduler`, which only calls `add` when a retry is due.
  */
 export class WorkQueue<K> {
   readonly #queued = new Set<K>();
@@ -22,7 +27,11 @@ export class WorkQueue<K> {
     return true;
   }
 
-  /** The oldest queued key; waits while empty; `undefined` once shut down (no drain). */
+  /**
+   * Takes the oldest queued key, waiting while the queue is empty. Resolves `undefined` once shut
+   * down, even with keys left: nothing drains on shutdown, since every key is re-derived from the
+   * world by the next process's initial relist anyway.
+   */
   async get(): Promise<K | undefined> {
     for (;;) {
       if (this.#shutDown) return undefined;
@@ -43,10 +52,12 @@ export class WorkQueue<K> {
     for (const wake of waiters) wake();
   }
 
+  /** True once `shutdown()` was called: `add` is ignored and `get` answers `undefined`. */
   get shuttingDown(): boolean {
     return this.#shutDown;
   }
 
+  /** Keys waiting (not counting one a worker has taken): the `workqueue_depth` gauge. */
   get length(): number {
     return this.#queued.size;
   }

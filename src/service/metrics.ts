@@ -242,7 +242,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_relists_total',
-      help: 'LISTs after the first, by reason (expired cursor, too large, malformed frame, failed list, other).',
+      help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, a failed relist LIST retried, other (reserved, 0).',
       labelNames: ['reason'] as const,
       registers,
       collect() {
@@ -255,7 +255,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_watch_opens_total',
-      help: 'WATCH requests opened by the pod source.',
+      help: 'WATCH requests sent by the pod source, whether or not the server accepted them.',
       registers,
       collect() {
         mirror(this, stats()?.watchOpens);
@@ -263,7 +263,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_events_total',
-      help: 'Watch events received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).',
+      help: 'Watch frames received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; OTHER for an unknown type or a frame that is not JSON).',
       labelNames: ['type'] as const,
       registers,
       collect() {
@@ -274,7 +274,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_decoded_bytes_total',
-      help: 'Bytes of LIST and WATCH responses decoded.',
+      help: 'Bytes of LIST and WATCH response bodies read, after gzip decompression.',
       registers,
       collect() {
         mirror(this, stats()?.bytesDecoded);
@@ -298,7 +298,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'pool_controller_reflector_healthy',
-      help: '1 while a watch is open and delivering (what /readyz checks), else 0.',
+      help: '1 from the moment a WATCH request is answered until that watch ends (what /readyz checks), else 0.',
       registers,
       collect() {
         this.set(stats()?.healthy ? 1 : 0);

@@ -25,8 +25,9 @@ import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './p
 import { requireReflectorWorker } from './script-path.js';
 
 /**
- * Pods per message of the initial `replace`. Each message is deserialized in one main-thread
- * task, so this bounds the stall a relist causes; ~250 trimmed pods take a few milliseconds.
+ * Pods per message of a `replace` (the first LIST's and every relist's). Each message is
+ * deserialized in one main-thread task, so this bounds the stall a relist causes; ~250 trimmed
+ * pods take a few milliseconds.
  */
 export const DEFAULT_REPLACE_CHUNK_SIZE = 250;
 /**
@@ -42,8 +43,9 @@ export const DEFAULT_CLOSE_GRACE_MS = 5_000;
  */
 export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
 /**
- * Streams one worker runs at once: normally one, briefly two while a closing stream winds down
- * and its replacement starts.
+ * Cap on the streams the one worker runs at once. Normally one runs, briefly two while a closing
+ * stream winds down and its replacement starts; the cap leaves headroom so a reopen never waits
+ * for a slow close.
  */
 const CONCURRENT_STREAMS_PER_WORKER = 4;
 
@@ -52,11 +54,26 @@ const CONCURRENT_STREAMS_PER_WORKER = 4;
  * `ClusterOptions`), plus what only the main-thread side has: the thread's limits and the buffer.
  */
 export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOptions {
+  /** Receives the main side's messages and the worker's log lines, which travel over the port. */
   logger?: Logger;
   /** The worker thread's V8 limits; default `DEFAULT_WORKER_RESOURCE_LIMITS`. */
   resourceLimits?: ResourceLimits;
+  /**
+   * Pods per message of a `replace`: smaller means shorter main-thread stalls during a relist but
+   * more messages. Each chunk is acknowledged before the next is sent. Default
+   * `DEFAULT_REPLACE_CHUNK_SIZE`.
+   */
   replaceChunkSize?: number;
+  /**
+   * How many events may wait on the main side for a consumer that is behind (a whole `replace`
+   * counts as one). Past it the stream fails and the driver reopens it: a fresh LIST is cheaper
+   * than unbounded memory, and loses nothing. Default `DEFAULT_MAX_BUFFERED_EVENTS`.
+   */
   maxBufferedEvents?: number;
+  /**
+   * How long closing a stream waits for the worker to close its connection and end the task
+   * before the worker thread is terminated. Default `DEFAULT_CLOSE_GRACE_MS`.
+   */
   closeGraceMs?: number;
   /** Times the close grace period; the reflector's own timers run on the worker's real clock. */
   clock?: Clock;
@@ -75,6 +92,16 @@ function positive(name: string, value: number | undefined): void {
   }
 }
 
+/**
+ * The service's Kubernetes pod source: a `KubernetesReflector` per stream, run in one worker
+ * thread, seen from the main thread as a plain `Source<Pod>` plus `stats()` and `close()`.
+ *
+ * Why a thread: decoding and validating a LIST of tens of thousands of pods takes long enough to
+ * stall the HTTP control plane and the reconciles; here the main thread only decodes trimmed pods,
+ * a chunk per task. Why it is safe: anything that goes wrong in the worker (a crash, an OOM at
+ * `resourceLimits`, a consumer too far behind) fails the stream, the loop's driver reopens it,
+ * and the new stream's LIST repairs the store.
+ */
 export class WorkerPodSource {
   /** Hand to `ReconcileLoop`: each call opens a fresh reflector stream, starting with a LIST. */
   readonly source: Source<Pod>;
