@@ -205,3 +205,100 @@ export function booleanQuery(name: string) {
 
 /** Error responses every route can give, for the OpenAPI document. */
 export const commonErrors = { 400: errorSchema, 500: errorSchema } as const;
+
+export const leaderSchema = z.object({
+  identity: z
+    .string()
+    .describe("This replica's identity: `$POD_NAME` (or the hostname), `_`, a random suffix."),
+  leading: z.boolean().describe('This replica holds the Lease (or leads alone, without one).'),
+  leader: z.string().nullable().describe('The observed holder of the Lease; `null` when none.'),
+  lease: z
+    .string()
+    .nullable()
+    .describe(
+      '`namespace/name` of the Lease; `null` when there is none (simulated source, `--leader-elect=false`).',
+    ),
+  since: z
+    .string()
+    .nullable()
+    .describe('RFC 3339: when this replica began leading; `null` while it does not.'),
+});
+
+const phaseSchema = z.enum(['render', 'validate', 'deploy']);
+const resultSchema = z.enum(['success', 'failure', 'aborted']);
+
+export const routingStateSchema = named(
+  z.object({
+    pools: z.array(
+      z.object({
+        namespace: z.string(),
+        pool: z.string(),
+        cells: z
+          .array(
+            z.object({
+              cell: z.string(),
+              generation: z.string(),
+              address: z.string().describe('`host:port` of the cell leader.'),
+            }),
+          )
+          .describe("The pool's alive cells with an address, sorted by address."),
+      }),
+    ),
+  }),
+  'RoutingState',
+);
+
+export const coordinatorSchema = z.object({
+  source: sourceKindSchema,
+  leading: z.boolean(),
+  acting: z
+    .boolean()
+    .describe('The coordinator runs: this replica leads and the cells have synced.'),
+  cellsSynced: z.boolean(),
+  state: z.object({
+    running: z.boolean(),
+    runningId: z.number().int().nullable(),
+    pendingReasons: z.array(z.string()),
+    consecutiveFailures: z.number().int(),
+    nextRetryAtMs: z.number().nullable().describe('A clock time (monotonic ms).'),
+    lastCompleted: z
+      .object({ id: z.number().int(), result: resultSchema, atMs: z.number() })
+      .nullable(),
+    lastError: z
+      .object({ phase: phaseSchema, message: z.string() })
+      .nullable()
+      .describe('The last failure, until the next success.'),
+  }),
+  desired: routingStateSchema
+    .nullable()
+    .describe(
+      "The leader's last rendered desired state; on a follower rendered locally and never deployed. `null` before the cells have synced.",
+    ),
+});
+
+export const sinksSchema = z.object({
+  source: sourceKindSchema,
+  sinks: z.array(
+    named(
+      z.object({
+        kind: z.enum(['sglang-router', 'endpointslice']),
+        target: z.string().describe('The router URL, or the EndpointSlice `namespace/name`.'),
+        pool: z.string(),
+        desired: z
+          .array(z.string())
+          .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),
+        actual: z.array(z.string()).describe('Sorted, as last read from the target.'),
+        pending: z.array(
+          z.object({
+            operation: z.enum(['add', 'remove']),
+            endpoint: z.string(),
+            since: z.string(),
+          }),
+        ),
+        lastAppliedAt: z.string().nullable().describe('RFC 3339 of the last apply without error.'),
+        lastError: z.string().nullable(),
+      }),
+      'SinkTarget',
+    ),
+  ),
+});

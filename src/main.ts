@@ -14,18 +14,29 @@ import {
   ConfigError,
   HelpRequested,
   loadAdminToken,
+  loadSecretFile,
   parseConfig,
 } from './cli/config.js';
 import {
   chooseSource,
+  type HostFacts,
   realHostFacts,
+  resolveLeaseNamespace,
   resolveNamespace,
   type SourceChoice,
 } from './cli/source-choice.js';
 import { buildServer } from './http/app.js';
 import type { PodSource } from './pools/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
-import { PoolService } from './service/pool-service.js';
+import {
+  type Leadership,
+  type LeadershipHooks,
+  LeaseLeadership,
+  leaderIdentity,
+  SoleLeadership,
+} from './service/leadership.js';
+import { PoolService, type SinkWiring } from './service/pool-service.js';
+import type { Sink } from './sinks/sink.js';
 
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */
 const EXIT_USAGE = 2;
@@ -68,14 +79,82 @@ async function createPodSource(
   });
 }
 
+/**
+ * Leadership as configured: a Lease with the kubernetes source (unless `--leader-elect=false`),
+ * this process alone otherwise. The Lease lock is prepared here, so a kubeconfig that cannot
+ * reach the cluster fails at start rather than on the first campaign.
+ */
+async function createLeadership(
+  config: Config,
+  choice: SourceChoice,
+  facts: HostFacts,
+  watchedNamespace: string | undefined,
+  logger: pino.Logger,
+): Promise<(hooks: LeadershipHooks) => Leadership> {
+  const identity = leaderIdentity(facts.env);
+  const enabled = config.leaderElection.enabled ?? choice.kind === 'kubernetes';
+  const log = logger.child({ component: 'leader-election' });
+  if (!enabled || choice.kind === 'simulated') {
+    const reason =
+      choice.kind === 'simulated'
+        ? 'the simulated source has no cluster, so no Lease'
+        : '--leader-elect=false: every replica acts; run exactly one';
+    if (choice.kind === 'simulated' && config.leaderElection.enabled) {
+      log.warn('--leader-elect has no effect with the simulated source: there is no Lease');
+    }
+    return (hooks) => new SoleLeadership({ identity, reason, hooks, logger: log });
+  }
+  const namespace = await resolveLeaseNamespace(config, facts, watchedNamespace);
+  const { connectLeaseLock } = await import('./kubernetes/lease-lock.js');
+  const lock = await connectLeaseLock({
+    namespace,
+    name: config.leaderElection.resourceName,
+    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+    ...(config.context !== undefined ? { context: config.context } : {}),
+  });
+  return (hooks) =>
+    new LeaseLeadership({
+      lock,
+      identity,
+      leaseDurationMs: config.leaderElection.leaseDurationMs,
+      renewDeadlineMs: config.leaderElection.renewDeadlineMs,
+      retryPeriodMs: config.leaderElection.retryPeriodMs,
+      hooks,
+      logger: log,
+    });
+}
+
+/** The deploy targets the flags name: SGLang routers (and EndpointSlices, when published). */
+async function createSinks(
+  config: Config,
+  routerApiKey: string | undefined,
+  logger: pino.Logger,
+): Promise<((wiring: SinkWiring) => Sink[]) | undefined> {
+  if (config.sglangRouters.length === 0) return undefined;
+  const { SglangRouterSink } = await import('./sinks/sglang-router.js');
+  return (wiring) => [
+    new SglangRouterSink({
+      targets: config.sglangRouters,
+      ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
+      logger: logger.child({ component: 'sglang-router' }),
+      publish: wiring.publish,
+      onOperation: wiring.onOperation,
+    }),
+  ];
+}
+
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let config: Config;
   let adminToken: string | undefined;
+  let routerApiKey: string | undefined;
   let choice: SourceChoice;
   const facts = { ...realHostFacts(), env };
   try {
     config = parseConfig(argv, env);
     adminToken = config.adminTokenFile ? await loadAdminToken(config.adminTokenFile) : undefined;
+    routerApiKey = config.sglangRouterApiKeyFile
+      ? await loadSecretFile(config.sglangRouterApiKeyFile, 'sglang-router-api-key-file')
+      : undefined;
     choice = chooseSource(config, facts);
   } catch (err) {
     if (err instanceof HelpRequested) {
@@ -105,8 +184,24 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
         ? DEFAULT_SIMULATED_NAMESPACE
         : config.namespace
       : await resolveNamespace(config, facts);
+  let leadership: (hooks: LeadershipHooks) => Leadership;
+  let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
+  try {
+    leadership = await createLeadership(config, choice, facts, namespace, logger);
+    sinks = await createSinks(config, routerApiKey, logger);
+  } catch (err) {
+    const name = (err as Error).name;
+    if (name === 'KubeConfigError' || err instanceof ConfigError) {
+      process.stderr.write(`pool-controller: ${(err as Error).message}\n`);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
   const podSource = await createPodSource(config, choice, namespace, logger);
   const service = new PoolService({
+    leadership,
+    ...(sinks ? { sinks } : {}),
+    driftIntervalMs: config.driftIntervalMs,
     podSource,
     sourceKind: choice.kind,
     labels: config.labels,
@@ -133,6 +228,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       }, config.shutdownTimeoutMs);
       deadline.unref();
       service.beginShutdown();
+      service.closeEventStreams();
       await app.close().catch((err) => logger.error({ err }, 'closing the HTTP server failed'));
       await service.stop().catch((err) => logger.error({ err }, 'stopping the service failed'));
       clearTimeout(deadline);

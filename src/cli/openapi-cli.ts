@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { renderOpenApi } from '../http/openapi.js';
 
 /** From `dist/src/`, two levels up is the repository root. */
-const OPENAPI_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
+/** dist/src/cli/ → the repository root. */
+const OPENAPI_PATH = fileURLToPath(new URL('../../../openapi.yaml', import.meta.url));
 
 async function main(mode: string | undefined): Promise<number> {
   const generated = await renderOpenApi();

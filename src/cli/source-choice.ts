@@ -96,3 +96,28 @@ export async function resolveNamespace(
     return undefined;
   }
 }
+
+/**
+ * Where the Lease lives: `--leader-elect-resource-namespace`, else the pod's own namespace
+ * (`$POD_NAMESPACE` from the downward API, or the service account's namespace file: what the
+ * Role in deploy/ grants), else the watched namespace, else `default`.
+ */
+export async function resolveLeaseNamespace(
+  config: Config,
+  facts: HostFacts,
+  watchedNamespace: string | undefined,
+  readText: (path: string) => Promise<string> = (p) => readFile(p, 'utf8'),
+): Promise<string> {
+  if (config.leaderElection.resourceNamespace) return config.leaderElection.resourceNamespace;
+  const fromEnv = facts.env.POD_NAMESPACE?.trim();
+  if (fromEnv) return fromEnv;
+  if (inCluster(facts)) {
+    try {
+      const own = (await readText(join(SERVICE_ACCOUNT_DIR, 'namespace'))).trim();
+      if (own) return own;
+    } catch {
+      // fall through to the watched namespace
+    }
+  }
+  return watchedNamespace ?? 'default';
+}

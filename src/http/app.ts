@@ -20,14 +20,18 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { cellsRoutes } from '../../routes/cells.js';
+import { coordinatorRoutes } from '../../routes/coordinator.js';
+import { eventsRoutes } from '../../routes/events.js';
 import { healthRoutes } from '../../routes/health.js';
 import { HttpError } from '../../routes/http-error.js';
+import { leaderRoutes } from '../../routes/leader.js';
 import { metricsRoutes } from '../../routes/metrics.js';
 import { queueRoutes } from '../../routes/queue.js';
 import { reflectorRoutes } from '../../routes/reflector.js';
 import { requeueRoutes } from '../../routes/requeue.js';
 import { storeRoutes } from '../../routes/store.js';
 import type { ControlPlane } from '../service/control-plane.js';
+import { SERVICE_EVENT_TYPES } from '../service/service-events.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */
@@ -240,5 +244,8 @@ export async function buildServer(
   await app.register(storeRoutes, { plane });
   await app.register(queueRoutes, { plane });
   await app.register(reflectorRoutes, { plane });
+  await app.register(leaderRoutes, { plane });
+  await app.register(coordinatorRoutes, { plane });
+  await app.register(eventsRoutes, { plane, eventTypes: SERVICE_EVENT_TYPES });
   return app;
 }

@@ -6,16 +6,43 @@
  * nothing of `src/` but this file's types (test/routes/imports.test.ts holds it to that).
  */
 
+import type { CoordinatorState } from '../coordination/coordinator.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import type { CellMember } from '../pools/cell-state.js';
 import type { SourceKind } from '../pools/pod-source.js';
+import type { RoutingState } from '../pools/routing-state.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
+import type { SinkTargetStatus } from '../sinks/sink.js';
 import type { AdminDecision } from './admin-auth.js';
 import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
+import type { LeadershipView } from './leadership.js';
 
-export type { AdminDecision, ParentKey };
+export type {
+  AdminDecision,
+  CoordinatorState,
+  LeadershipView,
+  ParentKey,
+  RoutingState,
+  SinkTargetStatus,
+};
+
+/** `GET /api/v1/coordinator`: the coordinator's state and the desired routing state. */
+export interface CoordinatorView {
+  /** This replica holds the Lease (or leads alone). */
+  leading: boolean;
+  /** Its coordinator runs: it leads and the cells have synced. */
+  acting: boolean;
+  /** The initial list is applied and every cell in it was reconciled once. */
+  cellsSynced: boolean;
+  state: CoordinatorState;
+  /**
+   * The leader's last rendered desired state; on a follower (or before the first run) rendered
+   * locally, never deployed. `null` before the cells have synced.
+   */
+  desired: RoutingState | null;
+}
 
 /** One pod as `GET /api/v1/store?objects=true` shows it: its store key and its member view. */
 export interface StorePodView extends CellMember {
@@ -92,4 +119,15 @@ export interface ControlPlane {
   reflector(): PodSourceStats;
   /** Queues a reconcile of `parent` (deduplicated with one already queued). */
   enqueue(parent: ParentKey): void;
+  leader(): LeadershipView;
+  coordinator(): CoordinatorView;
+  /** Per sink target: desired, actual, pending, last apply. */
+  sinks(): SinkTargetStatus[];
+  /**
+   * The event bus as Server-Sent Events text, chunk by chunk, filtered by `types`; ends when
+   * `signal` aborts or the service shuts down.
+   */
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string>;
+  /** Asks the leader's coordinator for a run now; ignored on a follower. */
+  triggerRouting(reason: string): void;
 }

@@ -6,8 +6,9 @@
  * A replica that loses the Lease stops acting at once (its term's signal aborts) and campaigns
  * again; it never exits for it, because its reflector, store and read API are warm and correct.
  */
-import { hostname } from 'node:os';
+
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { LeaderElector } from '../coordination/leader-elector.js';
 import type { LeaseLock } from '../coordination/lease-record.js';
 import type { Clock } from '../runtime/clock.js';

@@ -355,7 +355,7 @@ export class ServiceMetrics {
     });
     const transitions = new Counter({
       name: 'pool_controller_cell_transitions_total',
-      help: 'Cell transitions logged by the reconcile (appeared, alive, not-alive, generation-changed, gone).',
+      help: 'Cell transitions logged by the reconcile (appeared, alive, not-alive, generation-changed, address-changed, gone).',
       labelNames: ['transition'] as const,
       registers,
     });

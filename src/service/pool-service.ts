@@ -1,18 +1,25 @@
 /**
  * The pool controller as one object: a pod source, the reconcile loop over it, the cell registry
- * the reconcile publishes to, metrics and health checks. `main.ts` adds configuration, logging,
- * the HTTP server and signals; tests build it with a fake or simulated source and a fake clock.
+ * the reconcile publishes to, the event bus, leadership and the leader-only routing controller
+ * (coordinator + sinks), metrics and health checks. `main.ts` adds configuration, logging, the
+ * HTTP server and signals; tests build it with a fake or simulated source and a fake clock.
+ *
+ * Every replica runs the loop and serves reads; only the leader's routing controller acts, and
+ * only once the cells have synced (haptic's initial-sync gate: the initial list is applied and
+ * every cell in it reconciled once). After that every cell change triggers it at once.
  *
  * Start and stop order: the HTTP server may answer before `start()` (liveness passes, readiness
- * says "not synced"); `stop()` stops the loop first (no reconcile runs against a closing source),
- * then closes the source (the reflector's worker thread).
+ * says "not synced"); `start()` begins campaigning and the loop; `stop()` ends leadership first
+ * (the routing controller stops, the Lease is released so a follower takes over in about one
+ * retry period), then the loop (no reconcile runs against a closing source), then the source.
  */
 
+import { EventBus } from '../coordination/event-bus.js';
 import { type Pod, podKey } from '../kubernetes/pod.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
-import { CellRegistry } from '../pools/cell-registry.js';
+import { CellRegistry, type CellTransition } from '../pools/cell-registry.js';
 import { memberOf } from '../pools/cell-state.js';
 import type { PoolLabels } from '../pools/labels.js';
 import type { PodSource, SourceKind } from '../pools/pod-source.js';
@@ -20,17 +27,30 @@ import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
+import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
 import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
 import { CellBodies } from './cell-bodies.js';
 import type {
   CellResolution,
   CellScope,
   ControlPlane,
+  CoordinatorView,
   StoreParent,
   StoreSnapshot,
 } from './control-plane.js';
+import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
+import { sseStream } from './event-stream.js';
 import { HealthEndpoint } from './health.js';
+import {
+  type Leadership,
+  type LeadershipHooks,
+  type LeadershipView,
+  leaderIdentity,
+  SoleLeadership,
+} from './leadership.js';
 import { ServiceMetrics } from './metrics.js';
+import { RoutingController } from './routing-controller.js';
+import { cellChangedEvent, type ServiceEvent, type WatchStateEvent } from './service-events.js';
 
 export interface PoolServiceOptions {
   podSource: PodSource;
@@ -46,7 +66,27 @@ export interface PoolServiceOptions {
   logger?: Logger;
   /** prom-client's process metrics; main turns them on, tests leave them off. */
   processMetrics?: boolean;
+  /**
+   * Who acts. Default: this process alone, with no Lease (what the simulated source and
+   * `--leader-elect=false` use).
+   */
+  leadership?: (hooks: LeadershipHooks) => Leadership;
+  /** The routing controller's deploy targets; default none (deploy logs the desired state). */
+  sinks?: (wiring: SinkWiring) => Sink[];
+  /** Time between drift runs; `null` none; default the coordinator's (60 s). */
+  driftIntervalMs?: number | null;
+  /** How often the source's stats are compared for `watch.state` events; default 1 s. */
+  watchStatePollMs?: number;
 }
+
+/** What the service hands a sink it builds: where its events and operation counts go. */
+export interface SinkWiring {
+  publish: (event: SinkEvent) => void;
+  onOperation: (record: SinkOperationCount) => void;
+}
+
+/** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
+export const WATCH_STATE_POLL_MS = 1_000;
 
 export class PoolService implements ControlPlane {
   readonly sourceKind: SourceKind;
@@ -55,7 +95,19 @@ export class PoolService implements ControlPlane {
   readonly registry: CellRegistry;
   readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
+  readonly coordinationMetrics: CoordinationMetrics;
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
+  /** Everything the service publishes; `GET /api/v1/events` streams it. */
+  readonly bus: EventBus<ServiceEvent>;
+  readonly #leadership: Leadership;
+  readonly #routing: RoutingController;
+  readonly #lifetime = new AbortController();
+  /** Parents of the initial list not yet reconciled once; `undefined` before the list is in. */
+  #initialPending: Set<ParentKey> | undefined;
+  readonly #reconciledBeforeSync = new Set<ParentKey>();
+  #cellsSynced = false;
+  #leadingTerm: AbortSignal | undefined;
+  #background: Promise<unknown>[] = [];
   /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
   readonly #adminToken: string | undefined;
   readonly #podSource: PodSource;
@@ -77,18 +129,60 @@ export class PoolService implements ControlPlane {
       clock: this.#clock,
       processMetrics: options.processMetrics ?? false,
     });
+    this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
+    this.bus = new EventBus<ServiceEvent>({ logger });
+    this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
+    const publish = (event: ServiceEvent): void => this.#publish(event);
+    const sinks =
+      options.sinks?.({
+        publish,
+        onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
+      }) ?? [];
+    this.#routing = new RoutingController({
+      cells: () => this.registry.list(),
+      synced: () => this.#cellsSynced,
+      sinks,
+      publish,
+      driftIntervalMs: options.driftIntervalMs === undefined ? 60_000 : options.driftIntervalMs,
+      clock: this.#clock,
+      logger,
+    });
+    const hooks: LeadershipHooks = {
+      onStartedLeading: (term) => this.#startedLeading(term),
+      onStoppedLeading: () => this.#stoppedLeading(),
+      onNewLeader: (identity) => this.#publish({ type: 'leader.changed', identity }),
+    };
+    this.#leadership =
+      options.leadership?.(hooks) ??
+      new SoleLeadership({
+        identity: leaderIdentity(),
+        reason: 'no Lease configured',
+        hooks,
+        logger,
+      });
+    this.coordinationMetrics.bind({
+      leaseName: this.#leadership.view().lease ?? 'pool-controller',
+      subscribers: () => this.bus.subscriberCount,
+      sinkStatus: () => this.#routing.sinkStatus(),
+    });
     const reconcileCell = createCellReconciler({
       labels: options.labels,
       portName: options.portName,
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,
-      onTransition: (t) => this.metrics.cellTransition(t.type),
+      onTransition: (t) => this.#cellTransition(t),
     });
     this.#loop = new ReconcileLoop<Pod>({
       source: options.podSource.source,
       keyMap: cellKeyMap(options.labels),
-      reconcile: reconcileCell,
+      reconcile: async (key, signal) => {
+        try {
+          await reconcileCell(key, signal);
+        } finally {
+          this.#reconciledOnce(key);
+        }
+      },
       ...(options.resyncPeriodMs !== undefined ? { resyncPeriodMs: options.resyncPeriodMs } : {}),
       clock: this.#clock,
       logger,
@@ -103,7 +197,17 @@ export class PoolService implements ControlPlane {
     });
     this.health = {
       // Liveness asks only "is this process serving": restarting us cannot fix the API server.
-      healthz: new HealthEndpoint('healthz', [{ name: 'ping', check: () => undefined }]),
+      healthz: new HealthEndpoint('healthz', [
+        { name: 'ping', check: () => undefined },
+        {
+          // client-go's healthz adaptor: a leader whose renew loop is wedged must be restarted.
+          name: 'leader-election',
+          check: () =>
+            this.#leadership.healthy()
+              ? undefined
+              : 'this replica leads but has not renewed its Lease for longer than the lease duration',
+        },
+      ]),
       readyz: new HealthEndpoint('readyz', [
         {
           name: 'store-synced',
@@ -127,20 +231,54 @@ export class PoolService implements ControlPlane {
     };
   }
 
-  /** Resolves once the initial world is in the store and queued (see `ReconcileLoop.start`). */
-  start(signal?: AbortSignal): Promise<void> {
-    return this.#loop.start(signal);
+  /**
+   * Begins campaigning (or leading alone) and starts the loop; resolves once the initial world is
+   * in the store and queued (see `ReconcileLoop.start`). The routing controller starts when this
+   * replica leads and the cells have synced, whichever comes last.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    this.#background.push(
+      this.#leadership.run(this.#lifetime.signal),
+      this.#watchStates(this.#lifetime.signal),
+    );
+    await this.#loop.start(signal);
+    const pending = new Set<ParentKey>();
+    for (const key of this.#loop.parentKeys()) {
+      if (!this.#reconciledBeforeSync.has(key)) pending.add(key);
+    }
+    this.#reconciledBeforeSync.clear();
+    this.#initialPending = pending;
+    if (pending.size === 0) this.#markCellsSynced();
   }
 
-  /** Makes `/readyz` fail from now on, so load balancers drain us before the server closes. */
+  /** Whether the initial list is applied and every cell in it was reconciled once. */
+  get cellsSynced(): boolean {
+    return this.#cellsSynced;
+  }
+
+  /**
+   * Makes `/readyz` fail from now on, so load balancers drain us before the server closes, and
+   * ends open event streams (shutdown never waits on a client that only listens).
+   */
   beginShutdown(): void {
     this.#shuttingDown = true;
   }
 
-  /** Stops the loop (waiting for an in-flight reconcile), then the source. Idempotent. */
+  /** Ends every open event stream now; new ones end at once. */
+  closeEventStreams(): void {
+    this.#streamsClosed.abort();
+  }
+
+  /**
+   * Ends leadership (the routing controller stops, the Lease is released), then stops the loop
+   * (waiting for an in-flight reconcile), then the source. Idempotent.
+   */
   stop(): Promise<void> {
     this.#shuttingDown = true;
     this.#stopped ??= (async () => {
+      this.#lifetime.abort(new Error('the service is stopping'));
+      await Promise.allSettled(this.#background);
+      await this.#routing.stop();
       try {
         await this.#loop.stop();
       } catch {
@@ -232,5 +370,136 @@ export class PoolService implements ControlPlane {
 
   enqueue(parent: ParentKey): void {
     this.#loop.enqueue(parent);
+  }
+
+  leader(): LeadershipView {
+    return this.#leadership.view();
+  }
+
+  coordinator(): CoordinatorView {
+    const state = this.#routing.state();
+    return {
+      leading: this.#leadership.view().leading,
+      acting: this.#routing.acting,
+      cellsSynced: this.#cellsSynced,
+      state,
+      desired: this.#routing.desired(),
+    };
+  }
+
+  sinks(): SinkTargetStatus[] {
+    return this.#routing.sinkStatus();
+  }
+
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string> {
+    const signal = AbortSignal.any([
+      options.signal,
+      this.#lifetime.signal,
+      this.#streamsClosed.signal,
+    ]);
+    return sseStream({
+      bus: this.bus,
+      clock: this.#clock,
+      signal,
+      ...(options.types ? { types: options.types } : {}),
+      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
+    });
+  }
+
+  /** Asks the routing controller for a run now (when this replica acts); for the control plane. */
+  triggerRouting(reason: string): void {
+    this.#routing.trigger(reason);
+  }
+
+  // ----- internals -----
+
+  readonly #watchStatePollMs: number;
+  /** Aborted at the beginning of shutdown: open event streams end so the server can close. */
+  readonly #streamsClosed = new AbortController();
+
+  #publish(event: ServiceEvent): void {
+    this.coordinationMetrics.observe(event);
+    this.bus.publish(event);
+  }
+
+  #cellTransition(transition: CellTransition): void {
+    this.metrics.cellTransition(transition.type);
+    const event = cellChangedEvent(transition);
+    this.#publish(event);
+    // The initial-sync gate: before it, the first run after sync covers every change.
+    if (this.#cellsSynced) {
+      this.#routing.trigger(`cell ${event.namespace}/${event.cell} ${transition.type}`);
+    }
+  }
+
+  #reconciledOnce(key: ParentKey): void {
+    if (this.#cellsSynced) return;
+    if (this.#initialPending === undefined) {
+      this.#reconciledBeforeSync.add(key);
+      return;
+    }
+    this.#initialPending.delete(key);
+    if (this.#initialPending.size === 0) this.#markCellsSynced();
+  }
+
+  #markCellsSynced(): void {
+    if (this.#cellsSynced) return;
+    this.#cellsSynced = true;
+    this.#initialPending = undefined;
+    this.#publish({
+      type: 'store.synced',
+      objects: this.#loop.objectCount,
+      cells: this.registry.size,
+    });
+    if (this.#leadingTerm && !this.#leadingTerm.aborted) this.#routing.start();
+  }
+
+  #startedLeading(term: AbortSignal): void {
+    this.#leadingTerm = term;
+    this.coordinationMetrics.leading(true);
+    this.#publish({ type: 'leadership.acquired', identity: this.#leadership.identity });
+    if (this.#cellsSynced) this.#routing.start();
+  }
+
+  #stoppedLeading(): void {
+    this.#leadingTerm = undefined;
+    this.coordinationMetrics.leading(false);
+    this.#publish({ type: 'leadership.lost', identity: this.#leadership.identity });
+    // Not awaited: the pipeline's signal aborts now; stop() settles it in the background.
+    this.#background.push(this.#routing.stop());
+  }
+
+  /** Publishes `watch.state` whenever the source's phase, health or relist count changes. */
+  async #watchStates(signal: AbortSignal): Promise<void> {
+    let last: { phase: string; healthy: boolean; relists: Record<string, number> } | undefined;
+    while (!signal.aborted) {
+      const stats = this.#podSource.stats();
+      const relists = { ...stats.relists } as Record<string, number>;
+      if (!last || last.phase !== stats.phase || last.healthy !== stats.healthy) {
+        const event: WatchStateEvent = {
+          type: 'watch.state',
+          phase: stats.phase,
+          healthy: stats.healthy,
+        };
+        if (stats.lastError && !stats.healthy) event.lastError = stats.lastError;
+        this.#publish(event);
+      }
+      for (const [reason, count] of Object.entries(relists)) {
+        if (last && count > (last.relists[reason] ?? 0)) {
+          this.#publish({
+            type: 'watch.state',
+            phase: stats.phase,
+            healthy: stats.healthy,
+            relistReason: reason as NonNullable<WatchStateEvent['relistReason']>,
+          });
+        }
+      }
+      last = { phase: stats.phase, healthy: stats.healthy, relists };
+      try {
+        await this.#clock.sleep(this.#watchStatePollMs, signal);
+      } catch {
+        return;
+      }
+    }
   }
 }

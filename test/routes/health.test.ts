@@ -16,7 +16,7 @@ describe('GET /healthz', () => {
   it('lists its checks with ?verbose and ends with "healthz check passed"', async () => {
     const { app } = await harness();
     const res = await app.inject({ url: '/healthz?verbose' });
-    expect(res.body).toBe('[+]ping ok\nhealthz check passed\n');
+    expect(res.body).toBe('[+]ping ok\n[+]leader-election ok\nhealthz check passed\n');
   });
 
   it('answers one check at /healthz/<name>', async () => {

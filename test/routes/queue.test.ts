@@ -76,6 +76,15 @@ async function controlledLoop(): Promise<{
     resolveCell: () => ({ kind: 'not-found' }),
     reflector: () => podSource.stats(),
     enqueue: (key) => loop.enqueue(key),
+    leader: () => ({ identity: 'x', leading: false, leader: null, lease: null, since: null }),
+    coordinator: () => {
+      throw new Error('not in this test');
+    },
+    sinks: () => [],
+    eventStream: () => {
+      throw new Error('not in this test');
+    },
+    triggerRouting: () => undefined,
   };
   const app = await buildServer(plane);
   const started = loop.start();

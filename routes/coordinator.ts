@@ -1,0 +1,62 @@
+/** `GET /api/v1/coordinator` and `GET /api/v1/sinks`: what the acting half does and has done. */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ControlPlane } from '../src/service/control-plane.js';
+import { commonErrors, coordinatorSchema, sinksSchema } from './schemas.js';
+
+export interface CoordinatorRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> = async (
+  app,
+  { plane },
+) => {
+  app.get(
+    '/api/v1/coordinator',
+    {
+      schema: {
+        summary: 'The coordinator',
+        description:
+          "The coordinator's state (runs, retries, last error) and the desired routing state. On a follower the coordinator is stopped and the desired state is rendered locally, never deployed.",
+        tags: ['coordination'],
+        response: { 200: coordinatorSchema, ...commonErrors },
+      },
+    },
+    async () => {
+      const view = plane.coordinator();
+      const { state } = view;
+      return {
+        source: plane.sourceKind,
+        leading: view.leading,
+        acting: view.acting,
+        cellsSynced: view.cellsSynced,
+        state: {
+          running: state.running,
+          runningId: state.runningId ?? null,
+          pendingReasons: state.pendingReasons,
+          consecutiveFailures: state.consecutiveFailures,
+          nextRetryAtMs: state.nextRetryAtMs ?? null,
+          lastCompleted: state.lastCompleted ?? null,
+          lastError: state.lastError
+            ? { phase: state.lastError.phase, message: state.lastError.message }
+            : null,
+        },
+        desired: view.desired,
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/sinks',
+    {
+      schema: {
+        summary: 'Sink targets',
+        description:
+          'Every deploy target (SGLang router per pool, EndpointSlice per pool and port): what is desired, what was last read from it, what is pending, and how the last apply went.',
+        tags: ['coordination'],
+        response: { 200: sinksSchema, ...commonErrors },
+      },
+    },
+    async () => ({ source: plane.sourceKind, sinks: plane.sinks() }),
+  );
+};

@@ -1,0 +1,81 @@
+/**
+ * `GET /api/v1/events`: the controller's event bus as Server-Sent Events — cell changes, watch
+ * state, leadership, the coordinator's reconciliations and phases, sink changes. What a person
+ * runs through `kubectl port-forward` to watch the controller think:
+ * `curl -N localhost:8080/api/v1/events?types=cell.changed,reconciliation.completed`.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ControlPlane } from '../src/service/control-plane.js';
+import { commonErrors } from './schemas.js';
+
+export interface EventsRoutesOptions {
+  plane: ControlPlane;
+  /** The event types a client may ask for, for `?types=` validation. */
+  eventTypes: readonly string[];
+}
+
+export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
+  app,
+  { plane, eventTypes },
+) => {
+  const known = new Set([...eventTypes, 'events.dropped']);
+  const typesQuery = z
+    .string()
+    .transform((text, ctx) => {
+      const types = text
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean);
+      const unknown = types.filter((t) => !known.has(t));
+      if (unknown.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; known: ${[...known].join(', ')}`,
+        });
+        return z.NEVER;
+      }
+      return types;
+    })
+    .describe(`Comma-separated event types to receive (default: all): ${[...known].join(', ')}.`)
+    .optional();
+
+  app.get(
+    '/api/v1/events',
+    {
+      schema: {
+        summary: 'Event stream (SSE)',
+        description:
+          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed.',
+        tags: ['observability'],
+        querystring: z.object({ types: typesQuery }),
+        response: {
+          200: {
+            description: 'An endless `text/event-stream`.',
+            content: { 'text/event-stream': { schema: z.string() } },
+          },
+          ...commonErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const closed = new AbortController();
+      request.raw.once('close', () => closed.abort());
+      reply.raw.once('close', () => closed.abort());
+      const { types } = request.query;
+      const stream = Readable.from(
+        plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal }),
+      );
+      return (
+        reply
+          .type('text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-cache, no-transform')
+          .header('x-accel-buffering', 'no')
+          // The type provider types bodies from the schema; a stream is how Fastify sends one
+          // that never ends (its schema only documents the media type).
+          .send(stream as never)
+      );
+    },
+  );
+};

@@ -1,0 +1,24 @@
+/** `GET /api/v1/leader`: who leads, and whether this replica does. */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { ControlPlane } from '../src/service/control-plane.js';
+import { commonErrors, leaderSchema } from './schemas.js';
+
+export interface LeaderRoutesOptions {
+  plane: ControlPlane;
+}
+
+export const leaderRoutes: FastifyPluginAsyncZod<LeaderRoutesOptions> = async (app, { plane }) => {
+  app.get(
+    '/api/v1/leader',
+    {
+      schema: {
+        summary: 'Leadership',
+        description:
+          "This replica's identity, whether it leads, the observed leader and the Lease. Every replica answers; only the leader acts.",
+        tags: ['coordination'],
+        response: { 200: leaderSchema, ...commonErrors },
+      },
+    },
+    async () => plane.leader(),
+  );
+};

@@ -1,0 +1,149 @@
+/**
+ * Metrics of the acting half: leadership (client-go's `leader_election_master_status`), the
+ * coordinator's reconciliations and phases, the event bus, and the sinks. Registered on the
+ * service's registry beside the controller-runtime and reflector metrics.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { SinkTargetStatus } from '../sinks/sink.js';
+import type { ServiceEvent } from './service-events.js';
+
+/**
+ * Seconds; a reconciliation is render + validate + deploy, from milliseconds (nothing to change)
+ * to tens of seconds (a router that answers slowly, with its timeouts).
+ */
+export const RECONCILIATION_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+const RESULTS = ['success', 'failure', 'aborted'] as const;
+
+/** One sink call, counted by `pool_controller_sink_operations_total`. */
+export interface SinkOperationCount {
+  sink: string;
+  target: string;
+  operation: string;
+  result: 'success' | 'error';
+}
+
+export interface CoordinationMetricsBindings {
+  leaseName: string;
+  subscribers: () => number;
+  sinkStatus: () => SinkTargetStatus[];
+}
+
+export class CoordinationMetrics {
+  readonly #masterStatus: Gauge<'name'>;
+  readonly #transitions: Counter;
+  readonly #reconciliations: Counter<'result'>;
+  readonly #duration: Histogram;
+  readonly #phaseDuration: Histogram<'phase'>;
+  readonly #dropped: Counter<'subscriber'>;
+  readonly #sinkOperations: Counter<'sink' | 'target' | 'operation' | 'result'>;
+  #bindings: CoordinationMetricsBindings | undefined;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const bound = (): CoordinationMetricsBindings | undefined => this.#bindings;
+    this.#masterStatus = new Gauge({
+      name: 'leader_election_master_status',
+      help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+      labelNames: ['name'] as const,
+      registers,
+    });
+    this.#transitions = new Counter({
+      name: 'pool_controller_leader_transitions_total',
+      help: 'Times this replica began leading.',
+      registers,
+    });
+    this.#reconciliations = new Counter({
+      name: 'pool_controller_reconciliations_total',
+      help: 'Coordinator reconciliations (render, validate, deploy) by result.',
+      labelNames: ['result'] as const,
+      registers,
+    });
+    for (const result of RESULTS) this.#reconciliations.inc({ result }, 0);
+    this.#duration = new Histogram({
+      name: 'pool_controller_reconciliation_duration_seconds',
+      help: 'Duration of a coordinator reconciliation: render + validate + deploy, up to the phase that failed; aborted runs are not observed.',
+      buckets: RECONCILIATION_BUCKETS,
+      registers,
+    });
+    this.#phaseDuration = new Histogram({
+      name: 'pool_controller_phase_duration_seconds',
+      help: 'Duration of each completed pipeline phase (render, validate, deploy).',
+      labelNames: ['phase'] as const,
+      buckets: RECONCILIATION_BUCKETS,
+      registers,
+    });
+    this.#dropped = new Counter({
+      name: 'pool_controller_events_dropped_total',
+      help: 'Events a slow subscriber of the event bus lost (the oldest buffered are dropped first).',
+      labelNames: ['subscriber'] as const,
+      registers,
+    });
+    this.#dropped.inc({ subscriber: 'sse' }, 0);
+    new Gauge({
+      name: 'pool_controller_event_subscribers',
+      help: 'Open subscriptions on the event bus (SSE clients included).',
+      registers,
+      collect() {
+        this.set(bound()?.subscribers() ?? 0);
+      },
+    });
+    this.#sinkOperations = new Counter({
+      name: 'pool_controller_sink_operations_total',
+      help: 'Calls a sink made to its targets (list, check, add, remove, apply, delete), by result.',
+      labelNames: ['sink', 'target', 'operation', 'result'] as const,
+      registers,
+    });
+    new Gauge({
+      name: 'pool_controller_sink_workers',
+      help: 'Endpoints per sink target: desired (the alive cells), actual (as last read from the target), pending (sent, not yet visible).',
+      labelNames: ['sink', 'target', 'state'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const status of bound()?.sinkStatus() ?? []) {
+          const labels = { sink: status.kind, target: status.target };
+          this.set({ ...labels, state: 'desired' }, status.desired.length);
+          this.set({ ...labels, state: 'actual' }, status.actual.length);
+          this.set({ ...labels, state: 'pending' }, status.pending.length);
+        }
+      },
+    });
+  }
+
+  bind(bindings: CoordinationMetricsBindings): void {
+    this.#bindings = bindings;
+    this.#masterStatus.set({ name: bindings.leaseName }, 0);
+  }
+
+  leading(isLeading: boolean): void {
+    const name = this.#bindings?.leaseName ?? '';
+    this.#masterStatus.set({ name }, isLeading ? 1 : 0);
+    if (isLeading) this.#transitions.inc();
+  }
+
+  dropped(subscriber: string, count: number): void {
+    if (count > 0) this.#dropped.inc({ subscriber }, count);
+  }
+
+  sinkOperation(record: SinkOperationCount): void {
+    this.#sinkOperations.inc(record);
+  }
+
+  /** Reads the coordinator's events as they are published (synchronously, before any subscriber). */
+  observe(event: ServiceEvent): void {
+    switch (event.type) {
+      case 'phase.completed':
+        this.#phaseDuration.observe({ phase: event.phase }, event.durationMs / 1000);
+        return;
+      case 'reconciliation.completed':
+        this.#reconciliations.inc({ result: event.result });
+        if (event.result !== 'aborted') this.#duration.observe(event.durationMs / 1000);
+        return;
+      default:
+        return;
+    }
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * The acting half of the service, leader-only: a `Coordinator` whose pipeline renders the desired
+ * routing state from the published cells, validates it and deploys it through the sinks.
+ *
+ * Followers never start it (their coordinator stays stopped), but they can still render the
+ * desired state locally for `GET /api/v1/coordinator`. A term begins when this replica leads and
+ * the cells are synced, and ends the moment leadership is lost: the running pipeline's signal
+ * aborts and no sink sends anything more.
+ */
+import {
+  Coordinator,
+  type CoordinatorEvent,
+  type CoordinatorState,
+} from '../coordination/coordinator.js';
+import type { Pipeline } from '../coordination/pipeline.js';
+import {
+  type RoutableCell,
+  type RoutingState,
+  RoutingStateError,
+  renderRoutingState,
+  summarizeRoutingState,
+  validateRoutingState,
+} from '../pools/routing-state.js';
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import {
+  type Sink,
+  SinkApplyError,
+  type SinkFailure,
+  type SinkTargetStatus,
+} from '../sinks/sink.js';
+import type { ServiceEvent } from './service-events.js';
+
+/**
+ * How soon after a deploy that left changes pending (a router still adding or draining a worker)
+ * the coordinator looks again: routers settle in well under a second to a few seconds, and
+ * waiting for the next drift run would leave a re-added cell unrouted for up to a minute.
+ */
+export const PENDING_RECHECK_MS = 1_000;
+
+export interface RoutingControllerOptions {
+  /** The published cells, read at render time. */
+  cells: () => Iterable<RoutableCell>;
+  /** False until the initial list is in the store and every cell in it was reconciled once. */
+  synced: () => boolean;
+  sinks: readonly Sink[];
+  /** Where the coordinator's events go (the service's bus). */
+  publish: (event: ServiceEvent) => void;
+  driftIntervalMs: number | null;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export class RoutingController {
+  readonly #options: RoutingControllerOptions;
+  readonly #coordinator: Coordinator<RoutingState>;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  #lastDesired: RoutingState | undefined;
+  #term: AbortController | undefined;
+  #recheckScheduled = false;
+
+  constructor(options: RoutingControllerOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? realClock;
+    this.#logger = options.logger ?? silentLogger;
+    const pipeline: Pipeline<RoutingState> = {
+      render: () => {
+        if (!options.synced()) {
+          // Rendering a half-loaded registry would tell every sink to drop cells it has not seen yet.
+          throw new RoutingStateError(
+            'the cells have not synced yet; nothing is rendered before sync',
+          );
+        }
+        const desired = renderRoutingState(options.cells());
+        this.#lastDesired = desired;
+        return desired;
+      },
+      validate: (desired) => validateRoutingState(desired),
+      deploy: (desired, signal) => this.#deploy(desired, signal),
+    };
+    this.#coordinator = new Coordinator<RoutingState>({
+      pipeline,
+      bus: { publish: (event: CoordinatorEvent) => options.publish(event) },
+      driftIntervalMs: options.driftIntervalMs,
+      clock: this.#clock,
+      logger: this.#logger,
+    });
+  }
+
+  /** Whether a term is running (this replica leads and has started acting). */
+  get acting(): boolean {
+    return this.#term !== undefined;
+  }
+
+  /** Begins a term: a reconciliation starts at once. */
+  start(): void {
+    if (this.#term) return;
+    this.#term = new AbortController();
+    this.#coordinator.start();
+  }
+
+  /** Ends the term: aborts the running pipeline, cancels pending work; resolves when settled. */
+  async stop(): Promise<void> {
+    const term = this.#term;
+    this.#term = undefined;
+    term?.abort(new Error('leadership ended'));
+    await this.#coordinator.stop();
+  }
+
+  /** A cell change or a manual request; ignored unless a term runs. */
+  trigger(reason: string): void {
+    if (this.#term) this.#coordinator.trigger(reason);
+  }
+
+  state(): CoordinatorState {
+    return this.#coordinator.state();
+  }
+
+  /**
+   * The desired state: the last one the pipeline rendered while leading, else rendered now (what
+   * a follower would deploy if it led); `null` before the cells have synced.
+   */
+  desired(): RoutingState | null {
+    if (this.#term && this.#lastDesired) return this.#lastDesired;
+    return this.#options.synced() ? renderRoutingState(this.#options.cells()) : null;
+  }
+
+  sinkStatus(): SinkTargetStatus[] {
+    return this.#options.sinks.flatMap((sink) => sink.status());
+  }
+
+  async #deploy(desired: RoutingState, signal: AbortSignal): Promise<void> {
+    const { sinks } = this.#options;
+    if (sinks.length === 0) {
+      this.#logger.info(
+        summarizeRoutingState(desired),
+        'desired routing state rendered; no sink configured, nothing to deploy',
+      );
+      return;
+    }
+    const failures: SinkFailure[] = [];
+    const errors: unknown[] = [];
+    // Every sink is applied even when one fails: one unreachable target never holds the others.
+    await Promise.all(
+      sinks.map(async (sink) => {
+        try {
+          await sink.apply(desired, signal);
+        } catch (err) {
+          if (err instanceof SinkApplyError) failures.push(...err.failures);
+          else errors.push(err);
+        }
+      }),
+    );
+    signal.throwIfAborted();
+    this.#schedulePendingRecheck();
+    if (errors.length > 0) throw errors[0];
+    if (failures.length > 0) throw new SinkApplyError(failures);
+  }
+
+  /** A follow-up run shortly after a deploy that left changes in flight, once per term at a time. */
+  #schedulePendingRecheck(): void {
+    const term = this.#term;
+    if (!term || this.#recheckScheduled) return;
+    if (!this.sinkStatus().some((s) => s.pending.length > 0)) return;
+    this.#recheckScheduled = true;
+    this.#clock.sleep(PENDING_RECHECK_MS, term.signal).then(
+      () => {
+        this.#recheckScheduled = false;
+        this.trigger('pending');
+      },
+      () => {
+        this.#recheckScheduled = false; // the term ended first
+      },
+    );
+  }
+}
