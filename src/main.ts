@@ -143,6 +143,19 @@ async function createSinks(
   ];
 }
 
+/**
+ * JSON lines for collectors, or pino-pretty for a person: `--log-format`, else pretty exactly when
+ * stdout is a terminal, so `npm start` reads well and a pod's log stays JSON.
+ */
+async function createLogger(config: Config): Promise<pino.Logger> {
+  const options = { name: 'pool-controller', level: config.logLevel };
+  const format = config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json');
+  if (format === 'json') return pino(options);
+  const { default: pretty } = await import('pino-pretty');
+  // Synchronous, so lines keep their order with the banner on stderr and none is lost at exit.
+  return pino(options, pretty({ sync: true, colorize: Boolean(process.stdout.isTTY) }));
+}
+
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let config: Config;
   let adminToken: string | undefined;
@@ -168,7 +181,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     throw err;
   }
 
-  const logger = pino({ name: 'pool-controller', level: config.logLevel });
+  const logger = await createLogger(config);
   if (choice.kind === 'simulated') {
     process.stderr.write(`${simulatedBanner(choice)}\n`);
     logger.warn(

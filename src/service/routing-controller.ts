@@ -59,6 +59,7 @@ export class RoutingController {
   #lastDesired: RoutingState | undefined;
   #term: AbortController | undefined;
   #recheckScheduled = false;
+  #lastLoggedDesired: string | undefined;
 
   constructor(options: RoutingControllerOptions) {
     this.#options = options;
@@ -133,8 +134,13 @@ export class RoutingController {
   async #deploy(desired: RoutingState, signal: AbortSignal): Promise<void> {
     const { sinks } = this.#options;
     if (sinks.length === 0) {
-      this.#logger.info(
-        summarizeRoutingState(desired),
+      // Info when the desired state changed, debug when a drift run renders the same again.
+      const summary = summarizeRoutingState(desired);
+      const text = JSON.stringify(desired);
+      const level = text === this.#lastLoggedDesired ? 'debug' : 'info';
+      this.#lastLoggedDesired = text;
+      this.#logger[level](
+        summary,
         'desired routing state rendered; no sink configured, nothing to deploy',
       );
       return;
