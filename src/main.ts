@@ -28,6 +28,7 @@ import {
 import { buildServer } from './http/app.js';
 import type { PodSource } from './pools/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
+import { realClock } from './runtime/clock.js';
 import {
   type Leadership,
   type LeadershipHooks,
@@ -242,7 +243,19 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       deadline.unref();
       service.beginShutdown();
       service.closeEventStreams();
+      // Stop acting at once (a follower takes the Lease over) while reads are still served.
+      const stoppedActing = service
+        .stopActing()
+        .catch((err) => logger.error({ err }, 'stopping leadership failed'));
+      if (config.shutdownGraceMs > 0) {
+        logger.info(
+          { graceMs: config.shutdownGraceMs },
+          'serving with readiness failing before the listener closes',
+        );
+        await realClock.sleep(config.shutdownGraceMs);
+      }
       await app.close().catch((err) => logger.error({ err }, 'closing the HTTP server failed'));
+      await stoppedActing;
       await service.stop().catch((err) => logger.error({ err }, 'stopping the service failed'));
       clearTimeout(deadline);
       logger.info('stopped');
@@ -263,9 +276,21 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
-    logger.fatal({ err, listen: config.listen }, 'cannot listen');
+    // A port in use or an address this host does not have: a configuration error, said in one line.
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? 'the port is in use'
+        : code === 'EADDRNOTAVAIL'
+          ? 'this host has no such address'
+          : code === 'EACCES'
+            ? 'permission denied (a port below 1024 needs privileges)'
+            : (err as Error).message;
+    process.stderr.write(
+      `pool-controller: cannot listen on ${config.listen.host}:${config.listen.port} (--listen, POOL_CONTROLLER_LISTEN): ${why}\n`,
+    );
     await service.stop();
-    return 1;
+    return EXIT_USAGE;
   }
   logger.info(
     { address: app.server.address(), source: choice.kind, namespace: namespace ?? '*' },

@@ -39,6 +39,13 @@ export const DEFAULT_LISTEN = '0.0.0.0:8080';
  */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
+/**
+ * 3 s: after SIGTERM the replica keeps serving, with `/readyz` failing, this long before its
+ * listener closes, so Endpoints, kube-proxy and port-forwards notice it is leaving while its
+ * in-flight and newly routed requests still get answers (the Lease is released at once).
+ */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
+
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
 
@@ -91,6 +98,8 @@ export interface Config {
   resyncPeriodMs: number | null;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
+  /** Serving with readiness failing, after SIGTERM and before the listener closes. */
+  shutdownGraceMs: number;
   simulationStepMs: number;
   /** `undefined`: pretty on a terminal, JSON otherwise (decided by main, which sees stdout). */
   logFormat: LogFormat | undefined;
@@ -373,6 +382,7 @@ type RawConfig = Record<
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
+  | 'shutdownGrace'
   | 'simulationStep'
   | 'logFormat'
   | 'leaderElect'
@@ -593,6 +603,14 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: '10s',
   },
   {
+    flag: 'shutdown-grace',
+    key: 'shutdownGrace',
+    valueName: 'DURATION',
+    description:
+      "After SIGTERM, keep serving (with /readyz failing) this long before closing the listener, so endpoints and port-forwards notice first; '0' skips it. Must be shorter than --shutdown-timeout.",
+    defaultText: '3s',
+  },
+  {
     flag: 'simulation-step',
     key: 'simulationStep',
     valueName: 'DURATION',
@@ -631,6 +649,9 @@ const rawSchema = z.object({
     })
     .default('info'),
   shutdownTimeout: duration('duration').default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  shutdownGrace: optionalPeriod('3s')
+    .transform((ms) => ms ?? 0)
+    .default(DEFAULT_SHUTDOWN_GRACE_MS),
   simulationStep: duration('duration').default(DEFAULT_STEP_INTERVAL_MS),
   logFormat: z
     .enum(LOG_FORMATS, {
@@ -736,6 +757,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     retryPeriodMs: r.leaderElectRetryPeriod,
   };
   checkLeaderElectionTimings(leaderElection);
+  if (r.shutdownGrace >= r.shutdownTimeout) {
+    throw new ConfigError(
+      `invalid --shutdown-grace (${envName('shutdown-grace')}): ${r.shutdownGrace} ms must be shorter than --shutdown-timeout (${envName('shutdown-timeout')}, ${r.shutdownTimeout} ms)`,
+    );
+  }
   return {
     source: r.source,
     kubeconfig: r.kubeconfig,
@@ -749,6 +775,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     resyncPeriodMs: r.resyncPeriod,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
+    shutdownGraceMs: r.shutdownGrace,
     simulationStepMs: r.simulationStep,
     logFormat: r.logFormat,
     leaderElection,

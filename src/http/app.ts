@@ -215,6 +215,9 @@ export async function buildServer(
   });
   app.addHook('onRequest', async (_request, reply) => {
     reply.header(SOURCE_HEADER, plane.sourceKind);
+    // From SIGTERM on, every response closes its connection: a kept-alive idle socket would hold
+    // the server's close open until the shutdown timeout.
+    if (plane.shuttingDown) reply.header('connection', 'close');
     if (closing) {
       return reply
         .code(503)

@@ -41,6 +41,7 @@ describe('parseConfig defaults', () => {
       resyncPeriodMs: 36_000_000,
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
+      shutdownGraceMs: 3_000,
       simulationStepMs: 3_000,
       logFormat: undefined,
       leaderElection: {
@@ -82,6 +83,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
+      POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
       POOL_CONTROLLER_LOG_FORMAT: 'json',
       POOL_CONTROLLER_LEADER_ELECT: 'false',
@@ -114,6 +116,7 @@ describe('flags and environment variables', () => {
       resyncPeriodMs: 1_800_000,
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
+      shutdownGraceMs: 0,
       simulationStepMs: 500,
       logFormat: 'json',
       leaderElection: {
@@ -173,6 +176,13 @@ describe('flags and environment variables', () => {
     expect(() => parseConfig(['--leader-elect-retry-period', '9s'], {})).toThrow(
       'invalid --leader-elect-renew-deadline (POOL_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE): 10000 ms must be longer than 1.2 × --leader-elect-retry-period',
     );
+  });
+
+  it('refuses a shutdown grace that does not fit in the shutdown timeout', () => {
+    expect(() => parseConfig(['--shutdown-grace', '10s'], {})).toThrow(
+      'invalid --shutdown-grace (POOL_CONTROLLER_SHUTDOWN_GRACE): 10000 ms must be shorter than --shutdown-timeout',
+    );
+    expect(parseConfig(['--shutdown-grace', '0'], {}).shutdownGraceMs).toBe(0);
   });
 
   it('refuses a duration longer than a Node.js timer can hold, naming the flag', () => {
