@@ -125,23 +125,58 @@ async function createLeadership(
     });
 }
 
-/** The deploy targets the flags name: SGLang routers (and EndpointSlices, when published). */
+/**
+ * The deploy targets the flags name: SGLang routers, and EndpointSlices when published (the
+ * kubernetes source only: the simulated one has no cluster to write to). `namespace` is the
+ * watched one, `undefined` for all namespaces.
+ */
 async function createSinks(
   config: Config,
+  choice: SourceChoice,
+  namespace: string | undefined,
   routerApiKey: string | undefined,
   logger: pino.Logger,
 ): Promise<((wiring: SinkWiring) => Sink[]) | undefined> {
-  if (config.sglangRouters.length === 0) return undefined;
-  const { SglangRouterSink } = await import('./sinks/sglang-router.js');
-  return (wiring) => [
-    new SglangRouterSink({
-      targets: config.sglangRouters,
-      ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
-      logger: logger.child({ component: 'sglang-router' }),
-      publish: wiring.publish,
-      onOperation: wiring.onOperation,
-    }),
-  ];
+  const factories: Array<(wiring: SinkWiring) => Sink> = [];
+  if (config.sglangRouters.length > 0) {
+    const { SglangRouterSink } = await import('./sinks/sglang-router.js');
+    factories.push(
+      (wiring) =>
+        new SglangRouterSink({
+          targets: config.sglangRouters,
+          ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
+          logger: logger.child({ component: 'sglang-router' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+        }),
+    );
+  }
+  if (config.publishEndpointSlices && choice.kind === 'simulated') {
+    logger.warn(
+      '--publish-endpointslices has no effect with the simulated source: there is no cluster',
+    );
+  } else if (config.publishEndpointSlices) {
+    const { connectEndpointSliceApi } = await import('./kubernetes/endpointslice-api.js');
+    const { EndpointSliceSink } = await import('./sinks/endpointslice.js');
+    const api = await connectEndpointSliceApi({
+      ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+      ...(config.context !== undefined ? { context: config.context } : {}),
+    });
+    factories.push(
+      (wiring) =>
+        new EndpointSliceSink({
+          api,
+          namespace,
+          portName: config.portName,
+          serviceSuffix: config.endpointSliceServiceSuffix,
+          logger: logger.child({ component: 'endpointslice' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+        }),
+    );
+  }
+  if (factories.length === 0) return undefined;
+  return (wiring) => factories.map((create) => create(wiring));
 }
 
 /**
@@ -202,7 +237,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
   try {
     leadership = await createLeadership(config, choice, facts, namespace, logger);
-    sinks = await createSinks(config, routerApiKey, logger);
+    sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
   } catch (err) {
     const name = (err as Error).name;
     if (name === 'KubeConfigError' || err instanceof ConfigError) {

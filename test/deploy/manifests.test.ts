@@ -2,9 +2,13 @@
  * Static checks of `deploy/`: the properties the issue asks of the manifests, read from the files
  * themselves. (Their schema against a real apiserver is the e2e test's job: server-side dry run.)
  */
-import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 
 const DEPLOY = new URL('../../deploy/', import.meta.url);
 
@@ -159,4 +163,94 @@ describe('deploy/', () => {
     const deployment = await manifest('deployment.yaml');
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(10);
   });
+});
+
+/** `kubectl kustomize` when this machine has it (the component is checked statically either way). */
+function kubectlKustomize(): boolean {
+  try {
+    execFileSync('kubectl', ['kustomize', '--help'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('deploy/endpointslices (optional component)', () => {
+  it('is a kustomize Component adding a Role, its binding and the flag', async () => {
+    const component = await manifest('endpointslices/kustomization.yaml');
+    expect(component.kind).toBe('Component');
+    expect(component.apiVersion).toBe('kustomize.config.k8s.io/v1alpha1');
+    expect(component.resources).toEqual(['role.yaml', 'rolebinding.yaml']);
+    expect(component.patches).toEqual([
+      { path: 'deployment-patch.yaml', target: { kind: 'Deployment', name: 'pool-controller' } },
+    ]);
+  });
+
+  it('grants endpointslices in discovery.k8s.io to the service account, and nothing else', async () => {
+    const [role, binding, account] = await Promise.all([
+      manifest('endpointslices/role.yaml'),
+      manifest('endpointslices/rolebinding.yaml'),
+      manifest('serviceaccount.yaml'),
+    ]);
+    expect(role.kind).toBe('Role');
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['discovery.k8s.io'],
+        resources: ['endpointslices'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
+    ]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name }]);
+  });
+
+  it('turns --publish-endpointslices on in the controller container', async () => {
+    const [patch, deployment] = await Promise.all([
+      manifest('endpointslices/deployment-patch.yaml'),
+      manifest('deployment.yaml'),
+    ]);
+    expect(patch.metadata.name).toBe(deployment.metadata.name);
+    const [container] = patch.spec.template.spec.containers;
+    expect(container.name).toBe(deployment.spec.template.spec.containers[0].name);
+    expect(container.env).toEqual([
+      { name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES', value: 'true' },
+    ]);
+  });
+
+  it.skipIf(!kubectlKustomize())(
+    'builds with deploy/ into the same objects plus the Role, binding and env entry',
+    async () => {
+      const root = await mkdtemp(join(tmpdir(), 'pool-kustomize-'));
+      try {
+        await cp(fileURLToPath(DEPLOY), join(root, 'deploy'), { recursive: true });
+        await writeFile(
+          join(root, 'kustomization.yaml'),
+          'resources: [deploy]\ncomponents: [deploy/endpointslices]\n',
+        );
+        const built = parseAllDocuments(
+          execFileSync('kubectl', ['kustomize', root], { encoding: 'utf8' }),
+        ).map((d) => d.toJS() as Manifest);
+        expect(built.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toContain(
+          'Role/pool-controller-endpointslices',
+        );
+        expect(built.map((m) => `${m.kind}/${m.metadata.name}`)).toContain(
+          'RoleBinding/pool-controller-endpointslices',
+        );
+        const deployment = built.find((m) => m.kind === 'Deployment');
+        const env = deployment.spec.template.spec.containers[0].env as Manifest[];
+        expect(env).toContainEqual({
+          name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES',
+          value: 'true',
+        });
+        // The rest of the env survives the patch.
+        expect(env.map((e) => e.name)).toContain('POOL_CONTROLLER_NAMESPACE');
+      } finally {
+        await rm(root, { recursive: true, force: true });
+      }
+    },
+  );
 });
