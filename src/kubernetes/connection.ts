@@ -10,6 +10,7 @@
  * closing.
  */
 import type { RequestOptions } from 'node:https';
+import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
 export interface ClusterOptions {
@@ -19,7 +20,11 @@ export interface ClusterOptions {
   context?: string;
 }
 
-/** The configuration cannot reach any cluster: permanent until someone fixes the flags. */
+/**
+ * The configuration cannot reach any cluster: permanent until someone fixes the flags. Its
+ * message is safe to show and log: it names the file, the line and the kind of error, never the
+ * file's contents (./safe-error.ts), and it keeps no `cause`.
+ */
 export class KubeConfigError extends Error {
   override readonly name = 'KubeConfigError';
 }
@@ -38,10 +43,6 @@ export interface ApiConnection {
 const FALLBACK_CONTEXT = 'loaded-context';
 const FALLBACK_SERVER = 'http://localhost:8080';
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /**
  * Starts loading the Kubernetes client without waiting for it: the reflector's worker thread
  * calls this while idle, so its first stream does not pay for a large module graph. A failure is
@@ -57,7 +58,7 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
   try {
     clientNode = await import('@kubernetes/client-node');
   } catch (error) {
-    throw new KubeConfigError(`cannot load @kubernetes/client-node: ${message(error)}`);
+    throw new KubeConfigError(`cannot load @kubernetes/client-node: ${safeErrorMessage(error)}`);
   }
   const config = new clientNode.KubeConfig();
   try {
@@ -65,7 +66,7 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     else config.loadFromDefault();
   } catch (error) {
     throw new KubeConfigError(
-      `cannot read kubeconfig ${options.kubeconfigPath ?? '(KUBECONFIG or ~/.kube/config)'}: ${message(error)}`,
+      `cannot read kubeconfig ${options.kubeconfigPath ?? '(KUBECONFIG or ~/.kube/config)'}: ${kubeconfigErrorSummary(error)}`,
     );
   }
   if (options.context) {
@@ -103,7 +104,9 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     const probe = await requestOptions();
     (probe.agent as { destroy?: () => void } | undefined)?.destroy?.();
   } catch (error) {
-    throw new KubeConfigError(`cannot prepare requests to ${cluster.server}: ${message(error)}`);
+    throw new KubeConfigError(
+      `cannot prepare requests to ${cluster.server}: ${safeErrorMessage(error)}`,
+    );
   }
   return { server: cluster.server, requestOptions };
 }

@@ -5,6 +5,7 @@
  */
 import type { ApiStatus } from './api-errors.js';
 import type { RelistReason } from './pod-source-stats.js';
+import { redactSecrets } from './safe-error.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';
@@ -107,8 +108,15 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
   }
 }
 
-/** One line for logs and `PodSourceStats.lastError`. */
+/**
+ * One line for logs and `PodSourceStats.lastError`, which `GET /api/v1/reflector` serves: redacted
+ * (./safe-error.ts), since a proxy's error body or a transport error may quote credentials.
+ */
 export function describeFailure(failure: ReflectorFailure): string {
+  return redactSecrets(describeRaw(failure));
+}
+
+function describeRaw(failure: ReflectorFailure): string {
   switch (failure.kind) {
     case 'status': {
       const { code, reason, message } = failure.status;
