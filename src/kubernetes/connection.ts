@@ -9,6 +9,7 @@
  * `node:http(s)` (./http-pod-api.ts, ./lease-lock.ts), so the callers control bytes, decoding and
  * closing.
  */
+import { stat } from 'node:fs/promises';
 import type { RequestOptions } from 'node:https';
 import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
 
@@ -44,6 +45,25 @@ const FALLBACK_CONTEXT = 'loaded-context';
 const FALLBACK_SERVER = 'http://localhost:8080';
 
 /**
+ * Checks a kubeconfig path before client-node reads it, for the messages client-node does not
+ * give: a directory reads as a bare EISDIR, and an empty file as a TypeError from inside it.
+ */
+async function checkKubeconfigFile(path: string): Promise<void> {
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${kubeconfigErrorSummary(error)}`);
+  }
+  if (info.isDirectory()) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: it is a directory, not a file`);
+  }
+  if (info.isFile() && info.size === 0) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: the file is empty`);
+  }
+}
+
+/**
  * Starts loading the Kubernetes client without waiting for it: the reflector's worker thread
  * calls this while idle, so its first stream does not pay for a large module graph. A failure is
  * ignored here and reported by the first call that needs the client.
@@ -61,6 +81,7 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     throw new KubeConfigError(`cannot load @kubernetes/client-node: ${safeErrorMessage(error)}`);
   }
   const config = new clientNode.KubeConfig();
+  if (options.kubeconfigPath) await checkKubeconfigFile(options.kubeconfigPath);
   try {
     if (options.kubeconfigPath) config.loadFromFile(options.kubeconfigPath);
     else config.loadFromDefault();
@@ -109,4 +130,15 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     );
   }
   return { server: cluster.server, requestOptions };
+}
+
+/**
+ * Checks at start that `options` lead to a usable cluster configuration, so that a permanent
+ * mistake (a kubeconfig with a syntax error, an empty file, a directory, an unreadable file, an
+ * unknown `--context`, a plain-`http` server without `insecure-skip-tls-verify`) fails the start
+ * with one safe line instead of being retried by the reflector every second. Throws
+ * `KubeConfigError`; contacts no server.
+ */
+export async function checkClusterConfig(options: ClusterOptions = {}): Promise<void> {
+  await loadApiConnection(options);
 }
