@@ -29,6 +29,7 @@ import { requeueRoutes } from '../../routes/requeue.js';
 import { storeRoutes } from '../../routes/store.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
+import { RouteMethods } from './route-methods.js';
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */
 export const SOURCE_HEADER = 'x-pool-controller-source';
@@ -127,6 +128,18 @@ function clientErrorResponse(error: NodeJS.ErrnoException, source: string): stri
   ].join('\r\n');
 }
 
+/**
+ * The admin routes, by what they declare: a route whose OpenAPI `security` names `adminToken` is
+ * behind the admin check, so the documentation and the enforcement cannot drift apart.
+ */
+function isAdminRoute(request: FastifyRequest): boolean {
+  const security = (request.routeOptions.schema as { security?: unknown } | undefined)?.security;
+  return (
+    Array.isArray(security) &&
+    security.some((entry) => typeof entry === 'object' && entry !== null && 'adminToken' in entry)
+  );
+}
+
 /** Validation failure → one line naming the parameter: `query parameter alive: alive must be true or false, got "maybe"`. */
 function validationMessage(error: FastifyError): string {
   const context =
@@ -147,6 +160,9 @@ export async function buildServer(
 ): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // Node answers an HTTP/1.1 request without Host with a bare, empty 400 before any handler
+    // runs; accepted here, the onRequest hook answers it in the API's shape with the source header.
+    http: { requireHostHeader: false },
     // The peer address decides loopback-only POSTs; a forwarded-for header must not.
     trustProxy: false,
     return503OnClosing: false,
@@ -209,13 +225,41 @@ export async function buildServer(
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
+  // Every route, for 405s: which methods exist for a path the router found no route for.
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
+
+  app.addHook('onRequest', async (request, reply) => {
     reply.header(SOURCE_HEADER, plane.sourceKind);
     if (closing) {
       return reply
         .code(503)
         .header('connection', 'close')
         .send(errorBody(503, 'the control plane is shutting down; retry against another replica'));
+    }
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (request.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
+      return reply
+        .code(400)
+        .header('connection', 'close')
+        .send(errorBody(400, 'an HTTP/1.1 request needs a Host header'));
+    }
+    // Decided here, before the body is read or parsed: a wrong method is 405 whatever it sends
+    // (a QUERY without a Content-Type would otherwise be refused for that first).
+    if (request.is404) return notFound(request, reply);
+    // Auth before validation (and before the body): a caller who may not POST learns only that,
+    // not which of its parameters were wrong, nor whether the cell exists.
+    if (isAdminRoute(request)) {
+      const decision = plane.authorizeAdmin(
+        request.headers.authorization,
+        request.socket.remoteAddress,
+      );
+      if (!decision.allowed) {
+        if (decision.status === 401) {
+          reply.header('www-authenticate', 'Bearer realm="pool-controller"');
+        }
+        return reply.code(decision.status).send(errorBody(decision.status, decision.message));
+      }
     }
   });
 
@@ -229,9 +273,24 @@ export async function buildServer(
     return sendError(request, reply, error, plane.sourceKind);
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody(404, `no route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  /** 405 with `Allow` when the path has routes for other methods, else 404. */
+  const notFound = (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(
+          errorBody(
+            405,
+            `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+          ),
+        );
+    }
+    return reply.code(404).send(errorBody(404, `no route ${request.method} ${path}`));
+  };
+  app.setNotFoundHandler(notFound);
 
   await app.register(healthRoutes, { plane });
   await app.register(metricsRoutes, { plane });
