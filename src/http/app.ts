@@ -4,6 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { PassThrough, type Readable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import Fastify, {
   type FastifyBaseLogger,
@@ -27,6 +28,7 @@ import { queueRoutes } from '../../routes/queue.js';
 import { reflectorRoutes } from '../../routes/reflector.js';
 import { requeueRoutes } from '../../routes/requeue.js';
 import { storeRoutes } from '../../routes/store.js';
+import { type Clock, realClock } from '../runtime/clock.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
 import { RouteMethods } from './route-methods.js';
@@ -43,7 +45,48 @@ export const API_VERSION = '1.0.0';
 export interface ServerOptions {
   /** Fastify's request logging; off by default (tests, the generator). main passes its pino logger. */
   logger?: FastifyBaseLogger;
+  /** Times the body read timeout; tests pass a fake. Default: the real clock. */
+  clock?: Clock;
+  /** Overrides of `SERVER_TIMEOUTS`, for tests. */
+  timeouts?: Partial<ServerTimeouts>;
 }
+
+/** How long the server waits for clients, and how many it serves at once. */
+export interface ServerTimeouts {
+  /** Node `headersTimeout`: the request line and headers must arrive within this. */
+  headersMs: number;
+  /** Node `requestTimeout`: the whole request, headers and body, must arrive within this. */
+  requestMs: number;
+  /** A request body must arrive within this once its headers have (the injected clock times it). */
+  bodyMs: number;
+  /** Node `keepAliveTimeout`: how long an idle keep-alive connection is kept open. */
+  keepAliveMs: number;
+  /** Node `maxConnections`: connections beyond this are closed as they arrive. */
+  maxConnections: number;
+}
+
+/**
+ * The control plane's requests are a request line, a few headers and at most a tiny JSON body,
+ * from probes, Prometheus, routers and people behind `kubectl port-forward`. Node's defaults
+ * (60 s for headers, 300 s per request, no cap on connections) let a slow or malicious client hold
+ * a connection, a socket and its buffers for minutes each (slowloris).
+ */
+export const SERVER_TIMEOUTS: Readonly<ServerTimeouts> = {
+  // Ten seconds is an eternity for a few hundred bytes of headers, even over port-forward.
+  headersMs: 10_000,
+  // A backstop over headers + body; Node checks it every 30 s (connectionsCheckingInterval).
+  requestMs: 30_000,
+  // No route needs more than 1 MiB of body, which arrives in well under a second on any link;
+  // timed by the injected clock, so tests cut a stalled body off without waiting.
+  bodyMs: 10_000,
+  // Longer than the 60 s idle timeout of the proxies commonly in front (AWS ALB, nginx's
+  // default 75 s upstream keepalive aside), so the proxy closes idle connections first and never
+  // reuses one we are closing (a 502); Fastify's default is 72 s, Node's 5 s.
+  keepAliveMs: 65_000,
+  // Probes, scrapes, a few routers and debugging sessions need tens; the cap bounds sockets and
+  // memory when something opens connections without end.
+  maxConnections: 1_024,
+};
 
 /**
  * The longest path parameter the router accepts. Fastify's default is 100, but a one-pod cell is
@@ -128,6 +171,12 @@ function clientErrorResponse(error: NodeJS.ErrnoException, source: string): stri
   ].join('\r\n');
 }
 
+/** Whether a request announces a body (Content-Length > 0, or chunked). */
+function expectsBody(request: FastifyRequest): boolean {
+  const { 'content-length': length, 'transfer-encoding': encoding } = request.headers;
+  return encoding !== undefined || (length !== undefined && length !== '0');
+}
+
 /**
  * The admin routes, by what they declare: a route whose OpenAPI `security` names `adminToken` is
  * behind the admin check, so the documentation and the enforcement cannot drift apart.
@@ -158,11 +207,15 @@ export async function buildServer(
   plane: ControlPlane,
   options: ServerOptions = {},
 ): Promise<FastifyInstance> {
+  const timeouts: ServerTimeouts = { ...SERVER_TIMEOUTS, ...options.timeouts };
+  const clock = options.clock ?? realClock;
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // Node answers an HTTP/1.1 request without Host with a bare, empty 400 before any handler
     // runs; accepted here, the onRequest hook answers it in the API's shape with the source header.
-    http: { requireHostHeader: false },
+    http: { requireHostHeader: false, headersTimeout: timeouts.headersMs },
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
     // The peer address decides loopback-only POSTs; a forwarded-for header must not.
     trustProxy: false,
     return503OnClosing: false,
@@ -184,6 +237,8 @@ export async function buildServer(
       socket.destroy(error);
     },
   }).withTypeProvider<ZodTypeProvider>();
+  app.server.headersTimeout = timeouts.headersMs;
+  app.server.maxConnections = timeouts.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -258,9 +313,38 @@ export async function buildServer(
         if (decision.status === 401) {
           reply.header('www-authenticate', 'Bearer realm="pool-controller"');
         }
+        // The body, if one is coming, is never read: close instead of draining it.
+        if (expectsBody(request)) reply.header('connection', 'close');
         return reply.code(decision.status).send(errorBody(decision.status, decision.message));
       }
     }
+  });
+
+  // A body that stalls is cut off after `bodyMs` with a 408 (and the connection closed), timed by
+  // the injected clock; Node's `requestTimeout` stays as the backstop. Runs after onRequest, so
+  // an unauthorised POST was already refused without reading a byte of its body.
+  app.addHook('preParsing', async (request, reply, payload) => {
+    if (!expectsBody(request)) return payload;
+    const body = new PassThrough();
+    const done = new AbortController();
+    const finish = (): void => done.abort();
+    payload.once('end', finish);
+    payload.once('error', finish);
+    reply.raw.once('close', finish);
+    payload.pipe(body);
+    clock.sleep(timeouts.bodyMs, done.signal).then(
+      () => {
+        payload.unpipe(body);
+        reply.header('connection', 'close');
+        body.destroy(
+          Object.assign(new Error(`the request body did not arrive within ${timeouts.bodyMs} ms`), {
+            statusCode: 408,
+          }),
+        );
+      },
+      () => {},
+    );
+    return body as Readable;
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
