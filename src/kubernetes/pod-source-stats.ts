@@ -10,16 +10,24 @@ export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stop
 /**
  * Why a relist (a LIST after the first) happened: the cursor expired (410 Gone), the server
  * refused it as too large for its cache (504 with `ResourceVersionTooLarge`), a WATCH frame was
- * unreadable, the previous LIST itself failed (its retry is a relist too, the first LIST's
- * included), or any other failure that leaves no cursor to resume from.
+ * unreadable, the WATCH stream carried another ERROR (500 InternalError, ...), the previous LIST
+ * itself failed (its retry is a relist too, the first LIST's included), or any other failure that
+ * leaves no cursor to resume from.
  */
-export type RelistReason = 'expired' | 'too-large' | 'malformed-frame' | 'list-failed' | 'other';
+export type RelistReason =
+  | 'expired'
+  | 'too-large'
+  | 'malformed-frame'
+  | 'error-frame'
+  | 'list-failed'
+  | 'other';
 
 /** Every relist reason, so a metric can show each at 0 before it first happens. */
 export const RELIST_REASONS: readonly RelistReason[] = [
   'expired',
   'too-large',
   'malformed-frame',
+  'error-frame',
   'list-failed',
   'other',
 ];

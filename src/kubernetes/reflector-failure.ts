@@ -46,6 +46,7 @@ const EXPIRED_REASONS = new Set(['Expired', 'Gone']);
 /** The Status cause client-go's `isTooLargeResourceVersionError` looks for. */
 const TOO_LARGE_CAUSE = 'ResourceVersionTooLarge';
 const HTTP_GONE = 410;
+const HTTP_TOO_MANY_REQUESTS = 429;
 const HTTP_GATEWAY_TIMEOUT = 504;
 
 function backoff(status?: ApiStatus): Wait {
@@ -65,6 +66,11 @@ function deadCursor(status: ApiStatus): RelistReason | undefined {
   return undefined;
 }
 
+/** The server asked us to slow down: wait and come back to the same cursor. */
+function tooManyRequests(status: ApiStatus): boolean {
+  return status.code === HTTP_TOO_MANY_REQUESTS || status.reason === 'TooManyRequests';
+}
+
 /**
  * The reflector's rules, in one place:
  * - LIST: whatever failed, the cursor stays empty and the next attempt lists again, after the
@@ -74,8 +80,11 @@ function deadCursor(status: ApiStatus): RelistReason | undefined {
  * - WATCH, a pod frame that does not validate but has a resourceVersion: skip it and advance.
  *   Reconnecting instead would replay the same frame from the same cursor forever.
  * - WATCH, an unreadable frame with no version: relist, since there is no cursor to advance to.
+ * - WATCH, any other in-stream ERROR frame (500 InternalError, ...) except 429: relist after the
+ *   backoff, as client-go's reflector does (its watch loop returns and `ListAndWatch` lists
+ *   again). Resuming from the cursor would meet the same failure from the same place forever.
  * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
- * - WATCH, anything else (429 and other statuses, other ERROR frames, dropped or idle
+ * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
  *   connections): reconnect from the same cursor after the backoff.
  */
 export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure): ReflectorAction {
@@ -89,9 +98,11 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
   switch (failure.kind) {
     case 'status': {
       const reason = deadCursor(failure.status);
-      return reason
-        ? { kind: 'relist', reason, wait: backoff(failure.status) }
-        : { kind: 'reconnect', wait: backoff(failure.status) };
+      if (reason) return { kind: 'relist', reason, wait: backoff(failure.status) };
+      if (failure.inStream && !tooManyRequests(failure.status)) {
+        return { kind: 'relist', reason: 'error-frame', wait: backoff(failure.status) };
+      }
+      return { kind: 'reconnect', wait: backoff(failure.status) };
     }
     case 'malformed-pod':
       return failure.resourceVersion

@@ -227,7 +227,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_relists_total',
-      help: 'LISTs after the first, by reason (expired cursor, too large, malformed frame, failed list, other).',
+      help: 'LISTs after the first, by reason (expired cursor, too large, malformed frame, ERROR frame, failed list, other).',
       labelNames: ['reason'] as const,
       registers,
       collect() {

@@ -350,16 +350,52 @@ describe('KubernetesReflector: a dead cursor relists', () => {
 });
 
 describe('KubernetesReflector: other failures reconnect from the same cursor', () => {
-  it('reconnects after an ERROR frame that does not kill the cursor, after the backoff', async () => {
+  it('leaves the cursor and relists after the backoff on an ERROR frame 500, as client-go does', async () => {
     const { api, clock, reflector, stream } = await watching();
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
     await settle();
     expect(reflector.stats().lastError).toBe('ERROR frame 500 InternalError: etcd hiccup');
+    expect(reflector.stats().cursor).toBeUndefined();
+    await clock.advance(799);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    expect(reflector.stats()).toMatchObject({ lists: 2, relists: { 'error-frame': 1 } });
+    await stream.close();
+  });
+
+  it('does not meet the same failing ERROR frame from the same cursor again and again', async () => {
+    const { api, clock, stream } = await watching();
+    for (let i = 0; i < 3; i += 1) {
+      api.watch.push(errorFrame({ code: 500, reason: 'InternalError' }));
+      await clock.advance(800 * 2 ** i);
+    }
+    // Each failure led to a LIST, with the backoff growing between them.
+    expect(api.log).toEqual([
+      'LIST',
+      'WATCH rv=10',
+      'LIST',
+      'WATCH rv=1',
+      'LIST',
+      'WATCH rv=1',
+      'LIST',
+      'WATCH rv=1',
+    ]);
+    expect(api.requests.filter((r) => r.verb === 'LIST').map((r) => r.at)).toEqual([
+      0, 800, 2_400, 5_600,
+    ]);
+    await stream.close();
+  });
+
+  it('resumes from the cursor after an ERROR frame 429, after the backoff', async () => {
+    const { api, clock, stream } = await watching();
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
+      .push(errorFrame({ code: 429, reason: 'TooManyRequests' }));
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
-    expect(reflector.stats().lists).toBe(1);
     await stream.close();
   });
 
