@@ -25,7 +25,19 @@ export type ReflectorFailure =
   /** No bytes for longer than the idle limit (Node has no HTTP/2 ping to notice a dead peer). */
   | { kind: 'idle'; idleMs: number }
   /** The server ended the WATCH cleanly: its `timeoutSeconds` ran out. */
-  | { kind: 'ended' };
+  | { kind: 'ended' }
+  /**
+   * The server ended the WATCH cleanly, but within `SHORT_WATCH_MS` of opening it and before a
+   * single frame: not a timeout running out, but a server (or a proxy) that will not keep it open.
+   */
+  | { kind: 'short-watch'; lastedMs: number };
+
+/**
+ * client-go's "very short watch": a watch that ends cleanly within a second having delivered
+ * nothing is a failure (`Unexpected watch close - watch lasted less than a second and no items
+ * received`), so it is retried after the backoff instead of at once, forever.
+ */
+export const SHORT_WATCH_MS = 1_000;
 
 /** How long to wait before acting. */
 export type Wait =
@@ -84,6 +96,8 @@ function tooManyRequests(status: ApiStatus): boolean {
  *   backoff, as client-go's reflector does (its watch loop returns and `ListAndWatch` lists
  *   again). Resuming from the cursor would meet the same failure from the same place forever.
  * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
+ * - WATCH, a clean end within `SHORT_WATCH_MS` and before any frame: reconnect from the cursor,
+ *   but after the backoff (client-go's "very short watch").
  * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
  *   connections): reconnect from the same cursor after the backoff.
  */
@@ -115,6 +129,7 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
       return { kind: 'reconnect', wait: { kind: 'none' } };
     case 'connection':
     case 'idle':
+    case 'short-watch':
       return { kind: 'reconnect', wait: backoff() };
   }
 }
@@ -144,5 +159,7 @@ function describeRaw(failure: ReflectorFailure): string {
       return `no bytes from the API server for ${failure.idleMs} ms`;
     case 'ended':
       return 'watch ended by the server';
+    case 'short-watch':
+      return `watch ended by the server after ${failure.lastedMs} ms without a single frame`;
   }
 }

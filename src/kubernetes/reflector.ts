@@ -26,6 +26,7 @@ import {
   type ReflectorAction,
   type ReflectorFailure,
   type RequestPhase,
+  SHORT_WATCH_MS,
 } from './reflector-failure.js';
 import { frameTypeKey, readFrame } from './watch-frame-parser.js';
 
@@ -244,6 +245,7 @@ export class KubernetesReflector {
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     let position = cursor;
     let stream: WatchStream | undefined;
+    let frames = 0;
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -259,10 +261,12 @@ export class KubernetesReflector {
           this.#countBytes(count);
         },
       });
-      backoff.markHealthy(this.#clock.now());
+      const openedAt = this.#clock.now();
+      backoff.markHealthy(openedAt);
       this.#stats.healthy = true;
       this.#notify();
       for await (const frame of stream) {
+        frames += 1;
         const reading = readFrame(frame);
         this.#countFrame(reading.type);
         switch (reading.kind) {
@@ -291,7 +295,12 @@ export class KubernetesReflector {
           }
         }
       }
-      return this.#act('watch', { kind: 'ended' }, position, backoff);
+      const lastedMs = this.#clock.now() - openedAt;
+      const end: ReflectorFailure =
+        frames === 0 && lastedMs < SHORT_WATCH_MS
+          ? { kind: 'short-watch', lastedMs }
+          : { kind: 'ended' };
+      return this.#act('watch', end, position, backoff);
     } catch (error) {
       if (signal.aborted) return STOPPED;
       const failure: ReflectorFailure = watchdog.timedOut

@@ -112,6 +112,12 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
   ['connection dropped', 'watch', { kind: 'connection', message: 'reset' }, reconnect()],
   ['idle for too long', 'watch', { kind: 'idle', idleMs: 1 }, reconnect()],
   ['clean end (server timeout)', 'watch', { kind: 'ended' }, reconnect({ kind: 'none' })],
+  [
+    'clean end within a second, no frame (very short watch)',
+    'watch',
+    { kind: 'short-watch', lastedMs: 5 },
+    reconnect(),
+  ],
   // LIST: whatever happened, list again.
   [
     'LIST answered 410 (continue token expired)',

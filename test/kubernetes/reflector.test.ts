@@ -200,9 +200,11 @@ describe('KubernetesReflector: listing and watching', () => {
 
   it('sends a timeoutSeconds drawn from the injected random in [300, 600) on every WATCH', async () => {
     const draws = [0, 0.5, 0.999_999];
-    const { api, stream } = await watching({ random: () => draws.shift() ?? 0 });
+    const { api, clock, stream } = await watching({ random: () => draws.shift() ?? 0 });
+    await clock.advance(1_000);
     api.watch.end();
     await settle();
+    await clock.advance(1_000);
     api.watch.end();
     await settle();
     expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.timeoutSeconds)).toEqual([
@@ -345,6 +347,51 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     expect(reflector.stats().lastError).toContain('default/x');
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: a watch the server ends at once', () => {
+  it('is a failure: reconnects from the cursor after a growing backoff, not at once forever', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    for (let i = 0; i < 4; i += 1) {
+      await clock.advance(10);
+      api.watch.end();
+      await settle();
+      // Not reopened at once.
+      expect(api.requests.filter((r) => r.verb === 'WATCH')).toHaveLength(i + 1);
+      await clock.advance(800 * 2 ** i);
+    }
+    expect(api.log).toEqual(['LIST', ...Array(5).fill('WATCH rv=10')]);
+    expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at)).toEqual([
+      0, 810, 2_420, 5_630, 12_040,
+    ]);
+    expect(reflector.stats().lastError).toBe(
+      'watch ended by the server after 10 ms without a single frame',
+    );
+    expect(reflector.stats().relists).toEqual({});
+    await stream.close();
+  });
+
+  it('is not a failure when it delivered a frame, however short it was', async () => {
+    const { api, stream } = await watching();
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } }).end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=12']);
+    await stream.close();
+  });
+
+  it('is not a failure when it lasted a second', async () => {
+    const { api, clock, stream } = await watching();
+    await clock.advance(999);
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(800);
+    await clock.advance(1_000);
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10', 'WATCH rv=10']);
     await stream.close();
   });
 });
@@ -715,6 +762,7 @@ describe('KubernetesReflector: closing', () => {
     api.queueList({ pods: [], resourceVersion: '10' });
     const stream = drain(reflector.watch());
     await settle();
+    await clock.advance(1_000);
     api.watch.end(); // clean end
     await settle();
     api.watch.fail(); // dropped
