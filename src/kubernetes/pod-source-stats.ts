@@ -34,7 +34,11 @@ export const RELIST_REASONS: readonly RelistReason[] = [
 
 export interface PodSourceStats {
   phase: ReflectorPhase;
-  /** True while a WATCH is open and delivering: what `/readyz` means by "the watch is healthy now". */
+  /**
+   * True while a WATCH is open and has proven itself — delivered a frame (a bookmark counts) or
+   * stayed open for `WATCH_HEALTHY_AFTER_MS` — rather than merely been accepted: what `/readyz`
+   * means by "the watch is healthy now".
+   */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */
   cursor?: string;

@@ -42,6 +42,12 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
  * replaced within minutes.
  */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+/**
+ * A WATCH the server accepted is not yet a healthy one: a server or proxy that ends it at once
+ * accepted it too. It counts as healthy once it delivered a frame, or stayed open this long — the
+ * same second after which client-go no longer calls an empty watch "very short".
+ */
+export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
 
 export interface KubernetesReflectorOptions {
   api: PodApi;
@@ -246,6 +252,8 @@ export class KubernetesReflector {
     let position = cursor;
     let stream: WatchStream | undefined;
     let frames = 0;
+    // Ends with this WATCH: cancels the timer that would call it healthy.
+    const watchScope = new AbortController();
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -262,11 +270,17 @@ export class KubernetesReflector {
         },
       });
       const openedAt = this.#clock.now();
+      // The backoff's healthy streak starts with the accepted WATCH; a very short one ends it.
       backoff.markHealthy(openedAt);
-      this.#stats.healthy = true;
-      this.#notify();
+      const proven = (): void => {
+        if (this.#stats.healthy) return;
+        this.#stats.healthy = true;
+        this.#notify();
+      };
+      this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
       for await (const frame of stream) {
         frames += 1;
+        proven();
         const reading = readFrame(frame);
         this.#countFrame(reading.type);
         switch (reading.kind) {
@@ -310,6 +324,7 @@ export class KubernetesReflector {
     } finally {
       // Every path ends here: the connection is closed explicitly, whether the watch ended,
       // failed, went idle, met an ERROR frame, or the consumer closed the stream mid-frame.
+      watchScope.abort();
       stream?.close();
       await watchdog.release();
       this.#stats.healthy = false;

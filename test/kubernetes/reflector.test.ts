@@ -190,8 +190,8 @@ describe('KubernetesReflector: listing and watching', () => {
     await settle();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
     expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
-    // Only the new watch's idle timer runs: the old watch's was released with it.
-    expect(clock.pendingTimers).toBe(1);
+    // Only the new watch's idle and health timers run: the old watch's were released with it.
+    expect(clock.pendingTimers).toBe(2);
     expect(reflector.stats().lists).toBe(1);
     expect(reflector.stats().relists).toEqual({});
     expect(reflector.stats().lastError).toBeUndefined();
@@ -782,9 +782,50 @@ describe('KubernetesReflector: closing', () => {
   });
 });
 
+describe('KubernetesReflector: when the watch is healthy', () => {
+  it('is not healthy when the WATCH is merely accepted, but once it stayed open a second', async () => {
+    const { clock, reflector, stream } = await watching();
+    expect(reflector.stats()).toMatchObject({ phase: 'watching', healthy: false });
+    await clock.advance(999);
+    expect(reflector.stats().healthy).toBe(false);
+    await clock.advance(1);
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+  });
+
+  it('is healthy as soon as the watch delivers a frame, a bookmark included', async () => {
+    const { api, reflector, stream } = await watching();
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
+    await settle();
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+  });
+
+  it('never turns healthy for watches the server ends at once', async () => {
+    let everHealthy = false;
+    const holder: { reflector?: KubernetesReflector } = {};
+    const { api, clock, reflector, stream } = await watching({
+      onStatsChange: () => {
+        everHealthy ||= holder.reflector?.stats().healthy ?? false;
+      },
+    });
+    holder.reflector = reflector;
+    for (let i = 0; i < 3; i += 1) {
+      await clock.advance(500);
+      api.watch.end();
+      await settle();
+      await clock.advance(800 * 2 ** i);
+    }
+    expect(api.watches.length).toBe(4);
+    expect(everHealthy).toBe(false);
+    await stream.close();
+  });
+});
+
 describe('KubernetesReflector: stats', () => {
   it('reports phase, health, cursor, counts, bytes and times', async () => {
     const { api, clock, reflector, stream } = await watching();
+    await clock.advance(1_000);
     expect(reflector.stats()).toMatchObject({
       phase: 'watching',
       healthy: true,
