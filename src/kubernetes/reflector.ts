@@ -48,6 +48,15 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
  * same second after which client-go no longer calls an empty watch "very short".
  */
 export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
+/**
+ * How long a source that has synced stays healthy without good progress (a completed LIST, a
+ * proven WATCH, a frame). A replica relisting after a 410 or reconnecting after a drop still
+ * serves a correct, slightly stale view, so readiness holds while that recovery makes progress;
+ * only a source failing for this long (a dead API server, RBAC revoked) turns unready. Half a
+ * minute is one maximal backoff: a source that cannot get one good request through within it is
+ * failing, not recovering.
+ */
+export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
 
 export interface KubernetesReflectorOptions {
   api: PodApi;
@@ -61,6 +70,8 @@ export interface KubernetesReflectorOptions {
   watchTimeoutSeconds?: number;
   /** Default `DEFAULT_IDLE_TIMEOUT_MS`; applies to LIST responses too. */
   idleTimeoutMs?: number;
+  /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
+  unhealthyAfterMs?: number;
   backoff?: Partial<Omit<BackoffOptions, 'random'>>;
   clock?: Clock;
   /** `[0, 1)`: drives backoff jitter and watch timeouts, injectable so tests are exact. */
@@ -118,6 +129,18 @@ export class KubernetesReflector {
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
   readonly #stats: PodSourceStats = initialReflectorStats();
+  readonly #unhealthyAfterMs: number;
+  /**
+   * The running stream has been in steady state: a LIST published, then a WATCH proven. From then
+   * on it serves a view, stale or not, and failures are tolerated for `unhealthyAfterMs`.
+   */
+  #established = false;
+  /** The running WATCH delivered a frame or stayed open `WATCH_HEALTHY_AFTER_MS`. */
+  #watchProven = false;
+  /** Clock time of the last good progress: a completed LIST, a proven WATCH, a frame. */
+  #lastProgressAt: number | undefined;
+  /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
+  #staleTimer: AbortController | undefined;
 
   constructor(options: KubernetesReflectorOptions) {
     this.#api = options.api;
@@ -127,6 +150,10 @@ export class KubernetesReflector {
     this.#watchTimeoutSeconds = options.watchTimeoutSeconds;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     if (!(this.#idleTimeoutMs > 0)) throw new RangeError('idleTimeoutMs must be positive');
+    this.#unhealthyAfterMs = options.unhealthyAfterMs ?? DEFAULT_UNHEALTHY_AFTER_MS;
+    if (!(this.#unhealthyAfterMs >= 0)) {
+      throw new RangeError('unhealthyAfterMs must not be negative');
+    }
     if (this.#watchTimeoutSeconds !== undefined && !(this.#watchTimeoutSeconds >= 1)) {
       throw new RangeError('watchTimeoutSeconds must be at least 1');
     }
@@ -193,6 +220,9 @@ export class KubernetesReflector {
         }
       }
     } finally {
+      this.#established = false;
+      this.#watchProven = false;
+      this.#lastProgressAt = undefined;
       this.#stats.healthy = false;
       this.#enter('stopped');
     }
@@ -235,6 +265,7 @@ export class KubernetesReflector {
     this.#stats.lastSyncAtMs = now;
     this.#stats.lastEventAtMs = now;
     this.#setCursor(list.resourceVersion);
+    this.#progress(signal);
     this.#logger.debug(
       { pods: objects.size, resourceVersion: list.resourceVersion },
       'reflector listed pods',
@@ -273,9 +304,9 @@ export class KubernetesReflector {
       // The backoff's healthy streak starts with the accepted WATCH; a very short one ends it.
       backoff.markHealthy(openedAt);
       const proven = (): void => {
-        if (this.#stats.healthy) return;
-        this.#stats.healthy = true;
-        this.#notify();
+        this.#watchProven = true;
+        this.#established = true;
+        this.#progress(signal);
       };
       this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
       for await (const frame of stream) {
@@ -327,7 +358,10 @@ export class KubernetesReflector {
       watchScope.abort();
       stream?.close();
       await watchdog.release();
-      this.#stats.healthy = false;
+      // A proven watch was good until this moment: the grace for what follows starts now.
+      if (this.#watchProven) this.#lastProgressAt = this.#clock.now();
+      this.#watchProven = false;
+      this.#updateHealth(signal);
     }
   }
 
@@ -395,6 +429,48 @@ export class KubernetesReflector {
     if (action.wait.kind === 'none') return next;
     const delayMs = Math.max(action.wait.atLeastMs ?? 0, backoff.next(this.#clock.now()));
     return { kind: 'backoff', delayMs, resume: next };
+  }
+
+  /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
+  #progress(signal: AbortSignal): void {
+    this.#lastProgressAt = this.#clock.now();
+    this.#updateHealth(signal);
+  }
+
+  /**
+   * `healthy` = the WATCH is proven now, or the stream is established (it has been in steady
+   * state) and made good progress within `unhealthyAfterMs` — a relist or a reconnect under way.
+   * In the second case a timer re-evaluates when that grace runs out (later progress just moves
+   * the deadline, found when it fires), so health falls without any event.
+   */
+  #updateHealth(signal: AbortSignal): void {
+    const now = this.#clock.now();
+    const graceLeft =
+      this.#established && this.#lastProgressAt !== undefined
+        ? this.#lastProgressAt + this.#unhealthyAfterMs - now
+        : 0;
+    const healthy = this.#watchProven || graceLeft > 0;
+    if (healthy !== this.#stats.healthy) {
+      this.#stats.healthy = healthy;
+      this.#notify();
+    }
+    if (this.#watchProven || !healthy || signal.aborted) {
+      this.#staleTimer?.abort();
+      this.#staleTimer = undefined;
+      return;
+    }
+    if (this.#staleTimer) return;
+    const timer = new AbortController();
+    this.#staleTimer = timer;
+    this.#clock.sleep(graceLeft, AbortSignal.any([signal, timer.signal])).then(
+      () => {
+        if (this.#staleTimer === timer) this.#staleTimer = undefined;
+        this.#updateHealth(signal);
+      },
+      () => {
+        if (this.#staleTimer === timer) this.#staleTimer = undefined;
+      },
+    );
   }
 
   #timeoutSeconds(): number {

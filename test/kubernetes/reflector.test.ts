@@ -190,8 +190,11 @@ describe('KubernetesReflector: listing and watching', () => {
     await settle();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
     expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
-    // Only the new watch's idle and health timers run: the old watch's were released with it.
-    expect(clock.pendingTimers).toBe(2);
+    // The new watch's idle and health timers, and the grace after the old one ended (it ends
+    // when the new watch proves itself): the old watch's own timers were released with it.
+    expect(clock.pendingTimers).toBe(3);
+    await clock.advance(1_000);
+    expect(clock.pendingTimers).toBe(1);
     expect(reflector.stats().lists).toBe(1);
     expect(reflector.stats().relists).toEqual({});
     expect(reflector.stats().lastError).toBeUndefined();
@@ -822,6 +825,109 @@ describe('KubernetesReflector: when the watch is healthy', () => {
   });
 });
 
+describe('KubernetesReflector: health through failures', () => {
+  /** Watching with a proven watch, recording every change of `healthy` with its clock time. */
+  async function established() {
+    const holder: { reflector?: KubernetesReflector; clock?: FakeClock } = {};
+    const changes: Array<[number, boolean]> = [];
+    const harness = await watching({
+      onStatsChange: () => {
+        const healthy = holder.reflector?.stats().healthy;
+        if (healthy === undefined || !holder.clock) return;
+        if (changes.at(-1)?.[1] !== healthy) changes.push([holder.clock.now(), healthy]);
+      },
+    });
+    holder.reflector = harness.reflector;
+    holder.clock = harness.clock;
+    await harness.clock.advance(1_000);
+    expect(harness.reflector.stats().healthy).toBe(true);
+    return { ...harness, changes };
+  }
+
+  it('stays healthy through a relist that makes progress', async () => {
+    const { api, clock, reflector, stream, changes } = await established();
+    api.watch.push(errorFrame({ code: 410 }));
+    await settle();
+    expect(reflector.stats()).toMatchObject({ phase: 'backoff', healthy: true });
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    await clock.advance(60_000);
+    expect(changes).toEqual([[1_000, true]]);
+    await stream.close();
+  });
+
+  it('stays healthy through a clean reconnect after a long quiet watch', async () => {
+    const { api, clock, stream, changes } = await established();
+    await clock.advance(290_000);
+    api.watch.end();
+    await settle();
+    await clock.advance(60_000);
+    expect(changes).toEqual([[1_000, true]]);
+    await stream.close();
+  });
+
+  it('turns unhealthy once failing for 30 s without progress, and healthy again on recovery', async () => {
+    const { api, clock, reflector, stream, changes } = await established();
+    api.queueWatch(...Array.from({ length: 5 }, () => status(503)));
+    api.watch.fail(new ApiConnectionError('WATCH', new Error('socket hang up')));
+    await settle();
+    const failedAt = clock.now();
+    await clock.advance(29_999);
+    expect(reflector.stats().healthy).toBe(true);
+    await clock.advance(1);
+    expect(reflector.stats()).toMatchObject({ healthy: false, phase: 'backoff' });
+    // The backoff runs on (800, 1.6 s, 3.2 s, 6.4 s, 12.8 s, then a watch opens) and proves itself.
+    await clock.advance(30_000);
+    expect(reflector.stats().healthy).toBe(true);
+    expect(changes.slice(1, 2)).toEqual([[failedAt + 30_000, false]]);
+    expect(changes.at(-1)?.[1]).toBe(true);
+    await stream.close();
+  });
+
+  it('turns unhealthy when a relist hangs for 30 s', async () => {
+    const { api, clock, reflector, stream } = await established();
+    api.queueList('hang');
+    api.watch.push(errorFrame({ code: 410 }));
+    await settle();
+    const failedAt = clock.now();
+    await clock.advance(800 + 29_000);
+    expect(reflector.stats()).toMatchObject({ phase: 'listing', healthy: true });
+    await clock.advance(failedAt + 30_000 - clock.now());
+    expect(reflector.stats()).toMatchObject({ phase: 'listing', healthy: false });
+    await stream.close();
+  });
+
+  it('is never healthy before the first watch proved itself, however long the wait', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new ApiConnectionError('LIST', new Error('refused')), {
+      pods: [],
+      resourceVersion: '5',
+    });
+    api.queueWatch(status(503));
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(reflector.stats().healthy).toBe(false);
+    await clock.advance(800);
+    // Listed, but the WATCH failed to open: no steady state yet, so no grace either.
+    expect(reflector.stats()).toMatchObject({ lists: 1, healthy: false });
+    await clock.advance(1_600);
+    expect(reflector.stats()).toMatchObject({ phase: 'watching', healthy: false });
+    await clock.advance(1_000);
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('clears its grace timer when the stream closes', async () => {
+    const { api, clock, reflector, stream } = await established();
+    api.watch.fail();
+    await settle();
+    await stream.close();
+    expect(reflector.stats().healthy).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
+
 describe('KubernetesReflector: stats', () => {
   it('reports phase, health, cursor, counts, bytes and times', async () => {
     const { api, clock, reflector, stream } = await watching();
@@ -844,7 +950,8 @@ describe('KubernetesReflector: stats', () => {
     const stats = reflector.stats();
     expect(stats).toMatchObject({
       phase: 'backoff',
-      healthy: false,
+      // Relisting after a proven watch: a stale but correct view, still healthy for a while.
+      healthy: true,
       events: { ADDED: 1, BOOKMARK: 1, ERROR: 1 },
       relists: { expired: 1 },
       lastError: 'ERROR frame 410',
