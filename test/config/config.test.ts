@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import {
   parseConfig,
   parseDuration,
   parseListen,
+  readAdminTokenFile,
 } from '../../src/cli/config.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 
@@ -359,5 +360,69 @@ describe('loadAdminToken', () => {
     await expect(loadAdminToken(join(dir, 'missing'))).rejects.toThrow(
       /invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): cannot read/,
     );
+  });
+
+  async function tokenFile(content: string | Buffer, mode = 0o600): Promise<string> {
+    const path = join(await mkdtemp(join(tmpdir(), 'token-')), 'token');
+    await writeFile(path, content, { mode });
+    await chmod(path, mode);
+    return path;
+  }
+
+  async function refusal(path: string): Promise<Error> {
+    const error = await readAdminTokenFile(path).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as Error;
+  }
+
+  it('refuses a token with whitespace inside, naming the flag and never echoing the token', async () => {
+    for (const token of ['abc def-SECRET', 'abc\tdef-SECRET', 'abc\ndef-SECRET\n']) {
+      const error = await refusal(await tokenFile(token));
+      expect(error.message).toMatch(
+        /^invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): the secret in .* contains whitespace \(at character 4\)/,
+      );
+      expect(error.message).not.toContain('SECRET');
+      expect(error.message).not.toContain('abc');
+    }
+  });
+
+  it('refuses a token file that is not valid UTF-8', async () => {
+    const error = await refusal(await tokenFile(Buffer.from([0x61, 0x62, 0xff, 0xfe, 0x63])));
+    expect(error.message).toMatch(/--admin-token-file .* is not valid UTF-8 text$/);
+  });
+
+  it('refuses a token an HTTP header cannot carry unchanged (non-ASCII, control characters)', async () => {
+    for (const token of ['tökén-SECRET', 'ab\u0001c-SECRET']) {
+      const error = await refusal(await tokenFile(token));
+      expect(error.message).toMatch(
+        /contains a character outside visible ASCII \(at character \d\)/,
+      );
+      expect(error.message).not.toContain('SECRET');
+    }
+  });
+
+  it('warns about a token file its group or every user may read, without failing', async () => {
+    expect(await readAdminTokenFile(await tokenFile('abc\n', 0o600))).toEqual({
+      secret: 'abc',
+      warnings: [],
+    });
+    const world = await readAdminTokenFile(await tokenFile('abc\n', 0o644));
+    expect(world.secret).toBe('abc');
+    expect(world.warnings).toEqual([
+      expect.stringMatching(
+        /^--admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): .* is readable by every user \(mode 0644\)/,
+      ),
+    ]);
+    const group = await readAdminTokenFile(await tokenFile('abc\n', 0o640));
+    expect(group.warnings).toEqual([
+      expect.stringContaining('is readable by its group (mode 0640)'),
+    ]);
+    const heard: string[] = [];
+    expect(await loadAdminToken(await tokenFile('abc', 0o644), (w) => heard.push(w))).toBe('abc');
+    expect(heard).toHaveLength(1);
+    expect(heard[0]).not.toContain('abc\n');
   });
 });

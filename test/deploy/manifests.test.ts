@@ -1,14 +1,6 @@
-/**
- * Static checks of `deploy/`: the properties the issue asks of the manifests, read from the files
- * themselves. (Their schema against a real apiserver is the e2e test's job: server-side dry run.)
- */
-import { execFileSync } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse } from 'yaml';
 
 const DEPLOY = new URL('../../deploy/', import.meta.url);
 
@@ -165,16 +157,6 @@ describe('deploy/', () => {
   });
 });
 
-/** `kubectl kustomize` when this machine has it (the component is checked statically either way). */
-function kubectlKustomize(): boolean {
-  try {
-    execFileSync('kubectl', ['kustomize', '--help'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('deploy/endpointslices (optional component)', () => {
   it('is a kustomize Component adding a Role, its binding and the flag', async () => {
     const component = await manifest('endpointslices/kustomization.yaml');
@@ -220,37 +202,4 @@ describe('deploy/endpointslices (optional component)', () => {
       { name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES', value: 'true' },
     ]);
   });
-
-  it.skipIf(!kubectlKustomize())(
-    'builds with deploy/ into the same objects plus the Role, binding and env entry',
-    async () => {
-      const root = await mkdtemp(join(tmpdir(), 'pool-kustomize-'));
-      try {
-        await cp(fileURLToPath(DEPLOY), join(root, 'deploy'), { recursive: true });
-        await writeFile(
-          join(root, 'kustomization.yaml'),
-          'resources: [deploy]\ncomponents: [deploy/endpointslices]\n',
-        );
-        const built = parseAllDocuments(
-          execFileSync('kubectl', ['kustomize', root], { encoding: 'utf8' }),
-        ).map((d) => d.toJS() as Manifest);
-        expect(built.map((m) => `${m.kind}/${m.metadata.name}`).sort()).toContain(
-          'Role/pool-controller-endpointslices',
-        );
-        expect(built.map((m) => `${m.kind}/${m.metadata.name}`)).toContain(
-          'RoleBinding/pool-controller-endpointslices',
-        );
-        const deployment = built.find((m) => m.kind === 'Deployment');
-        const env = deployment.spec.template.spec.containers[0].env as Manifest[];
-        expect(env).toContainEqual({
-          name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES',
-          value: 'true',
-        });
-        // The rest of the env survives the patch.
-        expect(env.map((e) => e.name)).toContain('POOL_CONTROLLER_NAMESPACE');
-      } finally {
-        await rm(root, { recursive: true, force: true });
-      }
-    },
-  );
 });

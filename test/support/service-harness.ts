@@ -4,7 +4,7 @@
  * and service tests.
  */
 import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../src/http/app.js';
+import { buildServer, type ServerOptions } from '../../src/http/app.js';
 import type { ObjectKey, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
@@ -47,6 +47,8 @@ export interface HarnessOptions {
   /** Default true: start the loop and apply the initial replace. */
   start?: boolean;
   resyncPeriodMs?: number | null;
+  /** Timeouts and the like for the app; its clock is the harness's fake one. */
+  server?: Omit<ServerOptions, 'clock'>;
 }
 
 export interface Harness {
@@ -88,7 +90,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     resyncPeriodMs: options.resyncPeriodMs === undefined ? null : options.resyncPeriodMs,
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
   });
-  const app = await buildServer(service);
+  const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {
     app,
     service,
