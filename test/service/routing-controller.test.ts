@@ -393,6 +393,49 @@ describe('RoutingController stop', () => {
     ]);
     expect(sink.calls).toHaveLength(2);
   });
+  it('begins a term asked for while the previous one is still stopping, once that has settled', async () => {
+    // Leadership lost and won back quickly while a sink is still unwinding its aborted request.
+    const sink = new FakeSink();
+    const { controller, events } = setup({ sinks: [sink] });
+    const held = sink.hangNext({ honourSignal: false });
+    controller.start();
+    await held.called;
+    const stopping = controller.stop();
+    expect(() => controller.start()).not.toThrow();
+    expect(controller.acting).toBe(true);
+    await settle();
+    expect(sink.calls).toHaveLength(1); // nothing new runs while the old apply is in flight
+    held.fail(new Error('connection reset'));
+    await stopping;
+    await settle();
+    expect(events.filter((e) => e.startsWith('started') || e.startsWith('completed'))).toEqual([
+      'started #1 started',
+      'completed #1 aborted',
+      'started #2 started',
+      'completed #2 success',
+    ]);
+    expect(sink.calls).toHaveLength(2);
+    controller.trigger('cell ns/engine-00001 appeared');
+    await settle();
+    expect(sink.calls).toHaveLength(3);
+  });
+
+  it('does not begin the waiting term when it was stopped again before the old one settled', async () => {
+    const sink = new FakeSink();
+    const { controller, events } = setup({ sinks: [sink] });
+    const held = sink.hangNext({ honourSignal: false });
+    controller.start();
+    await held.called;
+    void controller.stop();
+    controller.start();
+    const stoppedAgain = controller.stop();
+    held.release();
+    await stoppedAgain;
+    await settle();
+    expect(controller.acting).toBe(false);
+    expect(events.filter((e) => e.startsWith('started'))).toEqual(['started #1 started']);
+    expect(sink.calls).toHaveLength(1);
+  });
 });
 
 describe('RoutingController desired state', () => {
