@@ -615,6 +615,22 @@ describe('event streams and shutdown', () => {
     expect(h.service.bus.subscriberCount).toBe(0);
   });
 
+  it('beginShutdown ends open streams, as it says, so closing the server never waits on a listener', async () => {
+    const h = await harness();
+    const iterator = h.service
+      .eventStream({ signal: new AbortController().signal })
+      [Symbol.asyncIterator]();
+    await iterator.next();
+    let ended = false;
+    void iterator.next().then((r) => {
+      ended = r.done === true;
+    });
+    h.service.beginShutdown();
+    await settle();
+    expect(ended).toBe(true);
+    expect(h.service.bus.subscriberCount).toBe(0);
+  });
+
   it('stop ends open streams instead of waiting on them', async () => {
     const h = await harness();
     const iterator = h.service
