@@ -6,7 +6,7 @@ import {
   SSE_RETRY_MS,
   sseStream,
 } from '../../src/service/event-stream.js';
-import type { ServiceEvent } from '../../src/service/service-events.js';
+import { SERVICE_EVENT_TYPES, type ServiceEvent } from '../../src/service/service-events.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 
 const HELLO = `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every 15s\n\n`;
@@ -185,5 +185,27 @@ describe('sseStream', () => {
     expect(chunks).toEqual([HELLO]);
     expect(bus.subscriberCount).toBe(0);
     expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('SERVICE_EVENT_TYPES', () => {
+  it('lists every type the service publishes, once, so ?types= accepts each of them', () => {
+    // A type added to ServiceEvent but not here fails to compile: the record must name them all.
+    const every: Record<ServiceEvent['type'], true> = {
+      'reconciliation.triggered': true,
+      'reconciliation.started': true,
+      'phase.completed': true,
+      'reconciliation.failed': true,
+      'reconciliation.completed': true,
+      'sink.applied': true,
+      'sink.failed': true,
+      'store.synced': true,
+      'cell.changed': true,
+      'watch.state': true,
+      'leadership.acquired': true,
+      'leadership.lost': true,
+      'leader.changed': true,
+    };
+    expect([...SERVICE_EVENT_TYPES].sort()).toEqual(Object.keys(every).sort());
   });
 });
