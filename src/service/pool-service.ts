@@ -263,6 +263,7 @@ export class PoolService implements ControlPlane {
    */
   beginShutdown(): void {
     this.#shuttingDown = true;
+    this.closeEventStreams();
   }
 
   /** Ends every open event stream now; new ones end at once. */
