@@ -249,6 +249,14 @@ class EventRecorder {
   }
 }
 
+/** What the sampler reads of a replica (a `Replica`, or a fake in the sampler's own test). */
+interface Sampled {
+  readonly name: string;
+  readonly alive: boolean;
+  readonly base: string;
+  leader(): Promise<LeaderView>;
+}
+
 interface LeaseRead extends LeaseSpec {
   sentAt: number;
   receivedAt: number;
@@ -276,7 +284,7 @@ class LeadershipSampler {
   readonly #done: Promise<void>;
 
   constructor(
-    private readonly replicas: () => readonly Replica[],
+    private readonly replicas: () => readonly Sampled[],
     private readonly readLease: () => Promise<LeaseSpec | undefined>,
     /** When the test wrote the intruder's Lease, if it did. */
     private readonly intrudedAt: () => number | undefined,
@@ -566,6 +574,60 @@ describe('leader election on a Lease, built service, real apiserver', () => {
     await Promise.all(replicas.map((r) => r.process.stop(5_000)));
     if (Object.keys(timings).length > 0) console.log('leader election timings (ms):', timings);
     await env?.stop();
+  });
+
+  it('the sampler is not vacuous: it fails on overlapping leaders and on a leader the Lease does not name', async () => {
+    const fake = (name: string, since: () => string | null): Sampled => ({
+      name,
+      alive: true,
+      base: 'fake',
+      leader: async () => {
+        const at = since();
+        return { identity: name, leading: at !== null, leader: name, lease: 'fake', since: at };
+      },
+    });
+    const longAgo = new Date(Date.now() - 10_000).toISOString();
+    const lease = (holder: string) => async (): Promise<LeaseSpec> => ({
+      holder,
+      transitions: 0,
+      renewTime: undefined,
+      durationSeconds: LEASE_MS / 1000,
+    });
+    const run = async (
+      fakes: Sampled[],
+      holder: string,
+      intruded?: number,
+    ): Promise<LeadershipSampler> => {
+      const probe = new LeadershipSampler(
+        () => fakes,
+        lease(holder),
+        () => intruded,
+        10_000,
+      );
+      await waitFor('two samples', async () => (probe.samples.length >= 2 ? true : undefined));
+      await probe.stop();
+      return probe;
+    };
+
+    const splitBrain = await run([fake('a', () => longAgo), fake('b', () => longAgo)], 'a');
+    expect(splitBrain.violations.some((v) => v.startsWith('split brain: a'))).toBe(true);
+    expect(splitBrain.violations.some((v) => v.startsWith('b (since') && v.endsWith('"a"'))).toBe(
+      true,
+    );
+    // A term that began after the requests were sent (a handover between them) is not proof.
+    const handover = await run(
+      [fake('a', () => longAgo), fake('b', () => new Date(Date.now() + 50).toISOString())],
+      'a',
+    );
+    expect(handover.violations).toEqual([]);
+    expect(handover.straddles).toBeGreaterThanOrEqual(2);
+    // The intruder excuses a leader only for the renew deadline (+ margin) after it was written.
+    const fresh = await run([fake('a', () => longAgo)], INTRUDER, Date.now());
+    expect(fresh.violations).toEqual([]);
+    const stale = await run([fake('a', () => longAgo)], INTRUDER, Date.now() - 10_000);
+    expect(stale.violations.length).toBeGreaterThanOrEqual(2);
+    const quiet = await run([fake('a', () => null), fake('b', () => longAgo)], 'b');
+    expect(quiet.violations).toEqual([]);
   });
 
   it('three replicas: exactly one leads, and all three serve the same cells', async () => {
