@@ -29,6 +29,7 @@ import { metricsRoutes } from '../../routes/metrics.js';
 import { queueRoutes } from '../../routes/queue.js';
 import { reflectorRoutes } from '../../routes/reflector.js';
 import { requeueRoutes } from '../../routes/requeue.js';
+import { statusPageRoutes } from '../../routes/status-page.js';
 import { storeRoutes } from '../../routes/store.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { SERVICE_EVENT_TYPES } from '../service/service-events.js';
@@ -247,5 +248,6 @@ export async function buildServer(
   await app.register(leaderRoutes, { plane });
   await app.register(coordinatorRoutes, { plane });
   await app.register(eventsRoutes, { plane, eventTypes: SERVICE_EVENT_TYPES });
+  await app.register(statusPageRoutes, { plane });
   return app;
 }
