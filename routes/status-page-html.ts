@@ -147,6 +147,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { color: var(--muted); font-weight: 600; font-size: 12px; text-transform: uppercase; }
 tr.not-alive td { background: #fffafa; }
+.badge, th, td.id, td.state, td.gen, td.addr { white-space: nowrap; }
 .mono, td.id, td.gen, td.addr { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace;
   font-size: 13px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px;
