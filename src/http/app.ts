@@ -30,6 +30,7 @@ import { metricsRoutes } from '../../routes/metrics.js';
 import { queueRoutes } from '../../routes/queue.js';
 import { reflectorRoutes } from '../../routes/reflector.js';
 import { requeueRoutes } from '../../routes/requeue.js';
+import { statusPageRoutes } from '../../routes/status-page.js';
 import { storeRoutes } from '../../routes/store.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import type { ControlPlane } from '../service/control-plane.js';
@@ -393,5 +394,6 @@ export async function buildServer(
   await app.register(leaderRoutes, { plane });
   await app.register(coordinatorRoutes, { plane });
   await app.register(eventsRoutes, { plane, eventTypes: SERVICE_EVENT_TYPES });
+  await app.register(statusPageRoutes, { plane });
   return app;
 }
