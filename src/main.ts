@@ -198,26 +198,43 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let routerApiKey: string | undefined;
   let choice: SourceChoice;
   const facts = { ...realHostFacts(), env };
+  /** Said once the logger exists: a group- or world-readable secret file, for instance. */
+  const startWarnings: string[] = [];
+  const warn = (message: string): void => {
+    startWarnings.push(message);
+  };
   try {
     config = parseConfig(argv, env);
-    adminToken = config.adminTokenFile ? await loadAdminToken(config.adminTokenFile) : undefined;
+    adminToken = config.adminTokenFile
+      ? await loadAdminToken(config.adminTokenFile, warn)
+      : undefined;
     routerApiKey = config.sglangRouterApiKeyFile
-      ? await loadSecretFile(config.sglangRouterApiKeyFile, 'sglang-router-api-key-file')
+      ? await loadSecretFile(config.sglangRouterApiKeyFile, 'sglang-router-api-key-file', warn)
       : undefined;
     choice = chooseSource(config, facts);
+    if (choice.kind === 'kubernetes') {
+      // A kubeconfig that can never work (syntax, empty, a directory, unreadable, an unknown
+      // context, plain http without insecure-skip-tls-verify) fails now, not every second later.
+      const { checkClusterConfig } = await import('./kubernetes/connection.js');
+      await checkClusterConfig({
+        ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+        ...(config.context !== undefined ? { context: config.context } : {}),
+      });
+    }
   } catch (err) {
     if (err instanceof HelpRequested) {
       process.stdout.write(err.message);
       return 0;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`pool-controller: ${err.message}\n`);
+    if (err instanceof ConfigError || (err as Error).name === 'KubeConfigError') {
+      process.stderr.write(`pool-controller: ${(err as Error).message}\n`);
       return EXIT_USAGE;
     }
     throw err;
   }
 
   const logger = await createLogger(config);
+  for (const message of startWarnings) logger.warn(message);
   if (choice.kind === 'simulated') {
     process.stderr.write(`${simulatedBanner(choice)}\n`);
     logger.warn(

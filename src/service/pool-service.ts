@@ -196,39 +196,56 @@ export class PoolService implements ControlPlane {
       cells: this.registry,
       sourceKind: options.sourceKind,
     });
+    // The reasons never reach a probe's response (they may quote an error's text); the log has them.
+    let lastFailure = '';
+    const onHealthFailure = (endpoint: string, check: string, reason: string): void => {
+      const key = `${endpoint}/${check}: ${reason}`;
+      // Probes repeat every few seconds: a new reason is worth a warning, a repeated one debug.
+      const level = key === lastFailure ? 'debug' : 'warn';
+      lastFailure = key;
+      logger[level]({ endpoint, check, reason }, 'health check failed');
+    };
     this.health = {
       // Liveness asks only "is this process serving": restarting us cannot fix the API server.
-      healthz: new HealthEndpoint('healthz', [
-        { name: 'ping', check: () => undefined },
-        {
-          // client-go's healthz adaptor: a leader whose renew loop is wedged must be restarted.
-          name: 'leader-election',
-          check: () =>
-            this.#leadership.healthy()
-              ? undefined
-              : 'this replica leads but has not renewed its Lease for longer than the lease duration',
-        },
-      ]),
-      readyz: new HealthEndpoint('readyz', [
-        {
-          name: 'store-synced',
-          check: () =>
-            this.#loop.synced ? undefined : 'the initial list has not been applied yet',
-        },
-        {
-          name: 'watch-healthy',
-          check: () => {
-            const stats = this.#podSource.stats();
-            return stats.healthy
-              ? undefined
-              : `the pod watch is not delivering (phase ${stats.phase}${stats.lastError ? `, last error: ${stats.lastError}` : ''})`;
+      healthz: new HealthEndpoint(
+        'healthz',
+        [
+          { name: 'ping', check: () => undefined },
+          {
+            // client-go's healthz adaptor: a leader whose renew loop is wedged must be restarted.
+            name: 'leader-election',
+            check: () =>
+              this.#leadership.healthy()
+                ? undefined
+                : 'this replica leads but has not renewed its Lease for longer than the lease duration',
           },
-        },
-        {
-          name: 'shutdown',
-          check: () => (this.#shuttingDown ? 'the process is shutting down' : undefined),
-        },
-      ]),
+        ],
+        onHealthFailure,
+      ),
+      readyz: new HealthEndpoint(
+        'readyz',
+        [
+          {
+            name: 'store-synced',
+            check: () =>
+              this.#loop.synced ? undefined : 'the initial list has not been applied yet',
+          },
+          {
+            name: 'watch-healthy',
+            check: () => {
+              const stats = this.#podSource.stats();
+              return stats.healthy
+                ? undefined
+                : `the pod watch is not delivering (phase ${stats.phase}${stats.lastError ? `, last error: ${stats.lastError}` : ''})`;
+            },
+          },
+          {
+            name: 'shutdown',
+            check: () => (this.#shuttingDown ? 'the process is shutting down' : undefined),
+          },
+        ],
+        onHealthFailure,
+      ),
     };
   }
 

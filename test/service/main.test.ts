@@ -233,4 +233,26 @@ describe('pool-controller (the built command)', () => {
     expect(Date.now() - started).toBeLessThan(8_000);
     agent.destroy();
   });
+
+  it('exits 2 at start for a kubeconfig that can never work, without quoting its contents', async () => {
+    const env = await clusterFreeEnv();
+    const { writeFile } = await import('node:fs/promises');
+    const path = join(env.HOME!, 'broken-kubeconfig');
+    await writeFile(
+      path,
+      'apiVersion: v1\nusers:\n- name: u\n  user:\n    password: hunter2-very-secret\n   token: : x\n',
+    );
+    const running = run(['--source', 'kubernetes', '--kubeconfig', path], env);
+    expect((await running.exited).code).toBe(2);
+    const output = running.stderr.join('') + running.stdout.join('');
+    expect(output).toContain('pool-controller: ');
+    expect(output).toContain(path);
+    expect(output).not.toContain('hunter2');
+  });
+
+  it('exits 2 when KUBECONFIG names no file, instead of simulating', async () => {
+    const running = run([], { ...(await clusterFreeEnv()), KUBECONFIG: '/nonexistent' });
+    expect((await running.exited).code).toBe(2);
+    expect(running.stderr.join('')).toContain('KUBECONFIG names no existing file (/nonexistent)');
+  });
 });
