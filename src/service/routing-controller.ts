@@ -11,6 +11,8 @@ import {
   Coordinator,
   type CoordinatorEvent,
   type CoordinatorState,
+  DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
+  DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
 } from '../coordination/coordinator.js';
 import type { Pipeline } from '../coordination/pipeline.js';
 import {
@@ -37,6 +39,21 @@ import type { ServiceEvent } from './service-events.js';
  * waiting for the next drift run would leave a re-added cell unrouted for up to a minute.
  */
 export const PENDING_RECHECK_MS = 1_000;
+
+/**
+ * The longest wait before a failed run is retried: the coordinator's cap, but never longer than
+ * the drift interval. While a failure streak lasts the retry replaces the drift run, and every
+ * trigger-begun run that fails lengthens the backoff; with the plain one-minute cap, one
+ * unreachable router would leave the other routers unrepaired (a restarted one stays empty) and
+ * itself unpopulated once back for up to a minute, whatever --drift-interval says.
+ */
+export function retryCapMs(driftIntervalMs: number | null): number {
+  if (driftIntervalMs === null) return DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS;
+  return Math.max(
+    DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
+    Math.min(DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS, driftIntervalMs),
+  );
+}
 
 export interface RoutingControllerOptions {
   /** The published cells, read at render time. */
@@ -86,6 +103,7 @@ export class RoutingController {
       pipeline,
       bus: { publish: (event: CoordinatorEvent) => options.publish(event) },
       driftIntervalMs: options.driftIntervalMs,
+      failureMaxDelayMs: retryCapMs(options.driftIntervalMs),
       clock: this.#clock,
       logger: this.#logger,
     });

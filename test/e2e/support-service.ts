@@ -19,10 +19,19 @@ export const LEADER_ELECTION_ROLE = new URL(
   '../../deploy/leader-election-role.yaml',
   import.meta.url,
 );
-const LWS = 'leaderworkerset.sigs.k8s.io';
+export const LWS = 'leaderworkerset.sigs.k8s.io';
 
-/** A pod as the LWS controller creates it: labels, size annotation, a named serving port. */
-export function lwsPod(pool: string, group: number, worker: number, size: number): V1Pod {
+/**
+ * A pod as the LWS controller creates it: labels, size annotation, one container with the serving
+ * port named `http` (the default --port-name) at `port`. Already bound to the fake kubelet's node.
+ */
+export function lwsPod(
+  pool: string,
+  group: number,
+  worker: number,
+  size: number,
+  port = 30000,
+): V1Pod {
   const name = worker === 0 ? `${pool}-${group}` : `${pool}-${group}-${worker}`;
   return onNode({
     metadata: {
@@ -39,7 +48,7 @@ export function lwsPod(pool: string, group: number, worker: number, size: number
         {
           name: 'engine',
           image: 'registry.invalid/sglang:e2e',
-          ports: [{ name: 'http', containerPort: 30000 }],
+          ports: [{ name: 'http', containerPort: port }],
         },
       ],
     },
@@ -57,11 +66,12 @@ export interface Cell {
   lastTransitionTime?: string;
 }
 
-/** Polls `probe` every 100 ms until it returns a value (not undefined); throws after `ms`. */
+/** Polls `probe` until it returns a value (not undefined); throws naming `what` and the last error. */
 export async function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined>,
   ms = 30_000,
+  intervalMs = 100,
 ): Promise<T> {
   const deadline = Date.now() + ms;
   let last: unknown;
@@ -73,8 +83,8 @@ export async function waitFor<T>(
       last = error;
     }
     if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${last}` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
 

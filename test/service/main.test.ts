@@ -151,6 +151,27 @@ describe('pool-controller (the built command)', () => {
     expect(messages).toContain('stopped');
   });
 
+  it('shuts down promptly on SIGTERM while an event-stream client is connected', async () => {
+    // The stream's socket must close with the stream: kept alive, it held the server's close
+    // until the shutdown timeout (exit 1, and with a Lease, no release).
+    const { running, base } = await startService(['--source', 'simulated']);
+    const stream = await fetch(`${base}/api/v1/events`);
+    expect(stream.headers.get('content-type')).toContain('text/event-stream');
+    const reader = stream.body!.getReader();
+    await reader.read(); // the "connected" comment: the subscription is open
+    const draining = (async () => {
+      while (!(await reader.read()).done) {
+        // keep reading until the server ends the stream
+      }
+    })();
+    const started = Date.now();
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await draining;
+    expect(logLines(running).map((l) => l.msg)).toContain('stopped');
+  });
+
   it('also shuts down cleanly on SIGINT', async () => {
     const { running } = await startService(['--source', 'simulated']);
     running.child.kill('SIGINT');
