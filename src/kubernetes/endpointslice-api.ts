@@ -2,16 +2,13 @@
  * discovery.k8s.io/v1 EndpointSlices: LIST by label selector (one namespace or all), server-side
  * apply of one slice, DELETE of one slice with a uid precondition.
  *
- * Requests go over plain `node:http(s)` with the connection ./connection.ts builds from
- * client-node's kubeconfig handling (auth, TLS), as the Lease lock does. Every request has a
+ * Requests go over plain `node:http(s)` (./api-request.ts) with the connection ./connection.ts
+ * builds from client-node's kubeconfig handling (auth, TLS), as the Lease lock does. Every request has a
  * bounded timeout and honours the caller's signal. Errors name the verb, the object and the
  * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
  * into a log line or an event.
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
-import http from 'node:http';
-import https from 'node:https';
-import { statusFromResponse } from './api-errors.js';
+import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
 const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
@@ -103,12 +100,6 @@ export interface KubernetesEndpointSliceApiOptions {
   connection: ApiConnection;
   /** Per request; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
   timeoutMs?: number;
-}
-
-interface Answer {
-  statusCode: number;
-  body: string;
-  retryAfter: string | undefined;
 }
 
 type JsonObject = Record<string, unknown>;
@@ -212,77 +203,25 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   }
 
   /** One request with an optional JSON body; resolves with any status, rejects on transport errors. */
-  async #request(
+  #request(
     method: 'GET' | 'PATCH' | 'DELETE',
     path: string,
     body: unknown,
     signal: AbortSignal,
     target: string,
-  ): Promise<Answer> {
-    signal.throwIfAborted();
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const combined = AbortSignal.any([signal, timeout]);
+  ): Promise<ApiAnswer> {
     const verb = method === 'GET' ? 'LIST' : method === 'PATCH' ? 'APPLY' : 'DELETE';
-    const failure = (error: unknown): unknown => {
-      if (signal.aborted) return signal.reason;
-      if (timeout.aborted) {
-        return new Error(`${verb} EndpointSlice ${target}: no answer within ${this.#timeoutMs} ms`);
-      }
-      const detail = error instanceof Error ? error.message : String(error);
-      return new Error(`${verb} EndpointSlice ${target}: ${detail}`, { cause: error });
-    };
-    let prepared: Awaited<ReturnType<ApiConnection['requestOptions']>>;
-    try {
-      prepared = await this.#connection.requestOptions();
-    } catch (error) {
-      throw failure(error);
-    }
-    const agent = prepared.agent as { destroy?: () => void } | undefined;
-    let request: ClientRequest | undefined;
-    try {
-      combined.throwIfAborted();
-      const url = new URL(this.#connection.server);
-      const [pathname, search] = path.split('?', 2) as [string, string | undefined];
-      url.pathname = `${url.pathname.replace(/\/+$/, '')}${pathname}`;
-      if (search) url.search = search;
-      const transport = url.protocol === 'http:' ? http : https;
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers: Record<string, string | number> = {
-        ...(prepared.headers as Record<string, string>),
-        Accept: 'application/json',
-      };
-      if (payload !== undefined) {
-        headers['Content-Type'] =
-          method === 'PATCH' ? 'application/apply-patch+yaml' : 'application/json';
-        headers['Content-Length'] = Buffer.byteLength(payload);
-      }
-      return await new Promise<Answer>((resolve, reject) => {
-        request = transport.request(url, { ...prepared, method, headers, signal: combined });
-        request.on('response', (response: IncomingMessage) => {
-          readBody(response).then(
-            (text) => {
-              const retryAfter = response.headers['retry-after'];
-              resolve({
-                statusCode: response.statusCode ?? 0,
-                body: text,
-                retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-              });
-            },
-            (error: unknown) =>
-              reject(error instanceof MalformedEndpointSliceError ? error : failure(error)),
-          );
-        });
-        request.on('error', (error) => reject(failure(error)));
-        request.end(payload);
-      });
-    } catch (error) {
-      if (error instanceof MalformedEndpointSliceError) throw error;
-      if (combined.aborted) throw failure(error);
-      throw error;
-    } finally {
-      request?.destroy();
-      agent?.destroy?.();
-    }
+    return apiRequest(this.#connection, {
+      method,
+      path,
+      body,
+      ...(method === 'PATCH' ? { contentType: 'application/apply-patch+yaml' } : {}),
+      signal,
+      timeoutMs: this.#timeoutMs,
+      what: `${verb} EndpointSlice ${target}`,
+      maxBodyBytes: MAX_BODY_BYTES,
+      tooLarge: () => new MalformedEndpointSliceError('EndpointSlice response is too large'),
+    });
   }
 }
 
@@ -299,36 +238,16 @@ function itemPath(namespace: string, name: string): string {
 function expect(
   verb: 'LIST' | 'APPLY' | 'DELETE',
   target: string,
-  answer: Answer,
+  answer: ApiAnswer,
   ok: number[],
 ): void {
   if (ok.includes(answer.statusCode)) return;
-  const status = statusFromResponse(answer.statusCode, answer.body, answer.retryAfter);
+  const status = answerStatus(answer);
   throw new EndpointSliceApiError(verb, target, answer.statusCode, status.reason, status.message);
 }
 
 function parseJson(body: string, what: string): unknown {
-  try {
-    return JSON.parse(body);
-  } catch (error) {
-    throw new MalformedEndpointSliceError(
-      `${what} response is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-}
-
-/** Reads a response body, refusing one too big to be a page of slices or a Status. */
-async function readBody(response: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of response as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > MAX_BODY_BYTES) {
-      throw new MalformedEndpointSliceError('EndpointSlice response is too large');
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return parseAnswerJson(body, what, (message) => new MalformedEndpointSliceError(message));
 }
 
 /** One slice as the server returned it: the compared fields, leniently (absent lists are empty). */

@@ -7,20 +7,17 @@
  * object it saw and replaces only the spec fields leader election owns, so labels, annotations and
  * newer spec fields (`strategy`, `preferredHolder`) set by others survive an update.
  *
- * Requests go over plain `node:http(s)` with the connection ./api.ts builds from client-node's
- * kubeconfig handling (auth, TLS), as the pod adapter does; `connectLeaseLock` is the one place
- * that obtains that connection.
+ * Requests go over plain `node:http(s)` (./api-request.ts, shared with the EndpointSlice API) with
+ * the connection ./connection.ts builds from client-node's kubeconfig handling (auth, TLS);
+ * `connectLeaseLock` is the one place that obtains that connection.
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
-import http from 'node:http';
-import https from 'node:https';
 import {
   LeaseConflictError,
   type LeaseLock,
   type LeaseRecord,
   type ObservedLease,
 } from '../coordination/lease-record.js';
-import { statusFromResponse } from './api-errors.js';
+import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
@@ -29,7 +26,7 @@ const LEASES_API = '/apis/coordination.k8s.io/v1';
 const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface KubernetesLeaseLockOptions {
-  /** Where and how requests go (./api.ts's `loadApiConnection`). */
+  /** Where and how requests go (./connection.ts's `loadApiConnection`). */
   connection: ApiConnection;
   namespace: string;
   name: string;
@@ -56,12 +53,6 @@ type JsonObject = Record<string, unknown>;
 
 function isRecord(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-interface Answer {
-  statusCode: number;
-  body: string;
-  retryAfter: string | undefined;
 }
 
 export class KubernetesLeaseLock implements LeaseLock {
@@ -134,9 +125,9 @@ export class KubernetesLeaseLock implements LeaseLock {
     return `${this.#collectionPath()}/${encodeURIComponent(this.#name)}`;
   }
 
-  #expect(method: string, answer: Answer, ok: number[]): void {
+  #expect(method: string, answer: ApiAnswer, ok: number[]): void {
     if (ok.includes(answer.statusCode)) return;
-    const status = statusFromResponse(answer.statusCode, answer.body, answer.retryAfter);
+    const status = answerStatus(answer);
     if (answer.statusCode === 409) {
       throw new LeaseConflictError(
         `${method} Lease ${this.describe()}: conflict${status.message ? `: ${status.message}` : ''}`,
@@ -150,85 +141,29 @@ export class KubernetesLeaseLock implements LeaseLock {
   }
 
   #read(body: string): ObservedLease {
-    let lease: unknown;
-    try {
-      lease = JSON.parse(body);
-    } catch (error) {
-      throw new MalformedLeaseError(
-        `Lease response is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
+    const lease = parseAnswerJson(body, 'Lease', (message) => new MalformedLeaseError(message));
     const observed = parseLease(lease);
     this.#last = lease as JsonObject;
     return observed;
   }
 
   /** One request with an optional JSON body; resolves with any status, rejects on transport errors. */
-  async #request(
+  #request(
     method: 'GET' | 'POST' | 'PUT',
     path: string,
     body: unknown,
     signal: AbortSignal,
-  ): Promise<Answer> {
-    signal.throwIfAborted();
-    const prepared = await this.#connection.requestOptions();
-    signal.throwIfAborted();
-    const url = new URL(this.#connection.server);
-    url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
-    const transport = url.protocol === 'http:' ? http : https;
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string | number> = {
-      ...(prepared.headers as Record<string, string>),
-      Accept: 'application/json',
-    };
-    if (payload !== undefined) {
-      headers['Content-Type'] = 'application/json';
-      headers['Content-Length'] = Buffer.byteLength(payload);
-    }
-    const agent = prepared.agent as { destroy?: () => void } | undefined;
-    let request: ClientRequest | undefined;
-    try {
-      return await new Promise<Answer>((resolve, reject) => {
-        request = transport.request(url, { ...prepared, method, headers, signal });
-        request.on('response', (response: IncomingMessage) => {
-          readBody(response).then(
-            (text) => {
-              const retryAfter = response.headers['retry-after'];
-              resolve({
-                statusCode: response.statusCode ?? 0,
-                body: text,
-                retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-              });
-            },
-            (error: unknown) => reject(signal.aborted ? signal.reason : error),
-          );
-        });
-        request.on('error', (error) =>
-          reject(
-            signal.aborted
-              ? signal.reason
-              : new Error(`${method} Lease ${this.describe()}: ${error.message}`, { cause: error }),
-          ),
-        );
-        request.end(payload);
-      });
-    } finally {
-      request?.destroy();
-      agent?.destroy?.();
-    }
+  ): Promise<ApiAnswer> {
+    return apiRequest(this.#connection, {
+      method,
+      path,
+      body,
+      signal,
+      what: `${method} Lease ${this.describe()}`,
+      maxBodyBytes: MAX_BODY_BYTES,
+      tooLarge: () => new MalformedLeaseError('Lease response is too large'),
+    });
   }
-}
-
-/** Reads a response body, refusing one too big to be a Lease or a Status. */
-async function readBody(response: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of response as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > MAX_BODY_BYTES) throw new MalformedLeaseError('Lease response is too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The spec fields leader election owns. Times pass through: they are MicroTime strings already. */
