@@ -156,50 +156,41 @@ export function parseDuration(text: string): number | undefined {
   return total;
 }
 
-/** Why a positive duration is out of bounds, or `undefined` when it is fine. */
-function durationBoundProblem(ms: number, text: string): string | undefined {
-  return ms > MAX_DURATION_MS
-    ? `${JSON.stringify(text)} is longer than the longest timer Node.js keeps (${MAX_DURATION_MS} ms, about 24.8 days)`
-    : undefined;
+/**
+ * The milliseconds of a positive duration Node.js can time; otherwise an issue, with `expected`
+ * saying what was wanted when `text` is no positive duration at all.
+ */
+function positiveDuration(text: string, ctx: z.RefinementCtx, expected: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({ code: 'custom', message: `expected ${expected}, got ${JSON.stringify(text)}` });
+  } else if (ms > MAX_DURATION_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${JSON.stringify(text)} is longer than the longest timer Node.js keeps (${MAX_DURATION_MS} ms, about 24.8 days)`,
+    });
+  } else {
+    return ms;
+  }
+  return z.NEVER;
 }
 
 const duration = (what: string) =>
-  z.string().transform((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined || ms <= 0) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `expected a positive ${what} such as 500ms, 30s, 10m or 1h30m, got ${JSON.stringify(text)}`,
-      });
-      return z.NEVER;
-    }
-    const problem = durationBoundProblem(ms, text);
-    if (problem) {
-      ctx.addIssue({ code: 'custom', message: problem });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  z
+    .string()
+    .transform((text, ctx) =>
+      positiveDuration(text, ctx, `a positive ${what} such as 500ms, 30s, 10m or 1h30m`),
+    );
 
 /** A duration, or `0`/`off` for "never" (`null`). */
 const optionalPeriod = (example: string) =>
-  z.string().transform((text, ctx) => {
-    if (text === '0' || text === 'off') return null;
-    const ms = parseDuration(text);
-    if (ms === undefined || ms <= 0) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `expected a duration such as ${example}, or 0/off to disable, got ${JSON.stringify(text)}`,
-      });
-      return z.NEVER;
-    }
-    const problem = durationBoundProblem(ms, text);
-    if (problem) {
-      ctx.addIssue({ code: 'custom', message: problem });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  z
+    .string()
+    .transform((text, ctx) =>
+      text === '0' || text === 'off'
+        ? null
+        : positiveDuration(text, ctx, `a duration such as ${example}, or 0/off to disable`),
+    );
 
 const resyncPeriod = optionalPeriod('30m or 10h');
 
