@@ -342,14 +342,7 @@ export class EndpointSliceSink implements Sink {
         }
         if (actual && actual.addressType !== want.slice.addressType) {
           // addressType is immutable: the slice must go before it can come back as the other kind.
-          await this.#call(key, 'delete', () =>
-            this.#api.delete(
-              actual.metadata.namespace,
-              actual.metadata.name,
-              actual.metadata.uid,
-              signal,
-            ),
-          );
+          await this.#delete(key, actual, signal);
         }
         const stored = await this.#call(key, 'apply', () => this.#api.apply(want.slice, signal));
         const before = state.actual;
@@ -372,14 +365,7 @@ export class EndpointSliceSink implements Sink {
       state.refused = [];
       state.actual = endpointsOf(actual);
       try {
-        await this.#call(key, 'delete', () =>
-          this.#api.delete(
-            actual.metadata.namespace,
-            actual.metadata.name,
-            actual.metadata.uid,
-            signal,
-          ),
-        );
+        await this.#delete(key, actual, signal);
         this.#targets.delete(key);
         this.#logger.info(
           { sink: this.kind, target: key, pool },
@@ -529,6 +515,12 @@ export class EndpointSliceSink implements Sink {
       'endpointslice sink: slice endpoints changed',
     );
     this.#publish?.({ type: 'sink.applied', kind: this.kind, target, pool, ...change });
+  }
+
+  /** Deletes a listed slice, only if it is still the one listed (its uid). */
+  async #delete(key: string, actual: EndpointSlice, signal: AbortSignal): Promise<void> {
+    const { namespace, name, uid } = actual.metadata;
+    await this.#call(key, 'delete', () => this.#api.delete(namespace, name, uid, signal));
   }
 
   async #call<T>(
