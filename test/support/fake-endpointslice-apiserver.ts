@@ -6,9 +6,12 @@
  * Every request is recorded in order; scripted answers fail the requests whose path matches.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { ApiConnection } from '../../src/kubernetes/connection.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  FakeJsonApiServer,
+  type ReceivedJsonRequest,
+  apiStatus as status,
+} from './fake-json-apiserver.js';
 
 export interface RecordedSliceRequest {
   method: string;
@@ -37,38 +40,19 @@ interface Failure {
 
 const API = '/apis/discovery.k8s.io/v1';
 
-export class FakeEndpointSliceApiServer {
+export class FakeEndpointSliceApiServer extends FakeJsonApiServer {
   readonly requests: RecordedSliceRequest[] = [];
   /** By `namespace/name`, as the server would serve them. */
   readonly slices = new Map<string, StoredSlice>();
-  readonly #server: Server;
   #failures: Failure[] = [];
   #version = 100;
 
-  private constructor(server: Server) {
-    this.#server = server;
+  private constructor() {
+    super('secret-token');
   }
 
-  static async start(): Promise<FakeEndpointSliceApiServer> {
-    let fake: FakeEndpointSliceApiServer | undefined;
-    const server = createServer((request, response) => {
-      void fake?.handle(request, response);
-    });
-    fake = new FakeEndpointSliceApiServer(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return fake;
-  }
-
-  get url(): string {
-    const { port } = this.#server.address() as AddressInfo;
-    return `http://127.0.0.1:${port}`;
-  }
-
-  connection(token = 'secret-token'): ApiConnection {
-    return {
-      server: this.url,
-      requestOptions: async () => ({ headers: { Authorization: `Bearer ${token}` } }),
-    };
+  static start(): Promise<FakeEndpointSliceApiServer> {
+    return new FakeEndpointSliceApiServer().listen();
   }
 
   /** `LIST <ns|*>`, `APPLY <name>`, `DELETE <name>` for every request, in order. */
@@ -124,22 +108,14 @@ export class FakeEndpointSliceApiServer {
     return out.sort();
   }
 
-  async close(): Promise<void> {
-    this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
-  }
-
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const url = new URL(request.url ?? '/', 'http://fake');
+  protected handle(request: ReceivedJsonRequest, response: ServerResponse): void {
+    const url = new URL(request.url || '/', 'http://fake');
     const recorded: RecordedSliceRequest = {
-      method: request.method ?? '',
+      method: request.method,
       path: url.pathname,
       query: url.searchParams,
       headers: request.headers,
-      body: text ? JSON.parse(text) : undefined,
+      body: request.body,
     };
     this.requests.push(recorded);
     const failure = this.#failures.find((f) =>
@@ -150,10 +126,11 @@ export class FakeEndpointSliceApiServer {
         failure.times -= 1;
         if (failure.times <= 0) this.#failures = this.#failures.filter((f) => f !== failure);
       }
-      return reply(response, failure.status, status(failure.status, 'InternalError', 'scripted'));
+      this.reply(response, failure.status, status(failure.status, 'InternalError', 'scripted'));
+      return;
     }
     const [code, answer] = this.answer(recorded);
-    reply(response, code, answer);
+    this.reply(response, code, answer);
   }
 
   private answer(request: RecordedSliceRequest): [number, unknown] {
@@ -240,20 +217,4 @@ export class FakeEndpointSliceApiServer {
     this.put({ ...body, metadata: { ...body.metadata, namespace, name } });
     return [existing ? 200 : 201, this.slices.get(key)];
   }
-}
-
-function reply(response: ServerResponse, code: number, answer: unknown): void {
-  response.writeHead(code, { 'Content-Type': 'application/json' });
-  response.end(JSON.stringify(answer));
-}
-
-function status(code: number, reason: string, message: string): unknown {
-  return {
-    kind: 'Status',
-    apiVersion: 'v1',
-    status: code < 300 ? 'Success' : 'Failure',
-    code,
-    reason,
-    message,
-  };
 }

@@ -4,9 +4,12 @@
  * resourceVersion), a resourceVersion bumped on every write, every request recorded in order,
  * and scripted answers (an error status, or a request left hanging) for the next request.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { ApiConnection } from '../../src/kubernetes/connection.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  FakeJsonApiServer,
+  type ReceivedJsonRequest,
+  apiStatus as status,
+} from './fake-json-apiserver.js';
 
 export interface RecordedLeaseRequest {
   method: string;
@@ -17,38 +20,20 @@ export interface RecordedLeaseRequest {
 
 type Script = { status: number; body?: unknown } | 'hang';
 
-export class FakeLeaseApiServer {
+export class FakeLeaseApiServer extends FakeJsonApiServer {
   readonly requests: RecordedLeaseRequest[] = [];
   /** The stored Lease object, exactly as the server would serve it. */
   lease: Record<string, unknown> | undefined;
-  readonly #server: Server;
   readonly #scripts: Script[] = [];
   readonly #hanging = new Set<ServerResponse>();
   #version = 100;
 
-  private constructor(server: Server) {
-    this.#server = server;
+  private constructor() {
+    super('test-token');
   }
 
-  static async start(): Promise<FakeLeaseApiServer> {
-    let fake: FakeLeaseApiServer | undefined;
-    const server = createServer((request, response) => fake?.handle(request, response));
-    fake = new FakeLeaseApiServer(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return fake;
-  }
-
-  get url(): string {
-    const { port } = this.#server.address() as AddressInfo;
-    return `http://127.0.0.1:${port}`;
-  }
-
-  /** A connection as ./api.ts builds one, with a bearer token so the header can be asserted. */
-  connection(token = 'test-token'): ApiConnection {
-    return {
-      server: this.url,
-      requestOptions: async () => ({ headers: { Authorization: `Bearer ${token}` } }),
-    };
+  static start(): Promise<FakeLeaseApiServer> {
+    return new FakeLeaseApiServer().listen();
   }
 
   /** `METHOD path-tail` for every request, e.g. `GET leases/leader`, `POST leases`. */
@@ -68,23 +53,14 @@ export class FakeLeaseApiServer {
     this.lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...lease, metadata };
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     for (const response of this.#hanging) response.destroy();
-    this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await super.close();
   }
 
-  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const body: unknown = text ? JSON.parse(text) : undefined;
-    const recorded: RecordedLeaseRequest = {
-      method: request.method ?? '',
-      path: request.url ?? '',
-      headers: request.headers,
-      body,
-    };
+  protected handle(request: ReceivedJsonRequest, response: ServerResponse): void {
+    const { url: path, ...rest } = request;
+    const recorded: RecordedLeaseRequest = { ...rest, path };
     this.requests.push(recorded);
     const script = this.#scripts.shift();
     if (script === 'hang') {
@@ -92,9 +68,8 @@ export class FakeLeaseApiServer {
       response.on('close', () => this.#hanging.delete(response));
       return;
     }
-    if (script) return this.reply(response, script.status, script.body ?? {});
-    const [status, answer] = this.answer(recorded);
-    this.reply(response, status, answer);
+    const [code, answer] = script ? [script.status, script.body ?? {}] : this.answer(recorded);
+    this.reply(response, code, answer);
   }
 
   private answer(request: RecordedLeaseRequest): [number, unknown] {
@@ -122,17 +97,8 @@ export class FakeLeaseApiServer {
     }
     return [405, status(405, 'MethodNotAllowed', 'method not allowed')];
   }
-
-  private reply(response: ServerResponse, code: number, answer: unknown): void {
-    response.writeHead(code, { 'Content-Type': 'application/json' });
-    response.end(JSON.stringify(answer));
-  }
 }
 
 function body(request: RecordedLeaseRequest): Record<string, unknown> {
   return (request.body ?? {}) as Record<string, unknown>;
-}
-
-function status(code: number, reason: string, message: string): unknown {
-  return { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message };
 }
