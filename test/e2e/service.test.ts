@@ -6,7 +6,6 @@
  * It runs as the namespace's unprivileged user bound to deploy/role.yaml, so it also proves that
  * the shipped Role (get/list/watch on pods) is all the service needs.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,15 +14,23 @@ import {
   onNode,
   startKubeEnvironment,
 } from './environment/index.js';
-import { bindShippedRoles, type Cell, lwsPod, MAIN, ROLE, waitFor } from './support-service.js';
+import {
+  bindShippedRoles,
+  type Cell,
+  kubernetesSourceArgs,
+  lwsPod,
+  ROLE,
+  type ServiceProcess,
+  spawnService,
+  waitFor,
+} from './support-service.js';
 
 describe('pool-controller against a real apiserver', () => {
   let env: KubeEnvironment;
   let core: CoreV1Api;
   let kubelet: FakeKubelet;
   let namespace: string;
-  let child: ChildProcess;
-  let stdout = '';
+  let service: ServiceProcess;
   let base = '';
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
@@ -57,37 +64,15 @@ describe('pool-controller against a real apiserver', () => {
       }),
     });
 
-    child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        '--source',
-        'kubernetes',
-        '--kubeconfig',
-        env.unprivileged.kubeconfigPath,
-        '--namespace',
-        namespace,
-        '--listen',
-        '127.0.0.1:0',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } },
-    );
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr?.resume();
+    service = spawnService(kubernetesSourceArgs(env, namespace));
     exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
+      service.child.once('exit', (code, signal) => resolve({ code, signal })),
     );
-    const port = await waitFor('the service to listen', async () => {
-      const line = stdout.split('\n').find((l) => l.includes('"control plane listening"'));
-      return line ? (JSON.parse(line).address.port as number) : undefined;
-    });
-    base = `http://127.0.0.1:${port}`;
+    base = await service.listening();
   });
 
   afterAll(async () => {
-    if (child && child.exitCode === null) child.kill('SIGKILL');
+    if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
     await env?.stop();
   });
 
@@ -188,9 +173,9 @@ describe('pool-controller against a real apiserver', () => {
 
   it('exits 0 on SIGTERM, promptly', async () => {
     const started = Date.now();
-    child.kill('SIGTERM');
+    service.child.kill('SIGTERM');
     expect(await exited).toEqual({ code: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(stdout).toContain('"msg":"stopped"');
+    expect(service.output()).toContain('"msg":"stopped"');
   });
 });

@@ -1,9 +1,12 @@
 /**
  * What the e2e files that run the built service (`dist/src/main.js`) against a real apiserver
  * share: LeaderWorkerSet-labelled pods as the LWS controller creates them, the cell body the
- * service serves, the shipped Roles bound to the environment's unprivileged user, and a poll.
- * Used by service.test.ts and leader-election.test.ts.
+ * service serves, the shipped Roles bound to the environment's unprivileged user, the service
+ * started as a child process and its "listening" log line, and a poll. Used by service.test.ts,
+ * leader-election.test.ts, endpointslice-sink.test.ts, status-page.test.ts and (through
+ * support-controller.ts) the fleet files.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { RbacAuthorizationV1Api, type V1Pod, type V1Role } from '@kubernetes/client-node';
@@ -114,4 +117,61 @@ export async function bindShippedRoles(
       },
     });
   }
+}
+
+/** The flags that point the service at `namespace` of `env` as the unprivileged user. */
+export function kubernetesSourceArgs(env: KubeEnvironment, namespace: string): string[] {
+  return [
+    '--source',
+    'kubernetes',
+    '--kubeconfig',
+    env.unprivileged.kubeconfigPath,
+    '--namespace',
+    namespace,
+  ];
+}
+
+/** The port of the service's `control plane listening` log line in `log`; undefined before it. */
+export function listeningPort(log: string): number | undefined {
+  const line = log.split('\n').find((l) => l.includes('"control plane listening"'));
+  return line ? (JSON.parse(line).address.port as number) : undefined;
+}
+
+/** The built service as a child process, with what it wrote to stdout and stderr. */
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  /** stdout and stderr so far, interleaved as they arrived. */
+  output(): string;
+  /** Resolves with `http://127.0.0.1:<port>` once it logged that it listens; throws if it exits. */
+  listening(): Promise<string>;
+}
+
+/**
+ * Starts `node dist/src/main.js ...args --listen 127.0.0.1:0` with nothing of the test runner's
+ * environment but PATH. The caller kills it (`child.kill`) when done.
+ */
+export function spawnService(args: readonly string[]): ServiceProcess {
+  const child = spawn(process.execPath, [MAIN, ...args, '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH },
+  });
+  let output = '';
+  const collect = (chunk: string): void => {
+    output += chunk;
+  };
+  child.stdout?.setEncoding('utf8').on('data', collect);
+  child.stderr?.setEncoding('utf8').on('data', collect);
+  return {
+    child,
+    output: () => output,
+    async listening() {
+      const port = await waitFor('the service to listen', async () => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`the service exited:\n${output}`);
+        }
+        return listeningPort(output);
+      });
+      return `http://127.0.0.1:${port}`;
+    },
+  };
 }
