@@ -9,77 +9,26 @@
  *   with LeaderWorkerSet-labelled pods made Running by the fake kubelet: the slice follows the
  *   cells becoming alive and not, and a deleted pool's slice is removed.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import {
-  CoreV1Api,
-  DiscoveryV1Api,
-  RbacAuthorizationV1Api,
-  type V1EndpointSlice,
-  type V1Pod,
-  type V1Role,
-} from '@kubernetes/client-node';
+import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { connectEndpointSliceApi } from '../../src/kubernetes/endpointslice-api.js';
 import type { RoutingState } from '../../src/pools/routing-state.js';
 import { EndpointSliceSink } from '../../src/sinks/endpointslice.js';
+import { FakeKubelet, type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
 import {
-  FakeKubelet,
-  type KubeEnvironment,
-  onNode,
-  startKubeEnvironment,
-} from './environment/index.js';
+  bindShippedRoles,
+  ENDPOINTSLICES_ROLE,
+  kubernetesSourceArgs,
+  LEADER_ELECTION_ROLE,
+  lwsPod,
+  ROLE,
+  type ServiceProcess,
+  spawnService,
+  waitFor,
+} from './support-service.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
-const DEPLOY = new URL('../../deploy/', import.meta.url);
-const LWS = 'leaderworkerset.sigs.k8s.io';
 const MANAGED = 'endpointslice.kubernetes.io/managed-by=pool-controller';
 const signal = new AbortController().signal;
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-/** Binds the given deploy/ Roles to the unprivileged user in `namespace`. */
-async function grant(env: KubeEnvironment, namespace: string, files: string[]): Promise<void> {
-  const rbac = env.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  for (const file of files) {
-    const role = parse(await readFile(new URL(file, DEPLOY), 'utf8')) as V1Role;
-    await rbac.createNamespacedRole({ namespace, body: role });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: role.metadata!.name! },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'Role',
-          name: role.metadata!.name!,
-        },
-        subjects: [
-          { kind: 'User', name: env.unprivileged.user, apiGroup: 'rbac.authorization.k8s.io' },
-        ],
-      },
-    });
-  }
-}
 
 /** `ip:port` of a slice's endpoints, sorted. */
 function endpointsOf(slice: V1EndpointSlice): string[] {
@@ -126,7 +75,7 @@ describe('EndpointSlice sink against a real apiserver', () => {
 
     beforeAll(async () => {
       namespace = await env.createNamespace('slices');
-      await grant(env, namespace, ['endpointslices/role.yaml']);
+      await bindShippedRoles(env, namespace, [ENDPOINTSLICES_ROLE]);
       sink = new EndpointSliceSink({
         api: await connectEndpointSliceApi({ kubeconfigPath: env.unprivileged.kubeconfigPath }),
         namespace,
@@ -225,37 +174,14 @@ describe('EndpointSlice sink against a real apiserver', () => {
   describe('the built service', () => {
     let namespace: string;
     let kubelet: FakeKubelet;
-    let child: ChildProcess;
-    let output = '';
-
-    const pod = (pool: string, group: number, worker: number): V1Pod =>
-      onNode({
-        metadata: {
-          name: worker === 0 ? `${pool}-${group}` : `${pool}-${group}-${worker}`,
-          labels: {
-            [`${LWS}/name`]: pool,
-            [`${LWS}/group-index`]: String(group),
-            [`${LWS}/worker-index`]: String(worker),
-          },
-          annotations: { [`${LWS}/size`]: '2' },
-        },
-        spec: {
-          containers: [
-            {
-              name: 'engine',
-              image: 'registry.invalid/sglang:e2e',
-              ports: [{ name: 'http', containerPort: 30000 }],
-            },
-          ],
-        },
-      });
+    let service: ServiceProcess;
 
     const ipOf = async (name: string): Promise<string> =>
       (await core.readNamespacedPod({ namespace, name })).status!.podIP!;
 
     const startGroup = async (pool: string, group: number): Promise<void> => {
       for (const worker of [0, 1]) {
-        const created = pod(pool, group, worker);
+        const created = lwsPod(pool, group, worker, 2);
         await core.createNamespacedPod({ namespace, body: created });
         await kubelet.markRunning(namespace, created.metadata!.name!);
       }
@@ -266,49 +192,26 @@ describe('EndpointSlice sink against a real apiserver', () => {
       kubelet = new FakeKubelet(env.kubeConfig);
       await kubelet.registerNode();
       // Everything the shipped deploy/ grants plus the component: nothing more.
-      await grant(env, namespace, [
-        'role.yaml',
-        'leader-election-role.yaml',
-        'endpointslices/role.yaml',
-      ]);
+      await bindShippedRoles(env, namespace, [ROLE, LEADER_ELECTION_ROLE, ENDPOINTSLICES_ROLE]);
       await startGroup('engine', 0);
       await startGroup('spare', 0);
-      child = spawn(
-        process.execPath,
-        [
-          MAIN,
-          '--source',
-          'kubernetes',
-          '--kubeconfig',
-          env.unprivileged.kubeconfigPath,
-          '--namespace',
-          namespace,
-          '--listen',
-          '127.0.0.1:0',
-          '--publish-endpointslices',
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } },
-      );
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-        output += chunk;
-      });
-      child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-        output += chunk;
-      });
+      service = spawnService([...kubernetesSourceArgs(env, namespace), '--publish-endpointslices']);
     });
 
     afterAll(() => {
-      if (child && child.exitCode === null) child.kill('SIGKILL');
+      if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
     });
 
     const expectSlices = async (expected: Record<string, string[]>): Promise<void> => {
       let last: Record<string, string[]> = {};
       await waitFor(
-        `slices ${JSON.stringify(expected)} (last ${JSON.stringify(last)})\n${output.slice(-3000)}`,
+        `slices ${JSON.stringify(expected)} (last ${JSON.stringify(last)})\n${service.output().slice(-3000)}`,
         async () => {
           last = await slices(namespace);
           return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined;
         },
+        60_000,
+        200,
       );
     };
 
@@ -336,7 +239,7 @@ describe('EndpointSlice sink against a real apiserver', () => {
     it('removes the slice of a pool whose pods are all gone', async () => {
       for (const name of ['spare-0', 'spare-0-1']) await kubelet.finalizeDeletion(namespace, name);
       await expectSlices({ 'engine-alive-30000': [`${await ipOf('engine-1')}:30000`] });
-      expect(output).not.toContain('"level":50');
+      expect(service.output()).not.toContain('"level":50');
     });
   });
 });

@@ -22,6 +22,11 @@ export const LEADER_ELECTION_ROLE = new URL(
   '../../deploy/leader-election-role.yaml',
   import.meta.url,
 );
+/** The optional EndpointSlice component's Role (list/create/patch/delete EndpointSlices). */
+export const ENDPOINTSLICES_ROLE = new URL(
+  '../../deploy/endpointslices/role.yaml',
+  import.meta.url,
+);
 export const LWS = 'leaderworkerset.sigs.k8s.io';
 
 /**
