@@ -10,13 +10,12 @@
  * Without Chromium the file is skipped with one line — except under CI, where it fails: a skipped
  * browser test there would hide a missing install step (test/e2e/environment/chromium.sh).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAIN, type ServiceProcess, spawnService, waitFor } from './support-service.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 const SCREENSHOT = `${ARTIFACTS}status-page.png`;
 const CHROMIUM = process.env.POOL_CHROMIUM ?? '/usr/bin/chromium';
@@ -43,27 +42,6 @@ interface RowCell {
   alive: boolean;
   generation: string;
   address: string | null;
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const asRows = (cells: ApiCell[]): RowCell[] =>
@@ -116,10 +94,9 @@ if (chromiumMissing && process.env.CI) {
 }
 
 describe.skipIf(chromiumMissing)('status page in Chromium', () => {
-  let child: ChildProcess | undefined;
+  let service: ServiceProcess | undefined;
   let browser: Browser | undefined;
   let base = '';
-  let log = '';
   /** Problems the browser reported: CSP refusals, script errors, failed API requests. */
   const problems: string[] = [];
 
@@ -148,23 +125,8 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
 
   beforeAll(async () => {
     if (!existsSync(MAIN)) throw new Error(`no ${MAIN}: run \`npm run build\` first`);
-    child = spawn(
-      process.execPath,
-      [MAIN, '--source', 'simulated', '--listen', '127.0.0.1:0', '--simulation-step', '300ms'],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } },
-    );
-    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-      log += chunk;
-    });
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      log += chunk;
-    });
-    const port = await waitFor('the service to listen', async () => {
-      if (child?.exitCode !== null) throw new Error(`the service exited:\n${log}`);
-      const line = log.split('\n').find((l) => l.includes('"control plane listening"'));
-      return line ? (JSON.parse(line).address.port as number) : undefined;
-    });
-    base = `http://127.0.0.1:${port}`;
+    service = spawnService(['--source', 'simulated', '--simulation-step', '300ms']);
+    base = await service.listening();
     // The simulated intro brings every pool up; wait until there is something to show.
     await waitFor('cells to appear', async () =>
       (await api<{ count: number }>('/api/v1/cells')).count > 0 ? true : undefined,
@@ -177,8 +139,9 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
 
   afterAll(async () => {
     await browser?.close();
+    const child = service?.child;
     if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
+      const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
       if (child.exitCode === null) child.kill('SIGKILL');
