@@ -34,9 +34,12 @@ import { ManagedProcess } from './environment/managed-process.js';
 import {
   bindShippedRoles,
   type Cell,
+  kubernetesSourceArgs,
   LEADER_ELECTION_ROLE,
+  listeningPort,
   lwsPod,
   MAIN,
+  parseEventBlock,
   ROLE,
   waitFor,
 } from './support-service.js';
@@ -114,12 +117,7 @@ class Replica {
         `POD_NAME=${name}`,
         process.execPath,
         MAIN,
-        '--source',
-        'kubernetes',
-        '--kubeconfig',
-        env.unprivileged.kubeconfigPath,
-        '--namespace',
-        namespace,
+        ...kubernetesSourceArgs(env, namespace),
         '--leader-elect-resource-namespace',
         namespace,
         '--listen',
@@ -139,10 +137,7 @@ class Replica {
     this.process.start();
     const port = await waitFor(`${this.name} to listen`, async () => {
       if (!this.process.running) throw new Error(this.process.describeFailure());
-      const line = readFileSync(this.logFile, 'utf8')
-        .split('\n')
-        .find((l) => l.includes('"control plane listening"'));
-      return line ? (JSON.parse(line).address.port as number) : undefined;
+      return listeningPort(readFileSync(this.logFile, 'utf8'));
     });
     this.base = `http://127.0.0.1:${port}`;
     this.identity = (await this.leader()).identity;
@@ -239,13 +234,8 @@ class EventRecorder {
   }
 
   #parse(block: string): void {
-    let type: string | undefined;
-    let data: string | undefined;
-    for (const line of block.split('\n')) {
-      if (line.startsWith('event: ')) type = line.slice('event: '.length);
-      else if (line.startsWith('data: ')) data = line.slice('data: '.length);
-    }
-    if (type && data) this.events.push({ type, data: JSON.parse(data), at: Date.now() });
+    const event = parseEventBlock(block);
+    if (event) this.events.push({ ...event, at: Date.now() });
   }
 }
 

@@ -39,6 +39,7 @@ import {
   bindShippedRoles,
   ControllerFleet,
   EventRecorder,
+  kubernetesSourceArgs,
   LEADER_ELECTION_ROLE,
   lwsPod,
   type RecordingProxy,
@@ -318,12 +319,7 @@ let keyFile: string;
 
 function commonArgs(namespace: string): string[] {
   return [
-    '--source',
-    'kubernetes',
-    '--kubeconfig',
-    env.unprivileged.kubeconfigPath,
-    '--namespace',
-    namespace,
+    ...kubernetesSourceArgs(env, namespace),
     '--drift-interval',
     `${DRIFT_MS / 1000}s`,
     '--sglang-router-api-key-file',

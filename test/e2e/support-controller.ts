@@ -18,12 +18,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { recipeDir } from './environment/binaries.js';
 import { freeLoopbackPort } from './environment/free-port.js';
 import { type ExitStatus, ManagedProcess } from './environment/managed-process.js';
-import { MAIN, waitFor } from './support-service.js';
+import { MAIN, parseEventBlock, waitFor } from './support-service.js';
 
 // The service-level helpers live in support-service.ts; the files that drive a fleet import them
 // from here too, so each test imports one module.
 export {
   bindShippedRoles,
+  kubernetesSourceArgs,
   LEADER_ELECTION_ROLE,
   LWS,
   lwsPod,
@@ -261,13 +262,8 @@ export class EventRecorder {
           if (end < 0) break;
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          let type: string | undefined;
-          let data: string | undefined;
-          for (const line of block.split('\n')) {
-            if (line.startsWith('event: ')) type = line.slice('event: '.length);
-            else if (line.startsWith('data: ')) data = line.slice('data: '.length);
-          }
-          if (type && data) this.events.push({ type, data: JSON.parse(data), atMs: Date.now() });
+          const event = parseEventBlock(block);
+          if (event) this.events.push({ ...event, atMs: Date.now() });
         }
       }
     } finally {

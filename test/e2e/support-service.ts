@@ -180,3 +180,16 @@ export function spawnService(args: readonly string[]): ServiceProcess {
     },
   };
 }
+
+/** One Server-Sent Events block (`event: …` and `data: <json>` lines) of `GET /api/v1/events`. */
+export function parseEventBlock(
+  block: string,
+): { type: string; data: Record<string, unknown> } | undefined {
+  let type: string | undefined;
+  let data: string | undefined;
+  for (const line of block.split('\n')) {
+    if (line.startsWith('event: ')) type = line.slice('event: '.length);
+    else if (line.startsWith('data: ')) data = line.slice('data: '.length);
+  }
+  return type && data ? { type, data: JSON.parse(data) } : undefined;
+}
