@@ -2,19 +2,16 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatSseEvent } from '../../src/service/event-stream.js';
-import { LeaseLeadership } from '../../src/service/leadership.js';
-import type { FakeClock } from '../support/fake-clock.js';
 import { settle } from '../support/fake-clock.js';
-import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { FakeSink, targetStatus } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
 import {
   closeAll,
   type Harness,
-  type HarnessOptions,
   harness,
+  leaseLeadership,
   upsert,
-  WALL_CLOCK_MS,
 } from '../support/service-harness.js';
 
 const streams: IncomingMessage[] = [];
@@ -22,20 +19,6 @@ afterEach(async () => {
   for (const s of streams.splice(0)) s.destroy();
   await closeAll();
 });
-
-function leaseLeadership(store: FakeLeaseStore) {
-  return (hooks: Parameters<NonNullable<HarnessOptions['leadership']>>[0], clock: FakeClock) =>
-    new LeaseLeadership({
-      lock: new FakeLeaseLock(store, () => clock.now(), 'pools/pool-controller'),
-      identity: 'a_1',
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
-      hooks,
-      clock,
-      wallClock: () => new Date(WALL_CLOCK_MS + clock.now()),
-    });
-}
 
 /** A Lease someone else holds and renewed just now (from where this replica stands). */
 function heldByOther(): FakeLeaseStore {
@@ -64,7 +47,7 @@ describe('GET /api/v1/leader', () => {
   it('shows this replica leading its Lease, since when', async () => {
     const { app, clock, start } = await harness({
       start: false,
-      leadership: leaseLeadership(new FakeLeaseStore()),
+      leadership: leaseLeadership(new FakeLeaseStore(), { lease: 'pools/pool-controller' }),
     });
     expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
       identity: 'a_1',
@@ -87,7 +70,9 @@ describe('GET /api/v1/leader', () => {
   });
 
   it('on a follower names the leader and leaves since empty', async () => {
-    const { app } = await harness({ leadership: leaseLeadership(heldByOther()) });
+    const { app } = await harness({
+      leadership: leaseLeadership(heldByOther(), { lease: 'pools/pool-controller' }),
+    });
     expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
       identity: 'a_1',
       leading: false,
@@ -157,7 +142,7 @@ describe('GET /api/v1/coordinator', () => {
     const sink = new FakeSink();
     const { app } = await harness({
       pods: [lwsPod()],
-      leadership: leaseLeadership(heldByOther()),
+      leadership: leaseLeadership(heldByOther(), { lease: 'pools/pool-controller' }),
       sinks: () => [sink],
     });
     const body = (await app.inject({ url: '/api/v1/coordinator' })).json();

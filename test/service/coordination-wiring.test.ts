@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Leadership } from '../../src/service/leadership.js';
 import { LeaseLeadership } from '../../src/service/leadership.js';
 import type { ServiceEvent } from '../../src/service/service-events.js';
-import { type FakeClock, settle } from '../support/fake-clock.js';
+import { eventLine } from '../support/event-line.js';
+import { settle } from '../support/fake-clock.js';
 import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { FakeSink } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
@@ -17,41 +18,13 @@ import {
   type Harness,
   type HarnessOptions,
   harness,
+  leaseLeadership,
   remove,
   replaceWith,
   upsert,
-  WALL_CLOCK_MS,
 } from '../support/service-harness.js';
 
 afterEach(closeAll);
-
-/** One line per event, as a person reading the event stream would summarise it. */
-function line(event: ServiceEvent): string {
-  switch (event.type) {
-    case 'cell.changed':
-      return `cell ${event.namespace}/${event.cell} ${event.change}${event.alive ? ' alive' : ''}`;
-    case 'store.synced':
-      return `store.synced objects=${event.objects} cells=${event.cells}`;
-    case 'reconciliation.triggered':
-      return `triggered ${event.reason}`;
-    case 'reconciliation.started':
-      return `started #${event.id} ${event.reasons.join(',')}`;
-    case 'phase.completed':
-      return `${event.phase} #${event.id}`;
-    case 'reconciliation.failed':
-      return `failed #${event.id} ${event.phase}: ${event.error}`;
-    case 'reconciliation.completed':
-      return `completed #${event.id} ${event.result}`;
-    case 'watch.state':
-      return `watch.state ${event.phase} ${event.healthy ? 'healthy' : 'unhealthy'}${event.relistReason ? ` relist ${event.relistReason}` : ''}`;
-    case 'leadership.acquired':
-    case 'leadership.lost':
-    case 'leader.changed':
-      return `${event.type} ${event.identity}`;
-    default:
-      return event.type;
-  }
-}
 
 /** Records everything the service publishes from now on, raw and as lines. */
 function record(h: Harness) {
@@ -62,7 +35,8 @@ function record(h: Harness) {
   })();
   return {
     events,
-    lines: (filter?: (l: string) => boolean) => events.map(line).filter(filter ?? (() => true)),
+    lines: (filter?: (l: string) => boolean) =>
+      events.map(eventLine).filter(filter ?? (() => true)),
   };
 }
 
@@ -72,20 +46,6 @@ const isRun = (l: string) => /^(triggered|started|completed|failed) /.test(l);
 async function unstarted(options: HarnessOptions = {}) {
   const h = await harness({ driftIntervalMs: null, ...options, start: false });
   return { h, rec: record(h) };
-}
-
-function leaseLeadership(store: FakeLeaseStore, identity = 'a_1') {
-  return (hooks: Parameters<NonNullable<HarnessOptions['leadership']>>[0], clock: FakeClock) =>
-    new LeaseLeadership({
-      lock: new FakeLeaseLock(store, () => clock.now()),
-      identity,
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
-      hooks,
-      clock,
-      wallClock: () => new Date(WALL_CLOCK_MS + clock.now()),
-    });
 }
 
 function heldBy(holderIdentity: string) {
@@ -172,7 +132,7 @@ describe('cell changes after sync', () => {
     await h.push(upsert(lwsPod({ group: 1, podIP: '10.0.0.2' })));
     await h.push(remove(lwsPod({ group: 1, podIP: '10.0.0.2' })));
 
-    const after = rec.events.slice(before).map(line);
+    const after = rec.events.slice(before).map(eventLine);
     expect(after.filter((l) => l.startsWith('cell ') || l.startsWith('triggered'))).toEqual([
       'cell ns/engine-00000 not-alive',
       'triggered cell ns/engine-00000 not-alive',

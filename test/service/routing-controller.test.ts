@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoutableCell } from '../../src/pools/routing-state.js';
 import { PENDING_RECHECK_MS, RoutingController } from '../../src/service/routing-controller.js';
-import type { ServiceEvent } from '../../src/service/service-events.js';
 import { SinkApplyError } from '../../src/sinks/sink.js';
+import { eventLine } from '../support/event-line.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeSink, targetFailure, targetStatus } from '../support/fake-sink.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -17,24 +17,6 @@ function cell(id: string, address: string | null, overrides: Partial<RoutableCel
     address,
     ...overrides,
   };
-}
-
-/** One line per event: what a reader of the bus sees, in order. */
-function line(event: ServiceEvent): string {
-  switch (event.type) {
-    case 'reconciliation.triggered':
-      return `triggered ${event.reason}`;
-    case 'reconciliation.started':
-      return `started #${event.id} ${event.reasons.join(',')}`;
-    case 'phase.completed':
-      return `${event.phase} #${event.id}`;
-    case 'reconciliation.failed':
-      return `failed #${event.id} ${event.phase}: ${event.error}`;
-    case 'reconciliation.completed':
-      return `completed #${event.id} ${event.result}`;
-    default:
-      return event.type;
-  }
 }
 
 interface Setup {
@@ -61,7 +43,7 @@ function setup(options: Setup = {}) {
     cells: () => world.cells,
     synced: () => world.synced,
     sinks: options.sinks ?? [],
-    publish: (event) => events.push(line(event)),
+    publish: (event) => events.push(eventLine(event)),
     driftIntervalMs: options.driftIntervalMs === undefined ? null : options.driftIntervalMs,
     clock,
     logger,

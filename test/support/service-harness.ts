@@ -10,10 +10,15 @@ import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import type { PodSource } from '../../src/pools/pod-source.js';
-import type { Leadership, LeadershipHooks } from '../../src/service/leadership.js';
+import {
+  type Leadership,
+  type LeadershipHooks,
+  LeaseLeadership,
+} from '../../src/service/leadership.js';
 import { PoolService, type SinkWiring } from '../../src/service/pool-service.js';
 import type { Sink } from '../../src/sinks/sink.js';
 import { FakeClock, settle } from './fake-clock.js';
+import { FakeLeaseLock, type FakeLeaseStore } from './fake-lease-lock.js';
 import { FakeSource } from './fake-source.js';
 
 /** A pod source whose stream a test drives and whose stats it sets. */
@@ -59,6 +64,27 @@ export interface HarnessOptions {
   driftIntervalMs?: number | null;
   watchStatePollMs?: number;
   logger?: Logger;
+}
+
+/**
+ * `HarnessOptions.leadership` as a replica running leader election on a fake Lease in `store`
+ * (15 s lease, 10 s renew deadline, 2 s retry), on the harness's clock.
+ */
+export function leaseLeadership(
+  store: FakeLeaseStore,
+  options: { identity?: string; lease?: string } = {},
+): NonNullable<HarnessOptions['leadership']> {
+  return (hooks, clock) =>
+    new LeaseLeadership({
+      lock: new FakeLeaseLock(store, () => clock.now(), options.lease),
+      identity: options.identity ?? 'a_1',
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      hooks,
+      clock,
+      wallClock: () => new Date(WALL_CLOCK_MS + clock.now()),
+    });
 }
 
 export interface Harness {
