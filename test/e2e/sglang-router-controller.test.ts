@@ -26,7 +26,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeEnvironmentRequired } from './environment/binaries.js';
-import { type FakeEngine, fakeModel, startFakeEngine } from './environment/fake-engine.js';
+import { type FakeEngine, startFakeEngine } from './environment/fake-engine.js';
 import { FakeKubelet, type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
 import {
   ensureRouters,
@@ -48,6 +48,7 @@ import {
   startRecordingProxy,
   waitFor,
 } from './support-controller.js';
+import { generate, type ListedWorker, listWorkers } from './support-routers.js';
 
 const apiKey = 'e2e-router-key';
 const DRIFT_MS = 2_000;
@@ -71,28 +72,8 @@ function measured(what: string, ms: number): number {
   return ms;
 }
 
-interface Listed {
-  url: string;
-  id?: string;
-  status?: string;
-}
-
-async function listWorkers(router: RunningRouter): Promise<Listed[]> {
-  const response = await fetch(`${router.url}/workers`, {
-    headers: { authorization: `Bearer ${apiKey}` },
-    signal: AbortSignal.timeout(5_000),
-  });
-  if (response.status !== 200) throw new Error(`GET /workers: HTTP ${response.status}`);
-  const body = (await response.json()) as { workers: Listed[] };
-  return body.workers.map((w) => ({
-    url: w.url,
-    ...(w.id ? { id: w.id } : {}),
-    ...(w.status ? { status: w.status } : {}),
-  }));
-}
-
 const urlsOf = (engines: readonly FakeEngine[]): string[] => engines.map((e) => e.url).sort();
-const isClean = (w: Listed): boolean => w.status === undefined || w.status === 'ready';
+const isClean = (w: ListedWorker): boolean => w.status === undefined || w.status === 'ready';
 
 /**
  * Waits until `router` lists exactly `expected`, none draining; returns the ms it took. On a
@@ -106,12 +87,12 @@ async function untilRouterLists(
 ): Promise<number> {
   const started = Date.now();
   const want = JSON.stringify(urlsOf(expected));
-  let last: Listed[] | undefined;
+  let last: ListedWorker[] | undefined;
   try {
     await waitFor(
       `router ${router.version} ${router.url} to list ${want}`,
       async () => {
-        last = await listWorkers(router);
+        last = await listWorkers(router, apiKey);
         const urls = JSON.stringify(last.map((w) => w.url).sort());
         return urls === want && last.every(isClean) ? true : undefined;
       },
@@ -130,28 +111,13 @@ async function untilRouterLists(
   return Date.now() - started;
 }
 
-async function generate(router: RunningRouter): Promise<void> {
-  const response = await fetch(`${router.url}/generate`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({
-      text: 'hello',
-      model: fakeModel,
-      sampling_params: { max_new_tokens: 1 },
-    }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  expect(response.status, text).toBe(200);
-}
-
 /**
  * Samples a router's list every `intervalMs` in the background; records every sample in which a
  * URL appears twice (never allowed) and how many samples were taken.
  */
 class ListSampler {
-  readonly samples: Array<{ atMs: number; workers: Listed[] }> = [];
-  readonly duplicates: Array<{ atMs: number; workers: Listed[] }> = [];
+  readonly samples: Array<{ atMs: number; workers: ListedWorker[] }> = [];
+  readonly duplicates: Array<{ atMs: number; workers: ListedWorker[] }> = [];
   readonly errors: string[] = [];
   #stopped = false;
   readonly #done: Promise<void>;
@@ -160,7 +126,7 @@ class ListSampler {
     this.#done = (async () => {
       while (!this.#stopped) {
         try {
-          const workers = await listWorkers(router);
+          const workers = await listWorkers(router, apiKey);
           const atMs = Date.now();
           this.samples.push({ atMs, workers });
           if (new Set(workers.map((w) => w.url)).size !== workers.length) {
@@ -406,7 +372,7 @@ describe.skipIf(unavailable !== undefined)(
 
       it('lists exactly the alive cells, routes traffic to them, and reports it', async () => {
         const [a, b] = engines as [FakeEngine, FakeEngine];
-        expect(await listWorkers(router)).toEqual([]);
+        expect(await listWorkers(router, apiKey)).toEqual([]);
         await cells.create('engine', 0, a);
         await cells.create('engine', 1, b);
         current = [a, b];
@@ -415,7 +381,7 @@ describe.skipIf(unavailable !== undefined)(
           await untilRouterLists(router, current, controller),
         );
         const before = a.traffic() + b.traffic();
-        await generate(router);
+        await generate(router, apiKey);
         expect(a.traffic() + b.traffic()).toBe(before + 1);
 
         const sink = await untilSinkConverged(controller, proxy.url, current);
@@ -439,7 +405,7 @@ describe.skipIf(unavailable !== undefined)(
 
       it('removes a cell that goes not alive and re-adds it only once it has left the list', async () => {
         const [a, b] = engines as [FakeEngine, FakeEngine];
-        const idBefore = (await listWorkers(router)).find((w) => w.url === b.url)?.id;
+        const idBefore = (await listWorkers(router, apiKey)).find((w) => w.url === b.url)?.id;
         const sampler = new ListSampler(router, 100);
         const sentFrom = proxy.requests.length;
         try {
@@ -449,14 +415,14 @@ describe.skipIf(unavailable !== undefined)(
           await waitFor(
             'the router to stop routing to b',
             async () => {
-              const listed = await listWorkers(router);
+              const listed = await listWorkers(router, apiKey);
               return listed.some((w) => w.url === b.url && isClean(w)) ? undefined : true;
             },
             CONVERGE_MS,
             50,
           );
           measured(`${version}: leader not ready → removal sent`, Date.now() - notReadyAt);
-          const draining = (await listWorkers(router)).some((w) => w.url === b.url);
+          const draining = (await listWorkers(router, apiKey)).some((w) => w.url === b.url);
 
           // Alive again while (on smg) still draining: the add must wait until b left the list.
           await cells.setLeaderReady('engine', 1, true);
@@ -467,7 +433,7 @@ describe.skipIf(unavailable !== undefined)(
           // Nothing undoes the re-add later (an old drain finishing would remove b again).
           const holdUntil = Date.now() + 2_000;
           while (Date.now() < holdUntil) {
-            const listed = await listWorkers(router);
+            const listed = await listWorkers(router, apiKey);
             expect(listed.map((w) => w.url).sort()).toEqual(urlsOf([a, b]));
             expect(listed.every(isClean)).toBe(true);
             await sleep(200);
@@ -493,13 +459,13 @@ describe.skipIf(unavailable !== undefined)(
           .at(-1);
         const listedThen = (
           JSON.parse(listBefore?.responseBody ?? '{"workers":[]}') as {
-            workers: Listed[];
+            workers: ListedWorker[];
           }
         ).workers.map((w) => w.url);
         expect(listBefore).toBeDefined();
         expect(listedThen).not.toContain(b.url);
         // On smg the drained worker is gone and b is listed again as a new worker.
-        const idAfter = (await listWorkers(router)).find((w) => w.url === b.url)?.id;
+        const idAfter = (await listWorkers(router, apiKey)).find((w) => w.url === b.url)?.id;
         if (version === 'smg-1.13.0') expect(idAfter).not.toBe(idBefore);
       });
 
@@ -521,7 +487,7 @@ describe.skipIf(unavailable !== undefined)(
             await untilRouterLists(router, current, controller),
           );
           const before = b.traffic() + c.traffic();
-          await generate(router);
+          await generate(router, apiKey);
           expect(b.traffic() + c.traffic()).toBe(before + 1);
         });
       }
@@ -530,14 +496,14 @@ describe.skipIf(unavailable !== undefined)(
         await untilRouterLists(router, current, controller);
         await router.restart(); // SIGKILL, then started again on the same port: it forgets all
         const restartedAt = Date.now();
-        expect(await listWorkers(router)).toEqual([]);
+        expect(await listWorkers(router, apiKey)).toEqual([]);
         const ms = measured(
           `${version}: router restarted → repopulated (drift ${DRIFT_MS} ms)`,
           await untilRouterLists(router, current, controller),
         );
         expect(ms).toBeLessThan(DRIFT_MS + DRIFT_SLACK_MS);
         expect(Date.now() - restartedAt).toBeLessThan(DRIFT_MS + DRIFT_SLACK_MS);
-        await generate(router);
+        await generate(router, apiKey);
       });
 
       if (full) {
@@ -550,13 +516,13 @@ describe.skipIf(unavailable !== undefined)(
           });
           expect(response.status).toBe(202);
           await waitFor('the hand-added worker to be listed', async () =>
-            (await listWorkers(router)).some((w) => w.url === spare.url && isClean(w))
+            (await listWorkers(router, apiKey)).some((w) => w.url === spare.url && isClean(w))
               ? true
               : undefined,
           );
           const listedAt = Date.now();
           await waitFor('the controller to remove the hand-added worker', async () =>
-            (await listWorkers(router)).some((w) => w.url === spare.url && isClean(w))
+            (await listWorkers(router, apiKey)).some((w) => w.url === spare.url && isClean(w))
               ? undefined
               : true,
           );
@@ -575,7 +541,7 @@ describe.skipIf(unavailable !== undefined)(
           const otherRouter = other!;
           const e = engines[4]!;
           const f = engines[5]!;
-          expect(await listWorkers(otherRouter)).toEqual([]);
+          expect(await listWorkers(otherRouter, apiKey)).toEqual([]);
           await otherRouter.stop();
           await cells.create('other', 0, f);
           await cells.create('engine', 4, e);

@@ -10,7 +10,7 @@ import type { RoutingState } from '../../src/pools/routing-state.js';
 import { SglangRouterSink } from '../../src/sinks/sglang-router.js';
 import { SinkApplyError } from '../../src/sinks/sink.js';
 import { kubeEnvironmentRequired } from './environment/binaries.js';
-import { type FakeEngine, fakeModel, startFakeEngine } from './environment/fake-engine.js';
+import { type FakeEngine, startFakeEngine } from './environment/fake-engine.js';
 import {
   ensureRouters,
   type RouterVersion,
@@ -18,6 +18,7 @@ import {
   routersUnavailableReason,
   startRouter,
 } from './environment/routers.js';
+import { generate, type ListedWorker, listWorkers } from './support-routers.js';
 
 const apiKey = 'e2e-router-key';
 /** smg 1.13 drains a removed worker for ~5 s; a loaded machine gets margin. */
@@ -26,21 +27,6 @@ const applyIntervalMs = 100;
 
 const unavailable = routersUnavailableReason();
 if (unavailable && kubeEnvironmentRequired()) throw new Error(`e2e: ${unavailable}`);
-
-interface Listed {
-  url: string;
-  status?: string;
-}
-
-async function listed(router: RunningRouter): Promise<Listed[]> {
-  const response = await fetch(`${router.url}/workers`, {
-    headers: { authorization: `Bearer ${apiKey}` },
-    signal: AbortSignal.timeout(5_000),
-  });
-  expect(response.status).toBe(200);
-  const body = (await response.json()) as { workers: Listed[] };
-  return body.workers.map((w) => ({ url: w.url, ...(w.status ? { status: w.status } : {}) }));
-}
 
 function routing(pools: Record<string, FakeEngine[]>): RoutingState {
   return {
@@ -70,7 +56,7 @@ async function converge(
 ): Promise<number> {
   const deadline = Date.now() + convergeDeadlineMs;
   let applies = 0;
-  let last: Listed[] = [];
+  let last: ListedWorker[] = [];
   let lastError: unknown;
   while (Date.now() < deadline) {
     applies += 1;
@@ -80,7 +66,7 @@ async function converge(
     } catch (error) {
       lastError = error;
     }
-    last = await listed(router);
+    last = await listWorkers(router, apiKey);
     const status = sink.status().find((s) => s.target === router.url);
     const clean = last.every((w) => w.status === undefined || w.status === 'ready');
     if (
@@ -98,22 +84,6 @@ async function converge(
       `${JSON.stringify(last)}, sink ${JSON.stringify(sink.status())}, last error ${String(lastError)}\n` +
       router.logTail(),
   );
-}
-
-async function generate(router: RunningRouter): Promise<string> {
-  const response = await fetch(`${router.url}/generate`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({
-      text: 'hello',
-      model: fakeModel,
-      sampling_params: { max_new_tokens: 1 },
-    }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  expect(response.status, text).toBe(200);
-  return text;
 }
 
 const engines: FakeEngine[] = [];
@@ -147,7 +117,7 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
       const [a, b] = engines as [FakeEngine, FakeEngine];
       await converge(sink, routing({ engine: [a, b] }), router, urls([a, b]));
       const before = a.traffic() + b.traffic();
-      await generate(router);
+      await generate(router, apiKey);
       expect(a.traffic() + b.traffic()).toBe(before + 1);
       expect(sink.status()[0]).toMatchObject({
         desired: urls([a, b]),
@@ -164,16 +134,16 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
       await converge(sink, routing({ engine: [a, b] }), router, urls([a, b]));
       // Nothing undoes the re-add later (an old drain finishing would remove the URL again).
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      expect((await listed(router)).map((w) => w.url).sort()).toEqual(urls([a, b]));
+      expect((await listWorkers(router, apiKey)).map((w) => w.url).sort()).toEqual(urls([a, b]));
     });
 
     it('repopulates a restarted router on the next applies', async () => {
       const [a, b] = engines as [FakeEngine, FakeEngine];
       await converge(sink, routing({ engine: [a, b] }), router, urls([a, b]));
       await router.restart();
-      expect(await listed(router)).toEqual([]);
+      expect(await listWorkers(router, apiKey)).toEqual([]);
       await converge(sink, routing({ engine: [a, b] }), router, urls([a, b]));
-      await generate(router);
+      await generate(router, apiKey);
     });
 
     // Only defined for smg 1.13 (the full set): 0.3.2 runs the core scenarios, and nothing is skipped.
@@ -184,7 +154,7 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
         await converge(sink, routing({ engine: [a, b, c] }), router, urls([a, b, c]));
         await converge(sink, routing({ engine: [b] }), router, urls([b]));
         const before = b.traffic();
-        await generate(router);
+        await generate(router, apiKey);
         expect(b.traffic()).toBe(before + 1);
       });
 
@@ -199,7 +169,7 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
         });
         expect(response.status).toBe(202);
         const deadline = Date.now() + 10_000;
-        while (!(await listed(router)).some((w) => w.url === c.url)) {
+        while (!(await listWorkers(router, apiKey)).some((w) => w.url === c.url)) {
           expect(Date.now()).toBeLessThan(deadline);
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
@@ -237,7 +207,10 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
       expect((error as SinkApplyError).message).not.toContain(apiKey);
 
       const deadline = Date.now() + convergeDeadlineMs;
-      while (JSON.stringify((await listed(up)).map((w) => w.url)) !== JSON.stringify([a.url])) {
+      while (
+        JSON.stringify((await listWorkers(up, apiKey)).map((w) => w.url)) !==
+        JSON.stringify([a.url])
+      ) {
         expect(Date.now()).toBeLessThan(deadline);
         await sink.apply(state, new AbortController().signal).catch(() => {});
         await new Promise((resolve) => setTimeout(resolve, applyIntervalMs));
