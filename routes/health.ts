@@ -70,13 +70,15 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
       {
         schema: {
           summary: `${endpoint}: one check`,
-          description: `One check by name; on failure, the reason. Checks: ${checks}.`,
+          description: `One check by name; on failure 500 with the reason withheld, as in the full report. Checks: ${checks}.`,
           tags: ['health'],
           params: z.object({ check: z.string() }),
           response: {
             200: text('`ok`'),
             404: errorSchema,
-            500: text('`internal server error: <reason>`'),
+            500: text(
+              '`internal server error: reason withheld`: the reason is logged, never served.',
+            ),
           },
         },
       },

@@ -43,6 +43,11 @@ export {
 export { formatMicroTime } from './coordination/micro-time.js';
 export { type Phase, type Pipeline, PipelineError } from './coordination/pipeline.js';
 export {
+  type ClusterOptions,
+  checkClusterConfig,
+  KubeConfigError,
+} from './kubernetes/connection.js';
+export {
   connectLeaseLock,
   KubernetesLeaseLock,
   type KubernetesLeaseLockOptions,

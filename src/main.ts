@@ -28,6 +28,7 @@ import {
 import { buildServer } from './http/app.js';
 import type { PodSource } from './pools/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
+import { realClock } from './runtime/clock.js';
 import {
   type Leadership,
   type LeadershipHooks,
@@ -124,23 +125,58 @@ async function createLeadership(
     });
 }
 
-/** The deploy targets the flags name: SGLang routers (and EndpointSlices, when published). */
+/**
+ * The deploy targets the flags name: SGLang routers, and EndpointSlices when published (the
+ * kubernetes source only: the simulated one has no cluster to write to). `namespace` is the
+ * watched one, `undefined` for all namespaces.
+ */
 async function createSinks(
   config: Config,
+  choice: SourceChoice,
+  namespace: string | undefined,
   routerApiKey: string | undefined,
   logger: pino.Logger,
 ): Promise<((wiring: SinkWiring) => Sink[]) | undefined> {
-  if (config.sglangRouters.length === 0) return undefined;
-  const { SglangRouterSink } = await import('./sinks/sglang-router.js');
-  return (wiring) => [
-    new SglangRouterSink({
-      targets: config.sglangRouters,
-      ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
-      logger: logger.child({ component: 'sglang-router' }),
-      publish: wiring.publish,
-      onOperation: wiring.onOperation,
-    }),
-  ];
+  const factories: Array<(wiring: SinkWiring) => Sink> = [];
+  if (config.sglangRouters.length > 0) {
+    const { SglangRouterSink } = await import('./sinks/sglang-router.js');
+    factories.push(
+      (wiring) =>
+        new SglangRouterSink({
+          targets: config.sglangRouters,
+          ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
+          logger: logger.child({ component: 'sglang-router' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+        }),
+    );
+  }
+  if (config.publishEndpointSlices && choice.kind === 'simulated') {
+    logger.warn(
+      '--publish-endpointslices has no effect with the simulated source: there is no cluster',
+    );
+  } else if (config.publishEndpointSlices) {
+    const { connectEndpointSliceApi } = await import('./kubernetes/endpointslice-api.js');
+    const { EndpointSliceSink } = await import('./sinks/endpointslice.js');
+    const api = await connectEndpointSliceApi({
+      ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+      ...(config.context !== undefined ? { context: config.context } : {}),
+    });
+    factories.push(
+      (wiring) =>
+        new EndpointSliceSink({
+          api,
+          namespace,
+          portName: config.portName,
+          serviceSuffix: config.endpointSliceServiceSuffix,
+          logger: logger.child({ component: 'endpointslice' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+        }),
+    );
+  }
+  if (factories.length === 0) return undefined;
+  return (wiring) => factories.map((create) => create(wiring));
 }
 
 /**
@@ -201,7 +237,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
   try {
     leadership = await createLeadership(config, choice, facts, namespace, logger);
-    sinks = await createSinks(config, routerApiKey, logger);
+    sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
   } catch (err) {
     const name = (err as Error).name;
     if (name === 'KubeConfigError' || err instanceof ConfigError) {
@@ -242,7 +278,19 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       deadline.unref();
       service.beginShutdown();
       service.closeEventStreams();
+      // Stop acting at once (a follower takes the Lease over) while reads are still served.
+      const stoppedActing = service
+        .stopActing()
+        .catch((err) => logger.error({ err }, 'stopping leadership failed'));
+      if (config.shutdownGraceMs > 0) {
+        logger.info(
+          { graceMs: config.shutdownGraceMs },
+          'serving with readiness failing before the listener closes',
+        );
+        await realClock.sleep(config.shutdownGraceMs);
+      }
       await app.close().catch((err) => logger.error({ err }, 'closing the HTTP server failed'));
+      await stoppedActing;
       await service.stop().catch((err) => logger.error({ err }, 'stopping the service failed'));
       clearTimeout(deadline);
       logger.info('stopped');
@@ -263,9 +311,21 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
   } catch (err) {
-    logger.fatal({ err, listen: config.listen }, 'cannot listen');
+    // A port in use or an address this host does not have: a configuration error, said in one line.
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'EADDRINUSE'
+        ? 'the port is in use'
+        : code === 'EADDRNOTAVAIL'
+          ? 'this host has no such address'
+          : code === 'EACCES'
+            ? 'permission denied (a port below 1024 needs privileges)'
+            : (err as Error).message;
+    process.stderr.write(
+      `pool-controller: cannot listen on ${config.listen.host}:${config.listen.port} (--listen, POOL_CONTROLLER_LISTEN): ${why}\n`,
+    );
     await service.stop();
-    return 1;
+    return EXIT_USAGE;
   }
   logger.info(
     { address: app.server.address(), source: choice.kind, namespace: namespace ?? '*' },

@@ -6,7 +6,7 @@
  * set environment variables; people at a terminal type flags; both reach every setting. A bad
  * value stops the process before anything starts, with a message naming the flag and its variable.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
@@ -38,6 +38,13 @@ export const DEFAULT_LISTEN = '0.0.0.0:8080';
  * room for a slow reconcile and the preStop of whatever runs beside us.
  */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
+/**
+ * 3 s: after SIGTERM the replica keeps serving, with `/readyz` failing, this long before its
+ * listener closes, so Endpoints, kube-proxy and port-forwards notice it is leaving while its
+ * in-flight and newly routed requests still get answers (the Lease is released at once).
+ */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
 
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
@@ -91,6 +98,8 @@ export interface Config {
   resyncPeriodMs: number | null;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
+  /** Serving with readiness failing, after SIGTERM and before the listener closes. */
+  shutdownGraceMs: number;
   simulationStepMs: number;
   /** `undefined`: pretty on a terminal, JSON otherwise (decided by main, which sees stdout). */
   logFormat: LogFormat | undefined;
@@ -373,6 +382,7 @@ type RawConfig = Record<
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
+  | 'shutdownGrace'
   | 'simulationStep'
   | 'logFormat'
   | 'leaderElect'
@@ -593,6 +603,14 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: '10s',
   },
   {
+    flag: 'shutdown-grace',
+    key: 'shutdownGrace',
+    valueName: 'DURATION',
+    description:
+      "After SIGTERM, keep serving (with /readyz failing) this long before closing the listener, so endpoints and port-forwards notice first; '0' skips it. Must be shorter than --shutdown-timeout.",
+    defaultText: '3s',
+  },
+  {
     flag: 'simulation-step',
     key: 'simulationStep',
     valueName: 'DURATION',
@@ -631,6 +649,9 @@ const rawSchema = z.object({
     })
     .default('info'),
   shutdownTimeout: duration('duration').default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  shutdownGrace: optionalPeriod('3s')
+    .transform((ms) => ms ?? 0)
+    .default(DEFAULT_SHUTDOWN_GRACE_MS),
   simulationStep: duration('duration').default(DEFAULT_STEP_INTERVAL_MS),
   logFormat: z
     .enum(LOG_FORMATS, {
@@ -736,6 +757,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     retryPeriodMs: r.leaderElectRetryPeriod,
   };
   checkLeaderElectionTimings(leaderElection);
+  if (r.shutdownGrace >= r.shutdownTimeout) {
+    throw new ConfigError(
+      `invalid --shutdown-grace (${envName('shutdown-grace')}): ${r.shutdownGrace} ms must be shorter than --shutdown-timeout (${envName('shutdown-timeout')}, ${r.shutdownTimeout} ms)`,
+    );
+  }
   return {
     source: r.source,
     kubeconfig: r.kubeconfig,
@@ -749,6 +775,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     resyncPeriodMs: r.resyncPeriod,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
+    shutdownGraceMs: r.shutdownGrace,
     simulationStepMs: r.simulationStep,
     logFormat: r.logFormat,
     leaderElection,
@@ -779,27 +806,89 @@ function checkLeaderElectionTimings(config: LeaderElectionConfig): void {
   }
 }
 
-/**
- * Reads the admin token. Surrounding whitespace is trimmed (a Secret written with `echo` ends in a
- * newline); an unreadable or empty file is a start-up error naming the flag, never "no auth".
- */
-export async function loadAdminToken(path: string): Promise<string> {
-  return loadSecretFile(path, 'admin-token-file');
+/** A secret read from a file, and what the caller should log about it (never the secret). */
+export interface SecretFile {
+  secret: string;
+  /** One line each, for the caller's `warn` log: e.g. a file other users may read. */
+  warnings: string[];
 }
 
 /**
- * Reads a one-line secret (a token, an API key) from a file named by `flagName`. Never echoes the
- * contents: errors name the flag, the path and what is wrong.
+ * Reads the admin token. Surrounding whitespace is trimmed (a Secret written with `echo` ends in a
+ * newline); an unreadable or empty file, or a token no `Authorization` header could carry, is a
+ * start-up error naming the flag, never "no auth" and never a token that matches nothing.
  */
-export async function loadSecretFile(path: string, flagName: string): Promise<string> {
+export async function readAdminTokenFile(path: string): Promise<SecretFile> {
+  return readSecretFile(path, 'admin-token-file');
+}
+
+/** `readAdminTokenFile`'s token; `onWarning` hears its warnings. */
+export async function loadAdminToken(
+  path: string,
+  onWarning: (message: string) => void = () => {},
+): Promise<string> {
+  return loadSecretFile(path, 'admin-token-file', onWarning);
+}
+
+/** `readSecretFile`'s secret; `onWarning` hears its warnings. */
+export async function loadSecretFile(
+  path: string,
+  flagName: string,
+  onWarning: (message: string) => void = () => {},
+): Promise<string> {
+  const { secret, warnings } = await readSecretFile(path, flagName);
+  for (const warning of warnings) onWarning(warning);
+  return secret;
+}
+
+/**
+ * Visible ASCII: what a header value can carry and compare byte for byte. Node decodes header
+ * bytes as Latin-1, so a token with any other character could never equal what a client sends.
+ */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
+
+/**
+ * Reads a one-line secret (a token, an API key) from a file named by `flagName`. Never echoes the
+ * contents: errors name the flag, the path and what is wrong (and where, by character position).
+ * Refused: an unreadable or empty file, invalid UTF-8, whitespace inside the secret, any character
+ * outside visible ASCII. Warned about: a file its group or other users may read.
+ */
+export async function readSecretFile(path: string, flagName: string): Promise<SecretFile> {
   const flag = `--${flagName} (${envName(flagName)})`;
+  let bytes: Buffer;
+  let mode: number;
+  try {
+    bytes = await readFile(path);
+    mode = (await stat(path)).mode;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`invalid ${flag}: cannot read ${path}${code ? ` (${code})` : ''}`);
+  }
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`invalid ${flag}: cannot read ${path}: ${(err as Error).message}`);
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new ConfigError(`invalid ${flag}: ${path} is not valid UTF-8 text`);
   }
-  const token = text.trim();
-  if (token === '') throw new ConfigError(`invalid ${flag}: ${path} is empty`);
-  return token;
+  const secret = text.trim();
+  if (secret === '') throw new ConfigError(`invalid ${flag}: ${path} is empty`);
+  const inner = secret.search(/\s/);
+  if (inner >= 0) {
+    throw new ConfigError(
+      `invalid ${flag}: the secret in ${path} contains whitespace (at character ${inner + 1}); it must be one token, which no header could carry with whitespace inside`,
+    );
+  }
+  if (!HEADER_SAFE.test(secret)) {
+    const at = [...secret].findIndex((c) => !HEADER_SAFE.test(c));
+    throw new ConfigError(
+      `invalid ${flag}: the secret in ${path} contains a character outside visible ASCII (at character ${at + 1}), which an HTTP header cannot carry unchanged`,
+    );
+  }
+  const warnings: string[] = [];
+  if ((mode & 0o044) !== 0) {
+    warnings.push(
+      `${flag}: ${path} is readable by ${mode & 0o004 ? 'every user' : 'its group'} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); make it readable by its owner only (chmod 600, or a Secret volume's defaultMode: 0400)`,
+    );
+  }
+  return { secret, warnings };
 }

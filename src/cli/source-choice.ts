@@ -58,7 +58,14 @@ export function chooseSource(config: Config, facts: HostFacts): SourceChoice {
   if (config.kubeconfig !== undefined) {
     return { kind: 'kubernetes', inferred: true, reason: `kubeconfig ${config.kubeconfig}` };
   }
-  const fromEnv = (facts.env.KUBECONFIG ?? '').split(delimiter).find((p) => p && facts.exists(p));
+  const listed = (facts.env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
+  const fromEnv = listed.find((p) => facts.exists(p));
+  if (listed.length > 0 && !fromEnv) {
+    // Someone meant a cluster: pretending with a simulated world would hide the typo.
+    throw new ConfigError(
+      `KUBECONFIG names no existing file (${listed.join(delimiter)}); fix it, unset it, or pass --source simulated`,
+    );
+  }
   if (fromEnv) {
     return {
       kind: 'kubernetes',

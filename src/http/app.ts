@@ -4,6 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { PassThrough, type Readable } from 'node:stream';
 import swagger from '@fastify/swagger';
 import Fastify, {
   type FastifyBaseLogger,
@@ -29,10 +30,13 @@ import { metricsRoutes } from '../../routes/metrics.js';
 import { queueRoutes } from '../../routes/queue.js';
 import { reflectorRoutes } from '../../routes/reflector.js';
 import { requeueRoutes } from '../../routes/requeue.js';
+import { statusPageRoutes } from '../../routes/status-page.js';
 import { storeRoutes } from '../../routes/store.js';
+import { type Clock, realClock } from '../runtime/clock.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { SERVICE_EVENT_TYPES } from '../service/service-events.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
+import { RouteMethods } from './route-methods.js';
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */
 export const SOURCE_HEADER = 'x-pool-controller-source';
@@ -46,7 +50,48 @@ export const API_VERSION = '1.0.0';
 export interface ServerOptions {
   /** Fastify's request logging; off by default (tests, the generator). main passes its pino logger. */
   logger?: FastifyBaseLogger;
+  /** Times the body read timeout; tests pass a fake. Default: the real clock. */
+  clock?: Clock;
+  /** Overrides of `SERVER_TIMEOUTS`, for tests. */
+  timeouts?: Partial<ServerTimeouts>;
 }
+
+/** How long the server waits for clients, and how many it serves at once. */
+export interface ServerTimeouts {
+  /** Node `headersTimeout`: the request line and headers must arrive within this. */
+  headersMs: number;
+  /** Node `requestTimeout`: the whole request, headers and body, must arrive within this. */
+  requestMs: number;
+  /** A request body must arrive within this once its headers have (the injected clock times it). */
+  bodyMs: number;
+  /** Node `keepAliveTimeout`: how long an idle keep-alive connection is kept open. */
+  keepAliveMs: number;
+  /** Node `maxConnections`: connections beyond this are closed as they arrive. */
+  maxConnections: number;
+}
+
+/**
+ * The control plane's requests are a request line, a few headers and at most a tiny JSON body,
+ * from probes, Prometheus, routers and people behind `kubectl port-forward`. Node's defaults
+ * (60 s for headers, 300 s per request, no cap on connections) let a slow or malicious client hold
+ * a connection, a socket and its buffers for minutes each (slowloris).
+ */
+export const SERVER_TIMEOUTS: Readonly<ServerTimeouts> = {
+  // Ten seconds is an eternity for a few hundred bytes of headers, even over port-forward.
+  headersMs: 10_000,
+  // A backstop over headers + body; Node checks it every 30 s (connectionsCheckingInterval).
+  requestMs: 30_000,
+  // No route needs more than 1 MiB of body, which arrives in well under a second on any link;
+  // timed by the injected clock, so tests cut a stalled body off without waiting.
+  bodyMs: 10_000,
+  // Longer than the 60 s idle timeout of the proxies commonly in front (AWS ALB, nginx's
+  // default 75 s upstream keepalive aside), so the proxy closes idle connections first and never
+  // reuses one we are closing (a 502); Fastify's default is 72 s, Node's 5 s.
+  keepAliveMs: 65_000,
+  // Probes, scrapes, a few routers and debugging sessions need tens; the cap bounds sockets and
+  // memory when something opens connections without end.
+  maxConnections: 1_024,
+};
 
 /**
  * The longest path parameter the router accepts. Fastify's default is 100, but a one-pod cell is
@@ -131,6 +176,24 @@ function clientErrorResponse(error: NodeJS.ErrnoException, source: string): stri
   ].join('\r\n');
 }
 
+/** Whether a request announces a body (Content-Length > 0, or chunked). */
+function expectsBody(request: FastifyRequest): boolean {
+  const { 'content-length': length, 'transfer-encoding': encoding } = request.headers;
+  return encoding !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * The admin routes, by what they declare: a route whose OpenAPI `security` names `adminToken` is
+ * behind the admin check, so the documentation and the enforcement cannot drift apart.
+ */
+function isAdminRoute(request: FastifyRequest): boolean {
+  const security = (request.routeOptions.schema as { security?: unknown } | undefined)?.security;
+  return (
+    Array.isArray(security) &&
+    security.some((entry) => typeof entry === 'object' && entry !== null && 'adminToken' in entry)
+  );
+}
+
 /** Validation failure → one line naming the parameter: `query parameter alive: alive must be true or false, got "maybe"`. */
 function validationMessage(error: FastifyError): string {
   const context =
@@ -149,8 +212,15 @@ export async function buildServer(
   plane: ControlPlane,
   options: ServerOptions = {},
 ): Promise<FastifyInstance> {
+  const timeouts: ServerTimeouts = { ...SERVER_TIMEOUTS, ...options.timeouts };
+  const clock = options.clock ?? realClock;
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // Node answers an HTTP/1.1 request without Host with a bare, empty 400 before any handler
+    // runs; accepted here, the onRequest hook answers it in the API's shape with the source header.
+    http: { requireHostHeader: false, headersTimeout: timeouts.headersMs },
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
     // The peer address decides loopback-only POSTs; a forwarded-for header must not.
     trustProxy: false,
     return503OnClosing: false,
@@ -172,6 +242,8 @@ export async function buildServer(
       socket.destroy(error);
     },
   }).withTypeProvider<ZodTypeProvider>();
+  app.server.headersTimeout = timeouts.headersMs;
+  app.server.maxConnections = timeouts.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -213,14 +285,74 @@ export async function buildServer(
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
+  // Every route, for 405s: which methods exist for a path the router found no route for.
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', (route) => routeMethods.add(route.method, route.url));
+
+  app.addHook('onRequest', async (request, reply) => {
     reply.header(SOURCE_HEADER, plane.sourceKind);
+    // From SIGTERM on, every response closes its connection: a kept-alive idle socket would hold
+    // the server's close open until the shutdown timeout.
+    if (plane.shuttingDown) reply.header('connection', 'close');
     if (closing) {
       return reply
         .code(503)
         .header('connection', 'close')
         .send(errorBody(503, 'the control plane is shutting down; retry against another replica'));
     }
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (request.headers.host === undefined && request.raw.httpVersionMinor >= 1) {
+      return reply
+        .code(400)
+        .header('connection', 'close')
+        .send(errorBody(400, 'an HTTP/1.1 request needs a Host header'));
+    }
+    // Decided here, before the body is read or parsed: a wrong method is 405 whatever it sends
+    // (a QUERY without a Content-Type would otherwise be refused for that first).
+    if (request.is404) return notFound(request, reply);
+    // Auth before validation (and before the body): a caller who may not POST learns only that,
+    // not which of its parameters were wrong, nor whether the cell exists.
+    if (isAdminRoute(request)) {
+      const decision = plane.authorizeAdmin(
+        request.headers.authorization,
+        request.socket.remoteAddress,
+      );
+      if (!decision.allowed) {
+        if (decision.status === 401) {
+          reply.header('www-authenticate', 'Bearer realm="pool-controller"');
+        }
+        // The body, if one is coming, is never read: close instead of draining it.
+        if (expectsBody(request)) reply.header('connection', 'close');
+        return reply.code(decision.status).send(errorBody(decision.status, decision.message));
+      }
+    }
+  });
+
+  // A body that stalls is cut off after `bodyMs` with a 408 (and the connection closed), timed by
+  // the injected clock; Node's `requestTimeout` stays as the backstop. Runs after onRequest, so
+  // an unauthorised POST was already refused without reading a byte of its body.
+  app.addHook('preParsing', async (request, reply, payload) => {
+    if (!expectsBody(request)) return payload;
+    const body = new PassThrough();
+    const done = new AbortController();
+    const finish = (): void => done.abort();
+    payload.once('end', finish);
+    payload.once('error', finish);
+    reply.raw.once('close', finish);
+    payload.pipe(body);
+    clock.sleep(timeouts.bodyMs, done.signal).then(
+      () => {
+        payload.unpipe(body);
+        reply.header('connection', 'close');
+        body.destroy(
+          Object.assign(new Error(`the request body did not arrive within ${timeouts.bodyMs} ms`), {
+            statusCode: 408,
+          }),
+        );
+      },
+      () => {},
+    );
+    return body as Readable;
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -233,9 +365,24 @@ export async function buildServer(
     return sendError(request, reply, error, plane.sourceKind);
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody(404, `no route ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  /** 405 with `Allow` when the path has routes for other methods, else 404. */
+  const notFound = (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(
+          errorBody(
+            405,
+            `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+          ),
+        );
+    }
+    return reply.code(404).send(errorBody(404, `no route ${request.method} ${path}`));
+  };
+  app.setNotFoundHandler(notFound);
 
   await app.register(healthRoutes, { plane });
   await app.register(metricsRoutes, { plane });
@@ -247,5 +394,6 @@ export async function buildServer(
   await app.register(leaderRoutes, { plane });
   await app.register(coordinatorRoutes, { plane });
   await app.register(eventsRoutes, { plane, eventTypes: SERVICE_EVENT_TYPES });
+  await app.register(statusPageRoutes, { plane });
   return app;
 }

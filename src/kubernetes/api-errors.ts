@@ -4,6 +4,7 @@
  * `ERROR` watch frame; both spellings are read into one `ApiStatus`, so the reflector's
  * classification has a single input shape for "the server said no".
  */
+import { redactSecrets, safeErrorMessage } from './safe-error.js';
 
 /** The fields of a `metav1.Status` that decide what a reflector does next. */
 export interface ApiStatus {
@@ -30,20 +31,25 @@ export class ApiStatusError extends Error {
   ) {
     super(
       `${verb} failed: HTTP ${status.code ?? '?'}${status.reason ? ` ${status.reason}` : ''}${
-        status.message ? `: ${status.message}` : ''
+        status.message ? `: ${redactSecrets(status.message)}` : ''
       }`,
     );
   }
 }
 
-/** The request never got a response, or the response broke off: a transport failure. */
+/**
+ * The request never got a response, or the response broke off: a transport failure. Also what a
+ * request that could not be prepared becomes (an exec credential plugin that failed, a rotated
+ * token file gone), whose text may quote credentials: the message is redacted
+ * (./safe-error.ts) and the original is not kept as `cause`.
+ */
 export class ApiConnectionError extends Error {
   override readonly name = 'ApiConnectionError';
   constructor(
     readonly verb: 'LIST' | 'WATCH',
     cause: unknown,
   ) {
-    super(`${verb}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(`${verb}: ${safeErrorMessage(cause)}`);
   }
 }
 

@@ -9,7 +9,9 @@
  * `node:http(s)` (./http-pod-api.ts, ./lease-lock.ts), so the callers control bytes, decoding and
  * closing.
  */
+import { stat } from 'node:fs/promises';
 import type { RequestOptions } from 'node:https';
+import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
 export interface ClusterOptions {
@@ -19,7 +21,11 @@ export interface ClusterOptions {
   context?: string;
 }
 
-/** The configuration cannot reach any cluster: permanent until someone fixes the flags. */
+/**
+ * The configuration cannot reach any cluster: permanent until someone fixes the flags. Its
+ * message is safe to show and log: it names the file, the line and the kind of error, never the
+ * file's contents (./safe-error.ts), and it keeps no `cause`.
+ */
 export class KubeConfigError extends Error {
   override readonly name = 'KubeConfigError';
 }
@@ -38,8 +44,23 @@ export interface ApiConnection {
 const FALLBACK_CONTEXT = 'loaded-context';
 const FALLBACK_SERVER = 'http://localhost:8080';
 
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/**
+ * Checks a kubeconfig path before client-node reads it, for the messages client-node does not
+ * give: a directory reads as a bare EISDIR, and an empty file as a TypeError from inside it.
+ */
+async function checkKubeconfigFile(path: string): Promise<void> {
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(path);
+  } catch (error) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: ${kubeconfigErrorSummary(error)}`);
+  }
+  if (info.isDirectory()) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: it is a directory, not a file`);
+  }
+  if (info.isFile() && info.size === 0) {
+    throw new KubeConfigError(`cannot read kubeconfig ${path}: the file is empty`);
+  }
 }
 
 /**
@@ -57,15 +78,16 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
   try {
     clientNode = await import('@kubernetes/client-node');
   } catch (error) {
-    throw new KubeConfigError(`cannot load @kubernetes/client-node: ${message(error)}`);
+    throw new KubeConfigError(`cannot load @kubernetes/client-node: ${safeErrorMessage(error)}`);
   }
   const config = new clientNode.KubeConfig();
+  if (options.kubeconfigPath) await checkKubeconfigFile(options.kubeconfigPath);
   try {
     if (options.kubeconfigPath) config.loadFromFile(options.kubeconfigPath);
     else config.loadFromDefault();
   } catch (error) {
     throw new KubeConfigError(
-      `cannot read kubeconfig ${options.kubeconfigPath ?? '(KUBECONFIG or ~/.kube/config)'}: ${message(error)}`,
+      `cannot read kubeconfig ${options.kubeconfigPath ?? '(KUBECONFIG or ~/.kube/config)'}: ${kubeconfigErrorSummary(error)}`,
     );
   }
   if (options.context) {
@@ -103,7 +125,20 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
     const probe = await requestOptions();
     (probe.agent as { destroy?: () => void } | undefined)?.destroy?.();
   } catch (error) {
-    throw new KubeConfigError(`cannot prepare requests to ${cluster.server}: ${message(error)}`);
+    throw new KubeConfigError(
+      `cannot prepare requests to ${cluster.server}: ${safeErrorMessage(error)}`,
+    );
   }
   return { server: cluster.server, requestOptions };
+}
+
+/**
+ * Checks at start that `options` lead to a usable cluster configuration, so that a permanent
+ * mistake (a kubeconfig with a syntax error, an empty file, a directory, an unreadable file, an
+ * unknown `--context`, a plain-`http` server without `insecure-skip-tls-verify`) fails the start
+ * with one safe line instead of being retried by the reflector every second. Throws
+ * `KubeConfigError`; contacts no server.
+ */
+export async function checkClusterConfig(options: ClusterOptions = {}): Promise<void> {
+  await loadApiConnection(options);
 }

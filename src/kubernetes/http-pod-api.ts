@@ -76,17 +76,39 @@ export class HttpPodApi implements PodApi {
     this.#connection = connection;
   }
 
+  /**
+   * A paged LIST, as client-go's pager runs it: `limit` per page, following `continue`. When the
+   * continue token expires on a later page (410 / Expired: the first page's version was compacted
+   * meanwhile), it falls back to one full, unpaged LIST, as the pager's `FullListIfExpired` does;
+   * restarting the paged LIST would meet the same expiry on a large, busy collection again.
+   */
   async listPods(options: ListPodsOptions): Promise<PodList> {
+    const limit = options.limit ?? DEFAULT_LIST_PAGE_SIZE;
+    try {
+      return await this.#listPaged(options, limit);
+    } catch (error) {
+      if (!(error instanceof ExpiredContinueError)) throw error;
+      return this.#listPaged(options, 0);
+    }
+  }
+
+  /** Pages of `limit` (0: one unpaged request) until the collection is complete. */
+  async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
     const pods: Pod[] = [];
     let resourceVersion = '';
     let continueToken: string | undefined;
-    const limit = options.limit ?? DEFAULT_LIST_PAGE_SIZE;
     do {
       const query: Record<string, string> = {};
       if (options.labelSelector) query.labelSelector = options.labelSelector;
       if (limit > 0) query.limit = String(limit);
       if (continueToken) query.continue = continueToken;
-      const page = await this.#listPage(options, query);
+      let page: Record<string, unknown>;
+      try {
+        page = await this.#listPage(options, query);
+      } catch (error) {
+        if (continueToken && isExpired(error)) throw new ExpiredContinueError();
+        throw error;
+      }
       const metadata = isRecord(page.metadata) ? page.metadata : {};
       if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
         throw new MalformedListError('LIST response has no metadata.resourceVersion');
@@ -199,6 +221,18 @@ export class HttpPodApi implements PodApi {
       ),
     );
   }
+}
+
+/** A later page's continue token expired: the paged LIST cannot be finished. */
+class ExpiredContinueError extends Error {
+  override readonly name = 'ExpiredContinueError';
+}
+
+/** client-go's `IsResourceExpired` (and the reflector's `isExpiredError`): 410, Expired, Gone. */
+function isExpired(error: unknown): boolean {
+  if (!(error instanceof ApiStatusError)) return false;
+  const { code, reason } = error.status;
+  return code === 410 || reason === 'Expired' || reason === 'Gone';
 }
 
 function readListItem(item: unknown, index: number): Pod {

@@ -13,17 +13,26 @@ export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stop
 /**
  * Why a relist (a LIST decided after the first LIST completed) happened: the cursor expired (410,
  * or reason Expired / Gone), the server refused it as newer than it has (504, or a
- * `ResourceVersionTooLarge` cause), a WATCH frame was unreadable with no version to skip to, or
- * the previous relist's LIST itself failed and is retried. Retries of a failed first LIST are not
- * relists. `other` is reserved: nothing reports it today, so its series stays at 0.
+ * `ResourceVersionTooLarge` cause), a WATCH frame was unreadable with no version to skip to, the
+ * WATCH stream carried another ERROR frame (500 InternalError, …: the cursor is left and the
+ * reflector relists, as client-go does), or the previous relist's LIST itself failed and is
+ * retried. Retries of a failed first LIST are not relists. `other` is reserved: nothing reports it
+ * today, so its series stays at 0.
  */
-export type RelistReason = 'expired' | 'too-large' | 'malformed-frame' | 'list-failed' | 'other';
+export type RelistReason =
+  | 'expired'
+  | 'too-large'
+  | 'malformed-frame'
+  | 'error-frame'
+  | 'list-failed'
+  | 'other';
 
 /** Every relist reason, so a metric can show each at 0 before it first happens. */
 export const RELIST_REASONS: readonly RelistReason[] = [
   'expired',
   'too-large',
   'malformed-frame',
+  'error-frame',
   'list-failed',
   'other',
 ];
@@ -36,8 +45,10 @@ export interface PodSourceStats {
   /** Where the newest stream's state machine is. */
   phase: ReflectorPhase;
   /**
-   * True from the moment a WATCH request is answered until that WATCH ends, so false while
-   * listing, backing off or reconnecting: what `/readyz` means by "the watch is healthy now".
+   * True while a WATCH is open and has proven itself — delivered a frame (a bookmark counts) or
+   * stayed open for `WATCH_HEALTHY_AFTER_MS` — rather than merely been accepted; and, once the
+   * source has synced, through a relist that is making progress, until failures have lasted
+   * `unhealthyAfterMs`: what `/readyz` means by "the watch is healthy".
    */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */

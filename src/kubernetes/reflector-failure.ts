@@ -5,6 +5,7 @@
  */
 import type { ApiStatus } from './api-errors.js';
 import type { RelistReason } from './pod-source-stats.js';
+import { redactSecrets } from './safe-error.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';
@@ -24,7 +25,19 @@ export type ReflectorFailure =
   /** No bytes for longer than the idle limit (Node has no HTTP/2 ping to notice a dead peer). */
   | { kind: 'idle'; idleMs: number }
   /** The server ended the WATCH cleanly: its `timeoutSeconds` ran out. */
-  | { kind: 'ended' };
+  | { kind: 'ended' }
+  /**
+   * The server ended the WATCH cleanly, but within `SHORT_WATCH_MS` of opening it and before a
+   * single frame: not a timeout running out, but a server (or a proxy) that will not keep it open.
+   */
+  | { kind: 'short-watch'; lastedMs: number };
+
+/**
+ * client-go's "very short watch": a watch that ends cleanly within a second having delivered
+ * nothing is a failure (`Unexpected watch close - watch lasted less than a second and no items
+ * received`), so it is retried after the backoff instead of at once, forever.
+ */
+export const SHORT_WATCH_MS = 1_000;
 
 /** How long to wait before acting. */
 export type Wait =
@@ -45,6 +58,7 @@ const EXPIRED_REASONS = new Set(['Expired', 'Gone']);
 /** The Status cause client-go's `isTooLargeResourceVersionError` looks for. */
 const TOO_LARGE_CAUSE = 'ResourceVersionTooLarge';
 const HTTP_GONE = 410;
+const HTTP_TOO_MANY_REQUESTS = 429;
 const HTTP_GATEWAY_TIMEOUT = 504;
 
 function backoff(status?: ApiStatus): Wait {
@@ -64,6 +78,11 @@ function deadCursor(status: ApiStatus): RelistReason | undefined {
   return undefined;
 }
 
+/** The server asked us to slow down: wait and come back to the same cursor. */
+function tooManyRequests(status: ApiStatus): boolean {
+  return status.code === HTTP_TOO_MANY_REQUESTS || status.reason === 'TooManyRequests';
+}
+
 /**
  * The reflector's rules, in one place:
  * - LIST: whatever failed, the cursor stays empty and the next attempt lists again, after the
@@ -73,8 +92,13 @@ function deadCursor(status: ApiStatus): RelistReason | undefined {
  * - WATCH, a pod frame that does not validate but has a resourceVersion: skip it and advance.
  *   Reconnecting instead would replay the same frame from the same cursor forever.
  * - WATCH, an unreadable frame with no version: relist, since there is no cursor to advance to.
+ * - WATCH, any other in-stream ERROR frame (500 InternalError, ...) except 429: relist after the
+ *   backoff, as client-go's reflector does (its watch loop returns and `ListAndWatch` lists
+ *   again). Resuming from the cursor would meet the same failure from the same place forever.
  * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
- * - WATCH, anything else (429 and other statuses, other ERROR frames, dropped or idle
+ * - WATCH, a clean end within `SHORT_WATCH_MS` and before any frame: reconnect from the cursor,
+ *   but after the backoff (client-go's "very short watch").
+ * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
  *   connections): reconnect from the same cursor after the backoff.
  */
 export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure): ReflectorAction {
@@ -88,9 +112,11 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
   switch (failure.kind) {
     case 'status': {
       const reason = deadCursor(failure.status);
-      return reason
-        ? { kind: 'relist', reason, wait: backoff(failure.status) }
-        : { kind: 'reconnect', wait: backoff(failure.status) };
+      if (reason) return { kind: 'relist', reason, wait: backoff(failure.status) };
+      if (failure.inStream && !tooManyRequests(failure.status)) {
+        return { kind: 'relist', reason: 'error-frame', wait: backoff(failure.status) };
+      }
+      return { kind: 'reconnect', wait: backoff(failure.status) };
     }
     case 'malformed-pod':
       return failure.resourceVersion
@@ -103,12 +129,20 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
       return { kind: 'reconnect', wait: { kind: 'none' } };
     case 'connection':
     case 'idle':
+    case 'short-watch':
       return { kind: 'reconnect', wait: backoff() };
   }
 }
 
-/** One line for logs and `PodSourceStats.lastError`. */
+/**
+ * One line for logs and `PodSourceStats.lastError`, which `GET /api/v1/reflector` serves: redacted
+ * (./safe-error.ts), since a proxy's error body or a transport error may quote credentials.
+ */
 export function describeFailure(failure: ReflectorFailure): string {
+  return redactSecrets(describeRaw(failure));
+}
+
+function describeRaw(failure: ReflectorFailure): string {
   switch (failure.kind) {
     case 'status': {
       const { code, reason, message } = failure.status;
@@ -125,5 +159,7 @@ export function describeFailure(failure: ReflectorFailure): string {
       return `no bytes from the API server for ${failure.idleMs} ms`;
     case 'ended':
       return 'watch ended by the server';
+    case 'short-watch':
+      return `watch ended by the server after ${failure.lastedMs} ms without a single frame`;
   }
 }

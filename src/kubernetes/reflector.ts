@@ -38,6 +38,7 @@ import {
   type ReflectorAction,
   type ReflectorFailure,
   type RequestPhase,
+  SHORT_WATCH_MS,
 } from './reflector-failure.js';
 import { frameTypeKey, readFrame } from './watch-frame-parser.js';
 
@@ -54,6 +55,21 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
  * replaced within minutes.
  */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+/**
+ * A WATCH the server accepted is not yet a healthy one: a server or proxy that ends it at once
+ * accepted it too. It counts as healthy once it delivered a frame, or stayed open this long — the
+ * same second after which client-go no longer calls an empty watch "very short".
+ */
+export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
+/**
+ * How long a source that has synced stays healthy without good progress (a completed LIST, a
+ * proven WATCH, a frame). A replica relisting after a 410 or reconnecting after a drop still
+ * serves a correct, slightly stale view, so readiness holds while that recovery makes progress;
+ * only a source failing for this long (a dead API server, RBAC revoked) turns unready. Half a
+ * minute is one maximal backoff: a source that cannot get one good request through within it is
+ * failing, not recovering.
+ */
+export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
 
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
 export interface KubernetesReflectorOptions {
@@ -78,6 +94,8 @@ export interface KubernetesReflectorOptions {
    * (the time to the response headers counts). Default `DEFAULT_IDLE_TIMEOUT_MS`.
    */
   idleTimeoutMs?: number;
+  /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
+  unhealthyAfterMs?: number;
   /**
    * Overrides of the stream's backoff; defaults are client-go's (`DEFAULT_BACKOFF_INITIAL_MS`,
    * `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_RESET_AFTER_MS`, `DEFAULT_BACKOFF_JITTER`).
@@ -171,6 +189,18 @@ export class KubernetesReflector {
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
   readonly #stats: PodSourceStats = initialReflectorStats();
+  readonly #unhealthyAfterMs: number;
+  /**
+   * The running stream has been in steady state: a LIST published, then a WATCH proven. From then
+   * on it serves a view, stale or not, and failures are tolerated for `unhealthyAfterMs`.
+   */
+  #established = false;
+  /** The running WATCH delivered a frame or stayed open `WATCH_HEALTHY_AFTER_MS`. */
+  #watchProven = false;
+  /** Clock time of the last good progress: a completed LIST, a proven WATCH, a frame. */
+  #lastProgressAt: number | undefined;
+  /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
+  #staleTimer: AbortController | undefined;
 
   constructor(options: KubernetesReflectorOptions) {
     this.#api = options.api;
@@ -180,6 +210,10 @@ export class KubernetesReflector {
     this.#watchTimeoutSeconds = options.watchTimeoutSeconds;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     if (!(this.#idleTimeoutMs > 0)) throw new RangeError('idleTimeoutMs must be positive');
+    this.#unhealthyAfterMs = options.unhealthyAfterMs ?? DEFAULT_UNHEALTHY_AFTER_MS;
+    if (!(this.#unhealthyAfterMs >= 0)) {
+      throw new RangeError('unhealthyAfterMs must not be negative');
+    }
     if (this.#watchTimeoutSeconds !== undefined && !(this.#watchTimeoutSeconds >= 1)) {
       throw new RangeError('watchTimeoutSeconds must be at least 1');
     }
@@ -246,6 +280,9 @@ export class KubernetesReflector {
         }
       }
     } finally {
+      this.#established = false;
+      this.#watchProven = false;
+      this.#lastProgressAt = undefined;
       this.#stats.healthy = false;
       this.#enter('stopped');
     }
@@ -288,6 +325,7 @@ export class KubernetesReflector {
     this.#stats.lastSyncAtMs = now;
     this.#stats.lastEventAtMs = now;
     this.#setCursor(list.resourceVersion);
+    this.#progress(signal);
     this.#logger.debug(
       { pods: objects.size, resourceVersion: list.resourceVersion },
       'reflector listed pods',
@@ -304,6 +342,9 @@ export class KubernetesReflector {
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     let position = cursor;
     let stream: WatchStream | undefined;
+    let frames = 0;
+    // Ends with this WATCH: cancels the timer that would call it healthy.
+    const watchScope = new AbortController();
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -319,10 +360,18 @@ export class KubernetesReflector {
           this.#countBytes(count);
         },
       });
-      backoff.markHealthy(this.#clock.now());
-      this.#stats.healthy = true;
-      this.#notify();
+      const openedAt = this.#clock.now();
+      // The backoff's healthy streak starts with the accepted WATCH; a very short one ends it.
+      backoff.markHealthy(openedAt);
+      const proven = (): void => {
+        this.#watchProven = true;
+        this.#established = true;
+        this.#progress(signal);
+      };
+      this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
       for await (const frame of stream) {
+        frames += 1;
+        proven();
         const reading = readFrame(frame);
         this.#countFrame(reading.type);
         switch (reading.kind) {
@@ -351,7 +400,12 @@ export class KubernetesReflector {
           }
         }
       }
-      return this.#act('watch', { kind: 'ended' }, position, backoff);
+      const lastedMs = this.#clock.now() - openedAt;
+      const end: ReflectorFailure =
+        frames === 0 && lastedMs < SHORT_WATCH_MS
+          ? { kind: 'short-watch', lastedMs }
+          : { kind: 'ended' };
+      return this.#act('watch', end, position, backoff);
     } catch (error) {
       if (signal.aborted) return STOPPED;
       const failure: ReflectorFailure = watchdog.timedOut
@@ -361,9 +415,13 @@ export class KubernetesReflector {
     } finally {
       // Every path ends here: the connection is closed explicitly, whether the watch ended,
       // failed, went idle, met an ERROR frame, or the consumer closed the stream mid-frame.
+      watchScope.abort();
       stream?.close();
       await watchdog.release();
-      this.#stats.healthy = false;
+      // A proven watch was good until this moment: the grace for what follows starts now.
+      if (this.#watchProven) this.#lastProgressAt = this.#clock.now();
+      this.#watchProven = false;
+      this.#updateHealth(signal);
     }
   }
 
@@ -431,6 +489,48 @@ export class KubernetesReflector {
     if (action.wait.kind === 'none') return next;
     const delayMs = Math.max(action.wait.atLeastMs ?? 0, backoff.next(this.#clock.now()));
     return { kind: 'backoff', delayMs, resume: next };
+  }
+
+  /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
+  #progress(signal: AbortSignal): void {
+    this.#lastProgressAt = this.#clock.now();
+    this.#updateHealth(signal);
+  }
+
+  /**
+   * `healthy` = the WATCH is proven now, or the stream is established (it has been in steady
+   * state) and made good progress within `unhealthyAfterMs` — a relist or a reconnect under way.
+   * In the second case a timer re-evaluates when that grace runs out (later progress just moves
+   * the deadline, found when it fires), so health falls without any event.
+   */
+  #updateHealth(signal: AbortSignal): void {
+    const now = this.#clock.now();
+    const graceLeft =
+      this.#established && this.#lastProgressAt !== undefined
+        ? this.#lastProgressAt + this.#unhealthyAfterMs - now
+        : 0;
+    const healthy = this.#watchProven || graceLeft > 0;
+    if (healthy !== this.#stats.healthy) {
+      this.#stats.healthy = healthy;
+      this.#notify();
+    }
+    if (this.#watchProven || !healthy || signal.aborted) {
+      this.#staleTimer?.abort();
+      this.#staleTimer = undefined;
+      return;
+    }
+    if (this.#staleTimer) return;
+    const timer = new AbortController();
+    this.#staleTimer = timer;
+    this.#clock.sleep(graceLeft, AbortSignal.any([signal, timer.signal])).then(
+      () => {
+        if (this.#staleTimer === timer) this.#staleTimer = undefined;
+        this.#updateHealth(signal);
+      },
+      () => {
+        if (this.#staleTimer === timer) this.#staleTimer = undefined;
+      },
+    );
   }
 
   #timeoutSeconds(): number {

@@ -12,12 +12,23 @@ export type AdminDecision =
   | { allowed: true }
   | { allowed: false; status: 401 | 403; message: string };
 
-/** 127.0.0.0/8, ::1, and IPv4-mapped 127.x as a dual-stack socket reports it. */
+/**
+ * The peer addresses that mean "this pod's own loopback": exactly 127.0.0.1 and ::1, plus 127.0.0.1
+ * as a dual-stack socket reports it (IPv4-mapped). Not the rest of 127.0.0.0/8: a service-mesh
+ * sidecar (Istio's Envoy) delivers traffic from outside the pod from 127.0.0.6, so accepting the
+ * whole block would let any network client through; `kubectl port-forward` uses 127.0.0.1 / ::1.
+ */
+const LOOPBACK_ADDRESSES = new Set([
+  '127.0.0.1',
+  '::1',
+  '0:0:0:0:0:0:0:1',
+  '::ffff:127.0.0.1',
+  '::ffff:7f00:1',
+]);
+
+/** Exactly 127.0.0.1 or ::1 (also IPv4-mapped); see `LOOPBACK_ADDRESSES`. */
 export function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  const v4 = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4)) return true;
-  return address === '::1' || address === '0:0:0:0:0:0:0:1';
+  return address !== undefined && LOOPBACK_ADDRESSES.has(address.toLowerCase());
 }
 
 /** Constant-time comparison, so response timing does not leak how much of a guess was right. */

@@ -87,6 +87,8 @@ export type CellResolution =
   | { kind: 'ambiguous'; namespaces: string[] };
 
 export interface ControlPlane {
+  /** Shutdown has begun: responses close their connections so the server can close promptly. */
+  readonly shuttingDown: boolean;
   /** Where pods come from; every status response says it (as its `source` field). */
   readonly sourceKind: SourceKind;
   /** The reconciled cells, and their response bodies ready to send. */

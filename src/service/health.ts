@@ -5,17 +5,30 @@
  *
  * - all checks pass: 200 `ok` (or, with `?verbose`, one `[+]name ok` line per check and a final
  *   `<endpoint> check passed`);
- * - any fails: 500 with every line, failures as `[-]name failed: reason withheld` (the endpoint is
- *   public, so the reason is only given by `/<endpoint>/<name>`) and a final `<endpoint> check failed`;
+ * - any fails: 500 with every line, failures as `[-]name failed: reason withheld` and a final
+ *   `<endpoint> check failed`;
  * - `?exclude=name` (repeatable) skips a check, shown as `[+]name excluded: ok`; excluding an
- *   unknown name adds a `warn:` line.
+ *   unknown name adds a `warn:` line;
+ * - `/<endpoint>/<name>`: 200 `ok`, or 500 `internal server error: reason withheld`.
+ *
+ * Unlike controller-runtime, whose `CheckHandler` answers a single check with the error's text,
+ * no endpoint here gives a reason: the endpoints are unauthenticated, a reason can carry what an
+ * error quoted (a kubeconfig's lines, a server's message), and a probe acts on the status alone.
+ * The reason goes to the `onFailure` hook (the service logs it, as controller-runtime logs every
+ * failed check) and, for the watch, to `GET /api/v1/reflector`'s redacted `lastError`.
  */
 
 export interface HealthCheck {
   name: string;
-  /** `undefined` when healthy, otherwise why not (shown only by the single-check endpoint). */
+  /** `undefined` when healthy, otherwise why not (never served; given to `onFailure`). */
   check(): string | undefined;
 }
+
+/** Hears every failed check with its reason, e.g. to log it; never sent to a client. */
+export type HealthFailureHook = (endpoint: string, check: string, reason: string) => void;
+
+/** The body of a failed single check: the status says it failed, the reason stays inside. */
+export const WITHHELD_SINGLE_CHECK_BODY = 'internal server error: reason withheld\n';
 
 export interface HealthResponse {
   status: 200 | 500;
@@ -27,6 +40,7 @@ export function runChecks(
   endpoint: string,
   checks: readonly HealthCheck[],
   query: { verbose: boolean; exclude: readonly string[] },
+  onFailure: HealthFailureHook = () => {},
 ): HealthResponse {
   const excluded = new Set(query.exclude);
   let failed = false;
@@ -36,9 +50,11 @@ export function runChecks(
       out += `[+]${name} excluded: ok\n`;
       continue;
     }
-    if (check() === undefined) {
+    const reason = check();
+    if (reason === undefined) {
       out += `[+]${name} ok\n`;
     } else {
+      onFailure(endpoint, name, reason);
       out += `[-]${name} failed: reason withheld\n`;
       failed = true;
     }
@@ -55,12 +71,16 @@ export function runChecks(
   return { status: 200, body: `${out}${endpoint} check passed\n` };
 }
 
-/** `/<endpoint>/<name>`: 200 `ok`, or 500 with the reason, which only this endpoint reveals. */
-export function runOneCheck(check: HealthCheck): HealthResponse {
+/** `/<endpoint>/<name>`: 200 `ok`, or 500 with the reason withheld, as `/<endpoint>` does. */
+export function runOneCheck(
+  check: HealthCheck,
+  onFailure: HealthFailureHook = () => {},
+  endpoint = '',
+): HealthResponse {
   const reason = check.check();
-  return reason === undefined
-    ? { status: 200, body: 'ok' }
-    : { status: 500, body: `internal server error: ${reason}\n` };
+  if (reason === undefined) return { status: 200, body: 'ok' };
+  onFailure(endpoint, check.name, reason);
+  return { status: 500, body: WITHHELD_SINGLE_CHECK_BODY };
 }
 
 /**
@@ -72,6 +92,8 @@ export class HealthEndpoint {
     /** `healthz` or `readyz`: the path, and the word in the report's last line. */
     readonly name: string,
     readonly checks: readonly HealthCheck[],
+    /** Hears each failed check's reason (the service logs it); nothing else ever sees it. */
+    readonly onFailure: HealthFailureHook = () => {},
   ) {}
 
   get checkNames(): string[] {
@@ -80,12 +102,17 @@ export class HealthEndpoint {
 
   /** `/<name>`: every check not excluded. */
   report(query: { verbose: boolean; exclude: readonly string[] }): HealthResponse {
-    return runChecks(this.name, this.checks, query);
+    return runChecks(this.name, this.checks, query, this.onFailure);
   }
 
   /** `/<name>/<check>`; `undefined` when there is no check by that name. */
   reportOne(checkName: string): HealthResponse | undefined {
     const check = this.checks.find((c) => c.name === checkName);
-    return check === undefined ? undefined : runOneCheck(check);
+    return check === undefined ? undefined : runOneCheck(check, this.onFailure, this.name);
+  }
+
+  /** Why a check fails now, for the service's own use (logs, tests); `undefined` when it passes. */
+  failureReason(checkName: string): string | undefined {
+    return this.checks.find((c) => c.name === checkName)?.check();
   }
 }

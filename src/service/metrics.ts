@@ -242,7 +242,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_relists_total',
-      help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, a failed relist LIST retried, other (reserved, 0).',
+      help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, ERROR frame, a failed relist LIST retried, other (reserved, 0).',
       labelNames: ['reason'] as const,
       registers,
       collect() {

@@ -115,6 +115,7 @@ export class PoolService implements ControlPlane {
   readonly #clock: Clock;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
+  #stoppedActing: Promise<void> | undefined;
 
   constructor(options: PoolServiceOptions) {
     this.sourceKind = options.sourceKind;
@@ -262,6 +263,7 @@ export class PoolService implements ControlPlane {
    */
   beginShutdown(): void {
     this.#shuttingDown = true;
+    this.closeEventStreams();
   }
 
   /** Ends every open event stream now; new ones end at once. */
@@ -270,15 +272,32 @@ export class PoolService implements ControlPlane {
   }
 
   /**
-   * Ends leadership (the routing controller stops, the Lease is released), then stops the loop
-   * (waiting for an in-flight reconcile), then the source. Idempotent.
+   * Stops acting: the routing controller stops and the Lease is released, so a follower takes
+   * over within about one retry period while this replica still serves reads. Idempotent.
+   */
+  stopActing(): Promise<void> {
+    this.#shuttingDown = true;
+    this.#stoppedActing ??= (async () => {
+      this.#lifetime.abort(new Error('the service is stopping'));
+      await Promise.allSettled(this.#background);
+      await this.#routing.stop();
+    })();
+    return this.#stoppedActing;
+  }
+
+  /** Whether shutdown has begun (`/readyz` fails; responses close their connections). */
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /**
+   * Stops acting (see `stopActing`), then stops the loop (waiting for an in-flight reconcile),
+   * then the source. Idempotent.
    */
   stop(): Promise<void> {
     this.#shuttingDown = true;
     this.#stopped ??= (async () => {
-      this.#lifetime.abort(new Error('the service is stopping'));
-      await Promise.allSettled(this.#background);
-      await this.#routing.stop();
+      await this.stopActing();
       try {
         await this.#loop.stop();
       } catch {

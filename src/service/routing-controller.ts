@@ -58,6 +58,8 @@ export class RoutingController {
   readonly #logger: Logger;
   #lastDesired: RoutingState | undefined;
   #term: AbortController | undefined;
+  /** The coordinator's stop while the previous term's pipeline unwinds. */
+  #stopping: Promise<void> | undefined;
   #recheckScheduled = false;
   #lastLoggedDesired: string | undefined;
 
@@ -94,11 +96,28 @@ export class RoutingController {
     return this.#term !== undefined;
   }
 
-  /** Begins a term: a reconciliation starts at once. */
+  /**
+   * Begins a term: a reconciliation starts at once, or, while the previous term's pipeline is
+   * still unwinding (leadership lost and won back before a sink finished its aborted request),
+   * as soon as that has settled, unless this term ended meanwhile.
+   */
   start(): void {
     if (this.#term) return;
-    this.#term = new AbortController();
-    this.#coordinator.start();
+    const term = new AbortController();
+    this.#term = term;
+    const stopping = this.#stopping;
+    if (!stopping) {
+      this.#coordinator.start();
+      return;
+    }
+    void stopping.then(() => {
+      if (this.#term !== term) return;
+      try {
+        this.#coordinator.start();
+      } catch (err) {
+        this.#logger.error({ err }, 'routing controller: starting the coordinator failed');
+      }
+    });
   }
 
   /** Ends the term: aborts the running pipeline, cancels pending work; resolves when settled. */
@@ -106,7 +125,13 @@ export class RoutingController {
     const term = this.#term;
     this.#term = undefined;
     term?.abort(new Error('leadership ended'));
-    await this.#coordinator.stop();
+    const stopping = this.#coordinator.stop();
+    this.#stopping = stopping;
+    try {
+      await stopping;
+    } finally {
+      if (this.#stopping === stopping) this.#stopping = undefined;
+    }
   }
 
   /** A cell change or a manual request; ignored unless a term runs. */

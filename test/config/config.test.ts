@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import {
   parseConfig,
   parseDuration,
   parseListen,
+  readAdminTokenFile,
 } from '../../src/cli/config.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 
@@ -41,6 +42,7 @@ describe('parseConfig defaults', () => {
       resyncPeriodMs: 36_000_000,
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
+      shutdownGraceMs: 3_000,
       simulationStepMs: 3_000,
       logFormat: undefined,
       leaderElection: {
@@ -82,6 +84,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
+      POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
       POOL_CONTROLLER_LOG_FORMAT: 'json',
       POOL_CONTROLLER_LEADER_ELECT: 'false',
@@ -114,6 +117,7 @@ describe('flags and environment variables', () => {
       resyncPeriodMs: 1_800_000,
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
+      shutdownGraceMs: 0,
       simulationStepMs: 500,
       logFormat: 'json',
       leaderElection: {
@@ -173,6 +177,13 @@ describe('flags and environment variables', () => {
     expect(() => parseConfig(['--leader-elect-retry-period', '9s'], {})).toThrow(
       'invalid --leader-elect-renew-deadline (POOL_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE): 10000 ms must be longer than 1.2 × --leader-elect-retry-period',
     );
+  });
+
+  it('refuses a shutdown grace that does not fit in the shutdown timeout', () => {
+    expect(() => parseConfig(['--shutdown-grace', '10s'], {})).toThrow(
+      'invalid --shutdown-grace (POOL_CONTROLLER_SHUTDOWN_GRACE): 10000 ms must be shorter than --shutdown-timeout',
+    );
+    expect(parseConfig(['--shutdown-grace', '0'], {}).shutdownGraceMs).toBe(0);
   });
 
   it('refuses a duration longer than a Node.js timer can hold, naming the flag', () => {
@@ -349,5 +360,69 @@ describe('loadAdminToken', () => {
     await expect(loadAdminToken(join(dir, 'missing'))).rejects.toThrow(
       /invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): cannot read/,
     );
+  });
+
+  async function tokenFile(content: string | Buffer, mode = 0o600): Promise<string> {
+    const path = join(await mkdtemp(join(tmpdir(), 'token-')), 'token');
+    await writeFile(path, content, { mode });
+    await chmod(path, mode);
+    return path;
+  }
+
+  async function refusal(path: string): Promise<Error> {
+    const error = await readAdminTokenFile(path).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as Error;
+  }
+
+  it('refuses a token with whitespace inside, naming the flag and never echoing the token', async () => {
+    for (const token of ['abc def-SECRET', 'abc\tdef-SECRET', 'abc\ndef-SECRET\n']) {
+      const error = await refusal(await tokenFile(token));
+      expect(error.message).toMatch(
+        /^invalid --admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): the secret in .* contains whitespace \(at character 4\)/,
+      );
+      expect(error.message).not.toContain('SECRET');
+      expect(error.message).not.toContain('abc');
+    }
+  });
+
+  it('refuses a token file that is not valid UTF-8', async () => {
+    const error = await refusal(await tokenFile(Buffer.from([0x61, 0x62, 0xff, 0xfe, 0x63])));
+    expect(error.message).toMatch(/--admin-token-file .* is not valid UTF-8 text$/);
+  });
+
+  it('refuses a token an HTTP header cannot carry unchanged (non-ASCII, control characters)', async () => {
+    for (const token of ['tökén-SECRET', 'ab\u0001c-SECRET']) {
+      const error = await refusal(await tokenFile(token));
+      expect(error.message).toMatch(
+        /contains a character outside visible ASCII \(at character \d\)/,
+      );
+      expect(error.message).not.toContain('SECRET');
+    }
+  });
+
+  it('warns about a token file its group or every user may read, without failing', async () => {
+    expect(await readAdminTokenFile(await tokenFile('abc\n', 0o600))).toEqual({
+      secret: 'abc',
+      warnings: [],
+    });
+    const world = await readAdminTokenFile(await tokenFile('abc\n', 0o644));
+    expect(world.secret).toBe('abc');
+    expect(world.warnings).toEqual([
+      expect.stringMatching(
+        /^--admin-token-file \(POOL_CONTROLLER_ADMIN_TOKEN_FILE\): .* is readable by every user \(mode 0644\)/,
+      ),
+    ]);
+    const group = await readAdminTokenFile(await tokenFile('abc\n', 0o640));
+    expect(group.warnings).toEqual([
+      expect.stringContaining('is readable by its group (mode 0640)'),
+    ]);
+    const heard: string[] = [];
+    expect(await loadAdminToken(await tokenFile('abc', 0o644), (w) => heard.push(w))).toBe('abc');
+    expect(heard).toHaveLength(1);
+    expect(heard[0]).not.toContain('abc\n');
   });
 });

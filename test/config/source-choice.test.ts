@@ -47,10 +47,17 @@ describe('choosing the pod source', () => {
   });
 
   it('falls back to simulated, loudly, when there is no cluster', () => {
-    const choice = chooseSource(parseConfig([], {}), facts([], { KUBECONFIG: '/nowhere' }));
+    const choice = chooseSource(parseConfig([], {}), facts([], {}));
     expect(choice.kind).toBe('simulated');
     expect(choice.inferred).toBe(true);
     expect(choice.reason).toContain('SIMULATED');
+  });
+
+  it('refuses a KUBECONFIG that names no existing file instead of simulating', () => {
+    expect(() =>
+      chooseSource(parseConfig([], {}), facts([], { KUBECONFIG: '/nonexistent' })),
+    ).toThrow('KUBECONFIG names no existing file (/nonexistent)');
+    expect(() => chooseSource(parseConfig([], {}), facts([], { KUBECONFIG: '' }))).not.toThrow();
   });
 
   it('fails naming --kubeconfig when that file does not exist', () => {

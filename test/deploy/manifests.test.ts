@@ -1,7 +1,3 @@
-/**
- * Static checks of `deploy/`: the properties the issue asks of the manifests, read from the files
- * themselves. (Their schema against a real apiserver is the e2e test's job: server-side dry run.)
- */
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -158,5 +154,52 @@ describe('deploy/', () => {
   it('gives the pod more grace than the service needs to shut down', async () => {
     const deployment = await manifest('deployment.yaml');
     expect(deployment.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(10);
+  });
+});
+
+describe('deploy/endpointslices (optional component)', () => {
+  it('is a kustomize Component adding a Role, its binding and the flag', async () => {
+    const component = await manifest('endpointslices/kustomization.yaml');
+    expect(component.kind).toBe('Component');
+    expect(component.apiVersion).toBe('kustomize.config.k8s.io/v1alpha1');
+    expect(component.resources).toEqual(['role.yaml', 'rolebinding.yaml']);
+    expect(component.patches).toEqual([
+      { path: 'deployment-patch.yaml', target: { kind: 'Deployment', name: 'pool-controller' } },
+    ]);
+  });
+
+  it('grants endpointslices in discovery.k8s.io to the service account, and nothing else', async () => {
+    const [role, binding, account] = await Promise.all([
+      manifest('endpointslices/role.yaml'),
+      manifest('endpointslices/rolebinding.yaml'),
+      manifest('serviceaccount.yaml'),
+    ]);
+    expect(role.kind).toBe('Role');
+    expect(role.rules).toEqual([
+      {
+        apiGroups: ['discovery.k8s.io'],
+        resources: ['endpointslices'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
+    ]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name }]);
+  });
+
+  it('turns --publish-endpointslices on in the controller container', async () => {
+    const [patch, deployment] = await Promise.all([
+      manifest('endpointslices/deployment-patch.yaml'),
+      manifest('deployment.yaml'),
+    ]);
+    expect(patch.metadata.name).toBe(deployment.metadata.name);
+    const [container] = patch.spec.template.spec.containers;
+    expect(container.name).toBe(deployment.spec.template.spec.containers[0].name);
+    expect(container.env).toEqual([
+      { name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES', value: 'true' },
+    ]);
   });
 });

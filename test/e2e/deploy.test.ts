@@ -73,4 +73,24 @@ describe('deploy/ manifests', () => {
       '.spec.template.spec.serviceAcountName: field not declared in schema',
     );
   });
+
+  it('the endpointslices component passes the same dry run, Deployment patch merged in', async () => {
+    for (const file of ['endpointslices/role.yaml', 'endpointslices/rolebinding.yaml']) {
+      const answer = await dryRunApply(await load(file));
+      expect(answer.status, `${file}: ${answer.body}`).toBe(201);
+    }
+    // The strategic-merge patch merged as kustomize does: the env entry joins the container's.
+    const deployment = (await load('deployment.yaml')) as Manifest & {
+      spec: { template: { spec: { containers: Array<{ name: string; env: unknown[] }> } } };
+    };
+    const patch = (await load('endpointslices/deployment-patch.yaml')) as typeof deployment;
+    const [patched] = patch.spec.template.spec.containers;
+    const container = deployment.spec.template.spec.containers.find(
+      (c) => c.name === patched?.name,
+    );
+    container?.env.push(...(patched?.env ?? []));
+    const answer = await dryRunApply(deployment);
+    expect(answer.status, answer.body).toBe(201);
+    expect(answer.body).toContain('POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES');
+  });
 });

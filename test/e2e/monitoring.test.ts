@@ -21,25 +21,6 @@ const ROOT = new URL('../../', import.meta.url);
 const MONITORING = new URL('deploy/monitoring/', ROOT);
 const MAIN = fileURLToPath(new URL('dist/src/main.js', ROOT));
 
-/**
- * Metrics the coordination work adds (leader election, coordinator, event bus) that the service
- * does not export yet: the dashboard and the alerts already query them. Pending those names; to be
- * emptied when that work is merged (the test then proves they are exported).
- */
-const PENDING_METRICS = new Set([
-  'leader_election_master_status',
-  'pool_controller_leader_transitions_total',
-  'pool_controller_reconciliations_total',
-  'pool_controller_reconciliation_duration_seconds',
-  'pool_controller_phase_duration_seconds',
-  'pool_controller_events_dropped_total',
-  'pool_controller_event_subscribers',
-]);
-
-/** Pending by name, or a histogram's `_bucket`/`_sum`/`_count` of a pending name. */
-const pending = (name: string): boolean =>
-  PENDING_METRICS.has(name) || PENDING_METRICS.has(name.replace(/_(bucket|sum|count)$/, ''));
-
 /** Prometheus' own series, not the service's: `up` is made by the scrape itself. */
 const SCRAPE_SERIES = new Set(['up']);
 
@@ -181,7 +162,7 @@ describe('deploy/monitoring', () => {
     expect(code).toBe(0);
   });
 
-  it('exports every metric the dashboard panels query (but the pending coordination ones)', async () => {
+  it('exports every metric the dashboard panels query', async () => {
     const types = new Map(
       [...scrape.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => [name!, type!]),
     );
@@ -196,19 +177,17 @@ describe('deploy/monitoring', () => {
         expect(names.length, `${panel.title}: ${expr}`).toBeGreaterThan(0);
         for (const name of names) {
           queried.add(name);
-          if (!exported(name, types) && !pending(name)) {
+          if (!exported(name, types)) {
             missing.push(`${panel.title}: ${name}`);
           }
         }
       }
     }
     expect(missing).toEqual([]);
-    // The allow-list holds only names still pending: none the service already exports.
-    expect([...PENDING_METRICS].filter((name) => exported(name, types))).toEqual([]);
     expect(queried.size).toBeGreaterThan(15);
   });
 
-  it('exports every metric the alerts query (but the pending coordination ones)', async () => {
+  it('exports every metric the alerts query', async () => {
     const types = new Map(
       [...scrape.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => [name!, type!]),
     );
@@ -218,7 +197,7 @@ describe('deploy/monitoring', () => {
     const missing: string[] = [];
     for (const rule of rules.spec.groups.flatMap((g) => g.rules)) {
       for (const name of metricNames(rule.expr)) {
-        if (!exported(name, types) && !pending(name) && !SCRAPE_SERIES.has(name)) {
+        if (!exported(name, types) && !SCRAPE_SERIES.has(name)) {
           missing.push(`${rule.alert}: ${name}`);
         }
       }

@@ -7,80 +7,15 @@
  * the shipped Role (get/list/watch on pods) is all the service needs.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import {
-  CoreV1Api,
-  RbacAuthorizationV1Api,
-  type V1Pod,
-  type V1Role,
-} from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import {
   FakeKubelet,
   type KubeEnvironment,
   onNode,
   startKubeEnvironment,
 } from './environment/index.js';
-
-const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
-const ROLE = new URL('../../deploy/role.yaml', import.meta.url);
-const LWS = 'leaderworkerset.sigs.k8s.io';
-
-/** A pod as the LWS controller creates it: labels, size annotation, a named serving port. */
-function lwsPod(pool: string, group: number, worker: number, size: number): V1Pod {
-  const name = worker === 0 ? `${pool}-${group}` : `${pool}-${group}-${worker}`;
-  return onNode({
-    metadata: {
-      name,
-      labels: {
-        [`${LWS}/name`]: pool,
-        [`${LWS}/group-index`]: String(group),
-        [`${LWS}/worker-index`]: String(worker),
-      },
-      annotations: { [`${LWS}/size`]: String(size) },
-    },
-    spec: {
-      containers: [
-        {
-          name: 'engine',
-          image: 'registry.invalid/sglang:e2e',
-          ports: [{ name: 'http', containerPort: 30000 }],
-        },
-      ],
-    },
-  });
-}
-
-interface Cell {
-  id: string;
-  alive: boolean;
-  generation: string;
-  address: string | null;
-  whyNotAlive: Array<{ reason: string; pods?: string[]; indices?: number[] }>;
-  members: Array<{ name: string; restarts: number; deleting: boolean }>;
-}
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { bindShippedRoles, type Cell, lwsPod, MAIN, ROLE, waitFor } from './support-service.js';
 
 describe('pool-controller against a real apiserver', () => {
   let env: KubeEnvironment;
@@ -105,23 +40,7 @@ describe('pool-controller against a real apiserver', () => {
     namespace = await env.createNamespace('pool-service');
 
     // The shipped Role, bound to a user that has nothing else.
-    const role = parse(await readFile(ROLE, 'utf8')) as V1Role;
-    const rbac = env.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace, body: role });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: 'pool-controller' },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'Role',
-          name: role.metadata!.name!,
-        },
-        subjects: [
-          { kind: 'User', name: env.unprivileged.user, apiGroup: 'rbac.authorization.k8s.io' },
-        ],
-      },
-    });
+    await bindShippedRoles(env, namespace, [ROLE]);
 
     for (const worker of [0, 1]) {
       await core.createNamespacedPod({ namespace, body: lwsPod('engine', 0, worker, 2) });

@@ -8,7 +8,10 @@ import {
 import { KubeConfigError } from '../../src/kubernetes/connection.js';
 import { connectPodApi } from '../../src/kubernetes/http-pod-api.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
+import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { rawPod } from '../support/pods.js';
 
 let server: FakeApiServer;
@@ -52,6 +55,41 @@ describe('HttpPodApi LIST', () => {
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '2' }],
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '4' }],
     ]);
+  });
+
+  it('falls back to one full, unpaged LIST when a later page answers 410 (continue token expired)', async () => {
+    server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
+    server.resourceVersion = '90';
+    server.script('LIST', 'normal', {
+      status: 410,
+      body: JSON.stringify({
+        kind: 'Status',
+        code: 410,
+        reason: 'Expired',
+        message: 'The provided continue parameter is too old',
+      }),
+    });
+    const list = await api.listPods({ labelSelector: 'app=engine', limit: 2, signal: signal() });
+    expect(names(list.pods)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(list.resourceVersion).toBe('90');
+    expect(server.requests.map((r) => r.query)).toEqual([
+      { labelSelector: 'app=engine', limit: '2' },
+      { labelSelector: 'app=engine', limit: '2', continue: '2' },
+      { labelSelector: 'app=engine' },
+    ]);
+  });
+
+  it('does not fall back when the first page answers 410, nor for other errors on a later page', async () => {
+    server.pods = ['a', 'b', 'c'].map((name) => rawPod({ name }));
+    server.script('LIST', { status: 410, body: '{"kind":"Status","code":410}' });
+    await expect(api.listPods({ limit: 2, signal: signal() })).rejects.toMatchObject({
+      status: { code: 410 },
+    });
+    server.script('LIST', 'normal', { status: 500, body: '{"kind":"Status","code":500}' });
+    await expect(api.listPods({ limit: 2, signal: signal() })).rejects.toMatchObject({
+      status: { code: 500 },
+    });
+    expect(server.requests).toHaveLength(3);
   });
 
   it('lists all namespaces when none is given, with a default page size of 500', async () => {
@@ -248,6 +286,38 @@ describe('HttpPodApi WATCH', () => {
     watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
     for await (const _ of stream) break;
     await watch.closed;
+  });
+});
+
+describe('KubernetesReflector over HTTP: an expired continue token', () => {
+  it('publishes the full, unpaged LIST at once: no backoff, no relist, no error', async () => {
+    server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
+    server.resourceVersion = '90';
+    server.script('LIST', 'normal', { status: 410, body: '{"kind":"Status","code":410}' });
+    const clock = new FakeClock();
+    const reflector = new KubernetesReflector({ api, clock, listPageSize: 2, random: () => 0 });
+    const stream = drain(reflector.watch());
+    await server.watch(1);
+    const first = stream.items[0];
+    expect(first?.type).toBe('replace');
+    expect(first?.type === 'replace' ? [...first.objects.keys()].sort() : []).toEqual([
+      'default/a',
+      'default/b',
+      'default/c',
+      'default/d',
+      'default/e',
+    ]);
+    // No time passed: nothing waited for a backoff.
+    expect(clock.now()).toBe(0);
+    expect(server.requests.map((r) => [r.verb, r.query.limit, r.query.continue])).toEqual([
+      ['LIST', '2', undefined],
+      ['LIST', '2', '2'],
+      ['LIST', undefined, undefined],
+      ['WATCH', undefined, undefined],
+    ]);
+    expect(reflector.stats()).toMatchObject({ lists: 1, relists: {} });
+    expect(reflector.stats().lastError).toBeUndefined();
+    await stream.close();
   });
 });
 

@@ -60,8 +60,29 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
   ],
   ['WATCH answered 429 without Retry-After', 'watch', status({ code: 429 }), reconnect()],
   ['WATCH answered 403', 'watch', status({ code: 403, reason: 'Forbidden' }), reconnect()],
-  ['ERROR frame code 500', 'watch', status({ code: 500 }, true), reconnect()],
-  ['ERROR frame that is no Status at all', 'watch', status({}, true), reconnect()],
+  // Any other ERROR frame: the same cursor would fail the same way forever, so relist (client-go).
+  [
+    'ERROR frame code 500 InternalError',
+    'watch',
+    status({ code: 500, reason: 'InternalError' }, true),
+    relist('error-frame'),
+  ],
+  ['ERROR frame code 403', 'watch', status({ code: 403 }, true), relist('error-frame')],
+  ['ERROR frame that is no Status at all', 'watch', status({}, true), relist('error-frame')],
+  [
+    'ERROR frame 500 with Retry-After',
+    'watch',
+    status({ code: 500, retryAfterMs: 4_000 }, true),
+    relist('error-frame', { kind: 'backoff', atLeastMs: 4_000 }),
+  ],
+  [
+    'ERROR frame reason TooManyRequests, no code',
+    'watch',
+    status({ reason: 'TooManyRequests' }, true),
+    reconnect(),
+  ],
+  // A non-2xx response to the WATCH is a refusal to open, not a stream failing at its cursor.
+  ['WATCH answered 500', 'watch', status({ code: 500 }), reconnect()],
   [
     'ERROR frame asking to retry after 2 s',
     'watch',
@@ -91,6 +112,12 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
   ['connection dropped', 'watch', { kind: 'connection', message: 'reset' }, reconnect()],
   ['idle for too long', 'watch', { kind: 'idle', idleMs: 1 }, reconnect()],
   ['clean end (server timeout)', 'watch', { kind: 'ended' }, reconnect({ kind: 'none' })],
+  [
+    'clean end within a second, no frame (very short watch)',
+    'watch',
+    { kind: 'short-watch', lastedMs: 5 },
+    reconnect(),
+  ],
   // LIST: whatever happened, list again.
   [
     'LIST answered 410 (continue token expired)',

@@ -190,7 +190,10 @@ describe('KubernetesReflector: listing and watching', () => {
     await settle();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
     expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
-    // Only the new watch's idle timer runs: the old watch's was released with it.
+    // The new watch's idle and health timers, and the grace after the old one ended (it ends
+    // when the new watch proves itself): the old watch's own timers were released with it.
+    expect(clock.pendingTimers).toBe(3);
+    await clock.advance(1_000);
     expect(clock.pendingTimers).toBe(1);
     expect(reflector.stats().lists).toBe(1);
     expect(reflector.stats().relists).toEqual({});
@@ -200,9 +203,11 @@ describe('KubernetesReflector: listing and watching', () => {
 
   it('sends a timeoutSeconds drawn from the injected random in [300, 600) on every WATCH', async () => {
     const draws = [0, 0.5, 0.999_999];
-    const { api, stream } = await watching({ random: () => draws.shift() ?? 0 });
+    const { api, clock, stream } = await watching({ random: () => draws.shift() ?? 0 });
+    await clock.advance(1_000);
     api.watch.end();
     await settle();
+    await clock.advance(1_000);
     api.watch.end();
     await settle();
     expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.timeoutSeconds)).toEqual([
@@ -349,17 +354,98 @@ describe('KubernetesReflector: a dead cursor relists', () => {
   });
 });
 
+describe('KubernetesReflector: a watch the server ends at once', () => {
+  it('is a failure: reconnects from the cursor after a growing backoff, not at once forever', async () => {
+    const { api, clock, reflector, stream } = await watching();
+    for (let i = 0; i < 4; i += 1) {
+      await clock.advance(10);
+      api.watch.end();
+      await settle();
+      // Not reopened at once.
+      expect(api.requests.filter((r) => r.verb === 'WATCH')).toHaveLength(i + 1);
+      await clock.advance(800 * 2 ** i);
+    }
+    expect(api.log).toEqual(['LIST', ...Array(5).fill('WATCH rv=10')]);
+    expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at)).toEqual([
+      0, 810, 2_420, 5_630, 12_040,
+    ]);
+    expect(reflector.stats().lastError).toBe(
+      'watch ended by the server after 10 ms without a single frame',
+    );
+    expect(reflector.stats().relists).toEqual({});
+    await stream.close();
+  });
+
+  it('is not a failure when it delivered a frame, however short it was', async () => {
+    const { api, stream } = await watching();
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } }).end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=12']);
+    await stream.close();
+  });
+
+  it('is not a failure when it lasted a second', async () => {
+    const { api, clock, stream } = await watching();
+    await clock.advance(999);
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(800);
+    await clock.advance(1_000);
+    api.watch.end();
+    await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10', 'WATCH rv=10']);
+    await stream.close();
+  });
+});
+
 describe('KubernetesReflector: other failures reconnect from the same cursor', () => {
-  it('reconnects after an ERROR frame that does not kill the cursor, after the backoff', async () => {
+  it('leaves the cursor and relists after the backoff on an ERROR frame 500, as client-go does', async () => {
     const { api, clock, reflector, stream } = await watching();
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
     await settle();
     expect(reflector.stats().lastError).toBe('ERROR frame 500 InternalError: etcd hiccup');
+    expect(reflector.stats().cursor).toBeUndefined();
+    await clock.advance(799);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(1);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    expect(reflector.stats()).toMatchObject({ lists: 2, relists: { 'error-frame': 1 } });
+    await stream.close();
+  });
+
+  it('does not meet the same failing ERROR frame from the same cursor again and again', async () => {
+    const { api, clock, stream } = await watching();
+    for (let i = 0; i < 3; i += 1) {
+      api.watch.push(errorFrame({ code: 500, reason: 'InternalError' }));
+      await clock.advance(800 * 2 ** i);
+    }
+    // Each failure led to a LIST, with the backoff growing between them.
+    expect(api.log).toEqual([
+      'LIST',
+      'WATCH rv=10',
+      'LIST',
+      'WATCH rv=1',
+      'LIST',
+      'WATCH rv=1',
+      'LIST',
+      'WATCH rv=1',
+    ]);
+    expect(api.requests.filter((r) => r.verb === 'LIST').map((r) => r.at)).toEqual([
+      0, 800, 2_400, 5_600,
+    ]);
+    await stream.close();
+  });
+
+  it('resumes from the cursor after an ERROR frame 429, after the backoff', async () => {
+    const { api, clock, stream } = await watching();
+    api.watch
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
+      .push(errorFrame({ code: 429, reason: 'TooManyRequests' }));
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
-    expect(reflector.stats().lists).toBe(1);
     await stream.close();
   });
 
@@ -679,6 +765,7 @@ describe('KubernetesReflector: closing', () => {
     api.queueList({ pods: [], resourceVersion: '10' });
     const stream = drain(reflector.watch());
     await settle();
+    await clock.advance(1_000);
     api.watch.end(); // clean end
     await settle();
     api.watch.fail(); // dropped
@@ -698,9 +785,153 @@ describe('KubernetesReflector: closing', () => {
   });
 });
 
+describe('KubernetesReflector: when the watch is healthy', () => {
+  it('is not healthy when the WATCH is merely accepted, but once it stayed open a second', async () => {
+    const { clock, reflector, stream } = await watching();
+    expect(reflector.stats()).toMatchObject({ phase: 'watching', healthy: false });
+    await clock.advance(999);
+    expect(reflector.stats().healthy).toBe(false);
+    await clock.advance(1);
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+  });
+
+  it('is healthy as soon as the watch delivers a frame, a bookmark included', async () => {
+    const { api, reflector, stream } = await watching();
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
+    await settle();
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+  });
+
+  it('never turns healthy for watches the server ends at once', async () => {
+    let everHealthy = false;
+    const holder: { reflector?: KubernetesReflector } = {};
+    const { api, clock, reflector, stream } = await watching({
+      onStatsChange: () => {
+        everHealthy ||= holder.reflector?.stats().healthy ?? false;
+      },
+    });
+    holder.reflector = reflector;
+    for (let i = 0; i < 3; i += 1) {
+      await clock.advance(500);
+      api.watch.end();
+      await settle();
+      await clock.advance(800 * 2 ** i);
+    }
+    expect(api.watches.length).toBe(4);
+    expect(everHealthy).toBe(false);
+    await stream.close();
+  });
+});
+
+describe('KubernetesReflector: health through failures', () => {
+  /** Watching with a proven watch, recording every change of `healthy` with its clock time. */
+  async function established() {
+    const holder: { reflector?: KubernetesReflector; clock?: FakeClock } = {};
+    const changes: Array<[number, boolean]> = [];
+    const harness = await watching({
+      onStatsChange: () => {
+        const healthy = holder.reflector?.stats().healthy;
+        if (healthy === undefined || !holder.clock) return;
+        if (changes.at(-1)?.[1] !== healthy) changes.push([holder.clock.now(), healthy]);
+      },
+    });
+    holder.reflector = harness.reflector;
+    holder.clock = harness.clock;
+    await harness.clock.advance(1_000);
+    expect(harness.reflector.stats().healthy).toBe(true);
+    return { ...harness, changes };
+  }
+
+  it('stays healthy through a relist that makes progress', async () => {
+    const { api, clock, reflector, stream, changes } = await established();
+    api.watch.push(errorFrame({ code: 410 }));
+    await settle();
+    expect(reflector.stats()).toMatchObject({ phase: 'backoff', healthy: true });
+    await clock.advance(800);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
+    await clock.advance(60_000);
+    expect(changes).toEqual([[1_000, true]]);
+    await stream.close();
+  });
+
+  it('stays healthy through a clean reconnect after a long quiet watch', async () => {
+    const { api, clock, stream, changes } = await established();
+    await clock.advance(290_000);
+    api.watch.end();
+    await settle();
+    await clock.advance(60_000);
+    expect(changes).toEqual([[1_000, true]]);
+    await stream.close();
+  });
+
+  it('turns unhealthy once failing for 30 s without progress, and healthy again on recovery', async () => {
+    const { api, clock, reflector, stream, changes } = await established();
+    api.queueWatch(...Array.from({ length: 5 }, () => status(503)));
+    api.watch.fail(new ApiConnectionError('WATCH', new Error('socket hang up')));
+    await settle();
+    const failedAt = clock.now();
+    await clock.advance(29_999);
+    expect(reflector.stats().healthy).toBe(true);
+    await clock.advance(1);
+    expect(reflector.stats()).toMatchObject({ healthy: false, phase: 'backoff' });
+    // The backoff runs on (800, 1.6 s, 3.2 s, 6.4 s, 12.8 s, then a watch opens) and proves itself.
+    await clock.advance(30_000);
+    expect(reflector.stats().healthy).toBe(true);
+    expect(changes.slice(1, 2)).toEqual([[failedAt + 30_000, false]]);
+    expect(changes.at(-1)?.[1]).toBe(true);
+    await stream.close();
+  });
+
+  it('turns unhealthy when a relist hangs for 30 s', async () => {
+    const { api, clock, reflector, stream } = await established();
+    api.queueList('hang');
+    api.watch.push(errorFrame({ code: 410 }));
+    await settle();
+    const failedAt = clock.now();
+    await clock.advance(800 + 29_000);
+    expect(reflector.stats()).toMatchObject({ phase: 'listing', healthy: true });
+    await clock.advance(failedAt + 30_000 - clock.now());
+    expect(reflector.stats()).toMatchObject({ phase: 'listing', healthy: false });
+    await stream.close();
+  });
+
+  it('is never healthy before the first watch proved itself, however long the wait', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList(new ApiConnectionError('LIST', new Error('refused')), {
+      pods: [],
+      resourceVersion: '5',
+    });
+    api.queueWatch(status(503));
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(reflector.stats().healthy).toBe(false);
+    await clock.advance(800);
+    // Listed, but the WATCH failed to open: no steady state yet, so no grace either.
+    expect(reflector.stats()).toMatchObject({ lists: 1, healthy: false });
+    await clock.advance(1_600);
+    expect(reflector.stats()).toMatchObject({ phase: 'watching', healthy: false });
+    await clock.advance(1_000);
+    expect(reflector.stats().healthy).toBe(true);
+    await stream.close();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('clears its grace timer when the stream closes', async () => {
+    const { api, clock, reflector, stream } = await established();
+    api.watch.fail();
+    await settle();
+    await stream.close();
+    expect(reflector.stats().healthy).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
+
 describe('KubernetesReflector: stats', () => {
   it('reports phase, health, cursor, counts, bytes and times', async () => {
     const { api, clock, reflector, stream } = await watching();
+    await clock.advance(1_000);
     expect(reflector.stats()).toMatchObject({
       phase: 'watching',
       healthy: true,
@@ -719,7 +950,8 @@ describe('KubernetesReflector: stats', () => {
     const stats = reflector.stats();
     expect(stats).toMatchObject({
       phase: 'backoff',
-      healthy: false,
+      // Relisting after a proven watch: a stale but correct view, still healthy for a while.
+      healthy: true,
       events: { ADDED: 1, BOOKMARK: 1, ERROR: 1 },
       relists: { expired: 1 },
       lastError: 'ERROR frame 410',

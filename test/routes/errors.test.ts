@@ -47,13 +47,74 @@ describe('router refusals', () => {
     );
   });
 
-  it('answers an unknown route or method with a 404 naming it', async () => {
+  it('answers an unknown route with a 404 naming it', async () => {
     expect(await errorOf({ url: '/api/v2/cells?x=1' }, 404, 'Not Found')).toBe(
       'no route GET /api/v2/cells',
     );
-    expect(await errorOf({ method: 'DELETE', url: '/api/v1/cells' }, 404, 'Not Found')).toBe(
-      'no route DELETE /api/v1/cells',
+    expect(await errorOf({ method: 'DELETE', url: '/api/v2/cells' }, 404, 'Not Found')).toBe(
+      'no route DELETE /api/v2/cells',
     );
+  });
+
+  it('answers a wrong method on an existing route with a 405 and an Allow header', async () => {
+    const { app } = await harness();
+    for (const [method, url, allow] of [
+      ['DELETE', '/api/v1/cells', 'GET, HEAD'],
+      ['PUT', '/api/v1/cells/engine-00000?namespace=x', 'GET, HEAD'],
+      ['GET', '/api/v1/cells/engine-00000/reconcile', 'POST'],
+      ['GET', '/api/v1/reconcile', 'POST'],
+      ['POST', '/readyz/watch-healthy', 'GET, HEAD'],
+    ] as const) {
+      const res = await app.inject({ method, url });
+      expect(res.statusCode, `${method} ${url}`).toBe(405);
+      expect(res.headers.allow).toBe(allow);
+      expect(res.headers[SOURCE_HEADER]).toBe('kubernetes');
+      expect(res.json()).toEqual({
+        status: 405,
+        error: 'Method Not Allowed',
+        message: `${method} is not allowed on ${url.split('?')[0]}; allowed: ${allow}`,
+      });
+    }
+  });
+
+  it('answers the QUERY method with a 405 too, not a Content-Type error', async () => {
+    const { app } = await harness();
+    const res = await app.inject({ method: 'QUERY' as 'GET', url: '/api/v1/cells' });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+    const unknown = await app.inject({ method: 'QUERY' as 'GET', url: '/api/v2/cells' });
+    expect(unknown.statusCode).toBe(404);
+  });
+});
+
+describe('POST: auth is decided before anything about the request', () => {
+  it('answers 401 before validating the query', async () => {
+    const { app } = await harness({ adminToken: 't0k' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/cells/engine-00000/reconcile?namespace=',
+    });
+    expect(res.statusCode).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="pool-controller"');
+    expect(res.headers[SOURCE_HEADER]).toBe('kubernetes');
+    const allowed = await app.inject({
+      method: 'POST',
+      url: '/api/v1/cells/engine-00000/reconcile?namespace=',
+      headers: { authorization: 'Bearer t0k' },
+    });
+    expect(allowed.statusCode).toBe(400);
+  });
+
+  it('answers 403 before validating the query or the body', async () => {
+    const { app } = await harness();
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/cells/engine-00000/reconcile?namespace=',
+      remoteAddress: '10.1.2.3',
+      headers: { 'content-type': 'application/json' },
+      payload: '{bad',
+    });
+    expect(res.statusCode).toBe(403);
   });
 });
 
@@ -149,6 +210,23 @@ describe('requests Node refuses before Fastify sees them', () => {
       error: 'Bad Request',
       message: expect.stringMatching(/^malformed HTTP request \(HPE_/),
     });
+  });
+
+  it('answers an HTTP/1.1 request without Host with a 400 in the API shape', async () => {
+    const answer = parse(await raw('GET /api/v1/cells HTTP/1.1\r\nConnection: close\r\n\r\n'));
+    expect(answer.statusLine).toBe('HTTP/1.1 400 Bad Request');
+    expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(answer.headers[SOURCE_HEADER]).toBe('kubernetes');
+    expect(answer.body).toEqual({
+      status: 400,
+      error: 'Bad Request',
+      message: 'an HTTP/1.1 request needs a Host header',
+    });
+  });
+
+  it('still serves an HTTP/1.0 request without Host', async () => {
+    const answer = await raw('GET /healthz HTTP/1.0\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
   it('answers oversized headers with a 431 in the API shape', async () => {

@@ -60,19 +60,20 @@ describe('GET /readyz', () => {
     expect(res.body).not.toContain('connection refused');
   });
 
-  it('gives the reason only at /readyz/<name>', async () => {
+  it('withholds the reason at /readyz/<name> too, as /readyz?verbose does', async () => {
     const { app, podSource } = await harness();
     podSource.current = {
       ...podSource.current,
       healthy: false,
       phase: 'backoff',
-      lastError: 'connection refused',
+      lastError: 'password: hunter2',
     };
     const res = await app.inject({ url: '/readyz/watch-healthy' });
     expect(res.statusCode).toBe(500);
-    expect(res.body).toBe(
-      'internal server error: the pod watch is not delivering (phase backoff, last error: connection refused)\n',
-    );
+    expect(res.body).toBe('internal server error: reason withheld\n');
+    const verbose = await app.inject({ url: '/readyz?verbose' });
+    expect(verbose.body).toContain('[-]watch-healthy failed: reason withheld\n');
+    expect(`${res.body}${verbose.body}`).not.toContain('hunter2');
     expect((await app.inject({ url: '/readyz/store-synced' })).body).toBe('ok');
   });
 
@@ -100,10 +101,7 @@ describe('GET /readyz', () => {
     const { app, service } = await harness();
     service.beginShutdown();
     const res = await app.inject({ url: '/readyz/shutdown' });
-    expect([res.statusCode, res.body]).toEqual([
-      500,
-      'internal server error: the process is shutting down\n',
-    ]);
+    expect([res.statusCode, res.body]).toEqual([500, 'internal server error: reason withheld\n']);
     expect((await app.inject({ url: '/healthz' })).statusCode).toBe(200);
   });
 

@@ -145,6 +145,7 @@ describe('GET /metrics', () => {
       ['{reason="expired"}', 2],
       ['{reason="too-large"}', 0],
       ['{reason="malformed-frame"}', 0],
+      ['{reason="error-frame"}', 0],
       ['{reason="list-failed"}', 0],
       ['{reason="other"}', 0],
     ]);

@@ -50,6 +50,7 @@ async function controlledLoop(): Promise<{
   // Only the queue route is asked here; the other reads answer as an empty service would.
   const plane: ControlPlane = {
     sourceKind: 'kubernetes',
+    shuttingDown: false,
     cells: new CellBodies(new CellRegistry()),
     health: {
       healthz: new HealthEndpoint('healthz', []),

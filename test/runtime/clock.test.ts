@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { realClock } from '../../src/index.js';
 
 // These tests never wait for a real duration: a sleep is either aborted or of zero length.
@@ -32,5 +32,37 @@ describe('realClock', () => {
     expect(resolved).toBe(false);
     await sleeping;
     expect(resolved).toBe(true);
+  });
+
+  describe('with timers faked (the only way to see 30 days pass)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('sleeps longer than the longest Node.js timer by chaining, never firing early', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const day = 86_400_000;
+      let woke = false;
+      const sleeping = realClock.sleep(30 * day).then(() => {
+        woke = true;
+      });
+      await vi.advanceTimersByTimeAsync(1);
+      expect(woke).toBe(false); // an overflowing timer would have fired here
+      await vi.advanceTimersByTimeAsync(25 * day);
+      expect(woke).toBe(false); // past one timer's limit: the chain goes on
+      await vi.advanceTimersByTimeAsync(5 * day);
+      await sleeping;
+      expect(woke).toBe(true);
+    });
+
+    it('cancels a chained long sleep when its signal aborts', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      const controller = new AbortController();
+      const sleeping = realClock.sleep(40 * 86_400_000, controller.signal);
+      await vi.advanceTimersByTimeAsync(26 * 86_400_000);
+      controller.abort(new Error('stop'));
+      await expect(sleeping).rejects.toThrow('stop');
+      expect(vi.getTimerCount()).toBe(0);
+    });
   });
 });

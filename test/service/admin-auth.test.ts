@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { authorizeAdmin, isLoopback } from '../../src/service/admin-auth.js';
 
 describe('isLoopback', () => {
-  it('accepts 127.0.0.0/8, ::1 and IPv4-mapped loopback', () => {
-    for (const a of ['127.0.0.1', '127.255.0.9', '::1', '::ffff:127.0.0.1', '0:0:0:0:0:0:0:1']) {
+  it('accepts exactly 127.0.0.1 and ::1, also IPv4-mapped', () => {
+    for (const a of ['127.0.0.1', '::1', '::ffff:127.0.0.1', '::FFFF:7f00:1', '0:0:0:0:0:0:0:1']) {
       expect(isLoopback(a), a).toBe(true);
     }
   });
@@ -13,6 +13,11 @@ describe('isLoopback', () => {
       '10.0.0.1',
       '::ffff:10.0.0.1',
       '1127.0.0.1',
+      // A mesh sidecar (Istio) delivers traffic from outside the pod from 127.0.0.6.
+      '127.0.0.6',
+      '::ffff:127.0.0.6',
+      '127.255.0.9',
+      '127.0.0.1 ',
       '127.0.0.1.nip.io',
       '::2',
       '',

@@ -37,12 +37,16 @@ describe("health checks in controller-runtime's format", () => {
     });
   });
 
-  it('gives the reason for a single check', () => {
-    expect(runOneCheck(bad('a', 'not synced'))).toEqual({
+  it('withholds the reason for a single check too, handing it to the failure hook', () => {
+    const heard: string[] = [];
+    const hook = (endpoint: string, check: string, reason: string) =>
+      heard.push(`${endpoint}/${check}: ${reason}`);
+    expect(runOneCheck(bad('a', 'token: s3cret'), hook, 'readyz')).toEqual({
       status: 500,
-      body: 'internal server error: not synced\n',
+      body: 'internal server error: reason withheld\n',
     });
-    expect(runOneCheck(ok('a'))).toEqual({ status: 200, body: 'ok' });
+    expect(runOneCheck(ok('a'), hook, 'readyz')).toEqual({ status: 200, body: 'ok' });
+    expect(heard).toEqual(['readyz/a: token: s3cret']);
   });
 });
 
@@ -61,8 +65,20 @@ describe('HealthEndpoint (what the control plane hands the routes)', () => {
   it('reports one check by name, and nothing for a name it does not have', () => {
     expect(readyz.reportOne('b')).toEqual({
       status: 500,
-      body: 'internal server error: not synced\n',
+      body: 'internal server error: reason withheld\n',
     });
     expect(readyz.reportOne('zz')).toBeUndefined();
+    expect(readyz.failureReason('b')).toBe('not synced');
+    expect(readyz.failureReason('a')).toBeUndefined();
+  });
+
+  it('hands every failed reason to its hook, from the full report and from one check', () => {
+    const heard: string[] = [];
+    const endpoint = new HealthEndpoint('readyz', [bad('b', 'why')], (e, c, r) =>
+      heard.push(`${e}/${c}: ${r}`),
+    );
+    endpoint.report({ verbose: false, exclude: [] });
+    endpoint.reportOne('b');
+    expect(heard).toEqual(['readyz/b: why', 'readyz/b: why']);
   });
 });

@@ -178,4 +178,59 @@ describe('pool-controller (the built command)', () => {
     running.child.kill('SIGTERM');
     expect((await running.exited).code).toBe(0);
   });
+
+  it('exits 2 with one line on stderr when it cannot listen', async () => {
+    const { createServer } = await import('node:net');
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const running = run(
+        ['--source', 'simulated', '--listen', `127.0.0.1:${port}`],
+        await clusterFreeEnv(),
+      );
+      expect((await running.exited).code).toBe(2);
+      expect(running.stderr.join('').trim().split('\n').at(-1)).toBe(
+        `pool-controller: cannot listen on 127.0.0.1:${port} (--listen, POOL_CONTROLLER_LISTEN): the port is in use`,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('closes kept-alive connections during shutdown and exits 0 well within the timeout', async () => {
+    const { Agent, request } = await import('node:http');
+    const { running, base } = await startService([
+      '--source',
+      'simulated',
+      '--shutdown-grace',
+      '1s',
+      '--shutdown-timeout',
+      '20s',
+    ]);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string) =>
+      new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+        request(`${base}${path}`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }),
+          );
+        })
+          .on('error', reject)
+          .end();
+      });
+    expect((await get('/healthz')).connection).toBe('keep-alive');
+    const started = Date.now();
+    running.child.kill('SIGTERM');
+    // During the grace the replica still answers, says it is not ready, and closes the connection.
+    const during = await waitFor('readiness to fail', async () => {
+      const answer = await get('/readyz');
+      return answer.status === 500 ? answer : undefined; // controller-runtime's failed check
+    });
+    expect(during.connection).toBe('close');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(8_000);
+    agent.destroy();
+  });
 });

@@ -23,9 +23,7 @@ describe('PoolService lifecycle', () => {
     await Promise.all([service.stop(), service.stop()]);
     expect(podSource.fake.openStreams).toBe(0);
     expect(podSource.closes).toBe(1);
-    expect(service.health.readyz.reportOne('shutdown')?.body).toBe(
-      'internal server error: the process is shutting down\n',
-    );
+    expect(service.health.readyz.failureReason('shutdown')).toBe('the process is shutting down');
   });
 
   it('can be stopped without ever having started', async () => {

@@ -82,7 +82,10 @@ export class FakeApiServer {
   pods: unknown[] = [];
   resourceVersion = '1';
   readonly #server: Server;
-  readonly #scripts: Record<'LIST' | 'WATCH', ScriptedResponse[]> = { LIST: [], WATCH: [] };
+  readonly #scripts: Record<'LIST' | 'WATCH', Array<ScriptedResponse | 'normal'>> = {
+    LIST: [],
+    WATCH: [],
+  };
   readonly #watchWaiters: Array<() => void> = [];
 
   private constructor(server: Server) {
@@ -102,8 +105,11 @@ export class FakeApiServer {
     return `http://127.0.0.1:${port}`;
   }
 
-  /** The next requests of `verb` get these answers, in order, instead of the normal ones. */
-  script(verb: 'LIST' | 'WATCH', ...responses: ScriptedResponse[]): this {
+  /**
+   * The next requests of `verb` get these answers, in order, instead of the normal ones;
+   * `'normal'` lets one request through to the normal answer (a first page, say).
+   */
+  script(verb: 'LIST' | 'WATCH', ...responses: Array<ScriptedResponse | 'normal'>): this {
     this.#scripts[verb].push(...responses);
     return this;
   }
@@ -166,7 +172,7 @@ export class FakeApiServer {
     };
     this.requests.push(recorded);
     const scripted = this.#scripts[verb].shift();
-    if (scripted) {
+    if (scripted && scripted !== 'normal') {
       respondScripted(response, scripted);
       return;
     }

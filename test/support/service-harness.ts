@@ -4,13 +4,15 @@
  * and service tests.
  */
 import type { FastifyInstance } from 'fastify';
-import { buildServer } from '../../src/http/app.js';
-import type { ObjectKey, SourceEvent } from '../../src/index.js';
+import { buildServer, type ServerOptions } from '../../src/http/app.js';
+import type { Logger, ObjectKey, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import type { PodSource } from '../../src/pools/pod-source.js';
-import { PoolService } from '../../src/service/pool-service.js';
+import type { Leadership, LeadershipHooks } from '../../src/service/leadership.js';
+import { PoolService, type SinkWiring } from '../../src/service/pool-service.js';
+import type { Sink } from '../../src/sinks/sink.js';
 import { FakeClock, settle } from './fake-clock.js';
 import { FakeSource } from './fake-source.js';
 
@@ -47,6 +49,16 @@ export interface HarnessOptions {
   /** Default true: start the loop and apply the initial replace. */
   start?: boolean;
   resyncPeriodMs?: number | null;
+  /** Timeouts and the like for the app; its clock is the harness's fake one. */
+  server?: Omit<ServerOptions, 'clock'>;
+  /** Who acts; default: the service's own (this process alone, no Lease). Gets the harness clock. */
+  leadership?: (hooks: LeadershipHooks, clock: FakeClock) => Leadership;
+  /** The routing controller's sinks; default none. */
+  sinks?: (wiring: SinkWiring) => Sink[];
+  /** Default: the service's (60 s); `null` turns drift off. */
+  driftIntervalMs?: number | null;
+  watchStatePollMs?: number;
+  logger?: Logger;
 }
 
 export interface Harness {
@@ -87,8 +99,17 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     wallClock: () => WALL_CLOCK_MS,
     resyncPeriodMs: options.resyncPeriodMs === undefined ? null : options.resyncPeriodMs,
     ...(options.adminToken !== undefined ? { adminToken: options.adminToken } : {}),
+    ...(options.leadership
+      ? { leadership: (hooks: LeadershipHooks) => options.leadership!(hooks, clock) }
+      : {}),
+    ...(options.sinks ? { sinks: options.sinks } : {}),
+    ...(options.driftIntervalMs !== undefined ? { driftIntervalMs: options.driftIntervalMs } : {}),
+    ...(options.watchStatePollMs !== undefined
+      ? { watchStatePollMs: options.watchStatePollMs }
+      : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   });
-  const app = await buildServer(service);
+  const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {
     app,
     service,

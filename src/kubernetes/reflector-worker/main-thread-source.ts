@@ -20,6 +20,7 @@ import {
   initialReflectorStats,
   type PodSourceStats,
 } from '../pod-source-stats.js';
+import { safeErrorMessage } from '../safe-error.js';
 import { WorkerEventStream } from './main-thread-stream.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
 import { requireReflectorWorker } from './script-path.js';
@@ -151,7 +152,7 @@ export class WorkerPodSource {
     });
     // A worker that dies between tasks is reported here (one inside a task fails that task).
     this.#pool.on('error', (error: unknown) =>
-      this.#logger.error({ error: String(error) }, 'reflector worker failed'),
+      this.#logger.error({ error: safeErrorMessage(error) }, 'reflector worker failed'),
     );
     this.source = () => ({ [Symbol.asyncIterator]: () => this.#openStream() });
   }
@@ -246,7 +247,8 @@ export class WorkerPodSource {
     this.#open.delete(stream);
     if (stream.latest) this.#finished = foldReflectorStats(this.#finished, stream.latest);
     if (error !== undefined && !stream.closeRequested) {
-      const message = error instanceof Error ? error.message : String(error);
+      // Redacted: the text crossed from the worker and may quote a kubeconfig (./safe-error.ts).
+      const message = safeErrorMessage(error);
       this.#finished = { ...this.#finished, lastError: `reflector worker failed: ${message}` };
       this.#logger.error({ error: message }, 'reflector worker stream failed');
     }

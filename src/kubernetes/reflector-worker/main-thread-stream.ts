@@ -12,6 +12,7 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { type Pod, podKey } from '../pod.js';
 import type { PodSourceStats } from '../pod-source-stats.js';
+import { safeErrorMessage } from '../safe-error.js';
 import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 
 const decoder = new TextDecoder();
@@ -197,8 +198,9 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         new WorkerStreamError(
           error === undefined
             ? 'the reflector worker ended its stream unexpectedly'
-            : `the reflector worker failed: ${error instanceof Error ? error.message : String(error)}`,
-          { cause: error },
+            : // The worker's error text may quote a kubeconfig or a credential plugin's output:
+              // only its redacted summary crosses, and the original is not kept as a cause.
+              `the reflector worker failed: ${safeErrorMessage(error)}`,
         ),
       );
     }

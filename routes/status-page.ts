@@ -1,0 +1,123 @@
+/**
+ * `GET /`: the status page for people — pools, cells, queue, reflector, leadership and the
+ * coordinator, rendered on the server from the control plane (so `curl` shows them) and kept live
+ * in the browser by `GET /api/v1/events`. The document and its script are in status-page-html.ts.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ControlPlane } from '../src/service/control-plane.js';
+import { errorSchema } from './schemas.js';
+import { renderStatusPage, STATUS_PAGE_CSP, type StatusPageData } from './status-page-html.js';
+
+export interface StatusPageRoutesOptions {
+  plane: ControlPlane;
+}
+
+/** What the page shows, read from the plane now. */
+export function statusPageData(
+  plane: ControlPlane,
+  wallClock: () => Date = () => new Date(),
+): StatusPageData {
+  const now = plane.now();
+  const loop = plane.loopState();
+  const reflector = plane.reflector();
+  const coordinator = plane.coordinator();
+  const { state } = coordinator;
+  return {
+    source: plane.sourceKind,
+    serverNowMs: now,
+    renderedAt: wallClock().toISOString(),
+    pools: plane.cells.pools().map((p) => ({
+      namespace: p.namespace,
+      name: p.name,
+      cells: p.cells,
+      aliveCells: p.aliveCells,
+      pods: p.pods,
+    })),
+    cells: plane.cells.list().map((c) => ({
+      key: c.key,
+      namespace: c.namespace,
+      id: c.id,
+      pool: c.pool,
+      alive: c.alive,
+      whyNotAlive: c.whyNotAlive.map((r) => ({ reason: r.reason, message: r.message })),
+      generation: c.generation,
+      address: c.address,
+      podsReady: c.members.filter((m) => m.ready).length,
+      pods: c.members.length,
+    })),
+    queue: {
+      synced: loop.synced,
+      depth: loop.queued.length,
+      queued: loop.queued,
+      inFlight: loop.inFlight
+        ? { key: loop.inFlight.key, runningForMs: Math.max(0, now - loop.inFlight.sinceMs) }
+        : null,
+      retries: loop.retries.map((r) => ({
+        key: r.key,
+        failures: r.failures,
+        dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
+      })),
+      nextResyncInMs:
+        loop.nextResyncAtMs === undefined ? null : Math.max(0, loop.nextResyncAtMs - now),
+    },
+    reflector: {
+      phase: reflector.phase,
+      healthy: reflector.healthy,
+      cursor: reflector.cursor ?? null,
+      lastError: reflector.lastError ?? null,
+    },
+    leader: plane.leader(),
+    coordinator: {
+      leading: coordinator.leading,
+      acting: coordinator.acting,
+      cellsSynced: coordinator.cellsSynced,
+      running: state.running,
+      runningId: state.runningId ?? null,
+      pendingReasons: state.pendingReasons,
+      consecutiveFailures: state.consecutiveFailures,
+      lastCompleted: state.lastCompleted
+        ? {
+            id: state.lastCompleted.id,
+            result: state.lastCompleted.result,
+            agoMs: Math.max(0, now - state.lastCompleted.atMs),
+          }
+        : null,
+      lastError: state.lastError
+        ? { phase: state.lastError.phase, message: state.lastError.message }
+        : null,
+    },
+  };
+}
+
+export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = async (
+  app,
+  { plane },
+) => {
+  app.get(
+    '/',
+    {
+      schema: {
+        summary: 'Status page (HTML)',
+        description:
+          'A page for people, e.g. after `kubectl port-forward`: pools with alive/total cells, each cell with its state, why it is not alive, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy.',
+        tags: ['observability'],
+        response: {
+          200: {
+            description: 'The status page, `text/html; charset=utf-8`.',
+            content: { 'text/html': { schema: z.string() } },
+          },
+          500: errorSchema,
+        },
+      },
+    },
+    async (_request, reply) =>
+      reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', STATUS_PAGE_CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer')
+        .header('cache-control', 'no-store')
+        .send(renderStatusPage(statusPageData(plane))),
+  );
+};

@@ -1,0 +1,392 @@
+/**
+ * discovery.k8s.io/v1 EndpointSlices: LIST by label selector (one namespace or all), server-side
+ * apply of one slice, DELETE of one slice with a uid precondition.
+ *
+ * Requests go over plain `node:http(s)` with the connection ./connection.ts builds from
+ * client-node's kubeconfig handling (auth, TLS), as the Lease lock does. Every request has a
+ * bounded timeout and honours the caller's signal. Errors name the verb, the object and the
+ * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
+ * into a log line or an event.
+ */
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import http from 'node:http';
+import https from 'node:https';
+import { statusFromResponse } from './api-errors.js';
+import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
+
+const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
+
+/** The field manager of every apply: the owner of the fields the controller writes. */
+export const ENDPOINTSLICE_FIELD_MANAGER = 'pool-controller';
+/** 10 s per request: an apply or a page of slices is small; a slower answer is a stuck server. */
+export const ENDPOINTSLICE_REQUEST_TIMEOUT_MS = 10_000;
+/** Slices per LIST page: a controller's slices are few; paging only bounds a surprise. */
+export const ENDPOINTSLICE_LIST_PAGE_SIZE = 500;
+/** A page of 500 slices of a few KiB each fits easily; anything bigger is refused, not buffered. */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export type EndpointSliceAddressType = 'IPv4' | 'IPv6' | 'FQDN';
+
+export interface EndpointSliceEndpoint {
+  addresses: string[];
+  conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean };
+  hostname?: string;
+  targetRef?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+export interface EndpointSlicePort {
+  name?: string;
+  port?: number;
+  protocol?: string;
+  appProtocol?: string;
+}
+
+/** An EndpointSlice as written (`apply`) or read (`list`): the fields the sink compares. */
+export interface EndpointSlice {
+  metadata: {
+    name: string;
+    namespace: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+  };
+  addressType: EndpointSliceAddressType;
+  endpoints: EndpointSliceEndpoint[];
+  ports: EndpointSlicePort[];
+}
+
+/** What the sink needs of the API; the fake in the unit tests speaks HTTP to the real class. */
+export interface EndpointSliceApi {
+  /** Every slice matching `labelSelector` in `namespace`, or in all namespaces when undefined. */
+  list(
+    namespace: string | undefined,
+    labelSelector: string,
+    signal: AbortSignal,
+  ): Promise<EndpointSlice[]>;
+  /** Server-side apply (force, strict field validation); resolves with the stored slice. */
+  apply(slice: EndpointSlice, signal: AbortSignal): Promise<EndpointSlice>;
+  /**
+   * Deletes `namespace/name`, only if its uid is still `uid` (when given). Resolves `false` when
+   * the slice was already gone.
+   */
+  delete(
+    namespace: string,
+    name: string,
+    uid: string | undefined,
+    signal: AbortSignal,
+  ): Promise<boolean>;
+}
+
+/** The API server refused an EndpointSlice request (any non-2xx answer but a DELETE's 404). */
+export class EndpointSliceApiError extends Error {
+  override readonly name = 'EndpointSliceApiError';
+  constructor(
+    readonly verb: 'LIST' | 'APPLY' | 'DELETE',
+    readonly target: string,
+    readonly statusCode: number,
+    readonly reason: string | undefined,
+    detail: string | undefined,
+  ) {
+    super(
+      `${verb} EndpointSlice ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
+    );
+  }
+}
+
+/** A 2xx answer that is not what was asked for (not JSON, not a slice, not a list). */
+export class MalformedEndpointSliceError extends Error {
+  override readonly name = 'MalformedEndpointSliceError';
+}
+
+export interface KubernetesEndpointSliceApiOptions {
+  connection: ApiConnection;
+  /** Per request; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
+
+interface Answer {
+  statusCode: number;
+  body: string;
+  retryAfter: string | undefined;
+}
+
+type JsonObject = Record<string, unknown>;
+
+function isRecord(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export class KubernetesEndpointSliceApi implements EndpointSliceApi {
+  readonly #connection: ApiConnection;
+  readonly #timeoutMs: number;
+
+  constructor(options: KubernetesEndpointSliceApiOptions) {
+    this.#connection = options.connection;
+    this.#timeoutMs = options.timeoutMs ?? ENDPOINTSLICE_REQUEST_TIMEOUT_MS;
+    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  }
+
+  async list(
+    namespace: string | undefined,
+    labelSelector: string,
+    signal: AbortSignal,
+  ): Promise<EndpointSlice[]> {
+    const collection = collectionPath(namespace);
+    const target = `${namespace ?? '*'}/*`;
+    const slices: EndpointSlice[] = [];
+    let continueToken: string | undefined;
+    do {
+      const query = new URLSearchParams({
+        labelSelector,
+        limit: String(ENDPOINTSLICE_LIST_PAGE_SIZE),
+      });
+      if (continueToken) query.set('continue', continueToken);
+      const answer = await this.#request(
+        'GET',
+        `${collection}?${query}`,
+        undefined,
+        signal,
+        target,
+      );
+      expect('LIST', target, answer, [200]);
+      const list = parseJson(answer.body, 'EndpointSliceList');
+      if (!isRecord(list) || !Array.isArray(list.items)) {
+        throw new MalformedEndpointSliceError('EndpointSlice LIST response has no items');
+      }
+      for (const item of list.items) slices.push(parseEndpointSlice(item));
+      const metadata = isRecord(list.metadata) ? list.metadata : {};
+      continueToken =
+        typeof metadata.continue === 'string' && metadata.continue ? metadata.continue : undefined;
+    } while (continueToken);
+    return slices;
+  }
+
+  async apply(slice: EndpointSlice, signal: AbortSignal): Promise<EndpointSlice> {
+    const { namespace, name } = slice.metadata;
+    const target = `${namespace}/${name}`;
+    const query = new URLSearchParams({
+      fieldManager: ENDPOINTSLICE_FIELD_MANAGER,
+      force: 'true',
+      fieldValidation: 'Strict',
+    });
+    const body = {
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name,
+        namespace,
+        ...(slice.metadata.labels ? { labels: slice.metadata.labels } : {}),
+      },
+      addressType: slice.addressType,
+      endpoints: slice.endpoints,
+      ports: slice.ports,
+    };
+    const answer = await this.#request(
+      'PATCH',
+      `${itemPath(namespace, name)}?${query}`,
+      body,
+      signal,
+      target,
+    );
+    expect('APPLY', target, answer, [200, 201]);
+    return parseEndpointSlice(parseJson(answer.body, 'EndpointSlice'));
+  }
+
+  async delete(
+    namespace: string,
+    name: string,
+    uid: string | undefined,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    const target = `${namespace}/${name}`;
+    const body = {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      ...(uid ? { preconditions: { uid } } : {}),
+    };
+    const answer = await this.#request('DELETE', itemPath(namespace, name), body, signal, target);
+    if (answer.statusCode === 404) return false;
+    expect('DELETE', target, answer, [200, 202]);
+    return true;
+  }
+
+  /** One request with an optional JSON body; resolves with any status, rejects on transport errors. */
+  async #request(
+    method: 'GET' | 'PATCH' | 'DELETE',
+    path: string,
+    body: unknown,
+    signal: AbortSignal,
+    target: string,
+  ): Promise<Answer> {
+    signal.throwIfAborted();
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = AbortSignal.any([signal, timeout]);
+    const verb = method === 'GET' ? 'LIST' : method === 'PATCH' ? 'APPLY' : 'DELETE';
+    const failure = (error: unknown): unknown => {
+      if (signal.aborted) return signal.reason;
+      if (timeout.aborted) {
+        return new Error(`${verb} EndpointSlice ${target}: no answer within ${this.#timeoutMs} ms`);
+      }
+      const detail = error instanceof Error ? error.message : String(error);
+      return new Error(`${verb} EndpointSlice ${target}: ${detail}`, { cause: error });
+    };
+    let prepared: Awaited<ReturnType<ApiConnection['requestOptions']>>;
+    try {
+      prepared = await this.#connection.requestOptions();
+    } catch (error) {
+      throw failure(error);
+    }
+    const agent = prepared.agent as { destroy?: () => void } | undefined;
+    let request: ClientRequest | undefined;
+    try {
+      combined.throwIfAborted();
+      const url = new URL(this.#connection.server);
+      const [pathname, search] = path.split('?', 2) as [string, string | undefined];
+      url.pathname = `${url.pathname.replace(/\/+$/, '')}${pathname}`;
+      if (search) url.search = search;
+      const transport = url.protocol === 'http:' ? http : https;
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers: Record<string, string | number> = {
+        ...(prepared.headers as Record<string, string>),
+        Accept: 'application/json',
+      };
+      if (payload !== undefined) {
+        headers['Content-Type'] =
+          method === 'PATCH' ? 'application/apply-patch+yaml' : 'application/json';
+        headers['Content-Length'] = Buffer.byteLength(payload);
+      }
+      return await new Promise<Answer>((resolve, reject) => {
+        request = transport.request(url, { ...prepared, method, headers, signal: combined });
+        request.on('response', (response: IncomingMessage) => {
+          readBody(response).then(
+            (text) => {
+              const retryAfter = response.headers['retry-after'];
+              resolve({
+                statusCode: response.statusCode ?? 0,
+                body: text,
+                retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+              });
+            },
+            (error: unknown) =>
+              reject(error instanceof MalformedEndpointSliceError ? error : failure(error)),
+          );
+        });
+        request.on('error', (error) => reject(failure(error)));
+        request.end(payload);
+      });
+    } catch (error) {
+      if (error instanceof MalformedEndpointSliceError) throw error;
+      if (combined.aborted) throw failure(error);
+      throw error;
+    } finally {
+      request?.destroy();
+      agent?.destroy?.();
+    }
+  }
+}
+
+function collectionPath(namespace: string | undefined): string {
+  return namespace === undefined
+    ? `${ENDPOINTSLICES_API}/endpointslices`
+    : `${ENDPOINTSLICES_API}/namespaces/${encodeURIComponent(namespace)}/endpointslices`;
+}
+
+function itemPath(namespace: string, name: string): string {
+  return `${collectionPath(namespace)}/${encodeURIComponent(name)}`;
+}
+
+function expect(
+  verb: 'LIST' | 'APPLY' | 'DELETE',
+  target: string,
+  answer: Answer,
+  ok: number[],
+): void {
+  if (ok.includes(answer.statusCode)) return;
+  const status = statusFromResponse(answer.statusCode, answer.body, answer.retryAfter);
+  throw new EndpointSliceApiError(verb, target, answer.statusCode, status.reason, status.message);
+}
+
+function parseJson(body: string, what: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch (error) {
+    throw new MalformedEndpointSliceError(
+      `${what} response is not JSON: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/** Reads a response body, refusing one too big to be a page of slices or a Status. */
+async function readBody(response: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of response as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > MAX_BODY_BYTES) {
+      throw new MalformedEndpointSliceError('EndpointSlice response is too large');
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** One slice as the server returned it: the compared fields, leniently (absent lists are empty). */
+export function parseEndpointSlice(value: unknown): EndpointSlice {
+  if (!isRecord(value) || !isRecord(value.metadata)) {
+    throw new MalformedEndpointSliceError('EndpointSlice has no metadata');
+  }
+  const metadata = value.metadata;
+  if (typeof metadata.name !== 'string' || typeof metadata.namespace !== 'string') {
+    throw new MalformedEndpointSliceError('EndpointSlice has no metadata.name or namespace');
+  }
+  const addressType = value.addressType;
+  if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') {
+    throw new MalformedEndpointSliceError(
+      `EndpointSlice ${metadata.namespace}/${metadata.name} has addressType ${JSON.stringify(addressType)}`,
+    );
+  }
+  const labels: Record<string, string> = {};
+  if (isRecord(metadata.labels)) {
+    for (const [key, label] of Object.entries(metadata.labels)) {
+      if (typeof label === 'string') labels[key] = label;
+    }
+  }
+  const endpoints: EndpointSliceEndpoint[] = [];
+  for (const endpoint of Array.isArray(value.endpoints) ? value.endpoints : []) {
+    if (!isRecord(endpoint)) continue;
+    const addresses = Array.isArray(endpoint.addresses)
+      ? endpoint.addresses.filter((a): a is string => typeof a === 'string')
+      : [];
+    endpoints.push({ ...endpoint, addresses });
+  }
+  const ports: EndpointSlicePort[] = [];
+  for (const port of Array.isArray(value.ports) ? value.ports : []) {
+    if (isRecord(port)) ports.push(port as EndpointSlicePort);
+  }
+  return {
+    metadata: {
+      name: metadata.name,
+      namespace: metadata.namespace,
+      ...(typeof metadata.uid === 'string' ? { uid: metadata.uid } : {}),
+      ...(typeof metadata.resourceVersion === 'string'
+        ? { resourceVersion: metadata.resourceVersion }
+        : {}),
+      labels,
+    },
+    addressType,
+    endpoints,
+    ports,
+  };
+}
+
+/** The EndpointSlice API of the configured cluster (kubeconfig, in-cluster, context). */
+export async function connectEndpointSliceApi(
+  options: ClusterOptions & { timeoutMs?: number } = {},
+): Promise<KubernetesEndpointSliceApi> {
+  const { timeoutMs, ...cluster } = options;
+  return new KubernetesEndpointSliceApi({
+    connection: await loadApiConnection(cluster),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  });
+}

@@ -1,0 +1,171 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  checkClusterConfig,
+  KubeConfigError,
+  loadApiConnection,
+} from '../../src/kubernetes/connection.js';
+
+const PASSWORD = 'hunter2-very-secret';
+const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.tok-SECRET-payload';
+
+function dir(): string {
+  return mkdtempSync(join(tmpdir(), 'pool-controller-connection-'));
+}
+
+function file(content: string): string {
+  const path = join(dir(), 'config');
+  writeFileSync(path, content);
+  return path;
+}
+
+function kubeconfig(cluster: string[], context = 'c'): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    `current-context: ${context}`,
+    'clusters:',
+    '- name: k',
+    '  cluster:',
+    ...cluster.map((line) => `    ${line}`),
+    'users:',
+    '- name: u',
+    '  user:',
+    `    token: ${TOKEN}`,
+    'contexts:',
+    '- name: c',
+    '  context:',
+    '    cluster: k',
+    '    user: u',
+    '',
+  ].join('\n');
+}
+
+/** A kubeconfig whose line 8 is badly indented, right below a password and a token. */
+const SYNTAX_ERROR = [
+  'apiVersion: v1',
+  'kind: Config',
+  'users:',
+  '- name: u',
+  '  user:',
+  `    password: ${PASSWORD}`,
+  `    token: ${TOKEN}`,
+  '   bad: [indent',
+  'clusters: []',
+  '',
+].join('\n');
+
+async function failure(promise: Promise<unknown>): Promise<KubeConfigError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(KubeConfigError);
+  return error as KubeConfigError;
+}
+
+function expectNoSecrets(error: Error): void {
+  const everything = `${error.message}\n${error.stack}\n${JSON.stringify(error)}\n${String(error.cause)}`;
+  expect(everything).not.toContain(PASSWORD);
+  expect(everything).not.toContain('tok-SECRET');
+  expect(error.message).not.toContain('\n');
+  expect(error.cause).toBeUndefined();
+}
+
+describe('loadApiConnection: errors never quote the kubeconfig', () => {
+  it('reduces a YAML syntax error to the file, the line and the kind of error', async () => {
+    const path = file(SYNTAX_ERROR);
+    const error = await failure(loadApiConnection({ kubeconfigPath: path }));
+    expectNoSecrets(error);
+    expect(error.message).toBe(
+      `cannot read kubeconfig ${path}: YAML syntax error at line 8, column 4: bad indentation of a mapping entry`,
+    );
+  });
+
+  it('does the same for a kubeconfig found through KUBECONFIG', async () => {
+    const path = file(SYNTAX_ERROR);
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = path;
+    try {
+      const error = await failure(loadApiConnection({}));
+      expectNoSecrets(error);
+      expect(error.message).toContain('YAML syntax error at line 8');
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
+  });
+});
+
+describe('checkClusterConfig', () => {
+  it('accepts a usable kubeconfig and contacts no server', async () => {
+    await expect(
+      checkClusterConfig({
+        kubeconfigPath: file(
+          kubeconfig(['server: http://127.0.0.1:1', 'insecure-skip-tls-verify: true']),
+        ),
+      }),
+    ).resolves.toBeUndefined();
+  });
+
+  it('refuses a syntax error, naming the line', async () => {
+    const error = await failure(checkClusterConfig({ kubeconfigPath: file(SYNTAX_ERROR) }));
+    expectNoSecrets(error);
+    expect(error.message).toMatch(/YAML syntax error at line 8, column 4/);
+  });
+
+  it('refuses an empty file', async () => {
+    const path = file('');
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expect(error.message).toBe(`cannot read kubeconfig ${path}: the file is empty`);
+  });
+
+  it('refuses a file with only comments as not a kubeconfig', async () => {
+    const path = file('# nothing here\n');
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expect(error.message).toBe(
+      `cannot read kubeconfig ${path}: not a kubeconfig document (empty, or not a YAML mapping)`,
+    );
+  });
+
+  it('refuses a directory', async () => {
+    const path = dir();
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expect(error.message).toBe(`cannot read kubeconfig ${path}: it is a directory, not a file`);
+  });
+
+  it('refuses a file that does not exist', async () => {
+    const path = join(dir(), 'missing');
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expect(error.message).toBe(`cannot read kubeconfig ${path}: no such file (ENOENT)`);
+  });
+
+  it('refuses a path below a file (unreadable as a kubeconfig, whoever runs it)', async () => {
+    const parent = file('x');
+    const error = await failure(checkClusterConfig({ kubeconfigPath: join(parent, 'config') }));
+    expect(error.message).toMatch(/a parent of the path is not a directory \(ENOTDIR\)$/);
+  });
+
+  it('refuses an unknown --context, listing the ones there are', async () => {
+    const path = file(kubeconfig(['server: https://127.0.0.1:1']));
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path, context: 'elsewhere' }));
+    expect(error.message).toBe('context "elsewhere" is not in the kubeconfig (it has: c)');
+  });
+
+  it('refuses a plain-http server without insecure-skip-tls-verify (a permanent error)', async () => {
+    const path = file(kubeconfig(['server: http://127.0.0.1:1']));
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expectNoSecrets(error);
+    expect(error.message).toBe(
+      'cannot prepare requests to http://127.0.0.1:1: HTTP protocol is not allowed when skipTLSVerify is not set or false',
+    );
+  });
+
+  it('refuses a current-context that names nothing', async () => {
+    const path = file(kubeconfig(['server: https://127.0.0.1:1'], 'gone'));
+    const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
+    expect(error.message).toMatch(/no usable current context \(current-context: "gone"\)/);
+  });
+});

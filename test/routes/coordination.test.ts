@@ -1,0 +1,361 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { formatSseEvent } from '../../src/service/event-stream.js';
+import { LeaseLeadership } from '../../src/service/leadership.js';
+import type { FakeClock } from '../support/fake-clock.js';
+import { settle } from '../support/fake-clock.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeSink, targetStatus } from '../support/fake-sink.js';
+import { lwsPod } from '../support/lws-pod.js';
+import {
+  closeAll,
+  type Harness,
+  type HarnessOptions,
+  harness,
+  upsert,
+  WALL_CLOCK_MS,
+} from '../support/service-harness.js';
+
+const streams: IncomingMessage[] = [];
+afterEach(async () => {
+  for (const s of streams.splice(0)) s.destroy();
+  await closeAll();
+});
+
+function leaseLeadership(store: FakeLeaseStore) {
+  return (hooks: Parameters<NonNullable<HarnessOptions['leadership']>>[0], clock: FakeClock) =>
+    new LeaseLeadership({
+      lock: new FakeLeaseLock(store, () => clock.now(), 'pools/pool-controller'),
+      identity: 'a_1',
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      hooks,
+      clock,
+      wallClock: () => new Date(WALL_CLOCK_MS + clock.now()),
+    });
+}
+
+/** A Lease someone else holds and renewed just now (from where this replica stands). */
+function heldByOther(): FakeLeaseStore {
+  const store = new FakeLeaseStore();
+  store.put({
+    holderIdentity: 'b_2',
+    leaseDurationSeconds: 15,
+    acquireTime: '2025-06-01T11:00:00.000000Z',
+    renewTime: '2025-06-01T11:00:00.000000Z',
+    leaseTransitions: 0,
+  });
+  return store;
+}
+
+const ROUTED = {
+  pools: [
+    {
+      namespace: 'ns',
+      pool: 'engine',
+      cells: [{ cell: 'engine-00000', generation: expect.any(String), address: '10.0.0.1:30000' }],
+    },
+  ],
+};
+
+describe('GET /api/v1/leader', () => {
+  it('shows this replica leading its Lease, since when', async () => {
+    const { app, clock, start } = await harness({
+      start: false,
+      leadership: leaseLeadership(new FakeLeaseStore()),
+    });
+    expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
+      identity: 'a_1',
+      leading: false,
+      leader: null,
+      lease: 'pools/pool-controller',
+      since: null,
+    });
+    await clock.advance(3_000);
+    await start([lwsPod()]);
+    const res = await app.inject({ url: '/api/v1/leader' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      identity: 'a_1',
+      leading: true,
+      leader: 'a_1',
+      lease: 'pools/pool-controller',
+      since: '2025-06-01T12:00:03.000Z',
+    });
+  });
+
+  it('on a follower names the leader and leaves since empty', async () => {
+    const { app } = await harness({ leadership: leaseLeadership(heldByOther()) });
+    expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
+      identity: 'a_1',
+      leading: false,
+      leader: 'b_2',
+      lease: 'pools/pool-controller',
+      since: null,
+    });
+  });
+
+  it('without a Lease shows this process leading alone', async () => {
+    const { app } = await harness();
+    const body = (await app.inject({ url: '/api/v1/leader' })).json();
+    expect(body).toMatchObject({ leading: true, lease: null });
+    expect(body.leader).toBe(body.identity);
+    expect(body.identity).toMatch(/_[0-9a-f]{10}$/);
+    expect(new Date(body.since).toISOString()).toBe(body.since);
+  });
+});
+
+describe('GET /api/v1/coordinator', () => {
+  it("on the leader shows the coordinator's last run and the desired state it deployed", async () => {
+    const { app } = await harness({ pods: [lwsPod()], driftIntervalMs: null });
+    const res = await app.inject({ url: '/api/v1/coordinator' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      source: 'kubernetes',
+      leading: true,
+      acting: true,
+      cellsSynced: true,
+      state: {
+        running: false,
+        runningId: null,
+        pendingReasons: [],
+        consecutiveFailures: 0,
+        nextRetryAtMs: null,
+        lastCompleted: { id: 1, result: 'success', atMs: 0 },
+        lastError: null,
+      },
+      desired: ROUTED,
+    });
+  });
+
+  it('shows a failed run: its phase and message, and when the retry is due', async () => {
+    const sink = new FakeSink();
+    sink.failNext(new Error('router unreachable'));
+    const { app } = await harness({ pods: [lwsPod()], sinks: () => [sink] });
+    const { state } = (await app.inject({ url: '/api/v1/coordinator' })).json();
+    expect(state).toMatchObject({
+      consecutiveFailures: 1,
+      nextRetryAtMs: 1_000,
+      lastCompleted: { id: 1, result: 'failure' },
+      lastError: { phase: 'deploy', message: 'deploy failed: router unreachable' },
+    });
+  });
+
+  it('shows the run in flight', async () => {
+    const sink = new FakeSink();
+    const held = sink.hangNext();
+    const { app } = await harness({ pods: [lwsPod()], sinks: () => [sink] });
+    await held.called;
+    const { state } = (await app.inject({ url: '/api/v1/coordinator' })).json();
+    expect(state).toMatchObject({ running: true, runningId: 1, lastCompleted: null });
+    held.release();
+  });
+
+  it('on a follower renders the desired state locally, the same as the leader would', async () => {
+    const sink = new FakeSink();
+    const { app } = await harness({
+      pods: [lwsPod()],
+      leadership: leaseLeadership(heldByOther()),
+      sinks: () => [sink],
+    });
+    const body = (await app.inject({ url: '/api/v1/coordinator' })).json();
+    expect(body).toMatchObject({ leading: false, acting: false, cellsSynced: true });
+    expect(body.state).toMatchObject({ running: false, lastCompleted: null });
+    expect(body.desired).toEqual(ROUTED);
+    expect(sink.calls).toHaveLength(0);
+  });
+
+  it('has no desired state before the cells have synced', async () => {
+    const { app } = await harness({ start: false });
+    const body = (await app.inject({ url: '/api/v1/coordinator' })).json();
+    expect(body).toMatchObject({ cellsSynced: false, acting: false, desired: null });
+  });
+});
+
+describe('GET /api/v1/sinks', () => {
+  it('lists every target of every sink', async () => {
+    const sink = new FakeSink();
+    sink.statuses = [
+      targetStatus({
+        desired: ['http://10.0.0.1:30000'],
+        actual: ['http://10.0.0.1:30000'],
+        lastAppliedAt: '2025-06-01T12:00:00.000Z',
+      }),
+    ];
+    const { app } = await harness({ pods: [lwsPod()], sinks: () => [sink] });
+    const res = await app.inject({ url: '/api/v1/sinks' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ source: 'kubernetes', sinks: sink.statuses });
+  });
+
+  it('is empty with no sink configured', async () => {
+    const { app } = await harness();
+    expect((await app.inject({ url: '/api/v1/sinks' })).json()).toEqual({
+      source: 'kubernetes',
+      sinks: [],
+    });
+  });
+});
+
+/** An SSE client on a real socket: collects the text it receives. */
+async function connect(h: Harness, path = '/api/v1/events') {
+  const address = h.app.server.address() as AddressInfo | null;
+  if (!address) await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = h.app.server.address() as AddressInfo;
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path }, resolve).on('error', reject).end();
+  });
+  streams.push(response);
+  let text = '';
+  let ended = false;
+  const waiters: Array<() => void> = [];
+  const wake = () => {
+    for (const w of waiters.splice(0)) w();
+  };
+  response.setEncoding('utf8');
+  response.on('data', (chunk: string) => {
+    text += chunk;
+    wake();
+  });
+  response.on('end', () => {
+    ended = true;
+    wake();
+  });
+  response.on('close', () => {
+    ended = true;
+    wake();
+  });
+  const client = {
+    response,
+    get text() {
+      return text;
+    },
+    get ended() {
+      return ended;
+    },
+    /** Resolves once the received text satisfies `check` (or the stream ends). */
+    async until(check: (text: string) => boolean): Promise<string> {
+      while (!check(text) && !ended) {
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+      return text;
+    },
+  };
+  await client.until((t) => t.includes('\n\n'));
+  return client;
+}
+
+describe('GET /api/v1/events', () => {
+  it('refuses an unknown type in ?types= with 400, naming it', async () => {
+    const { app } = await harness();
+    const res = await app.inject({ url: '/api/v1/events?types=cell.changed,cell.exploded' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ status: 400, error: 'Bad Request' });
+    expect(res.json().message).toContain('unknown event type "cell.exploded"');
+  });
+
+  it('streams text/event-stream: the retry field, then id, event and data for every event', async () => {
+    const h = await harness({ pods: [lwsPod()], driftIntervalMs: null });
+    const client = await connect(h);
+    expect(client.response.statusCode).toBe(200);
+    expect(client.response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect(client.response.headers['cache-control']).toBe('no-cache, no-transform');
+    expect(client.text).toBe('retry: 2000\n: connected; heartbeat every 15s\n\n');
+
+    await h.push(upsert(lwsPod({ ready: false })));
+    const text = await client.until((t) => t.includes('event: reconciliation.completed'));
+    const messages = text.split('\n\n').filter((m) => m.startsWith('id: '));
+    expect(messages.map((m) => m.split('\n')[1])).toEqual([
+      'event: cell.changed',
+      'event: reconciliation.triggered',
+      'event: reconciliation.started',
+      'event: phase.completed',
+      'event: phase.completed',
+      'event: phase.completed',
+      'event: reconciliation.completed',
+    ]);
+    expect(messages.map((m) => m.split('\n')[0])).toEqual(
+      ['1', '2', '3', '4', '5', '6', '7'].map((id) => `id: ${id}`),
+    );
+    const changed = JSON.parse(messages[0]!.split('\n')[2]!.slice('data: '.length));
+    expect(changed).toMatchObject({
+      type: 'cell.changed',
+      cell: 'engine-00000',
+      pool: 'engine',
+      alive: false,
+      address: '10.0.0.1:30000',
+    });
+  });
+
+  it('sends only the types asked for', async () => {
+    const h = await harness({ pods: [lwsPod()], driftIntervalMs: null });
+    const client = await connect(h, '/api/v1/events?types=reconciliation.started,cell.changed');
+    await h.push(upsert(lwsPod({ ready: false })));
+    const text = await client.until((t) => t.includes('event: reconciliation.started'));
+    expect(text.match(/^event: .*$/gm)).toEqual([
+      'event: cell.changed',
+      'event: reconciliation.started',
+    ]);
+  });
+
+  it('sends a heartbeat comment every 15 s by the fake clock', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    const client = await connect(h);
+    await h.clock.advance(14_999);
+    await settle();
+    expect(client.text).not.toContain(': heartbeat');
+    await h.clock.advance(1);
+    await client.until((t) => t.includes(': heartbeat\n\n'));
+    await h.clock.advance(15_000);
+    const text = await client.until((t) => t.split(': heartbeat').length === 3);
+    expect(text.split(': heartbeat')).toHaveLength(3);
+  });
+
+  it('tells a client that fell behind how many events it lost, and counts them in the metric', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    const client = await connect(h, '/api/v1/events?types=leader.changed');
+    // Published in one go, faster than any client can read: the subscription keeps the newest 2048.
+    for (let i = 0; i < 2_100; i += 1) {
+      h.service.bus.publish({ type: 'leader.changed', identity: `r${i}` });
+    }
+    const text = await client.until((t) => t.includes('"identity":"r2099"'));
+    expect(text).toContain(
+      formatSseEvent(1, 'events.dropped', {
+        type: 'events.dropped',
+        dropped: 52,
+        totalDropped: 52,
+      }),
+    );
+    expect(text).toContain(
+      formatSseEvent(2, 'leader.changed', { type: 'leader.changed', identity: 'r52' }),
+    );
+    expect(text).not.toContain('"identity":"r51"');
+    const metrics = await h.app.inject({ url: '/metrics' });
+    expect(metrics.body).toContain('pool_controller_events_dropped_total{subscriber="sse"} 52');
+  });
+
+  it('gives each client its own subscription, and drops it when the client goes away', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    const a = await connect(h);
+    const b = await connect(h);
+    expect(h.service.bus.subscriberCount).toBe(2);
+    a.response.destroy();
+    while (h.service.bus.subscriberCount > 1) await settle(1);
+    h.service.bus.publish({ type: 'leader.changed', identity: 'x' });
+    await b.until((t) => t.includes('event: leader.changed'));
+    expect(h.service.bus.subscriberCount).toBe(1);
+  });
+
+  it('ends open streams on closeEventStreams, so the server closes without waiting on them', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    const client = await connect(h);
+    h.service.beginShutdown();
+    h.service.closeEventStreams();
+    await client.until(() => false); // returns once the stream has ended
+    expect(client.ended).toBe(true);
+    await h.app.close();
+    expect(h.service.bus.subscriberCount).toBe(0);
+  });
+});

@@ -1,0 +1,238 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  escapeHtml,
+  renderStatusPage,
+  STATUS_PAGE_CSP,
+  type StatusPageData,
+} from '../../routes/status-page-html.js';
+import { SOURCE_HEADER } from '../../src/http/app.js';
+import { lwsPod } from '../support/lws-pod.js';
+import { closeAll, harness } from '../support/service-harness.js';
+
+afterEach(closeAll);
+
+/** Two engine cells (one alive, one with a not-ready worker) and a trainer cell. */
+function world() {
+  return [
+    lwsPod({ group: 0, worker: 0, size: 2, podIP: '10.0.0.1' }),
+    lwsPod({ group: 0, worker: 1, size: 2 }),
+    lwsPod({ group: 1, worker: 0, size: 2, podIP: '10.0.0.3' }),
+    lwsPod({ group: 1, worker: 1, size: 2, ready: false }),
+    lwsPod({ pool: 'trainer', group: 0, worker: 0, podIP: '10.0.0.9' }),
+  ];
+}
+
+/** The `<tr data-cell=…>` row of `key` in `html`. */
+function cellRow(html: string, key: string): string {
+  const match = html.match(new RegExp(`<tr data-cell="${key}"[^>]*>.*?</tr>`, 's'));
+  if (!match) throw new Error(`no row for ${key}`);
+  return match[0];
+}
+
+/** `'sha256-…'` of the one inline element `tag` of `html`. */
+function inlineHash(html: string, tag: 'script' | 'style'): string {
+  const bodies = [...html.matchAll(new RegExp(`<${tag}>(.*?)</${tag}>`, 'gs'))].map((m) => m[1]!);
+  expect(bodies).toHaveLength(1);
+  return `'sha256-${createHash('sha256').update(bodies[0]!, 'utf8').digest('base64')}'`;
+}
+
+describe('GET /', () => {
+  it('serves an HTML document with a strict CSP that allows exactly its inline script and style', async () => {
+    const { app } = await harness({ pods: world() });
+    const res = await app.inject({ url: '/' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers[SOURCE_HEADER]).toBe('kubernetes');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.body.startsWith('<!doctype html>')).toBe(true);
+
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toBe(STATUS_PAGE_CSP);
+    const directives = new Map(
+      csp.split(';').map((d) => {
+        const [name, ...values] = d.trim().split(/\s+/);
+        return [name!, values];
+      }),
+    );
+    expect(directives.get('default-src')).toEqual(["'none'"]);
+    expect(directives.get('script-src')).toEqual([inlineHash(res.body, 'script')]);
+    expect(directives.get('style-src')).toEqual([inlineHash(res.body, 'style')]);
+    expect(directives.get('connect-src')).toEqual(["'self'"]);
+    expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|\*|https?:/);
+  });
+
+  it('loads nothing from elsewhere and has no inline handlers or style attributes', async () => {
+    const { app } = await harness({ pods: world() });
+    const { body } = await app.inject({ url: '/' });
+    expect(body).not.toMatch(/\b(?:src|href)=/i);
+    expect(body).not.toMatch(/\son[a-z]+=/i);
+    expect(body).not.toMatch(/\sstyle=/i);
+    expect(body).not.toMatch(/https?:\/\//);
+  });
+
+  it('renders every cell with its state, reasons, generation and address, and every pool', async () => {
+    const { app, service } = await harness({ pods: world() });
+    const { body } = await app.inject({ url: '/' });
+
+    for (const cell of service.cells.list()) {
+      const row = cellRow(body, cell.key);
+      expect(row).toContain(`>${cell.id}<`);
+      expect(row).toContain(`data-alive="${cell.alive}"`);
+      expect(row).toContain(cell.generation);
+    }
+    const alive = cellRow(body, 'ns/engine-00000');
+    expect(alive).toContain('>alive<');
+    expect(alive).toContain('10.0.0.1:30000');
+    expect(alive).toContain('2 / 2');
+    const notAlive = cellRow(body, 'ns/engine-00001');
+    expect(notAlive).toContain('>not alive<');
+    expect(notAlive).toContain('PodsNotReady');
+    expect(notAlive).toContain('engine-1-1 is not ready');
+    expect(notAlive).toContain('1 / 2');
+
+    expect(body).toMatch(/<tr data-pool="ns\/engine">.*?1 \/ 2 alive.*?<\/tr>/s);
+    expect(body).toMatch(/<tr data-pool="ns\/trainer">.*?1 \/ 1 alive.*?<\/tr>/s);
+    expect(body).toContain('1 / 2 pools fully alive');
+  });
+
+  it('shows the queue, the reflector, leadership and the coordinator', async () => {
+    const { app, podSource, service } = await harness({ pods: world() });
+    podSource.current = {
+      ...podSource.current,
+      phase: 'backoff',
+      healthy: false,
+      lastError: 'watch 500',
+    };
+    const { body } = await app.inject({ url: '/' });
+    const section = (id: string) =>
+      body.match(new RegExp(`<div class="card" id="${id}">.*?</dl>`, 's'))![0];
+
+    expect(section('queue')).toMatch(/<dt>Depth<\/dt><dd>0<\/dd>/);
+    expect(section('queue')).toMatch(/<dt>In flight<\/dt><dd><span class="muted">nothing<\/span>/);
+    expect(section('queue')).toMatch(/<dt>Retries<\/dt><dd>0<\/dd>/);
+    expect(section('reflector')).toContain('>backoff<');
+    expect(section('reflector')).toContain('watch 500');
+    // The harness's service leads alone (no Lease); its coordinator is as the plane says.
+    const leader = service.leader();
+    expect(leader.leading).toBe(true);
+    expect(section('leadership')).toMatch(/<dt>Leading<\/dt><dd><span class="badge ok">yes</);
+    expect(section('leadership')).toContain(`<span class="mono">${leader.identity}</span>`);
+    expect(section('leadership')).toContain('none (leads alone)');
+    expect(section('leadership')).toContain(`<dd>${leader.since}</dd>`);
+    const coordinator = service.coordinator();
+    const yes = (v: boolean) => (v ? 'ok">yes' : 'warn">no');
+    expect(section('coordinator')).toContain(
+      `<dt>Acting</dt><dd><span class="badge ${yes(coordinator.acting)}<`,
+    );
+    expect(section('coordinator')).toContain(
+      `<dt>Cells synced</dt><dd><span class="badge ${yes(coordinator.cellsSynced)}<`,
+    );
+    expect(section('coordinator')).toContain(
+      `<dt>Failures in a row</dt><dd><span class="">${coordinator.state.consecutiveFailures}<`,
+    );
+    const last = coordinator.state.lastCompleted;
+    expect(section('coordinator')).toContain(last ? `#${last.id} ${last.result}, ` : 'none yet');
+  });
+
+  it('escapes names from the cluster: a hostile pool label and pod name stay text', async () => {
+    const hostile = '"><img src=x onerror=alert(1)><script>alert(2)</script>';
+    const { app } = await harness({
+      pods: [
+        lwsPod({ pool: hostile, group: 0, worker: 0, size: 2, podIP: '10.0.0.1' }),
+        lwsPod({ pool: hostile, group: 0, worker: 1, size: 2, ready: false, name: `w${hostile}` }),
+      ],
+    });
+    const cells = (await app.inject({ url: '/api/v1/cells' })).json().cells;
+    expect(cells).toHaveLength(1);
+    expect(cells[0].id).toContain('<script>');
+
+    const { body } = await app.inject({ url: '/' });
+    expect(body).not.toContain('<img');
+    expect(body).not.toContain('<script>alert');
+    expect(body.match(/<script>/g)).toHaveLength(1);
+    expect(body).toContain(escapeHtml(cells[0].id));
+    expect(body).toContain(`data-cell="${escapeHtml(cells[0].key)}"`);
+    expect(body).toContain(escapeHtml(`w${hostile} is not ready`));
+    expect(body).toContain('&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;');
+  });
+
+  it('says so when there are no cells yet', async () => {
+    const { app } = await harness({ start: false });
+    const { body, statusCode } = await app.inject({ url: '/' });
+    expect(statusCode).toBe(200);
+    expect(body).toContain('No cells yet.');
+    expect(body).toContain('No pools yet.');
+    expect(body).toMatch(/<dt>Synced<\/dt><dd><span class="badge warn">no</);
+  });
+});
+
+describe('openapi.yaml', () => {
+  it('documents GET / as text/html', async () => {
+    const doc = await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8');
+    expect(doc).toMatch(
+      /\n {2}\/:\n {4}get:\n {6}summary: Status page \(HTML\)[\s\S]*?\n {12}text\/html:/,
+    );
+  });
+});
+
+describe('renderStatusPage', () => {
+  const data: StatusPageData = {
+    source: 'simulated',
+    serverNowMs: 50_000,
+    renderedAt: '2025-06-01T12:00:00.000Z',
+    pools: [],
+    cells: [],
+    queue: {
+      synced: true,
+      depth: 4,
+      queued: ['ns/a', 'ns/b', 'ns/c', 'ns/d'],
+      inFlight: { key: 'ns/x', runningForMs: 1500 },
+      retries: [{ key: 'ns/y', failures: 3, dueInMs: 2500 }],
+      nextResyncInMs: null,
+    },
+    reflector: { phase: 'watching', healthy: true, cursor: '42', lastError: null },
+    leader: {
+      identity: 'pod-a_1',
+      leading: false,
+      leader: 'pod-b_2',
+      lease: 'ns/pool-controller',
+      since: null,
+    },
+    coordinator: {
+      leading: true,
+      acting: true,
+      cellsSynced: true,
+      running: true,
+      runningId: 8,
+      pendingReasons: ['drift'],
+      consecutiveFailures: 2,
+      lastCompleted: { id: 7, result: 'failure', agoMs: 3200 },
+      lastError: { phase: 'deploy', message: 'router <down>' },
+    },
+  };
+
+  it('shows in-flight work, retries, the observed leader and the last failed run', () => {
+    const html = renderStatusPage(data);
+    expect(html).toContain('ns/x for 1.5 s');
+    expect(html).toContain('ns/a, ns/b, ns/c, …');
+    expect(html).toContain('ns/y (3 failures, due in 2.5 s)');
+    expect(html).toContain('pod-b_2');
+    expect(html).toContain('ns/pool-controller');
+    expect(html).toContain('running #8');
+    expect(html).toContain('#7 failure, 3.2 s ago');
+    expect(html).toContain('deploy: router &lt;down&gt;');
+    expect(html).toContain('data-server-now="50000"');
+  });
+});
+
+describe('escapeHtml', () => {
+  it('escapes the five characters that can end text or an attribute', () => {
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
+  });
+});
