@@ -95,6 +95,7 @@ export class HttpPodApi implements PodApi {
   /** Pages of `limit` (0: one unpaged request) until the collection is complete. */
   async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
     const pods: Pod[] = [];
+    let pages = 0;
     let resourceVersion = '';
     let continueToken: string | undefined;
     do {
@@ -119,6 +120,8 @@ export class HttpPodApi implements PodApi {
       for (let index = 0; index < items.length; index += 1) {
         pods.push(readListItem(items[index], pods.length));
       }
+      pages += 1;
+      options.onPage?.({ pages, pods: pods.length });
       continueToken =
         typeof metadata.continue === 'string' && metadata.continue ? metadata.continue : undefined;
     } while (continueToken);

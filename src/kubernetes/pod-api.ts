@@ -17,6 +17,11 @@ export interface ListPodsOptions {
   signal: AbortSignal;
   /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
   onBytes?: (count: number) => void;
+  /**
+   * Hears each page once it is read and validated: pages and pods so far in this LIST (a
+   * fallback to an unpaged LIST after an expired continue token starts counting again).
+   */
+  onPage?: (progress: { pages: number; pods: number }) => void;
 }
 
 /** A complete, validated collection: every page read, every item a readable pod. */

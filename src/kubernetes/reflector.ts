@@ -29,6 +29,7 @@ import { type Pod, podKey } from './pod.js';
 import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   initialReflectorStats,
+  type ListProgress,
   type PodSourceStats,
   type ReflectorPhase,
 } from './pod-source-stats.js';
@@ -70,6 +71,9 @@ export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
  * failing, not recovering.
  */
 export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
+
+/** A long LIST logs its progress (pages, pods) at most this often, at info level. */
+export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
 
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
 export interface KubernetesReflectorOptions {
@@ -242,6 +246,7 @@ export class KubernetesReflector {
       ...this.#stats,
       relists: { ...this.#stats.relists },
       events: { ...this.#stats.events },
+      ...(this.#stats.listProgress ? { listProgress: { ...this.#stats.listProgress } } : {}),
     };
   }
 
@@ -294,8 +299,12 @@ export class KubernetesReflector {
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     this.#setCursor(undefined);
+    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
+    this.#stats.listProgress = progress;
     this.#enter('listing');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    const listStartedAt = this.#clock.now();
+    let loggedAt = listStartedAt;
     let list: PodList;
     try {
       list = await this.#api.listPods({
@@ -307,8 +316,22 @@ export class KubernetesReflector {
           watchdog.touch();
           this.#countBytes(count);
         },
+        onPage: ({ pages, pods }) => {
+          progress.pages = pages;
+          progress.pods = pods;
+          this.#notify();
+          const now = this.#clock.now();
+          if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
+            loggedAt = now;
+            this.#logger.info(
+              { pages, pods, elapsedMs: Math.round(now - listStartedAt) },
+              'reflector LIST in progress',
+            );
+          }
+        },
       });
     } catch (error) {
+      delete this.#stats.listProgress;
       if (signal.aborted) return STOPPED;
       const failure: ReflectorFailure = watchdog.timedOut
         ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
@@ -317,6 +340,7 @@ export class KubernetesReflector {
     } finally {
       await watchdog.release();
     }
+    delete this.#stats.listProgress;
     const objects = new Map<ObjectKey, Pod>();
     for (const pod of list.pods) objects.set(podKey(pod), pod);
     // Counted only once the LIST is complete: `lists` is what `..._lists_total` reports.

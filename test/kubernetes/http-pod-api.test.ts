@@ -42,14 +42,21 @@ describe('HttpPodApi LIST', () => {
   it('follows continue pages and returns every pod with the collection version', async () => {
     server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
     server.resourceVersion = '77';
+    const progress: Array<{ pages: number; pods: number }> = [];
     const list = await api.listPods({
       namespace: 'pools',
       labelSelector: 'app=engine',
       limit: 2,
       signal: signal(),
+      onPage: (page) => progress.push(page),
     });
     expect(names(list.pods)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(list.resourceVersion).toBe('77');
+    expect(progress).toEqual([
+      { pages: 1, pods: 2 },
+      { pages: 2, pods: 4 },
+      { pages: 3, pods: 5 },
+    ]);
     expect(server.requests.map((r) => [r.path, r.query])).toEqual([
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2' }],
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '2' }],
