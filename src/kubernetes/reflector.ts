@@ -116,6 +116,14 @@ export interface KubernetesReflectorOptions {
   logger?: Logger;
   /** Called after the stats changed; cheap to call often (the worker coalesces per turn). */
   onStatsChange?: () => void;
+  /**
+   * Hears each LIST page's pods as soon as the page is read and validated, before the LIST is
+   * complete, so a consumer can start moving them (the worker streams them to the main thread).
+   * They count only once the LIST's `replace` is yielded: `page === 1` starts a new LIST (a retry,
+   * a relist or a fallback to an unpaged LIST), voiding every page heard before it, and a LIST
+   * that fails yields nothing.
+   */
+  onListPage?: (pods: readonly Pod[], page: number) => void;
 }
 
 /**
@@ -192,6 +200,7 @@ export class KubernetesReflector {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
+  readonly #onListPage: ((pods: readonly Pod[], page: number) => void) | undefined;
   readonly #stats: PodSourceStats = initialReflectorStats();
   readonly #unhealthyAfterMs: number;
   /**
@@ -229,6 +238,7 @@ export class KubernetesReflector {
     this.#wallClock = options.wallClock ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#onStatsChange = options.onStatsChange ?? (() => {});
+    this.#onListPage = options.onListPage;
   }
 
   /**
@@ -316,9 +326,10 @@ export class KubernetesReflector {
           watchdog.touch();
           this.#countBytes(count);
         },
-        onPage: ({ pages, pods }) => {
+        onPage: ({ pages, pods }, items) => {
           progress.pages = pages;
           progress.pods = pods;
+          this.#onListPage?.(items, pages);
           this.#notify();
           const now = this.#clock.now();
           if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {

@@ -1002,14 +1002,14 @@ describe('KubernetesReflector: progress of a long LIST', () => {
       startedAtMs: 1_700_000_000_000,
     });
     const onPage = api.lists[0]?.options.onPage;
-    onPage?.({ pages: 1, pods: 500 });
+    onPage?.({ pages: 1, pods: 500 }, []);
     expect(reflector.stats().listProgress).toMatchObject({ pages: 1, pods: 500 });
     // Logged at info at most every LIST_PROGRESS_LOG_INTERVAL_MS (2 s).
     await clock.advance(2_000);
-    onPage?.({ pages: 2, pods: 1_000 });
-    onPage?.({ pages: 3, pods: 1_500 });
+    onPage?.({ pages: 2, pods: 1_000 }, []);
+    onPage?.({ pages: 3, pods: 1_500 }, []);
     await clock.advance(1_000);
-    onPage?.({ pages: 4, pods: 2_000 });
+    onPage?.({ pages: 4, pods: 2_000 }, []);
     const progressLines = logger.lines.filter((l) => l.msg === 'reflector LIST in progress');
     expect(progressLines).toEqual([
       {
