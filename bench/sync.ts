@@ -120,6 +120,8 @@ const log = (line: string): void => {
 interface RunResult {
   variant: Name;
   syncedMs: number;
+  /** From the process's start (module loading included; client-go: from main()). */
+  fromProcessStartMs: number;
   /** From the first LIST request reaching the server to synced: the sync without process warm-up. */
   listToSyncedMs: number;
   /** From the variant's start to its first LIST request (worker thread start, module loading). */
@@ -136,6 +138,7 @@ interface RunResult {
 interface Summary {
   variant: Name;
   syncedMs: number;
+  fromProcessStartMs: number;
   listToSyncedMs: number;
   startupMs: number;
   settledMs?: number;
@@ -215,6 +218,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
         result = {
           variant: name,
           syncedMs: peer.timeToSyncedMs,
+          fromProcessStartMs: peer.timeToSyncedMs,
           listToSyncedMs: peer.syncedAtMs - counts.firstListAtMs,
           startupMs: counts.firstListAtMs - peer.startedAtMs,
           heapBytesPerPod: peer.heapPerPodBytes,
@@ -237,6 +241,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
         result = {
           variant: name,
           syncedMs: variantResult.syncedMs,
+          fromProcessStartMs: variantResult.fromProcessStartMs,
           listToSyncedMs: variantResult.syncedAtMs - counts.firstListAtMs,
           startupMs: counts.firstListAtMs - variantResult.startedAtMs,
           settledMs: variantResult.settledMs,
@@ -261,6 +266,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
       loads.push(before);
       log(
         `run ${run} ${name.padEnd(9)} synced ${ms(result.syncedMs).padStart(8)}` +
+          ` (${ms(result.fromProcessStartMs)} from process start)` +
           ` (start-up ${ms(result.startupMs)}, ${ms(result.listToSyncedMs)} from LIST)` +
           `  heap/pod ${kib(result.heapBytesPerPod)}` +
           `${result.latency ? `  latency p50 ${ms(result.latency.p50Ms)} p99 ${ms(result.latency.p99Ms)} max ${ms(result.latency.maxMs)} (${result.latency.count})` : ''}` +
@@ -275,6 +281,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
     const summary: Summary = {
       variant: name,
       syncedMs: median(list.map((r) => r.syncedMs)),
+      fromProcessStartMs: median(list.map((r) => r.fromProcessStartMs)),
       listToSyncedMs: median(list.map((r) => r.listToSyncedMs)),
       startupMs: median(list.map((r) => r.startupMs)),
       heapBytesPerPod: median(list.map((r) => r.heapBytesPerPod)),
@@ -300,12 +307,12 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
     `${pods} pods, medians of ${runs} run(s); load average (1/5/15 min) before each: ${loads.join(' | ')}`,
   );
   log(
-    '| variant | time to synced | start-up | from first LIST | settled | longest stall (ticker / ELD max) | heap per cached pod | event latency p50 / p99 / max |',
+    '| variant | time to synced | from process start | start-up | from first LIST | settled | longest stall (ticker / ELD max) | heap per cached pod | event latency p50 / p99 / max |',
   );
-  log('|---|---|---|---|---|---|---|---|');
+  log('|---|---|---|---|---|---|---|---|---|');
   for (const summary of summaries.values()) {
     log(
-      `| ${labels[summary.variant]} | ${ms(summary.syncedMs)} | ${ms(summary.startupMs)} | ${ms(summary.listToSyncedMs)} | ` +
+      `| ${labels[summary.variant]} | ${ms(summary.syncedMs)} | ${ms(summary.fromProcessStartMs)} | ${ms(summary.startupMs)} | ${ms(summary.listToSyncedMs)} | ` +
         `${optMs(summary.settledMs)} | ` +
         `${summary.maxGapMs === undefined ? '—' : `${ms(summary.maxGapMs)} / ${optMs(summary.eldMaxMs)}`} | ` +
         `${kib(summary.heapBytesPerPod)} | ` +
@@ -347,10 +354,14 @@ const informer = at10k?.get('informer');
 const clientGo = at10k?.get('client-go');
 if (worker) {
   if (informer) {
-    const ratio = worker.syncedMs / informer.syncedMs;
+    // From each process's start: the informer's import of client-node counts as our worker's
+    // start-up (which loads client-node too) does. The variant-start ratio is shown beside it.
+    const ratio = worker.fromProcessStartMs / informer.fromProcessStartMs;
     verdicts.push({
-      target: `time to synced ≤ ${INFORMER_RATIO_TARGET}× client-node's informer (from start)`,
-      value: `${ratio.toFixed(2)}× (${ms(worker.syncedMs)} / ${ms(informer.syncedMs)})`,
+      target: `time to synced ≤ ${INFORMER_RATIO_TARGET}× client-node's informer (from process start)`,
+      value:
+        `${ratio.toFixed(2)}× (${ms(worker.fromProcessStartMs)} / ${ms(informer.fromProcessStartMs)}; ` +
+        `from the variant's start ${(worker.syncedMs / informer.syncedMs).toFixed(2)}×)`,
       pass: ratio <= INFORMER_RATIO_TARGET,
     });
   }
