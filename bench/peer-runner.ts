@@ -75,6 +75,8 @@ export interface ClientGoOptions {
   latencyEvents?: number;
   /** Default protobuf (with JSON accepted), what Kubernetes' own controllers set. */
   contentType?: string;
+  /** Client-side rate limit; absent: client-go's default (5 QPS, burst 10); negative: none. */
+  qps?: number;
 }
 
 export function runClientGo(
@@ -89,6 +91,7 @@ export function runClientGo(
     `-latency-events=${options.latencyEvents ?? 0}`,
   ];
   if (options.contentType) args.push(`-content-type=${options.contentType}`);
+  if (options.qps !== undefined) args.push(`-qps=${options.qps}`);
   return runLines<ClientGoResult>(binary, args, 'client-go peer', onReady);
 }
 

@@ -91,6 +91,11 @@ export interface VariantResult {
    */
   replaceApplyMs?: number;
   latency?: LatencyResult;
+  /**
+   * Worker variant: write → the driver taking the event from the worker's stream (the worker
+   * thread's decode and validation, the hop, the main side's decode, waiting for the driver).
+   */
+  latencyToDriver?: LatencyResult;
 }
 
 /**
@@ -218,7 +223,10 @@ function startGcObserver(): { stop: () => { scavenge: number; markCompact: numbe
  * asking for the next event: the loop applies an event synchronously in between, so this is the
  * main-thread task that applies the initial world.
  */
-function timingReplace(source: Source<Pod>): {
+function timingReplace(
+  source: Source<Pod>,
+  pulled?: LatencyRecorder,
+): {
   source: Source<Pod>;
   applyMs: () => number | undefined;
 } {
@@ -234,6 +242,10 @@ function timingReplace(source: Source<Pod>): {
           }
           const result = await inner.next();
           if (!result.done && result.value.type === 'replace') replacedAt = performance.now();
+          if (pulled && !result.done && result.value.type === 'upsert') {
+            const pod = result.value.object;
+            pulled.note(pod.metadata.name, pod.metadata.annotations, unixNowMs());
+          }
           return result;
         },
         return: async () => (await inner.return?.()) ?? { done: true, value: undefined },
@@ -243,7 +255,11 @@ function timingReplace(source: Source<Pod>): {
   return { source: timed, applyMs: () => applyMs };
 }
 
-async function startWorker(config: VariantConfig, latency: LatencyRecorder): Promise<Running> {
+async function startWorker(
+  config: VariantConfig,
+  latency: LatencyRecorder,
+  pulled: LatencyRecorder,
+): Promise<Running> {
   const source = new WorkerPodSource({
     kubeconfigPath: config.kubeconfig,
     namespace: config.namespace ?? ENGINE_NAMESPACE,
@@ -252,7 +268,7 @@ async function startWorker(config: VariantConfig, latency: LatencyRecorder): Pro
     ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
   });
   let reconciles = 0;
-  const timed = timingReplace(source.source);
+  const timed = timingReplace(source.source, pulled);
   // A trivial reconcile: read the cell's pods. (The loop's worker yields the event loop every few
   // milliseconds of back-to-back reconciles by itself.)
   const loop: ReconcileLoop<Pod> = new ReconcileLoop<Pod>({
@@ -350,9 +366,10 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
   const ticker = startTicker(t0);
   const gcs = startGcObserver();
   const latency = new LatencyRecorder();
+  const pulled = new LatencyRecorder();
   const running =
     name === 'worker'
-      ? await startWorker(config, latency)
+      ? await startWorker(config, latency, pulled)
       : name === 'parse'
         ? await startParse(config)
         : await startInformer(config, k8s as typeof import('@kubernetes/client-node'), latency);
@@ -395,6 +412,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
     await latency.wait(events, 60_000);
     result.latency = latencySummary(latency.latencies);
+    if (pulled.latencies.length > 0) result.latencyToDriver = latencySummary(pulled.latencies);
   }
   await running.close();
   return result;

@@ -23,6 +23,8 @@
  *
  * Options: `--pods N[,N…]` (10000; several sizes print a scaling table), `--runs N` (3),
  * `--variants worker,parse,informer,client-go`, `--latency-events N` (1000; 0: off),
+ * `--client-go-qps N` (client-go's client-side rate limit; default its own 5 QPS / burst 10,
+ * which throttles its paged LIST here to 10 pages at once, then 5 a second; `=-1`: none),
  * `--tail-ms N` (500), `--page-size N` / `--chunk N` (the source's `listPageSize` /
  * `replaceChunkSize`), `--node-flags "..."` (extra flags for the children), `--json` (raw
  * results), `--check` (exit 1 on a missed target; otherwise a benchmark always exits 0).
@@ -50,6 +52,7 @@ const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '10000' },
     'latency-events': { type: 'string', default: '1000' },
+    'client-go-qps': { type: 'string' },
     runs: { type: 'string', default: '3' },
     variants: { type: 'string', default: VARIANTS.join(',') },
     'tail-ms': { type: 'string', default: '500' },
@@ -205,6 +208,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
             namespace: ENGINE_NAMESPACE,
             selector: defaultSelector(LWS_LABELS),
             latencyEvents,
+            ...(values['client-go-qps'] ? { qps: Number(values['client-go-qps']) } : {}),
           },
           burst,
         );
@@ -255,7 +259,8 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
           `  settled ${ms(variantResult.settledMs)}  max gap ${ms(variantResult.maxGapMs)}` +
           `  eld max ${ms(variantResult.eldMaxMs)}  rss +${(variantResult.rssDeltaBytes / 1024 / 1024).toFixed(0)} MiB` +
           `  gc max ${ms(variantResult.maxScavengeMs)} minor / ${ms(variantResult.maxMarkCompactMs)} major` +
-          `${variantResult.replaceApplyMs === undefined ? '' : `  replace task ${ms(variantResult.replaceApplyMs)}`}` +
+          `${variantResult.replaceApplyMs === undefined ? '' : `  replace applied in ${ms(variantResult.replaceApplyMs)}`}` +
+          `${variantResult.latencyToDriver ? `  latency to the driver p50 ${ms(variantResult.latencyToDriver.p50Ms)} p99 ${ms(variantResult.latencyToDriver.p99Ms)}` : ''}` +
           `\n      gaps > 10 ms (length @ end, from start): ${
             variantResult.gaps
               .map((gap) => `${gap.ms.toFixed(0)} @ ${gap.endedAtMs.toFixed(0)}`)
