@@ -8,6 +8,12 @@
  * - WATCH (`watch=true`) answers 200 and stays open, sending a BOOKMARK every
  *   `bookmarkIntervalMs` when the client asked for bookmarks, and ends cleanly after the client's
  *   `timeoutSeconds`, like the API server.
+ * - Watch-list (a WATCH with `sendInitialEvents=true`, client-go's default where the server
+ *   supports it) is **refused with 400 BadRequest**, as an API server without the feature does,
+ *   so client-go falls back to a paged LIST (limit=500) and WATCH: every client then pays the same
+ *   LIST. (The real API server's watch-list is measured by `bench:peers`.)
+ * - `burst(n)` writes n MODIFIED events to every open WATCH at once, each pod annotated with its
+ *   write time (`WRITTEN_AT_ANNOTATION`, Unix ms), for the event-latency measurement.
  * - Label selectors are accepted and not evaluated: every pod served carries the pool label.
  *
  * Plain http with identity encoding; `writeKubeconfig` points client-node at it (plain http needs
@@ -22,6 +28,12 @@ import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
 
 /** Often enough that a short measurement sees the watch path working; the API server's is ~1 min. */
 export const DEFAULT_BOOKMARK_INTERVAL_MS = 1_000;
+/** Annotation a burst's pods carry: when the server wrote the event, in Unix milliseconds. */
+export const WRITTEN_AT_ANNOTATION = 'bench.pool-controller.dev/written-at-ms';
+
+/** The wall clock in Unix ms with sub-millisecond precision, comparable across processes. */
+export const unixNowMs = (): number => performance.timeOrigin + performance.now();
+
 /** The resourceVersion the first pod gets; the collection's is the last pod's. */
 const FIRST_RESOURCE_VERSION = 100_000;
 
@@ -37,6 +49,8 @@ export interface FakeListServerCounts {
   firstListAtMs?: number;
   listPages: number;
   watches: number;
+  /** WATCH requests with `sendInitialEvents=true`, answered 400 (client-go then lists). */
+  watchListsRefused: number;
   bytesServed: number;
 }
 
@@ -63,6 +77,9 @@ export class FakeListServer {
   readonly #bookmarkIntervalMs: number;
   /** Page bodies by page size, then by start index; page size 0 is the unpaged collection. */
   readonly #pages = new Map<number, Map<number, Buffer>>();
+  /** Open WATCH responses, for `burst`. */
+  readonly #watches = new Set<ServerResponse>();
+  #nextResourceVersion: number;
 
   private constructor(options: FakeListServerOptions, server: Server) {
     this.pods = options.pods;
@@ -77,10 +94,34 @@ export class FakeListServer {
     }
     this.bytesPerPod = options.pods > 0 ? bytes / options.pods : 0;
     this.resourceVersion = String(FIRST_RESOURCE_VERSION + options.pods);
+    this.#nextResourceVersion = FIRST_RESOURCE_VERSION + options.pods + 1;
+  }
+
+  /**
+   * Writes `count` MODIFIED events (pods 0, 1, … in turn, so 4 per cell) to every open WATCH in
+   * one go, each stamped with its own write time just before it is serialized and written.
+   * Returns how many watches received them.
+   */
+  burst(count: number): number {
+    const pods = Array.from({ length: count }, (_, i) => {
+      const pod = enginePod(i % Math.max(1, this.pods), this.#nextResourceVersion + i) as {
+        metadata: { annotations?: Record<string, string> };
+      };
+      pod.metadata.annotations ??= {};
+      return pod;
+    });
+    this.#nextResourceVersion += count;
+    for (const pod of pods) {
+      (pod.metadata.annotations as Record<string, string>)[WRITTEN_AT_ANNOTATION] =
+        unixNowMs().toFixed(3);
+      const line = `{"type":"MODIFIED","object":${JSON.stringify({ kind: 'Pod', apiVersion: 'v1', ...pod })}}\n`;
+      for (const response of this.#watches) response.write(line);
+    }
+    return this.#watches.size;
   }
 
   static #zeroCounts(): FakeListServerCounts {
-    return { lists: 0, listPages: 0, watches: 0, bytesServed: 0 };
+    return { lists: 0, listPages: 0, watches: 0, watchListsRefused: 0, bytesServed: 0 };
   }
 
   /** Returns the counts so far and starts counting afresh (one measurement's requests). */
@@ -216,7 +257,14 @@ export class FakeListServer {
   }
 
   #watch(query: URLSearchParams, response: ServerResponse): void {
+    if (query.get('sendInitialEvents') === 'true') {
+      // As an API server without watch-list: the client falls back to LIST + WATCH.
+      this.counts.watchListsRefused += 1;
+      status(response, 400, 'BadRequest', 'sendInitialEvents is not supported by this server');
+      return;
+    }
     this.counts.watches += 1;
+    this.#watches.add(response);
     response.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     response.flushHeaders();
     const timers: NodeJS.Timeout[] = [];
@@ -236,6 +284,7 @@ export class FakeListServer {
       timers.push(setTimeout(() => response.end(), timeoutSeconds * 1000));
     }
     response.on('close', () => {
+      this.#watches.delete(response);
       for (const timer of timers) clearTimeout(timer);
     });
   }

@@ -17,7 +17,13 @@
  *   the variant started, over the number of pods (the worker thread's heap is not in this number;
  *   `rssDelta` shows the whole process).
  *
- * Prints one JSON line (`VariantResult`) on stdout.
+ * With `latencyEvents` (worker and informer), after those measurements the child prints
+ * `{"ready":true}`, the bench's server writes that many MODIFIED events in a burst, each pod
+ * stamped with its write time (`WRITTEN_AT_ANNOTATION`), and the child records for each stamp the
+ * time until our loop's reconcile of that pod's cell starts (worker) or client-node's `update`
+ * handler is called (informer).
+ *
+ * Prints one JSON line (`VariantResult`) on stdout, last.
  */
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +31,7 @@ import { type Pod, ReconcileLoop, type Source, WorkerPodSource } from '../src/in
 import { cellKeyMap } from '../src/pools/cell-key.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
+import { unixNowMs, WRITTEN_AT_ANNOTATION } from './fake-list-server.js';
 
 export type VariantName = 'worker' | 'parse' | 'informer';
 
@@ -37,6 +44,18 @@ export interface VariantConfig {
   /** `WorkerPodSource` options under test; absent: the source's defaults. */
   listPageSize?: number;
   replaceChunkSize?: number;
+  /** After the measurements, receive this many stamped events and report their latency. */
+  latencyEvents?: number;
+  /** Namespace to sync (default: the engine pods' namespace). */
+  namespace?: string;
+}
+
+/** Write → reconcile start (or → handler call) per stamped event, in ms. */
+export interface LatencyResult {
+  count: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
 }
 
 export interface VariantResult {
@@ -45,6 +64,11 @@ export interface VariantResult {
   /** Objects in the variant's cache once synced: must equal `pods`. */
   cached: number;
   syncedMs: number;
+  /**
+   * From this process's start (`performance.now()` at synced): includes loading the variant's
+   * modules — for the informer, importing client-node, which `syncedMs` leaves out.
+   */
+  fromProcessStartMs: number;
   /** Start and synced instants in ms since the epoch, to line up with the server's request log. */
   startedAtMs: number;
   syncedAtMs: number;
@@ -66,6 +90,56 @@ export interface VariantResult {
    * one main-thread task: the store's apply, queueing every cell, and the first reconciles.
    */
   replaceApplyMs?: number;
+  latency?: LatencyResult;
+  /**
+   * Worker variant: write → the driver taking the event from the worker's stream (the worker
+   * thread's decode and validation, the hop, the main side's decode, waiting for the driver).
+   */
+  latencyToDriver?: LatencyResult;
+}
+
+/**
+ * Collects the stamps seen (one per written event: pod name + stamp) and their latency. Latency
+ * is the reader's clock at the hook minus the writer's stamp, both Unix ms from
+ * `performance.timeOrigin` (same machine).
+ */
+class LatencyRecorder {
+  readonly #seen = new Set<string>();
+  readonly latencies: number[] = [];
+  #wanted = 0;
+  #done: (() => void) | undefined;
+
+  note(name: string, annotations: Record<string, string> | undefined, now: number): void {
+    const stamp = annotations?.[WRITTEN_AT_ANNOTATION];
+    if (stamp === undefined) return;
+    const id = `${name}@${stamp}`;
+    if (this.#seen.has(id)) return;
+    this.#seen.add(id);
+    this.latencies.push(now - Number(stamp));
+    if (this.#wanted > 0 && this.latencies.length >= this.#wanted) this.#done?.();
+  }
+
+  wait(count: number, timeoutMs: number): Promise<void> {
+    this.#wanted = count;
+    if (this.latencies.length >= count) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`saw ${this.latencies.length} of ${count} stamped events`)),
+        timeoutMs,
+      );
+      this.#done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
+export function latencySummary(latencies: number[]): LatencyResult {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? Number.NaN;
+  return { count: sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: sorted.at(-1) ?? 0 };
 }
 
 /** A variant: starts syncing, resolves once synced with a way to count its cache and close it. */
@@ -149,7 +223,10 @@ function startGcObserver(): { stop: () => { scavenge: number; markCompact: numbe
  * asking for the next event: the loop applies an event synchronously in between, so this is the
  * main-thread task that applies the initial world.
  */
-function timingReplace(source: Source<Pod>): {
+function timingReplace(
+  source: Source<Pod>,
+  pulled?: LatencyRecorder,
+): {
   source: Source<Pod>;
   applyMs: () => number | undefined;
 } {
@@ -165,6 +242,10 @@ function timingReplace(source: Source<Pod>): {
           }
           const result = await inner.next();
           if (!result.done && result.value.type === 'replace') replacedAt = performance.now();
+          if (pulled && !result.done && result.value.type === 'upsert') {
+            const pod = result.value.object;
+            pulled.note(pod.metadata.name, pod.metadata.annotations, unixNowMs());
+          }
           return result;
         },
         return: async () => (await inner.return?.()) ?? { done: true, value: undefined },
@@ -174,16 +255,20 @@ function timingReplace(source: Source<Pod>): {
   return { source: timed, applyMs: () => applyMs };
 }
 
-async function startWorker(config: VariantConfig): Promise<Running> {
+async function startWorker(
+  config: VariantConfig,
+  latency: LatencyRecorder,
+  pulled: LatencyRecorder,
+): Promise<Running> {
   const source = new WorkerPodSource({
     kubeconfigPath: config.kubeconfig,
-    namespace: ENGINE_NAMESPACE,
+    namespace: config.namespace ?? ENGINE_NAMESPACE,
     labelSelector: defaultSelector(LWS_LABELS),
     ...(config.listPageSize ? { listPageSize: config.listPageSize } : {}),
     ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
   });
   let reconciles = 0;
-  const timed = timingReplace(source.source);
+  const timed = timingReplace(source.source, pulled);
   // A trivial reconcile: read the cell's pods. (The loop's worker yields the event loop every few
   // milliseconds of back-to-back reconciles by itself.)
   const loop: ReconcileLoop<Pod> = new ReconcileLoop<Pod>({
@@ -191,7 +276,10 @@ async function startWorker(config: VariantConfig): Promise<Running> {
     keyMap: cellKeyMap(LWS_LABELS),
     resyncPeriodMs: null,
     reconcile: async (parent) => {
-      if (loop.getByParent(parent).length > 0) reconciles += 1;
+      const now = unixNowMs();
+      const pods = loop.getByParent(parent);
+      if (pods.length > 0) reconciles += 1;
+      for (const pod of pods) latency.note(pod.metadata.name, pod.metadata.annotations, now);
     },
   });
   await loop.start();
@@ -216,7 +304,7 @@ async function startWorker(config: VariantConfig): Promise<Running> {
 async function startParse(config: VariantConfig): Promise<Running> {
   const query = new URLSearchParams({ labelSelector: defaultSelector(LWS_LABELS) });
   const response = await fetch(
-    `${config.url}/api/v1/namespaces/${ENGINE_NAMESPACE}/pods?${query}`,
+    `${config.url}/api/v1/namespaces/${config.namespace ?? ENGINE_NAMESPACE}/pods?${query}`,
     { headers: { Accept: 'application/json' } },
   );
   if (!response.ok) throw new Error(`LIST failed: ${response.status}`);
@@ -231,17 +319,23 @@ async function startParse(config: VariantConfig): Promise<Running> {
 async function startInformer(
   config: VariantConfig,
   k8s: typeof import('@kubernetes/client-node'),
+  latency: LatencyRecorder,
 ): Promise<Running> {
+  const namespace = config.namespace ?? ENGINE_NAMESPACE;
   const kubeconfig = new k8s.KubeConfig();
   kubeconfig.loadFromFile(config.kubeconfig);
   const api = kubeconfig.makeApiClient(k8s.CoreV1Api);
   const labelSelector = defaultSelector(LWS_LABELS);
   const informer = k8s.makeInformer(
     kubeconfig,
-    `/api/v1/namespaces/${ENGINE_NAMESPACE}/pods`,
-    () => api.listNamespacedPod({ namespace: ENGINE_NAMESPACE, labelSelector }),
+    `/api/v1/namespaces/${namespace}/pods`,
+    () => api.listNamespacedPod({ namespace, labelSelector }),
     labelSelector,
   );
+  informer.on('update', (pod) => {
+    const now = unixNowMs();
+    latency.note(pod.metadata?.name ?? '', pod.metadata?.annotations, now);
+  });
   let stopping = false;
   informer.on('error', (error: unknown) => {
     // Stopping aborts the open WATCH, which the informer reports as an error.
@@ -249,7 +343,7 @@ async function startInformer(
   });
   await informer.start();
   return {
-    cached: () => informer.list(ENGINE_NAMESPACE).length,
+    cached: () => informer.list(namespace).length,
     settled: async () => {},
     close: () => {
       stopping = true;
@@ -271,12 +365,14 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
   const t0 = performance.now();
   const ticker = startTicker(t0);
   const gcs = startGcObserver();
+  const latency = new LatencyRecorder();
+  const pulled = new LatencyRecorder();
   const running =
     name === 'worker'
-      ? await startWorker(config)
+      ? await startWorker(config, latency, pulled)
       : name === 'parse'
         ? await startParse(config)
-        : await startInformer(config, k8s as typeof import('@kubernetes/client-node'));
+        : await startInformer(config, k8s as typeof import('@kubernetes/client-node'), latency);
   const syncedAt = performance.now();
   const syncedMs = syncedAt - t0;
   await running.settled();
@@ -297,6 +393,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     syncedMs,
     startedAtMs: performance.timeOrigin + t0,
     syncedAtMs: performance.timeOrigin + syncedAt,
+    fromProcessStartMs: syncedAt,
     settledMs,
     maxGapMs: gaps[0]?.ms ?? 0,
     gaps: gaps.slice(0, 5),
@@ -310,6 +407,13 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
   if (running.reconciles) result.reconciles = running.reconciles();
   const applyMs = running.replaceApplyMs?.();
   if (applyMs !== undefined) result.replaceApplyMs = applyMs;
+  const events = config.latencyEvents ?? 0;
+  if (events > 0 && name !== 'parse') {
+    process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+    await latency.wait(events, 60_000);
+    result.latency = latencySummary(latency.latencies);
+    if (pulled.latencies.length > 0) result.latencyToDriver = latencySummary(pulled.latencies);
+  }
   await running.close();
   return result;
 }

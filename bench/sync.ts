@@ -1,38 +1,59 @@
 /**
- * `npm run bench:sync -- --pods 10000`: how much a full sync of N realistic engine pods costs the
- * main thread, side by side for (a) our worker-backed source into a `ReconcileLoop`, (b) plain
- * `fetch` + `JSON.parse` of the same bytes and (c) client-node's `makeInformer` (issue 3).
+ * `npm run bench:sync -- --pods 10000`: how much a full sync of N realistic engine pods costs,
+ * side by side for (a) our worker-backed source into a `ReconcileLoop`, (b) plain `fetch` +
+ * `JSON.parse` of the same bytes, (c) client-node's `makeInformer` and (d) client-go's
+ * SharedInformer (bench/peers/client-go, when `go` is on PATH; built once and cached under
+ * ~/.cache/pool-controller/bench-peers/<hash>/). The issue is "Faster than the informers it
+ * replaces".
  *
- * This process serves the LIST (bench/fake-list-server.ts) and spawns one fresh child per variant
- * and run (bench/sync-variant.ts), interleaving the variants so machine load drifts over all of
- * them alike, then prints each run, the medians, and PASS/MISS against the targets:
- * - the worker source's longest main-thread stall ≤ 20 ms;
- * - its time to synced ≤ 1.3× the plain parse's;
- * - its heap per cached pod ≤ 3.5 KiB.
+ * This process serves the LIST (bench/fake-list-server.ts; it refuses watch-list with 400, so
+ * client-go falls back to a paged LIST like ours) and spawns one fresh child per variant and run,
+ * interleaving the variants so machine load drifts over all of them alike. After each sync (and
+ * its heap measurement) the server writes `--latency-events` MODIFIED events in a burst, each
+ * stamped with its write time, and the child reports write → our reconcile start / client-node's
+ * and client-go's handler call. Then it prints each run, the medians, and PASS/MISS against the
+ * targets (at 10,000 pods; the 50,000-pod ones when both sizes ran):
+ * - time to synced ≤ 0.8× client-node's informer (from the variant's start) and ≤ 1.2× plain
+ *   parse (from the first LIST request);
+ * - longest main-thread stall ≤ 15 ms; heap per cached pod ≤ 2.5 KiB;
+ * - time to synced ≤ client-go's (from start), heap per pod ≤ ½ client-go's;
+ * - event latency p50 and p99 ≤ client-node's;
+ * - 50,000 pods: time to synced ≤ 5.5× the 10,000-pod one, stall ≤ 15 ms, heap per pod flat
+ *   (within 10% of the 10,000-pod one).
  *
- * Options: `--pods N` (10000), `--runs N` (3), `--variants worker,parse,informer`,
+ * Options: `--pods N[,N…]` (10000; several sizes print a scaling table), `--runs N` (3),
+ * `--variants worker,parse,informer,client-go`, `--latency-events N` (1000; 0: off),
+ * `--client-go-qps N` (client-go's client-side rate limit; default its own 5 QPS / burst 10,
+ * which throttles its paged LIST here to 10 pages at once, then 5 a second; `=-1`: none),
  * `--tail-ms N` (500), `--page-size N` / `--chunk N` (the source's `listPageSize` /
- * `replaceChunkSize`; default: the source's defaults), `--node-flags "..."` (extra flags for the
- * children, e.g. `--max-semi-space-size=16`), `--json` (raw results), `--check` (exit 1 on a
- * missed target; otherwise a benchmark always exits 0).
+ * `replaceChunkSize`), `--node-flags "..."` (extra flags for the children), `--json` (raw
+ * results), `--check` (exit 1 on a missed target; otherwise a benchmark always exits 0).
  */
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_LIST_PAGE_SIZE } from '../src/kubernetes/http-pod-api.js';
+import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
+import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { FakeListServer } from './fake-list-server.js';
-import type { VariantConfig, VariantName, VariantResult } from './sync-variant.js';
+import { clientGoPeer, latencyOf, runClientGo, runNodeVariant } from './peer-runner.js';
+import type { LatencyResult, VariantConfig, VariantName } from './sync-variant.js';
 
-export const STALL_TARGET_MS = 20;
-export const SYNC_RATIO_TARGET = 1.3;
-export const HEAP_TARGET_BYTES_PER_POD = 3.5 * 1024;
+export const STALL_TARGET_MS = 15;
+export const INFORMER_RATIO_TARGET = 0.8;
+export const PARSE_RATIO_TARGET = 1.2;
+export const HEAP_TARGET_BYTES_PER_POD = 2.5 * 1024;
+export const SCALE_50K_RATIO_TARGET = 5.5;
+export const HEAP_FLAT_TOLERANCE = 1.1;
 
-const VARIANTS: readonly VariantName[] = ['worker', 'parse', 'informer'];
+type Name = VariantName | 'client-go';
+const VARIANTS: readonly Name[] = ['worker', 'parse', 'informer', 'client-go'];
 
 const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '10000' },
+    'latency-events': { type: 'string', default: '1000' },
+    'client-go-qps': { type: 'string' },
     runs: { type: 'string', default: '3' },
     variants: { type: 'string', default: VARIANTS.join(',') },
     'tail-ms': { type: 'string', default: '500' },
@@ -54,12 +75,13 @@ function count(flag: string, raw: string | undefined, min: number): number | und
   return value;
 }
 
-const pods = count('pods', values.pods, 1) as number;
+const podCounts = values.pods.split(',').map((raw) => count('pods', raw.trim(), 1) as number);
+const latencyEvents = count('latency-events', values['latency-events'], 0) as number;
 const runs = count('runs', values.runs, 1) as number;
 const tailMs = count('tail-ms', values['tail-ms'], 0) as number;
 const pageSize = count('page-size', values['page-size'], 1);
 const chunk = count('chunk', values.chunk, 1);
-const variants = values.variants.split(',').map((name) => name.trim()) as VariantName[];
+let variants = values.variants.split(',').map((name) => name.trim()) as Name[];
 for (const name of variants) {
   if (!VARIANTS.includes(name)) {
     process.stderr.write(`--variants: unknown variant ${JSON.stringify(name)} (${VARIANTS})\n`);
@@ -68,28 +90,15 @@ for (const name of variants) {
 }
 const nodeFlags = values['node-flags'].split(/\s+/).filter(Boolean);
 
-function runChild(name: VariantName, config: VariantConfig): Promise<VariantResult> {
-  const script = fileURLToPath(new URL('./sync-variant.js', import.meta.url));
-  const child = spawn(
-    process.execPath,
-    ['--expose-gc', ...nodeFlags, script, name, JSON.stringify(config)],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
-    out += text;
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      const line = out.trim().split('\n').at(-1);
-      if (code !== 0 || !line) {
-        reject(new Error(`variant ${name} exited with ${code}`));
-        return;
-      }
-      resolve(JSON.parse(line) as VariantResult);
-    });
-  });
+let goBinary: string | undefined;
+if (variants.includes('client-go')) {
+  const peer = clientGoPeer();
+  if ('binary' in peer) {
+    goBinary = peer.binary;
+  } else {
+    process.stdout.write(`${peer.unavailable}\n`);
+    variants = variants.filter((name) => name !== 'client-go');
+  }
 }
 
 function median(numbers: number[]): number {
@@ -107,154 +116,363 @@ const load = (): string =>
     .map((value) => value.toFixed(2))
     .join(' ');
 
-const server = await FakeListServer.start({ pods });
-// The unpaged body (plain parse, the informer) and the source's pages, serialized up front.
-server.prepare(0);
-server.prepare(pageSize ?? DEFAULT_LIST_PAGE_SIZE);
-const config: VariantConfig = {
-  url: server.url,
-  kubeconfig: server.writeKubeconfig(),
-  pods,
-  tailMs,
-  ...(pageSize ? { listPageSize: pageSize } : {}),
-  ...(chunk ? { replaceChunkSize: chunk } : {}),
-};
-
 const log = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
-log(
-  `bench:sync — ${pods} pods, ${(server.bytesPerPod / 1024).toFixed(2)} KiB each as served ` +
-    `(${((server.bytesPerPod * pods) / 1024 / 1024).toFixed(1)} MiB), ${runs} run(s), ` +
-    `node ${process.version}${nodeFlags.length ? ` ${nodeFlags.join(' ')}` : ''}` +
-    `${pageSize ? `, listPageSize ${pageSize}` : ''}${chunk ? `, replaceChunkSize ${chunk}` : ''}`,
-);
 
 /** One child's numbers plus what the server saw of it. */
-interface RunResult extends VariantResult {
+interface RunResult {
+  variant: Name;
+  syncedMs: number;
+  /** From the process's start (module loading included; client-go: from main()). */
+  fromProcessStartMs: number;
   /** From the first LIST request reaching the server to synced: the sync without process warm-up. */
   listToSyncedMs: number;
   /** From the variant's start to its first LIST request (worker thread start, module loading). */
   startupMs: number;
+  settledMs?: number;
+  /** Worse of the 1 ms ticker's longest gap and the ELD max (Node variants only). */
+  stallMs?: number;
+  maxGapMs?: number;
+  eldMaxMs?: number;
+  heapBytesPerPod: number;
+  latency?: LatencyResult;
 }
-
-const results = new Map<VariantName, RunResult[]>(variants.map((name) => [name, []]));
-const loads: string[] = [];
-for (let run = 1; run <= runs; run += 1) {
-  for (const name of variants) {
-    const before = load();
-    server.takeCounts();
-    const variantResult = await runChild(name, config);
-    const counts = server.takeCounts();
-    if (variantResult.cached !== pods) {
-      throw new Error(`variant ${name} cached ${variantResult.cached} of ${pods} pods`);
-    }
-    // Every variant lists once; the two that keep a cache then watch (plain parse does not).
-    const watches = name === 'parse' ? 0 : 1;
-    if (counts.lists !== 1 || counts.watches < watches || counts.firstListAtMs === undefined) {
-      throw new Error(
-        `variant ${name} made ${counts.lists} LIST(s) and ${counts.watches} WATCH(es); expected 1 and ≥ ${watches}`,
-      );
-    }
-    const result: RunResult = {
-      ...variantResult,
-      listToSyncedMs: variantResult.syncedAtMs - counts.firstListAtMs,
-      startupMs: counts.firstListAtMs - variantResult.startedAtMs,
-    };
-    results.get(name)?.push(result);
-    loads.push(before);
-    log(
-      `run ${run} ${name.padEnd(8)} synced ${ms(result.syncedMs).padStart(8)}` +
-        ` (${ms(result.listToSyncedMs)} from LIST)` +
-        `  settled ${ms(result.settledMs).padStart(8)}  max gap ${ms(result.maxGapMs).padStart(8)}` +
-        `  eld max ${ms(result.eldMaxMs).padStart(8)}  heap/pod ${kib(result.heapBytesPerPod).padStart(10)}` +
-        `  rss +${(result.rssDeltaBytes / 1024 / 1024).toFixed(0)} MiB` +
-        `  gc max ${ms(result.maxScavengeMs)} minor / ${ms(result.maxMarkCompactMs)} major` +
-        `${result.replaceApplyMs === undefined ? '' : `  replace applied in ${ms(result.replaceApplyMs)}`}` +
-        `  load ${before}` +
-        `\n      gaps > 10 ms (length @ end, from start): ${
-          result.gaps
-            .map((gap) => `${gap.ms.toFixed(0)} @ ${gap.endedAtMs.toFixed(0)}`)
-            .join(', ') || 'none'
-        }`,
-    );
-  }
-}
-await server.close();
 
 interface Summary {
-  variant: VariantName;
+  variant: Name;
   syncedMs: number;
+  fromProcessStartMs: number;
   listToSyncedMs: number;
-  settledMs: number;
-  stallMs: number;
-  maxGapMs: number;
-  eldMaxMs: number;
+  startupMs: number;
+  settledMs?: number;
+  stallMs?: number;
+  maxGapMs?: number;
+  eldMaxMs?: number;
   heapBytesPerPod: number;
+  latencyP50Ms?: number;
+  latencyP99Ms?: number;
+  latencyMaxMs?: number;
 }
 
-const summaries = new Map<VariantName, Summary>();
-for (const [name, list] of results) {
-  summaries.set(name, {
-    variant: name,
-    syncedMs: median(list.map((r) => r.syncedMs)),
-    listToSyncedMs: median(list.map((r) => r.listToSyncedMs)),
-    settledMs: median(list.map((r) => r.settledMs)),
-    // The stall is the worse of the two probes in each run.
-    stallMs: median(list.map((r) => Math.max(r.maxGapMs, r.eldMaxMs))),
-    maxGapMs: median(list.map((r) => r.maxGapMs)),
-    eldMaxMs: median(list.map((r) => r.eldMaxMs)),
-    heapBytesPerPod: median(list.map((r) => r.heapBytesPerPod)),
-  });
-}
-
-log('');
-log(`medians of ${runs} run(s); load average (1/5/15 min) before each: ${loads.join(' | ')}`);
-log(
-  '| variant | time to synced | of which from first LIST | settled | longest stall (1 ms ticker / ELD max) | heap per cached pod |',
-);
-log('|---|---|---|---|---|---|');
-const labels: Record<VariantName, string> = {
+const labels: Record<Name, string> = {
   worker: '(a) WorkerPodSource → ReconcileLoop',
   parse: '(b) fetch + JSON.parse',
   informer: '(c) client-node makeInformer',
+  'client-go': '(d) client-go SharedInformer',
 };
-for (const summary of summaries.values()) {
-  log(
-    `| ${labels[summary.variant]} | ${ms(summary.syncedMs)} | ${ms(summary.listToSyncedMs)} | ` +
-      `${ms(summary.settledMs)} | ` +
-      `${ms(summary.maxGapMs)} / ${ms(summary.eldMaxMs)} | ${kib(summary.heapBytesPerPod)} |`,
-  );
+
+const optionalMedian = (list: RunResult[], pick: (r: RunResult) => number | undefined) => {
+  const numbers = list.map(pick).filter((n): n is number => n !== undefined);
+  return numbers.length > 0 ? median(numbers) : undefined;
+};
+const optMs = (value: number | undefined): string => (value === undefined ? '—' : ms(value));
+
+/**
+ * The machine's noise floor for the stall: an idle Node process running the same 1 ms ticker
+ * beside the measurements. Gaps it sees are the OS not scheduling it (other processes, other
+ * agents on a shared machine), which no code in a measured variant can avoid either.
+ */
+function startIdleControl(): { stop: () => Promise<{ gaps: number; longestMs: number[] }> } {
+  const code = `let last = performance.now(); const gaps = [];
+setInterval(() => { const now = performance.now(); if (now - last > 10) gaps.push(now - last); last = now; }, 1);
+process.stdin.on('data', () => {}).on('end', () => { gaps.sort((a, b) => b - a);
+process.stdout.write(JSON.stringify({ gaps: gaps.length, longestMs: gaps.slice(0, 5) })); process.exit(0); });`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    out += text;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    stop: async () => {
+      child.stdin.end();
+      await exited;
+      return JSON.parse(out || '{"gaps":0,"longestMs":[]}') as {
+        gaps: number;
+        longestMs: number[];
+      };
+    },
+  };
 }
 
-const worker = summaries.get('worker');
-const parse = summaries.get('parse');
+async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; raw: unknown }> {
+  const idleControl = startIdleControl();
+  const server = await FakeListServer.start({ pods });
+  // The unpaged body (plain parse, the informer) and the pages (ours, client-go's 500).
+  server.prepare(0);
+  server.prepare(pageSize ?? DEFAULT_LIST_PAGE_SIZE);
+  server.prepare(500);
+  const config: VariantConfig = {
+    url: server.url,
+    kubeconfig: server.writeKubeconfig(),
+    pods,
+    tailMs,
+    latencyEvents,
+    ...(pageSize ? { listPageSize: pageSize } : {}),
+    ...(chunk ? { replaceChunkSize: chunk } : {}),
+  };
+  log(
+    `\nbench:sync — ${pods} pods, ${(server.bytesPerPod / 1024).toFixed(2)} KiB each as served ` +
+      `(${((server.bytesPerPod * pods) / 1024 / 1024).toFixed(1)} MiB), ${runs} run(s), ` +
+      `node ${process.version}${nodeFlags.length ? ` ${nodeFlags.join(' ')}` : ''}` +
+      `${pageSize ? `, listPageSize ${pageSize}` : ''}${chunk ? `, replaceChunkSize ${chunk}` : ''}` +
+      `, latency burst ${latencyEvents} events`,
+  );
+  const results = new Map<Name, RunResult[]>(variants.map((name) => [name, []]));
+  const loads: string[] = [];
+  const burst = (): void => {
+    server.burst(latencyEvents);
+  };
+  for (let run = 1; run <= runs; run += 1) {
+    for (const name of variants) {
+      const before = load();
+      server.takeCounts();
+      let result: RunResult;
+      let detail = '';
+      if (name === 'client-go') {
+        const peer = await runClientGo(
+          goBinary as string,
+          {
+            kubeconfig: config.kubeconfig,
+            namespace: ENGINE_NAMESPACE,
+            selector: defaultSelector(LWS_LABELS),
+            latencyEvents,
+            ...(values['client-go-qps'] ? { qps: Number(values['client-go-qps']) } : {}),
+          },
+          burst,
+        );
+        const counts = server.takeCounts();
+        if (peer.pods !== pods || counts.lists !== 1 || counts.firstListAtMs === undefined) {
+          throw new Error(
+            `client-go cached ${peer.pods} of ${pods} pods with ${counts.lists} LIST(s)`,
+          );
+        }
+        const latency = latencyOf(peer.latencyMs);
+        result = {
+          variant: name,
+          syncedMs: peer.timeToSyncedMs,
+          fromProcessStartMs: peer.timeToSyncedMs,
+          listToSyncedMs: peer.syncedAtMs - counts.firstListAtMs,
+          startupMs: counts.firstListAtMs - peer.startedAtMs,
+          heapBytesPerPod: peer.heapPerPodBytes,
+          ...(latency ? { latency } : {}),
+        };
+        detail = `  ${counts.listPages} pages, watch-list refused ${counts.watchListsRefused}×, ${peer.goVersion}`;
+      } else {
+        const variantResult = await runNodeVariant(name, config, nodeFlags, burst);
+        const counts = server.takeCounts();
+        if (variantResult.cached !== pods) {
+          throw new Error(`variant ${name} cached ${variantResult.cached} of ${pods} pods`);
+        }
+        // Every variant lists once; the two that keep a cache then watch (plain parse does not).
+        const watches = name === 'parse' ? 0 : 1;
+        if (counts.lists !== 1 || counts.watches < watches || counts.firstListAtMs === undefined) {
+          throw new Error(
+            `variant ${name} made ${counts.lists} LIST(s) and ${counts.watches} WATCH(es); expected 1 and ≥ ${watches}`,
+          );
+        }
+        result = {
+          variant: name,
+          syncedMs: variantResult.syncedMs,
+          fromProcessStartMs: variantResult.fromProcessStartMs,
+          listToSyncedMs: variantResult.syncedAtMs - counts.firstListAtMs,
+          startupMs: counts.firstListAtMs - variantResult.startedAtMs,
+          settledMs: variantResult.settledMs,
+          stallMs: Math.max(variantResult.maxGapMs, variantResult.eldMaxMs),
+          maxGapMs: variantResult.maxGapMs,
+          eldMaxMs: variantResult.eldMaxMs,
+          heapBytesPerPod: variantResult.heapBytesPerPod,
+          ...(variantResult.latency ? { latency: variantResult.latency } : {}),
+        };
+        detail =
+          `  settled ${ms(variantResult.settledMs)}  max gap ${ms(variantResult.maxGapMs)}` +
+          `  eld max ${ms(variantResult.eldMaxMs)}  rss +${(variantResult.rssDeltaBytes / 1024 / 1024).toFixed(0)} MiB` +
+          `  gc max ${ms(variantResult.maxScavengeMs)} minor / ${ms(variantResult.maxMarkCompactMs)} major` +
+          `${variantResult.replaceApplyMs === undefined ? '' : `  replace applied in ${ms(variantResult.replaceApplyMs)}`}` +
+          `${variantResult.latencyToDriver ? `  latency to the driver p50 ${ms(variantResult.latencyToDriver.p50Ms)} p99 ${ms(variantResult.latencyToDriver.p99Ms)}` : ''}` +
+          `\n      gaps > 10 ms (length @ end, from start): ${
+            variantResult.gaps
+              .map((gap) => `${gap.ms.toFixed(0)} @ ${gap.endedAtMs.toFixed(0)}`)
+              .join(', ') || 'none'
+          }`;
+      }
+      results.get(name)?.push(result);
+      loads.push(before);
+      log(
+        `run ${run} ${name.padEnd(9)} synced ${ms(result.syncedMs).padStart(8)}` +
+          ` (${ms(result.fromProcessStartMs)} from process start)` +
+          ` (start-up ${ms(result.startupMs)}, ${ms(result.listToSyncedMs)} from LIST)` +
+          `  heap/pod ${kib(result.heapBytesPerPod)}` +
+          `${result.latency ? `  latency p50 ${ms(result.latency.p50Ms)} p99 ${ms(result.latency.p99Ms)} max ${ms(result.latency.maxMs)} (${result.latency.count})` : ''}` +
+          `  load ${before}${detail}`,
+      );
+    }
+  }
+  await server.close();
+  const control = await idleControl.stop();
+
+  const summaries = new Map<Name, Summary>();
+  for (const [name, list] of results) {
+    const summary: Summary = {
+      variant: name,
+      syncedMs: median(list.map((r) => r.syncedMs)),
+      fromProcessStartMs: median(list.map((r) => r.fromProcessStartMs)),
+      listToSyncedMs: median(list.map((r) => r.listToSyncedMs)),
+      startupMs: median(list.map((r) => r.startupMs)),
+      heapBytesPerPod: median(list.map((r) => r.heapBytesPerPod)),
+    };
+    const optional: Array<[keyof Summary, (r: RunResult) => number | undefined]> = [
+      ['settledMs', (r) => r.settledMs],
+      ['stallMs', (r) => r.stallMs],
+      ['maxGapMs', (r) => r.maxGapMs],
+      ['eldMaxMs', (r) => r.eldMaxMs],
+      ['latencyP50Ms', (r) => r.latency?.p50Ms],
+      ['latencyP99Ms', (r) => r.latency?.p99Ms],
+      ['latencyMaxMs', (r) => r.latency?.maxMs],
+    ];
+    for (const [field, pick] of optional) {
+      const value = optionalMedian(list, pick);
+      if (value !== undefined) (summary as unknown as Record<string, number>)[field] = value;
+    }
+    summaries.set(name, summary);
+  }
+
+  log('');
+  log(
+    `${pods} pods, medians of ${runs} run(s); load average (1/5/15 min) before each: ${loads.join(' | ')}`,
+  );
+  log(
+    '| variant | time to synced | from process start | start-up | from first LIST | settled | longest stall (ticker / ELD max) | heap per cached pod | event latency p50 / p99 / max |',
+  );
+  log('|---|---|---|---|---|---|---|---|---|');
+  for (const summary of summaries.values()) {
+    log(
+      `| ${labels[summary.variant]} | ${ms(summary.syncedMs)} | ${ms(summary.fromProcessStartMs)} | ${ms(summary.startupMs)} | ${ms(summary.listToSyncedMs)} | ` +
+        `${optMs(summary.settledMs)} | ` +
+        `${summary.maxGapMs === undefined ? '—' : `${ms(summary.maxGapMs)} / ${optMs(summary.eldMaxMs)}`} | ` +
+        `${kib(summary.heapBytesPerPod)} | ` +
+        `${summary.latencyP50Ms === undefined ? '—' : `${ms(summary.latencyP50Ms)} / ${optMs(summary.latencyP99Ms)} / ${optMs(summary.latencyMaxMs)}`} |`,
+    );
+  }
+  log(
+    `noise floor: an idle Node process's 1 ms ticker beside these runs saw ${control.gaps} gaps > 10 ms, ` +
+      `the longest ${control.longestMs.map((gap) => gap.toFixed(0)).join(', ') || '—'} ms`,
+  );
+  idleFloor.set(pods, control.longestMs[0] ?? 0);
+  return { summaries, raw: Object.fromEntries(results) };
+}
+
+const bySize = new Map<number, Map<Name, Summary>>();
+/** Longest gap the idle control process saw, per pod count. */
+const idleFloor = new Map<number, number>();
+const raw: Record<number, unknown> = {};
+for (const pods of podCounts) {
+  const measured = await measure(pods);
+  bySize.set(pods, measured.summaries);
+  raw[pods] = measured.raw;
+}
+
+if (bySize.size > 1) {
+  log('\nScaling: time to synced (from first LIST), longest stall, heap per cached pod');
+  log(
+    `| variant | ${[...bySize.keys()].map((n) => `${n.toLocaleString('en-US')} pods`).join(' | ')} |`,
+  );
+  log(`|---|${[...bySize.keys()].map(() => '---').join('|')}|`);
+  for (const name of variants) {
+    const cells = [...bySize.values()].map((summaries) => {
+      const s = summaries.get(name);
+      if (!s) return '—';
+      return `${ms(s.syncedMs)} (${ms(s.listToSyncedMs)}), ${optMs(s.stallMs)}, ${kib(s.heapBytesPerPod)}`;
+    });
+    log(`| ${labels[name]} | ${cells.join(' | ')} |`);
+  }
+}
+
 const verdicts: Array<{ target: string; value: string; pass: boolean }> = [];
+const at10k = bySize.get(10_000) ?? bySize.get(podCounts[0] as number);
+const worker = at10k?.get('worker');
+const parse = at10k?.get('parse');
+const informer = at10k?.get('informer');
+const clientGo = at10k?.get('client-go');
 if (worker) {
-  verdicts.push({
-    target: `main-thread stall ≤ ${STALL_TARGET_MS} ms`,
-    value: ms(worker.stallMs),
-    pass: worker.stallMs <= STALL_TARGET_MS,
-  });
-  if (parse) {
-    const ratio = worker.syncedMs / parse.syncedMs;
+  if (informer) {
+    // From each process's start: the informer's import of client-node counts as our worker's
+    // start-up (which loads client-node too) does. The variant-start ratio is shown beside it.
+    const ratio = worker.fromProcessStartMs / informer.fromProcessStartMs;
     verdicts.push({
-      target: `time to synced ≤ ${SYNC_RATIO_TARGET}× plain parse`,
+      target: `time to synced ≤ ${INFORMER_RATIO_TARGET}× client-node's informer (from process start)`,
       value:
-        `${ratio.toFixed(2)}× (${ms(worker.syncedMs)} / ${ms(parse.syncedMs)}; from the first ` +
-        `LIST ${(worker.listToSyncedMs / parse.listToSyncedMs).toFixed(2)}×)`,
-      pass: ratio <= SYNC_RATIO_TARGET,
+        `${ratio.toFixed(2)}× (${ms(worker.fromProcessStartMs)} / ${ms(informer.fromProcessStartMs)}; ` +
+        `from the variant's start ${(worker.syncedMs / informer.syncedMs).toFixed(2)}×)`,
+      pass: ratio <= INFORMER_RATIO_TARGET,
     });
   }
+  if (parse) {
+    const ratio = worker.listToSyncedMs / parse.listToSyncedMs;
+    verdicts.push({
+      target: `time to synced ≤ ${PARSE_RATIO_TARGET}× plain parse (from the first LIST)`,
+      value: `${ratio.toFixed(2)}× (${ms(worker.listToSyncedMs)} / ${ms(parse.listToSyncedMs)})`,
+      pass: ratio <= PARSE_RATIO_TARGET,
+    });
+  }
+  verdicts.push({
+    target: `main-thread stall ≤ ${STALL_TARGET_MS} ms`,
+    value: `${optMs(worker.stallMs)} (an idle process beside it: up to ${ms(idleFloor.get(10_000) ?? idleFloor.get(podCounts[0] as number) ?? 0)})`,
+    pass: (worker.stallMs ?? Number.POSITIVE_INFINITY) <= STALL_TARGET_MS,
+  });
   verdicts.push({
     target: `heap per cached pod ≤ ${kib(HEAP_TARGET_BYTES_PER_POD)}`,
     value: kib(worker.heapBytesPerPod),
     pass: worker.heapBytesPerPod <= HEAP_TARGET_BYTES_PER_POD,
+  });
+  if (clientGo) {
+    verdicts.push({
+      target: "time to synced ≤ client-go's (from start)",
+      value: `${(worker.syncedMs / clientGo.syncedMs).toFixed(2)}× (${ms(worker.syncedMs)} / ${ms(clientGo.syncedMs)}; from the first LIST ${ms(worker.listToSyncedMs)} / ${ms(clientGo.listToSyncedMs)})`,
+      pass: worker.syncedMs <= clientGo.syncedMs,
+    });
+    verdicts.push({
+      target: "heap per cached pod ≤ ½ client-go's",
+      value: `${kib(worker.heapBytesPerPod)} vs ${kib(clientGo.heapBytesPerPod)}`,
+      pass: worker.heapBytesPerPod <= clientGo.heapBytesPerPod / 2,
+    });
+  }
+  if (informer?.latencyP50Ms !== undefined && worker.latencyP50Ms !== undefined) {
+    for (const [label, ours, theirs] of [
+      ['p50', worker.latencyP50Ms, informer.latencyP50Ms],
+      ['p99', worker.latencyP99Ms, informer.latencyP99Ms],
+    ] as const) {
+      verdicts.push({
+        target: `event latency ${label} ≤ client-node's (${latencyEvents}-event burst)`,
+        value: `${optMs(ours)} vs ${optMs(theirs)}`,
+        pass: (ours ?? Number.POSITIVE_INFINITY) <= (theirs ?? 0),
+      });
+    }
+  }
+}
+const w10 = bySize.get(10_000)?.get('worker');
+const w50 = bySize.get(50_000)?.get('worker');
+if (w10 && w50) {
+  verdicts.push({
+    target: `50,000 pods: time to synced ≤ ${SCALE_50K_RATIO_TARGET}× the 10,000-pod one`,
+    value: `${(w50.syncedMs / w10.syncedMs).toFixed(2)}× (${ms(w50.syncedMs)} / ${ms(w10.syncedMs)})`,
+    pass: w50.syncedMs <= SCALE_50K_RATIO_TARGET * w10.syncedMs,
+  });
+  verdicts.push({
+    target: `50,000 pods: main-thread stall ≤ ${STALL_TARGET_MS} ms`,
+    value: optMs(w50.stallMs),
+    pass: (w50.stallMs ?? Number.POSITIVE_INFINITY) <= STALL_TARGET_MS,
+  });
+  verdicts.push({
+    target: `50,000 pods: heap per pod flat (≤ ${HEAP_FLAT_TOLERANCE}× the 10,000-pod one)`,
+    value: `${kib(w50.heapBytesPerPod)} vs ${kib(w10.heapBytesPerPod)}`,
+    pass: w50.heapBytesPerPod <= HEAP_FLAT_TOLERANCE * w10.heapBytesPerPod,
   });
 }
 log('');
 for (const verdict of verdicts) {
   log(`${verdict.pass ? 'PASS' : 'MISS'}  ${verdict.target}: ${verdict.value}`);
 }
-if (values.json) log(JSON.stringify(Object.fromEntries(results)));
+if (values.json) log(JSON.stringify(raw));
 if (values.check && verdicts.some((verdict) => !verdict.pass)) process.exit(1);

@@ -37,6 +37,7 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
         lastSyncAtMs: s.lastSyncAtMs ?? null,
         bytesDecoded: s.bytesDecoded,
         lastError: s.lastError ?? null,
+        listProgress: s.listProgress ?? null,
       };
     },
   );

@@ -179,6 +179,14 @@ export const reflectorSchema = z.object({
   lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),
   bytesDecoded: z.number().int(),
   lastError: z.string().nullable(),
+  listProgress: z
+    .object({
+      pages: z.number().int().describe('Pages read and validated so far.'),
+      pods: z.number().int().describe('Pods in those pages.'),
+      startedAtMs: z.number().describe('Epoch ms when this LIST began.'),
+    })
+    .nullable()
+    .describe('The LIST under way (a first sync or a relist); `null` when not listing.'),
 });
 
 export const requeueSchema = z.object({

@@ -77,7 +77,11 @@ export {
 export { abortReason, type Clock, realClock } from './runtime/clock.js';
 export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
 export type { Logger } from './runtime/logger.js';
-export { ObjectStore, type ObjectStoreOptions } from './runtime/object-store.js';
+export {
+  ObjectStore,
+  type ObjectStoreOptions,
+  type ReplaceInParts,
+} from './runtime/object-store.js';
 export {
   DEFAULT_FAILURE_BASE_DELAY_MS,
   DEFAULT_FAILURE_MAX_DELAY_MS,

@@ -92,37 +92,101 @@ export class HttpPodApi implements PodApi {
     }
   }
 
-  /** Pages of `limit` (0: one unpaged request) until the collection is complete. */
+  /**
+   * Pages of `limit` (0: one unpaged request) until the collection is complete. Page N+1 is
+   * requested as soon as page N's bytes are in, when page N's head names its `continue` token
+   * (the API server writes `metadata` before `items`), so page N is decoded and validated while
+   * page N+1 transfers; the token is then checked against the parsed page, and a prefetch that
+   * does not match is abandoned. Never more than one page ahead.
+   */
   async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
     const pods: Pod[] = [];
+    let pages = 0;
     let resourceVersion = '';
     let continueToken: string | undefined;
-    do {
+    const queryFor = (token: string | undefined): Record<string, string> => {
       const query: Record<string, string> = {};
       if (options.labelSelector) query.labelSelector = options.labelSelector;
       if (limit > 0) query.limit = String(limit);
-      if (continueToken) query.continue = continueToken;
-      let page: Record<string, unknown>;
-      try {
-        page = await this.#listPage(options, query);
-      } catch (error) {
-        if (continueToken && isExpired(error)) throw new ExpiredContinueError();
-        throw error;
-      }
-      const metadata = isRecord(page.metadata) ? page.metadata : {};
-      if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
-        throw new MalformedListError('LIST response has no metadata.resourceVersion');
-      }
-      resourceVersion = metadata.resourceVersion;
-      const items = page.items ?? [];
-      if (!Array.isArray(items)) throw new MalformedListError('LIST response items is not a list');
-      for (let index = 0; index < items.length; index += 1) {
-        pods.push(readListItem(items[index], pods.length));
-      }
-      continueToken =
-        typeof metadata.continue === 'string' && metadata.continue ? metadata.continue : undefined;
-    } while (continueToken);
+      if (token) query.continue = token;
+      return query;
+    };
+    let ahead: PageFetch | undefined;
+    let current: PageFetch = this.#fetchPage(options, queryFor(undefined));
+    try {
+      do {
+        let raw: Buffer;
+        try {
+          raw = await current.body;
+        } catch (error) {
+          if (continueToken && isExpired(error)) throw new ExpiredContinueError();
+          throw error;
+        }
+        const early = limit > 0 ? peekContinueToken(raw) : undefined;
+        if (early) ahead = this.#fetchPage(options, queryFor(early), early);
+        const page = parsePage(raw);
+        const metadata = isRecord(page.metadata) ? page.metadata : {};
+        if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
+          throw new MalformedListError('LIST response has no metadata.resourceVersion');
+        }
+        resourceVersion = metadata.resourceVersion;
+        const items = page.items ?? [];
+        if (!Array.isArray(items))
+          throw new MalformedListError('LIST response items is not a list');
+        const first = pods.length;
+        for (let index = 0; index < items.length; index += 1) {
+          pods.push(readListItem(items[index], pods.length));
+        }
+        pages += 1;
+        options.onPage?.({ pages, pods: pods.length }, pods.slice(first));
+        continueToken =
+          typeof metadata.continue === 'string' && metadata.continue
+            ? metadata.continue
+            : undefined;
+        if (continueToken) {
+          if (ahead && ahead.token === continueToken) {
+            current = ahead;
+          } else {
+            ahead?.abandon();
+            current = this.#fetchPage(options, queryFor(continueToken), continueToken);
+          }
+          ahead = undefined;
+        }
+      } while (continueToken);
+    } finally {
+      // A page fetched ahead for a LIST that failed or ended differently is not wanted.
+      ahead?.abandon();
+      if (continueToken) current.abandon();
+    }
     return { pods, resourceVersion };
+  }
+
+  /** Requests one page and reads its whole body (after gzip), abandonable on its own. */
+  #fetchPage(options: ListPodsOptions, query: Record<string, string>, token?: string): PageFetch {
+    const own = new AbortController();
+    const signal = AbortSignal.any([options.signal, own.signal]);
+    const body = (async () => {
+      const open = await this.#open('LIST', podsPath(options.namespace), query, signal, {
+        'Accept-Encoding': 'gzip',
+      });
+      try {
+        return await readAll(bodyOf(open.response), options.onBytes);
+      } catch (error) {
+        throw options.signal.aborted
+          ? options.signal.reason
+          : new ApiConnectionError('LIST', error);
+      } finally {
+        open.request.destroy();
+        destroyAgent(open.agent);
+      }
+    })();
+    // An abandoned prefetch's failure is nobody's: it must not be an unhandled rejection.
+    body.catch(() => {});
+    return {
+      token,
+      body,
+      abandon: () => own.abort(new Error('LIST page no longer wanted')),
+    };
   }
 
   async watchPods(options: WatchPodsOptions): Promise<WatchStream> {
@@ -135,34 +199,6 @@ export class HttpPodApi implements PodApi {
     if (options.labelSelector) query.labelSelector = options.labelSelector;
     const open = await this.#open('WATCH', podsPath(options.namespace), query, options.signal);
     return new HttpWatchStream(open, options.signal, options.onBytes);
-  }
-
-  async #listPage(
-    options: ListPodsOptions,
-    query: Record<string, string>,
-  ): Promise<Record<string, unknown>> {
-    const open = await this.#open('LIST', podsPath(options.namespace), query, options.signal, {
-      'Accept-Encoding': 'gzip',
-    });
-    let raw: Buffer;
-    try {
-      raw = await readAll(bodyOf(open.response), options.onBytes);
-    } catch (error) {
-      throw options.signal.aborted ? options.signal.reason : new ApiConnectionError('LIST', error);
-    } finally {
-      open.request.destroy();
-      destroyAgent(open.agent);
-    }
-    let page: unknown;
-    try {
-      page = JSON.parse(raw.toString('utf8'));
-    } catch (error) {
-      throw new MalformedListError(
-        `LIST response is not JSON: ${error instanceof Error ? error.message : error}`,
-      );
-    }
-    if (!isRecord(page)) throw new MalformedListError('LIST response is not an object');
-    return page;
   }
 
   /** Sends a GET and resolves with a 200 response; anything else becomes an error here. */
@@ -294,4 +330,45 @@ class HttpWatchStream implements WatchStream {
 /** A `PodApi` for the configured cluster. */
 export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
   return new HttpPodApi(await loadApiConnection(options));
+}
+
+/** A page requested (maybe ahead of need): its body, and a way to drop it. */
+interface PageFetch {
+  /** The continue token it was requested with; undefined for the first page. */
+  token: string | undefined;
+  body: Promise<Buffer>;
+  abandon: () => void;
+}
+
+/** How far into a page its `metadata` (and so its continue token) is looked for. */
+const HEAD_BYTES = 4_096;
+const CONTINUE_TOKEN = /"continue":"([A-Za-z0-9+/=_-]+)"/;
+
+/**
+ * The continue token from a LIST page's head, before the whole page is parsed: only within
+ * `metadata`, which must come before `items` (it does in the API server's output); anything else
+ * answers undefined and the caller just waits for the parse. A wrong answer costs one abandoned
+ * request: the caller checks the token against the parsed page.
+ */
+export function peekContinueToken(raw: Buffer): string | undefined {
+  const head = raw.subarray(0, HEAD_BYTES).toString('latin1');
+  const metadataAt = head.indexOf('"metadata":{');
+  const itemsAt = head.indexOf('"items":');
+  if (metadataAt < 0 || (itemsAt >= 0 && itemsAt < metadataAt)) return undefined;
+  const end = head.indexOf('}', metadataAt);
+  if (end < 0) return undefined;
+  return CONTINUE_TOKEN.exec(head.slice(metadataAt, end))?.[1];
+}
+
+function parsePage(raw: Buffer): Record<string, unknown> {
+  let page: unknown;
+  try {
+    page = JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw new MalformedListError(
+      `LIST response is not JSON: ${error instanceof Error ? error.message : error}`,
+    );
+  }
+  if (!isRecord(page)) throw new MalformedListError('LIST response is not an object');
+  return page;
 }

@@ -17,6 +17,13 @@ export interface ListPodsOptions {
   signal: AbortSignal;
   /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
   onBytes?: (count: number) => void;
+  /**
+   * Hears each page once it is read and validated: pages and pods so far in this LIST, and the
+   * page's own pods (also in the final `PodList`; the listener must not change them). Page 1
+   * always means "a LIST (re)starts": a fallback to an unpaged LIST after an expired continue
+   * token counts from 1 again, and whatever an earlier page 1 began is void.
+   */
+  onPage?: (progress: { pages: number; pods: number }, items: readonly Pod[]) => void;
 }
 
 /** A complete, validated collection: every page read, every item a readable pod. */

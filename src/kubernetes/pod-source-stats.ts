@@ -76,6 +76,19 @@ export interface PodSourceStats {
   bytesDecoded: number;
   /** The last failure, one line, for a human debugging through port-forward. */
   lastError?: string;
+  /**
+   * The LIST under way, if any: pages and pods read so far and when it began (epoch ms), so a
+   * long first sync of tens of thousands of pods shows it is moving. Absent outside `listing`.
+   */
+  listProgress?: ListProgress;
+}
+
+/** How far the LIST under way has got. */
+export interface ListProgress {
+  pages: number;
+  pods: number;
+  /** Wall-clock (epoch ms) when this LIST began. */
+  startedAtMs: number;
 }
 
 /** Stats of a source that has not started a stream yet. */
@@ -131,5 +144,6 @@ export function foldReflectorStats(base: PodSourceStats, current: PodSourceStats
   if (lastSyncAtMs !== undefined) folded.lastSyncAtMs = lastSyncAtMs;
   const lastError = current.lastError ?? base.lastError;
   if (lastError !== undefined) folded.lastError = lastError;
+  if (current.listProgress !== undefined) folded.listProgress = { ...current.listProgress };
   return folded;
 }

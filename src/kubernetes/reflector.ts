@@ -29,6 +29,7 @@ import { type Pod, podKey } from './pod.js';
 import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   initialReflectorStats,
+  type ListProgress,
   type PodSourceStats,
   type ReflectorPhase,
 } from './pod-source-stats.js';
@@ -71,6 +72,9 @@ export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
  */
 export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
 
+/** A long LIST logs its progress (pages, pods) at most this often, at info level. */
+export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
+
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
 export interface KubernetesReflectorOptions {
   /** LIST and WATCH for pods: `HttpPodApi` in the service, a fake in tests. */
@@ -112,6 +116,14 @@ export interface KubernetesReflectorOptions {
   logger?: Logger;
   /** Called after the stats changed; cheap to call often (the worker coalesces per turn). */
   onStatsChange?: () => void;
+  /**
+   * Hears each LIST page's pods as soon as the page is read and validated, before the LIST is
+   * complete, so a consumer can start moving them (the worker streams them to the main thread).
+   * They count only once the LIST's `replace` is yielded: `page === 1` starts a new LIST (a retry,
+   * a relist or a fallback to an unpaged LIST), voiding every page heard before it, and a LIST
+   * that fails yields nothing.
+   */
+  onListPage?: (pods: readonly Pod[], page: number) => void;
 }
 
 /**
@@ -188,6 +200,7 @@ export class KubernetesReflector {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
+  readonly #onListPage: ((pods: readonly Pod[], page: number) => void) | undefined;
   readonly #stats: PodSourceStats = initialReflectorStats();
   readonly #unhealthyAfterMs: number;
   /**
@@ -225,6 +238,7 @@ export class KubernetesReflector {
     this.#wallClock = options.wallClock ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#onStatsChange = options.onStatsChange ?? (() => {});
+    this.#onListPage = options.onListPage;
   }
 
   /**
@@ -242,6 +256,7 @@ export class KubernetesReflector {
       ...this.#stats,
       relists: { ...this.#stats.relists },
       events: { ...this.#stats.events },
+      ...(this.#stats.listProgress ? { listProgress: { ...this.#stats.listProgress } } : {}),
     };
   }
 
@@ -294,8 +309,12 @@ export class KubernetesReflector {
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     this.#setCursor(undefined);
+    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
+    this.#stats.listProgress = progress;
     this.#enter('listing');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    const listStartedAt = this.#clock.now();
+    let loggedAt = listStartedAt;
     let list: PodList;
     try {
       list = await this.#api.listPods({
@@ -307,8 +326,23 @@ export class KubernetesReflector {
           watchdog.touch();
           this.#countBytes(count);
         },
+        onPage: ({ pages, pods }, items) => {
+          progress.pages = pages;
+          progress.pods = pods;
+          this.#onListPage?.(items, pages);
+          this.#notify();
+          const now = this.#clock.now();
+          if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
+            loggedAt = now;
+            this.#logger.info(
+              { pages, pods, elapsedMs: Math.round(now - listStartedAt) },
+              'reflector LIST in progress',
+            );
+          }
+        },
       });
     } catch (error) {
+      delete this.#stats.listProgress;
       if (signal.aborted) return STOPPED;
       const failure: ReflectorFailure = watchdog.timedOut
         ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
@@ -317,6 +351,7 @@ export class KubernetesReflector {
     } finally {
       await watchdog.release();
     }
+    delete this.#stats.listProgress;
     const objects = new Map<ObjectKey, Pod>();
     for (const pod of list.pods) objects.set(podKey(pod), pod);
     // Counted only once the LIST is complete: `lists` is what `..._lists_total` reports.

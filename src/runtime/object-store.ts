@@ -18,6 +18,23 @@ export interface ObjectStoreOptions {
   logger?: Logger;
 }
 
+/**
+ * A `replace` applied in parts (`ObjectStore.beginReplace`), so a relist of tens of thousands of
+ * objects can be spread over event-loop turns.
+ */
+export interface ReplaceInParts<T> {
+  /**
+   * Stores these listed objects as a `replace` would (an unmappable one is skipped here and, if
+   * it was stored, removed by `finish()`); returns the parents affected.
+   */
+  upsert(objects: Iterable<readonly [ObjectKey, T]>): Set<ParentKey>;
+  /**
+   * The synthesised deletions: removes every stored object that no `upsert` of this replace
+   * listed (or that became unmappable); returns their parents. Call once, last.
+   */
+  finish(): Set<ParentKey>;
+}
+
 /** Result of asking the key map about one object. */
 type Mapping = { mappable: true; parent: ParentKey } | { mappable: false };
 
@@ -79,6 +96,42 @@ export class ObjectStore<T> {
           `ObjectStore.apply: not a SourceEvent (type ${JSON.stringify((event as { type?: unknown } | null)?.type)}); expected upsert, delete or replace`,
         );
     }
+  }
+
+  /**
+   * Starts a `replace` that the caller applies in parts: `upsert` each slice of the listed objects,
+   * then `finish()` once for the synthesised deletions. After `finish()` the store equals what
+   * `apply({ type: 'replace', objects })` with all the slices' objects would give, and the union of
+   * the returned parent sets equals what that one `apply` would return. Between parts the store
+   * holds some listed objects and still every object not yet swept, so a parent read meanwhile
+   * may mix old and new members; the caller must hand each part's parents on (the driver does).
+   * An `apply(replace)` started meanwhile supersedes this one: its parts then throw.
+   * `apply(replace)` itself stays atomic.
+   */
+  beginReplace(): ReplaceInParts<T> {
+    const epoch = ++this.#epoch;
+    let finished = false;
+    const check = (what: string): void => {
+      if (finished) throw new Error(`ObjectStore replace in parts: ${what} after finish()`);
+      if (this.#epoch !== epoch) {
+        throw new Error(`ObjectStore replace in parts: ${what} after a newer replace began`);
+      }
+    };
+    return {
+      upsert: (objects) => {
+        check('upsert');
+        const affected = new Set<ParentKey>();
+        this.#upsertListed(objects, affected);
+        return affected;
+      },
+      finish: () => {
+        check('finish');
+        finished = true;
+        const affected = new Set<ParentKey>();
+        this.#sweep(epoch, affected);
+        return affected;
+      },
+    };
   }
 
   /** Members of one parent, sorted by object key so that reconciles see a stable order. */
@@ -196,14 +249,25 @@ export class ObjectStore<T> {
       );
     }
     const epoch = ++this.#epoch;
+    this.#upsertListed(objects, affected);
+    this.#sweep(epoch, affected);
+  }
+
+  /** The upsert half of a replace: one bad object never stops a relist, so unmappable ones are skipped (and swept). */
+  #upsertListed(objects: Iterable<readonly [ObjectKey, T]>, affected: Set<ParentKey>): void {
     for (const [key, object] of objects) {
       const mapping = this.#map(key, object);
-      if (!mapping.mappable) continue; // one bad object never stops a relist
+      if (!mapping.mappable) continue;
       this.#store(key, object, mapping.parent, affected);
     }
-    // Deletion synthesis: whatever we hold that the world no longer lists (or that became
-    // unmappable) is gone. Ghost cells would otherwise live forever. Deleting from a Map while
-    // iterating it is well-defined: removed entries are simply not visited.
+  }
+
+  /**
+   * Deletion synthesis: whatever we hold that the world no longer lists (or that became
+   * unmappable) is gone. Ghost cells would otherwise live forever. Deleting from a Map while
+   * iterating it is well-defined: removed entries are simply not visited.
+   */
+  #sweep(epoch: number, affected: Set<ParentKey>): void {
     for (const [key, entry] of this.#entries) {
       if (entry.epoch === epoch) continue;
       this.#remove(key);

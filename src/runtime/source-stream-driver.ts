@@ -31,18 +31,18 @@ export interface SourceStreamDriverOptions<T> {
    * `sourceRetryDelayMs` (default `DEFAULT_SOURCE_RETRY_DELAY_MS`). Non-negative, finite.
    */
   retryDelayMs: number;
-  /** Times the reopen delay and the yields between slices of a large first `replace`. */
+  /** Times the reopen delay and the yields between slices of a large `replace`. */
   clock?: Clock;
   /** Where failed, ended and unclosable streams are reported; silent by default. */
   logger?: Logger;
 }
 
 /**
- * Objects per slice when a large initial `replace` is applied across event-loop turns: a few
+ * Objects per slice when a large `replace` is applied across event-loop turns: a few
  * milliseconds of work for pods, so the event loop is never blocked for long while a big world
- * syncs.
+ * syncs or relists. A replace of this many objects or fewer is one `apply` (RUNTIME.md).
  */
-export const INITIAL_REPLACE_SLICE_SIZE = 1_000;
+export const REPLACE_SLICE_SIZE = 1_000;
 
 /** Why a stream was rejected before anything of it was applied. */
 export class StreamDidNotOpenWithReplaceError extends Error {
@@ -56,9 +56,10 @@ export class StreamDidNotOpenWithReplaceError extends Error {
  * It never gives up and never rejects: a stream that ends, throws, or does not open with a
  * `replace` is closed, logged and reopened after `retryDelayMs`, because the new stream's
  * `replace` repairs whatever was missed. `synced` and `waitForSync` tell the loop when the first
- * whole world is in the store, which is when reconciling can start. A large first `replace`
- * (more than `INITIAL_REPLACE_SLICE_SIZE` objects into an empty store) is applied in slices of
- * that size, yielding between them, so syncing a big cluster never blocks the event loop.
+ * whole world is in the store, which is when reconciling can start. A large `replace` (more than
+ * `REPLACE_SLICE_SIZE` objects) is applied in slices of that size, upserts first and the
+ * synthesised deletions last, yielding between them, so neither syncing nor relisting a big
+ * cluster blocks the event loop.
  */
 export class SourceStreamDriver<T> {
   readonly #source: Source<T>;
@@ -150,8 +151,9 @@ export class SourceStreamDriver<T> {
           );
         }
         opened = true;
-        if (event.type === 'replace' && this.#isLargeInitialReplace(event.objects)) {
-          await this.#deliverInitialReplaceInSlices(event.objects, signal);
+        if (event.type === 'replace' && isLargeReplace(event.objects)) {
+          // Events arriving meanwhile wait: the stream is not read until the replace is done.
+          await this.#deliverReplaceInSlices(event.objects, signal);
         } else {
           this.#deliver(event);
         }
@@ -190,38 +192,31 @@ export class SourceStreamDriver<T> {
   }
 
   /**
-   * The first `replace` into an empty store, when it is large. Nothing is stored before the
-   * first `replace` (a stream applies nothing before its own), so that `replace` is exactly a
-   * sequence of upserts with no deletion to synthesize; and nothing reconciles before sync. Both
-   * make it safe to apply it in slices with a yield between them, so that syncing 10,000 pods
-   * never blocks the event loop (the HTTP API, the stream's own I/O) for the whole apply.
+   * A large `replace`, applied as RUNTIME.md allows ("Large replaces may be applied in slices"):
+   * each slice one store write of up to `REPLACE_SLICE_SIZE` listed objects, handed on at once,
+   * then a yield (`clock.sleep(0)`) so HTTP requests, the stream's I/O and reconciles run; the
+   * synthesised deletions last, as one write. Every parent a change touches is handed on in the
+   * slice that changed it, so each is reported after its last change; a reconcile running between
+   * slices may see a parent half old, half new, and is re-driven when its part arrives. The store
+   * ends equal to one atomic `apply(replace)` (the store guarantees it, `beginReplace`). Aborted
+   * midway, the store keeps the slices applied so far; the next stream's replace repairs it.
    */
-  #isLargeInitialReplace(objects: ReadonlyMap<string, T>): boolean {
-    return (
-      !this.#synced &&
-      this.#store.size === 0 &&
-      typeof objects?.size === 'number' &&
-      objects.size > INITIAL_REPLACE_SLICE_SIZE
-    );
-  }
-
-  async #deliverInitialReplaceInSlices(
+  async #deliverReplaceInSlices(
     objects: ReadonlyMap<string, T>,
     signal: AbortSignal,
   ): Promise<void> {
-    let affected = new Set<ParentKey>();
-    let inSlice = 0;
-    for (const [key, object] of objects) {
-      for (const parent of this.#store.apply({ type: 'upsert', key, object })) affected.add(parent);
-      inSlice += 1;
-      if (inSlice === INITIAL_REPLACE_SLICE_SIZE) {
-        this.#handOn(affected);
-        affected = new Set();
-        inSlice = 0;
+    const replace = this.#store.beginReplace();
+    let slice: Array<[string, T]> = [];
+    for (const entry of objects) {
+      slice.push(entry);
+      if (slice.length === REPLACE_SLICE_SIZE) {
+        this.#handOn(replace.upsert(slice));
+        slice = [];
         await this.#clock.sleep(0, signal); // rejects when aborted: the stream is abandoned
       }
     }
-    this.#handOn(affected);
+    if (slice.length > 0) this.#handOn(replace.upsert(slice));
+    this.#handOn(replace.finish());
     this.#markSynced();
   }
 
@@ -241,6 +236,19 @@ export class SourceStreamDriver<T> {
       this.#logger.warn({ err }, 'closing the source stream failed');
     }
   }
+}
+
+/**
+ * More objects than one slice. `objects` is whatever the source sent; anything that is not
+ * Map-like goes to `apply`, which rejects it.
+ */
+function isLargeReplace(objects: unknown): boolean {
+  const candidate = objects as { size?: unknown; forEach?: unknown } | null | undefined;
+  return (
+    typeof candidate?.forEach === 'function' &&
+    typeof candidate.size === 'number' &&
+    candidate.size > REPLACE_SLICE_SIZE
+  );
 }
 
 /**

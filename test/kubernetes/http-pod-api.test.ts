@@ -6,7 +6,7 @@ import {
   MalformedListError,
 } from '../../src/kubernetes/api-errors.js';
 import { KubeConfigError } from '../../src/kubernetes/connection.js';
-import { connectPodApi } from '../../src/kubernetes/http-pod-api.js';
+import { connectPodApi, peekContinueToken } from '../../src/kubernetes/http-pod-api.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
 import { drain } from '../support/drain.js';
@@ -42,14 +42,21 @@ describe('HttpPodApi LIST', () => {
   it('follows continue pages and returns every pod with the collection version', async () => {
     server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
     server.resourceVersion = '77';
+    const progress: Array<{ pages: number; pods: number }> = [];
     const list = await api.listPods({
       namespace: 'pools',
       labelSelector: 'app=engine',
       limit: 2,
       signal: signal(),
+      onPage: (page) => progress.push(page),
     });
     expect(names(list.pods)).toEqual(['a', 'b', 'c', 'd', 'e']);
     expect(list.resourceVersion).toBe('77');
+    expect(progress).toEqual([
+      { pages: 1, pods: 2 },
+      { pages: 2, pods: 4 },
+      { pages: 3, pods: 5 },
+    ]);
     expect(server.requests.map((r) => [r.path, r.query])).toEqual([
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2' }],
       ['/api/v1/namespaces/pools/pods', { labelSelector: 'app=engine', limit: '2', continue: '2' }],
@@ -353,5 +360,33 @@ describe('connectPodApi', () => {
       `apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: ${server.url}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n`,
     );
     await expect(connectPodApi({ kubeconfigPath: path })).rejects.toBeInstanceOf(KubeConfigError);
+  });
+});
+
+describe('peekContinueToken: the next page is requested before this one is parsed', () => {
+  const page = (text: string) => Buffer.from(text);
+  it("reads the token from the page's metadata when metadata comes before items", () => {
+    expect(
+      peekContinueToken(
+        page(
+          '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"eyJydiI6IjkifQ","remainingItemCount":3},"items":[',
+        ),
+      ),
+    ).toBe('eyJydiI6IjkifQ');
+  });
+  it('answers undefined for a last page, items first, or a token only inside items', () => {
+    expect(peekContinueToken(page('{"metadata":{"resourceVersion":"9"},"items":[]}'))).toBe(
+      undefined,
+    );
+    expect(
+      peekContinueToken(
+        page('{"items":[{"metadata":{"continue":"x"}}],"metadata":{"resourceVersion":"9"}}'),
+      ),
+    ).toBe(undefined);
+    expect(
+      peekContinueToken(
+        page('{"metadata":{"resourceVersion":"9"},"items":[{"a":{"continue":"x"}}]}'),
+      ),
+    ).toBe(undefined);
   });
 });

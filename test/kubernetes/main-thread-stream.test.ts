@@ -10,6 +10,7 @@ import {
 } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type { MainMessage, WorkerMessage } from '../../src/kubernetes/reflector-worker/protocol.js';
 import type { Logger } from '../../src/runtime/logger.js';
+import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { pod } from '../support/pods.js';
@@ -217,5 +218,42 @@ describe('WorkerEventStream', () => {
     await closing;
     expect(port.sent).toEqual([{ kind: 'close' }]);
     expect(await stream.next()).toEqual({ done: true, value: undefined });
+  });
+});
+
+describe('WorkerEventStream: a LIST streamed page by page stays all or nothing', () => {
+  const names = (event: SourceEvent<Pod> | undefined): string[] =>
+    event?.type === 'replace' ? [...event.objects.keys()].sort() : [];
+
+  it('drops what an earlier LIST sent when a chunk says the LIST restarted', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' }), pod({ name: 'b' })]) });
+    // The LIST failed after its first page; the retry's first chunk restarts.
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]), restart: true });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]) });
+    await settle();
+    expect(events.items).toEqual([]);
+    port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
+    await settle();
+    expect(names(events.items[0])).toEqual(['default/c', 'default/d']);
+  });
+
+  it('publishes an empty replace when the replace-end itself says the LIST restarted', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }), restart: true });
+    await settle();
+    expect(events.items).toHaveLength(1);
+    expect(names(events.items[0])).toEqual([]);
+  });
+
+  it('fails the stream, publishing nothing, when the pods assembled are not the count announced', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
+    port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
+    await settle();
+    expect(events.items).toEqual([]);
+    expect(String(events.error)).toMatch(/announced a replace of 2 pods but sent 1/);
+    expect(port.sent).toContainEqual({ kind: 'close' });
   });
 });

@@ -989,3 +989,41 @@ describe('KubernetesReflector: stats', () => {
     ).toThrow(RangeError);
   });
 });
+
+describe('KubernetesReflector: progress of a long LIST', () => {
+  it('shows pages and pods read so far in stats().listProgress while listing, and nothing after', async () => {
+    const { api, clock, reflector, logger } = setup();
+    api.queueList('hang');
+    const stream = drain(reflector.watch());
+    await settle();
+    expect(reflector.stats().listProgress).toEqual({
+      pages: 0,
+      pods: 0,
+      startedAtMs: 1_700_000_000_000,
+    });
+    const onPage = api.lists[0]?.options.onPage;
+    onPage?.({ pages: 1, pods: 500 }, []);
+    expect(reflector.stats().listProgress).toMatchObject({ pages: 1, pods: 500 });
+    // Logged at info at most every LIST_PROGRESS_LOG_INTERVAL_MS (2 s).
+    await clock.advance(2_000);
+    onPage?.({ pages: 2, pods: 1_000 }, []);
+    onPage?.({ pages: 3, pods: 1_500 }, []);
+    await clock.advance(1_000);
+    onPage?.({ pages: 4, pods: 2_000 }, []);
+    const progressLines = logger.lines.filter((l) => l.msg === 'reflector LIST in progress');
+    expect(progressLines).toEqual([
+      {
+        level: 'info',
+        obj: { pages: 2, pods: 1_000, elapsedMs: 2_000 },
+        msg: 'reflector LIST in progress',
+      },
+    ]);
+    await stream.close();
+  });
+
+  it('clears listProgress once the LIST completed', async () => {
+    const { reflector, stream } = await watching();
+    expect(reflector.stats().listProgress).toBeUndefined();
+    await stream.close();
+  });
+});

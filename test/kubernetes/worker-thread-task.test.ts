@@ -2,6 +2,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeConfigError } from '../../src/kubernetes/connection.js';
 import type { Pod } from '../../src/kubernetes/pod.js';
+import type { PodApi } from '../../src/kubernetes/pod-api.js';
 import { WorkerEventStream } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type {
   ChangeEvent,
@@ -184,5 +185,50 @@ describe('runReflectorTask', () => {
     await events.close();
     await task;
     expect(api.watch.released).toBe(true);
+  });
+});
+
+describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
+  it('sends each page as chunks before the LIST completes, and replace-end only after the last page', async () => {
+    const api = new FakePodApi();
+    let nextPage: () => void = () => {};
+    const secondPage = new Promise<void>((resolve) => {
+      nextPage = resolve;
+    });
+    const paged: PodApi = {
+      listPods: async (listOptions) => {
+        api.requests.push({ verb: 'LIST', at: 0 } as never);
+        const first = ['a', 'b', 'c'].map((name) => pod({ name }));
+        listOptions.onPage?.({ pages: 1, pods: 3 }, first);
+        await secondPage;
+        const second = [pod({ name: 'd' })];
+        listOptions.onPage?.({ pages: 2, pods: 4 }, second);
+        return { pods: [...first, ...second], resourceVersion: '9' };
+      },
+      watchPods: (watchOptions) => api.watchPods(watchOptions),
+    };
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => paged);
+    await until(() => ofKind(received, 'replace-chunk').length === 1);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-chunk').length === 2);
+    send({ kind: 'ack' });
+    await turns(10);
+    // Page 1 is all on the main side while page 2 is still "transferring".
+    expect(ofKind(received, 'replace-end')).toHaveLength(0);
+    nextPage();
+    await until(() => ofKind(received, 'replace-chunk').length === 3);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    const chunks = ofKind(received, 'replace-chunk');
+    expect(chunks.map((m) => decode<Pod[]>(m.pods).map((p) => p.metadata.name))).toEqual([
+      ['a', 'b'],
+      ['c'],
+      ['d'],
+    ]);
+    expect(chunks.map((m) => m.restart ?? false)).toEqual([true, false, false]);
+    expect(ofKind(received, 'replace-end')[0]).toMatchObject({ count: 4 });
+    send({ kind: 'close' });
+    await expect(task).resolves.toEqual({ closed: true });
   });
 });

@@ -21,6 +21,7 @@ describe('GET /api/v1/reflector', () => {
       lastSyncAtMs: null,
       bytesDecoded: 0,
       lastError: null,
+      listProgress: null,
     });
   });
 
@@ -37,6 +38,7 @@ describe('GET /api/v1/reflector', () => {
       lastSyncAtMs: 1_699_999_999_000,
       bytesDecoded: 12_345,
       lastError: 'watch closed: 410 Gone',
+      listProgress: { pages: 7, pods: 3_500, startedAtMs: 1_700_000_000_500 },
     };
     expect((await app.inject({ url: '/api/v1/reflector' })).json()).toEqual({
       source: 'kubernetes',
@@ -51,6 +53,7 @@ describe('GET /api/v1/reflector', () => {
       lastSyncAtMs: 1_699_999_999_000,
       bytesDecoded: 12_345,
       lastError: 'watch closed: 410 Gone',
+      listProgress: { pages: 7, pods: 3_500, startedAtMs: 1_700_000_000_500 },
     });
   });
 });

@@ -362,3 +362,51 @@ describe('ObjectStore reads', () => {
     expect(store.has('p2')).toBe(true);
   });
 });
+
+describe('ObjectStore.beginReplace: a replace applied in parts', () => {
+  const parentOf = (o: { p?: string }): string | undefined => o.p;
+  it('ends equal to one apply(replace), with the same parents overall, deletions only at finish', () => {
+    const before = new Map([
+      ['a', { p: 'x' }],
+      ['b', { p: 'x' }],
+      ['c', { p: 'y' }],
+      ['d', { p: 'z' }],
+    ]);
+    const after = new Map<string, { p?: string }>([
+      ['a', { p: 'x' }],
+      ['b', { p: 'y' }],
+      ['d', {}],
+      ['e', { p: 'w' }],
+    ]);
+    const reference = new ObjectStore(parentOf);
+    reference.apply({ type: 'replace', objects: before });
+    const expected = reference.apply({ type: 'replace', objects: after });
+
+    const store = new ObjectStore(parentOf);
+    store.apply({ type: 'replace', objects: before });
+    const replace = store.beginReplace();
+    const first = replace.upsert([...after].slice(0, 2));
+    expect(store.has('c')).toBe(true);
+    const second = replace.upsert([...after].slice(2));
+    expect(store.has('d')).toBe(true); // unmappable now, but removed only by finish()
+    const last = replace.finish();
+    expect(last).toEqual(new Set(['y', 'z']));
+    expect(new Set([...first, ...second, ...last])).toEqual(expected);
+    for (const parent of ['w', 'x', 'y', 'z']) {
+      expect(store.getByParent(parent)).toEqual(reference.getByParent(parent));
+    }
+    expect(store.parentKeys()).toEqual(reference.parentKeys());
+    expect(store.size).toBe(reference.size);
+  });
+
+  it('throws once finished or superseded by a newer replace', () => {
+    const store = new ObjectStore<number>();
+    const done = store.beginReplace();
+    done.finish();
+    expect(() => done.finish()).toThrow(/after finish/);
+    const old = store.beginReplace();
+    store.apply({ type: 'replace', objects: new Map([['k', 1]]) });
+    expect(() => old.upsert([['j', 2]])).toThrow(/newer replace/);
+    expect(store.has('k')).toBe(true);
+  });
+});

@@ -160,12 +160,25 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         this.#onStats(message.stats);
         break;
       case 'replace-chunk': {
+        if (message.restart) this.#assembling = undefined;
         this.#assembling ??= new Map();
         for (const pod of decode<Pod[]>(message.pods)) this.#assembling.set(podKey(pod), pod);
         this.#port.postMessage({ kind: 'ack' });
         return;
       }
       case 'replace-end':
+        if (message.restart) this.#assembling = undefined;
+        if ((this.#assembling?.size ?? 0) !== message.count) {
+          // All or nothing: a replace that is not exactly the LIST must never reach the store.
+          this.#fail(
+            new WorkerStreamError(
+              `the reflector worker announced a replace of ${message.count} pods but sent ${this.#assembling?.size ?? 0}; reopen to relist`,
+            ),
+          );
+          this.#assembling = undefined;
+          this.#port.postMessage({ kind: 'close' });
+          return;
+        }
         // A replace is the whole truth: events still waiting before it are superseded (applying
         // them first would end in the same store), so a consumer that is behind skips them.
         this.#queue = [];

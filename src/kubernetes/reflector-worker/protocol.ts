@@ -62,10 +62,17 @@ export type WorkerMessage =
    * Part of a `replace` (`pods`: JSON of `Pod[]`). The main side acknowledges each chunk before
    * the worker sends the next: Node delivers every message already queued on a port in one go,
    * so without the ack a 10,000-pod replace would be decoded in one main-thread stall, chunks or not.
+   * Chunks are streamed while the LIST is still running, page by page; `restart` marks the first
+   * chunk of a LIST that (re)starts, so the main side drops whatever an earlier, failed or
+   * superseded LIST had sent. Nothing assembled reaches the store before `replace-end`.
    */
-  | { kind: 'replace-chunk'; pods: JsonBytes }
-  /** The `replace` is complete: the main side publishes the pods it assembled, as one event. */
-  | { kind: 'replace-end'; count: number; stats: PodSourceStats }
+  | { kind: 'replace-chunk'; pods: JsonBytes; restart?: true }
+  /**
+   * The `replace` is complete: the main side publishes the pods it assembled, as one event, after
+   * checking it assembled `count` distinct pods (otherwise the stream fails and is reopened).
+   * `restart`: no chunk of this LIST was sent (it is empty), so drop what was assembled first.
+   */
+  | { kind: 'replace-end'; count: number; stats: PodSourceStats; restart?: true }
   | { kind: 'log'; level: LogLevel; obj: unknown; msg: string | undefined };
 
 /** Main → worker. */

@@ -99,6 +99,54 @@ export async function runReflectorTask(
       // in this turn, and the stats after them.
       setImmediate(flush);
     };
+    // Chunks of the LIST under way, streamed to the main thread page by page while the LIST runs:
+    // encoded here as each page arrives, posted one at a time as the main side acks the last.
+    const outbox: Array<{ bytes: Uint8Array; transfer: ArrayBuffer[]; restart: boolean }> = [];
+    let inFlight = false;
+    /** The current LIST's pages are being streamed (its reflector's API reports pages). */
+    let streaming = false;
+    /** The next chunk (or, if none, the `replace-end`) must tell the main side a LIST restarted. */
+    let restartPending = false;
+    const queueChunk = (pods: readonly Pod[]): void => {
+      outbox.push({ ...encode(pods), restart: restartPending });
+      restartPending = false;
+    };
+    let drained: (() => void) | undefined;
+    const pump = (): void => {
+      if (inFlight || closer.signal.aborted) return;
+      const chunk = outbox.shift();
+      if (!chunk) {
+        drained?.();
+        return;
+      }
+      inFlight = true;
+      onAck = () => {
+        inFlight = false;
+        onAck = undefined;
+        pump();
+      };
+      post(
+        port,
+        chunk.restart
+          ? { kind: 'replace-chunk', pods: chunk.bytes, restart: true }
+          : { kind: 'replace-chunk', pods: chunk.bytes },
+        chunk.transfer,
+      );
+    };
+    const onListPage = (pods: readonly Pod[], page: number): void => {
+      if (page === 1) {
+        // A new LIST: chunks of an earlier one that were not sent yet are void, and its first
+        // chunk (or its replace-end) tells the main side to drop what it assembled.
+        outbox.length = 0;
+        streaming = true;
+        restartPending = true;
+      }
+      const size = options.replaceChunkSize;
+      for (let start = 0; start < pods.length; start += size)
+        queueChunk(pods.slice(start, start + size));
+      pump();
+    };
+
     const reflector = new KubernetesReflector({
       api,
       namespace: options.namespace,
@@ -109,27 +157,56 @@ export async function runReflectorTask(
       backoff: options.backoff,
       logger: portLogger(port),
       onStatsChange: scheduleFlush,
+      onListPage,
     });
 
     const sendReplace = async (objects: ReadonlyMap<ObjectKey, Pod>): Promise<void> => {
       if (batch.length > 0) flush();
+      if (streaming) {
+        // Streamed page by page already: wait until the main side has every chunk, then end.
+        streaming = false;
+        if (outbox.length > 0 || inFlight) {
+          await new Promise<void>((resolve) => {
+            drained = resolve;
+            closer.signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+          drained = undefined;
+        }
+        if (!closer.signal.aborted) {
+          post(port, endOf(objects.size));
+        }
+        return;
+      }
       const pods = [...objects.values()];
       const size = options.replaceChunkSize;
       const chunk = (start: number) => encode(pods.slice(start, start + size));
       let next = pods.length > 0 ? chunk(0) : undefined;
+      restartPending = true;
       for (let start = 0; next && !closer.signal.aborted; start += size) {
+        restartPending = false;
         const acked = new Promise<void>((resolve) => {
           onAck = resolve;
         });
-        post(port, { kind: 'replace-chunk', pods: next.bytes }, next.transfer);
+        post(
+          port,
+          start === 0
+            ? { kind: 'replace-chunk', pods: next.bytes, restart: true }
+            : { kind: 'replace-chunk', pods: next.bytes },
+          next.transfer,
+        );
         // Encode the next chunk while the main thread decodes this one.
         next = start + size < pods.length ? chunk(start + size) : undefined;
         await acked;
         onAck = undefined;
       }
-      if (!closer.signal.aborted) {
-        post(port, { kind: 'replace-end', count: pods.length, stats: reflector.stats() });
-      }
+      if (!closer.signal.aborted) post(port, endOf(pods.length));
+    };
+    const endOf = (count: number): WorkerMessage => {
+      const restart = restartPending;
+      restartPending = false;
+      return restart
+        ? { kind: 'replace-end', count, stats: reflector.stats(), restart: true }
+        : { kind: 'replace-end', count, stats: reflector.stats() };
     };
 
     const iterator = reflector.watch()[Symbol.asyncIterator]();

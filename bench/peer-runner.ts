@@ -1,0 +1,141 @@
+/**
+ * Running one measurement in a child process, for `bench:sync` and `bench:peers`: our Node
+ * variants (bench/sync-variant.ts) and the client-go peer (bench/peers/client-go, a Go program
+ * built once per source hash into ~/.cache/pool-controller/bench-peers/<hash>/).
+ *
+ * A child prints `{"ready":true}` when it wants the event burst (latency mode), then its result
+ * as the last line on stdout.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LatencyResult, VariantConfig, VariantName, VariantResult } from './sync-variant.js';
+
+/** What the client-go peer prints (bench/peers/client-go/main.go). */
+export interface ClientGoResult {
+  timeToSyncedMs: number;
+  heapPerPodBytes: number;
+  pods: number;
+  startedAtMs: number;
+  syncedAtMs: number;
+  contentType: string;
+  goVersion: string;
+  latencyMs?: number[];
+}
+
+/** Runs a child; calls `onReady` when it prints `{"ready":true}`; resolves its last line, parsed. */
+function runLines<R>(
+  command: string,
+  args: string[],
+  what: string,
+  onReady?: () => void,
+): Promise<R> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    const before = out;
+    out += text;
+    if (!before.includes('"ready":true') && out.includes('{"ready":true}')) onReady?.();
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = out.trim().split('\n').at(-1);
+      if (code !== 0 || !line) {
+        reject(new Error(`${what} exited with ${code}`));
+        return;
+      }
+      resolve(JSON.parse(line) as R);
+    });
+  });
+}
+
+export function runNodeVariant(
+  name: VariantName,
+  config: VariantConfig,
+  nodeFlags: string[],
+  onReady?: () => void,
+): Promise<VariantResult> {
+  const script = fileURLToPath(new URL('./sync-variant.js', import.meta.url));
+  return runLines<VariantResult>(
+    process.execPath,
+    ['--expose-gc', ...nodeFlags, script, name, JSON.stringify(config)],
+    `variant ${name}`,
+    onReady,
+  );
+}
+
+export interface ClientGoOptions {
+  kubeconfig: string;
+  namespace: string;
+  selector: string;
+  latencyEvents?: number;
+  /** Default protobuf (with JSON accepted), what Kubernetes' own controllers set. */
+  contentType?: string;
+  /** Client-side rate limit; absent: client-go's default (5 QPS, burst 10); negative: none. */
+  qps?: number;
+}
+
+export function runClientGo(
+  binary: string,
+  options: ClientGoOptions,
+  onReady?: () => void,
+): Promise<ClientGoResult> {
+  const args = [
+    `-kubeconfig=${options.kubeconfig}`,
+    `-namespace=${options.namespace}`,
+    `-selector=${options.selector}`,
+    `-latency-events=${options.latencyEvents ?? 0}`,
+  ];
+  if (options.contentType) args.push(`-content-type=${options.contentType}`);
+  if (options.qps !== undefined) args.push(`-qps=${options.qps}`);
+  return runLines<ClientGoResult>(binary, args, 'client-go peer', onReady);
+}
+
+/** The peer's sources, in the repository (dist/bench/… → bench/peers/client-go). */
+const PEER_DIR = fileURLToPath(new URL('../../bench/peers/client-go/', import.meta.url));
+
+/**
+ * Builds the client-go peer unless a build of exactly these sources is cached; returns the
+ * binary's path, or why it cannot (no `go` on PATH, a failed build).
+ */
+export function clientGoPeer(): { binary: string } | { unavailable: string } {
+  let go: string;
+  try {
+    go = execFileSync('go', ['env', 'GOROOT'], { encoding: 'utf8' }).trim();
+  } catch {
+    return { unavailable: '`go` is not on PATH: the client-go peer is skipped' };
+  }
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go'])
+    hash.update(readFileSync(join(PEER_DIR, file)));
+  hash.update(go);
+  const dir = join(
+    homedir(),
+    '.cache',
+    'pool-controller',
+    'bench-peers',
+    hash.digest('hex').slice(0, 16),
+  );
+  const binary = join(dir, 'client-go-peer');
+  if (existsSync(binary)) return { binary };
+  mkdirSync(dir, { recursive: true });
+  process.stderr.write(`building the client-go peer into ${dir} (first run only)…\n`);
+  try {
+    execFileSync('go', ['build', '-o', binary, '.'], { cwd: PEER_DIR, stdio: 'inherit' });
+  } catch (err) {
+    return { unavailable: `building the client-go peer failed: ${(err as Error).message}` };
+  }
+  return { binary };
+}
+
+export function latencyOf(ms: number[] | undefined): LatencyResult | undefined {
+  if (!ms || ms.length === 0) return undefined;
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number;
+  return { count: sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: sorted.at(-1) as number };
+}

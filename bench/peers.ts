@@ -1,0 +1,220 @@
+/**
+ * `npm run bench:peers`: our source against client-go's SharedInformer on a REAL kube-apiserver
+ * (the e2e environment: kube-apiserver v1.37.2 + etcd, started here and stopped at the end)
+ * loaded with the same N realistic engine pods as bench:sync (bench/engine-pod.ts; created with
+ * their spec and then their status, so the objects match the loopback server's).
+ *
+ * Variants, interleaved run by run, each a fresh process:
+ * - `worker`: our `WorkerPodSource` → `ReconcileLoop` (JSON, paged LIST of 500, then WATCH);
+ * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
+ *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
+ *   supports it, which v1.37 does;
+ * - `client-go-json`: the same with JSON, the encoding we read.
+ * Measured: time to synced from the process's (variant's) start, and heap per cached pod (ours:
+ * the main thread's heap; client-go: HeapAlloc after GC). The first LIST's arrival is not visible
+ * on a real API server, so there is no "from the first LIST" column here.
+ *
+ * Options: `--pods N` (10000), `--runs N` (3), `--json`. Needs the e2e binaries (built from the Go
+ * module proxy on first use, like `npm run test:e2e`) and `go` for the peer.
+ */
+import { Agent, request } from 'node:https';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
+import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
+import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
+import { clientGoPeer, runClientGo, runNodeVariant } from './peer-runner.js';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '10000' },
+    runs: { type: 'string', default: '3' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const pods = Number(values.pods);
+const runs = Number(values.runs);
+if (!(Number.isInteger(pods) && pods > 0 && Number.isInteger(runs) && runs > 0)) {
+  process.stderr.write('--pods and --runs must be positive integers\n');
+  process.exit(2);
+}
+const log = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+const ms = (value: number): string => `${value.toFixed(value < 100 ? 1 : 0)} ms`;
+const kib = (bytes: number): string => `${(bytes / 1024).toFixed(2)} KiB`;
+const load = (): string =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+
+const peer = clientGoPeer();
+if (!('binary' in peer)) {
+  log(peer.unavailable);
+  process.exit(0);
+}
+
+log(`bench:peers — starting kube-apiserver + etcd (watch cache on, the default); load ${load()}`);
+const env = await startKubeEnvironment({ watchCache: true });
+try {
+  const opts: Record<string, unknown> = {};
+  await env.kubeConfig.applyToHTTPSOptions(opts as never);
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  const server = new URL(env.server);
+  const send = (method: string, path: string, body: unknown): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const payload = Buffer.from(JSON.stringify(body));
+      const req = request(
+        {
+          ...opts,
+          agent,
+          host: server.hostname,
+          port: server.port,
+          method,
+          path,
+          headers: {
+            'Content-Type':
+              method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+            'Content-Length': payload.length,
+            Authorization: `Bearer ${env.token}`,
+          },
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => {
+            text += chunk;
+          });
+          res.on('end', () =>
+            (res.statusCode ?? 0) < 300
+              ? resolve()
+              : reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`)),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+
+  const loadStarted = performance.now();
+  await send('POST', '/api/v1/namespaces', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: ENGINE_NAMESPACE },
+  });
+  // Create every pod (spec), then write its status, 16 requests in flight.
+  const base = `/api/v1/namespaces/${ENGINE_NAMESPACE}/pods`;
+  const inFlight = 16;
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const index = next++;
+      if (index >= pods) return;
+      const pod = enginePod(index, 1) as {
+        metadata: Record<string, unknown>;
+        spec: unknown;
+        status: unknown;
+      };
+      const { resourceVersion, uid, creationTimestamp, managedFields, ...metadata } = pod.metadata;
+      void resourceVersion;
+      void uid;
+      void creationTimestamp;
+      void managedFields;
+      const created = { apiVersion: 'v1', kind: 'Pod', metadata, spec: pod.spec };
+      await send('POST', base, created);
+      await send('PATCH', `${base}/${metadata.name}/status`, { status: pod.status });
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  agent.destroy();
+  log(`loaded ${pods} pods (spec + status) in ${ms(performance.now() - loadStarted)}`);
+
+  const selector = defaultSelector(LWS_LABELS);
+  type Row = { variant: string; syncedMs: number; heapBytesPerPod: number };
+  const rows: Row[] = [];
+  const variants = ['worker', 'client-go', 'client-go-json'] as const;
+  for (let run = 1; run <= runs; run += 1) {
+    for (const variant of variants) {
+      const before = load();
+      let row: Row;
+      if (variant === 'worker') {
+        const result = await runNodeVariant(
+          'worker',
+          {
+            url: env.server,
+            kubeconfig: env.kubeconfigPath,
+            pods,
+            tailMs: 500,
+            namespace: ENGINE_NAMESPACE,
+          },
+          [],
+        );
+        if (result.cached !== pods) throw new Error(`ours cached ${result.cached} of ${pods}`);
+        row = { variant, syncedMs: result.syncedMs, heapBytesPerPod: result.heapBytesPerPod };
+        log(
+          `run ${run} ${variant.padEnd(14)} synced ${ms(result.syncedMs)}  heap/pod ${kib(result.heapBytesPerPod)}` +
+            `  stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  load ${before}`,
+        );
+      } else {
+        const result = await runClientGo(peer.binary, {
+          kubeconfig: env.kubeconfigPath,
+          namespace: ENGINE_NAMESPACE,
+          selector,
+          ...(variant === 'client-go-json' ? { contentType: 'application/json' } : {}),
+        });
+        if (result.pods !== pods) throw new Error(`client-go cached ${result.pods} of ${pods}`);
+        row = { variant, syncedMs: result.timeToSyncedMs, heapBytesPerPod: result.heapPerPodBytes };
+        log(
+          `run ${run} ${variant.padEnd(14)} synced ${ms(result.timeToSyncedMs)}  heap/pod ${kib(result.heapPerPodBytes)}` +
+            `  (${result.contentType}, ${result.goVersion})  load ${before}`,
+        );
+      }
+      rows.push(row);
+    }
+  }
+  const median = (numbers: number[]): number => {
+    const sorted = [...numbers].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1
+      ? (sorted[middle] as number)
+      : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  };
+  const summary = new Map(
+    variants.map((variant) => {
+      const mine = rows.filter((row) => row.variant === variant);
+      return [
+        variant,
+        {
+          syncedMs: median(mine.map((row) => row.syncedMs)),
+          heap: median(mine.map((row) => row.heapBytesPerPod)),
+        },
+      ] as const;
+    }),
+  );
+  log('');
+  log(`real kube-apiserver ${pods} pods, medians of ${runs} run(s); load now ${load()}`);
+  log('| variant | time to synced (from start) | heap per cached pod |');
+  log('|---|---|---|');
+  const labels = {
+    worker: '(a) WorkerPodSource → ReconcileLoop (JSON, LIST 500 + WATCH)',
+    'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
+    'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
+  };
+  for (const [variant, s] of summary) {
+    log(`| ${labels[variant]} | ${ms(s.syncedMs)} | ${kib(s.heap)} |`);
+  }
+  const ours = summary.get('worker');
+  const theirs = summary.get('client-go');
+  if (ours && theirs) {
+    log('');
+    log(
+      `${ours.syncedMs <= theirs.syncedMs ? 'PASS' : 'MISS'}  time to synced ≤ client-go's (defaults): ${ms(ours.syncedMs)} vs ${ms(theirs.syncedMs)}`,
+    );
+    log(
+      `${ours.heap <= theirs.heap / 2 ? 'PASS' : 'MISS'}  heap per pod ≤ ½ client-go's: ${kib(ours.heap)} vs ${kib(theirs.heap)}`,
+    );
+  }
+  if (values.json) log(JSON.stringify(rows));
+} finally {
+  await env.stop();
+}
+process.exit(0);

@@ -1,0 +1,163 @@
+// The client-go peer of `bench:sync`: a SharedInformer on pods, with client-go's defaults, timed
+// the way the bench times our source. It prints one JSON line:
+//
+//	{"timeToSyncedMs":…, "heapPerPodBytes":…, "pods":…, "startedAtMs":…, "syncedAtMs":…, …}
+//
+// timeToSyncedMs runs from main() (the process's start, give or take the Go runtime's few
+// milliseconds) until the informer's HasSynced; startedAtMs/syncedAtMs are Unix milliseconds, so
+// the bench can line them up with its server's first LIST. heapPerPodBytes is HeapAlloc after
+// runtime.GC() with the informer's cache alive, minus the same before the informer started, over
+// the pods cached.
+//
+// With -latency-events N, after sync it also receives N MODIFIED events for pods annotated
+// "bench.pool-controller.dev/written-at-ms" (the writer's Unix milliseconds) and reports the
+// write → handler latency, as the bench does for our loop and client-node's informer. It prints
+// {"ready":true} once synced and listening, then its result line when the burst is in.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const writtenAtAnnotation = "bench.pool-controller.dev/written-at-ms"
+
+type result struct {
+	TimeToSyncedMs  float64   `json:"timeToSyncedMs"`
+	HeapPerPodBytes float64   `json:"heapPerPodBytes"`
+	Pods            int       `json:"pods"`
+	StartedAtMs     float64   `json:"startedAtMs"`
+	SyncedAtMs      float64   `json:"syncedAtMs"`
+	ContentType     string    `json:"contentType"`
+	GoVersion       string    `json:"goVersion"`
+	LatencyMs       []float64 `json:"latencyMs,omitempty"`
+}
+
+func unixMs(t time.Time) float64 { return float64(t.UnixNano()) / 1e6 }
+
+func heapAlloc() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	return stats.HeapAlloc
+}
+
+func main() {
+	started := time.Now()
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig path")
+	namespace := flag.String("namespace", "", "namespace (empty: all)")
+	selector := flag.String("selector", "", "label selector")
+	contentType := flag.String("content-type", "application/vnd.kubernetes.protobuf",
+		"request content type (what Kubernetes' own controllers set); JSON is accepted as a fallback")
+	latencyEvents := flag.Int("latency-events", 0, "after sync, wait for this many annotated MODIFIED events")
+	qps := flag.Float64("qps", 0, "client-side rate limit; 0: client-go's default (5), negative: none")
+	flag.Parse()
+
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fail(err)
+	}
+	config.ContentType = *contentType
+	config.AcceptContentTypes = *contentType + ",application/json"
+	// client-go's default client-side rate limit (5 QPS, burst 10) stays unless -qps is given: it
+	// throttles a paged LIST (20 pages of 500 for 10,000 pods: 10 at once, then 5 a second).
+	if *qps != 0 {
+		config.QPS = float32(*qps)
+		config.Burst = 10
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		fail(err)
+	}
+	heapBefore := heapAlloc()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithNamespace(*namespace),
+		informers.WithTweakListOptions(func(options *metav1.ListOptions) { options.LabelSelector = *selector }))
+	informer := factory.Core().V1().Pods().Informer()
+
+	latencies := make([]float64, 0, *latencyEvents)
+	done := make(chan struct{})
+	var synced atomic.Bool
+	seen := map[string]bool{}
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj interface{}) {
+			if !synced.Load() || *latencyEvents == 0 {
+				return
+			}
+			now := float64(time.Now().UnixNano()) / 1e6
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			stamp, ok := pod.Annotations[writtenAtAnnotation]
+			if !ok || seen[pod.Name+"/"+stamp] {
+				return
+			}
+			seen[pod.Name+"/"+stamp] = true
+			written, err := strconv.ParseFloat(stamp, 64)
+			if err != nil {
+				return
+			}
+			latencies = append(latencies, now-written)
+			if len(latencies) == *latencyEvents {
+				close(done)
+			}
+		},
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		fail(fmt.Errorf("informer did not sync"))
+	}
+	syncedAt := time.Now()
+	synced.Store(true)
+	pods := len(informer.GetStore().List())
+	heapPerPod := float64(heapAlloc()-heapBefore) / float64(max(1, pods))
+
+	out := result{
+		TimeToSyncedMs:  float64(syncedAt.Sub(started).Microseconds()) / 1e3,
+		HeapPerPodBytes: heapPerPod,
+		Pods:            pods,
+		StartedAtMs:     unixMs(started),
+		SyncedAtMs:      unixMs(syncedAt),
+		ContentType:     *contentType,
+		GoVersion:       runtime.Version(),
+	}
+	if *latencyEvents > 0 {
+		// Tell the bench we are synced and listening, then wait for the burst.
+		fmt.Println(`{"ready":true}`)
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			fail(fmt.Errorf("saw %d of %d latency events", len(latencies), *latencyEvents))
+		}
+		sort.Float64s(latencies)
+		out.LatencyMs = latencies
+	}
+	line, _ := json.Marshal(out)
+	fmt.Println(string(line))
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "client-go peer: %v\n", err)
+	os.Exit(1)
+}
