@@ -10,6 +10,13 @@ import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors } from './schemas.js';
 
+/** One message of the stream: every event the service sends has all three fields. */
+export const sseEventSchema = z.looseObject({
+  id: z.string().describe('Position of the event on this connection.'),
+  event: z.string().describe('The event type, e.g. `cell.changed`.'),
+  data: z.string().describe('The event itself, as JSON.'),
+});
+
 export interface EventsRoutesOptions {
   plane: ControlPlane;
   /** The event types a client may ask for, for `?types=` validation. */
@@ -53,7 +60,9 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
         response: {
           200: {
             description: 'An endless `text/event-stream`.',
-            content: { 'text/event-stream': { schema: z.string() } },
+            // Per event, as a client parses the stream (what schema-aware SSE clients check);
+            // `retry:` and heartbeat comment lines are not events.
+            content: { 'text/event-stream': { schema: sseEventSchema } },
           },
           ...commonErrors,
         },
