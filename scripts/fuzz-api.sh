@@ -8,7 +8,7 @@
 # schemathesis (pinned) is installed once into a cached venv:
 #   ${XDG_CACHE_HOME:-~/.cache}/pool-controller/schemathesis-4.32.5/
 #
-# Env: FUZZ_MAX_EXAMPLES (default 30), FUZZ_BUDGET_SECONDS per run (default 120),
+# Env: FUZZ_MAX_EXAMPLES (default 30), FUZZ_BUDGET_SECONDS per run (default 240),
 #      FUZZ_PYTHON (default python3), POOL_K8S_CACHE (cache root, as the e2e layer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ cache_root=${POOL_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pool-controller}
 venv="$cache_root/schemathesis-$version"
 python=${FUZZ_PYTHON:-python3}
 max_examples=${FUZZ_MAX_EXAMPLES:-30}
-budget=${FUZZ_BUDGET_SECONDS:-120}
+budget=${FUZZ_BUDGET_SECONDS:-240}
 
 say() { echo "fuzz:api: $*"; }
 
