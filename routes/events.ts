@@ -10,6 +10,13 @@ import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors } from './schemas.js';
 
+/** One message of the stream: every event the service sends has all three fields. */
+export const sseEventSchema = z.looseObject({
+  id: z.string().describe('Position of the event on this connection.'),
+  event: z.string().describe('The event type, e.g. `cell.changed`.'),
+  data: z.string().describe('The event itself, as JSON.'),
+});
+
 export interface EventsRoutesOptions {
   plane: ControlPlane;
   /** The event types a client may ask for, for `?types=` validation. */
@@ -21,23 +28,28 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   { plane, eventTypes },
 ) => {
   const known = new Set([...eventTypes, 'events.dropped']);
+  // What `types` accepts, exactly: known types separated by commas, spaces around them allowed,
+  // empty entries ignored. The same pattern is published in the schema, so a client (or a fuzzer)
+  // knows beforehand which values are valid.
+  const alternatives = [...known].map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
+  const pattern = `^ *(?:${alternatives})? *(?:, *(?:${alternatives})? *)*$`;
+  const split = (text: string): string[] =>
+    text
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
   const typesQuery = z
     .string()
-    .transform((text, ctx) => {
-      const types = text
-        .split(',')
-        .map((t) => t.trim())
-        .filter(Boolean);
-      const unknown = types.filter((t) => !known.has(t));
-      if (unknown.length > 0) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; known: ${[...known].join(', ')}`,
-        });
-        return z.NEVER;
-      }
-      return types;
+    .regex(new RegExp(pattern), {
+      error: (issue) => {
+        const text = String(issue.input);
+        const unknown = split(text).filter((t) => !known.has(t));
+        return unknown.length > 0
+          ? `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; known: ${[...known].join(', ')}`
+          : `event types must be separated by commas (spaces allowed), got ${JSON.stringify(text)}; known: ${[...known].join(', ')}`;
+      },
     })
+    .transform(split)
     .describe(`Comma-separated event types to receive (default: all): ${[...known].join(', ')}.`)
     .optional();
 
@@ -53,7 +65,9 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
         response: {
           200: {
             description: 'An endless `text/event-stream`.',
-            content: { 'text/event-stream': { schema: z.string() } },
+            // Per event, as a client parses the stream (what schema-aware SSE clients check);
+            // `retry:` and heartbeat comment lines are not events.
+            content: { 'text/event-stream': { schema: sseEventSchema } },
           },
           ...commonErrors,
         },

@@ -124,6 +124,10 @@ export const podViewSchema = named(
   cellMemberSchema.extend({
     key: z.string().describe('The store key, `namespace/name`.'),
     namespace: z.string(),
+    resourceVersion: z
+      .string()
+      .nullable()
+      .describe('The version of the pod the store holds, as the API server issued it.'),
   }),
   'PodView',
 );

@@ -32,15 +32,35 @@ function decodeLine(line: Buffer): WatchFrame | undefined {
 }
 
 /**
+ * Longest frame accepted: 16 MiB. One frame carries one object, and etcd refuses objects over
+ * 1.5 MiB by default, so only a broken or hostile peer sends more. Without a bound, one endless
+ * line would be held whole and then decoded in a single allocation, which a worker's heap limit
+ * does not contain (Node grants a worker 16 MiB past its limit to die gracefully; one larger
+ * allocation aborts the whole process).
+ */
+export const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
+
+/**
  * Frames from a byte stream. `onBytes` hears every chunk as it arrives, before any frame in it is
  * complete: the reflector's idle detection needs "the server sent something", not "a frame
  * finished", or one slow multi-megabyte frame would look like a dead connection.
+ *
+ * A frame longer than `maxFrameBytes` is yielded as `garbled` as soon as it crosses the limit (an
+ * unreadable frame: the reflector relists), and its bytes are dropped up to its newline.
  */
 export async function* decodeWatchFrames(
   chunks: AsyncIterable<Uint8Array>,
   onBytes?: (count: number) => void,
+  maxFrameBytes = MAX_WATCH_FRAME_BYTES,
 ): AsyncGenerator<WatchFrame, void, undefined> {
   let pending: Buffer[] = [];
+  let pendingLength = 0;
+  /** Inside a frame already reported as too large: skip to its newline. */
+  let skipping = false;
+  const tooLarge = (): WatchFrame => ({
+    kind: 'garbled',
+    error: `watch frame larger than ${maxFrameBytes} bytes`,
+  });
   for await (const raw of chunks) {
     const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
     onBytes?.(chunk.length);
@@ -49,13 +69,36 @@ export async function* decodeWatchFrames(
       const end = chunk.indexOf(NEWLINE, start);
       if (end === -1) break;
       const piece = chunk.subarray(start, end);
+      start = end + 1;
+      if (skipping) {
+        skipping = false;
+        continue;
+      }
+      if (pendingLength + piece.length > maxFrameBytes) {
+        pending = [];
+        pendingLength = 0;
+        yield tooLarge();
+        continue;
+      }
       const line = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
       pending = [];
-      start = end + 1;
+      pendingLength = 0;
       const frame = decodeLine(line);
       if (frame) yield frame;
     }
-    if (start < chunk.length) pending.push(chunk.subarray(start));
+    if (start < chunk.length && !skipping) {
+      pending.push(chunk.subarray(start));
+      pendingLength += chunk.length - start;
+      if (pendingLength > maxFrameBytes) {
+        pending = [];
+        pendingLength = 0;
+        skipping = true;
+        yield tooLarge();
+      }
+    }
+  }
+  if (skipping) {
+    throw new TruncatedFrameError('watch stream ended inside a frame that was too large');
   }
   if (pending.length > 0) {
     const rest = Buffer.concat(pending);

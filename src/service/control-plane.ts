@@ -48,6 +48,8 @@ export interface CoordinatorView {
 export interface StorePodView extends CellMember {
   key: string;
   namespace: string;
+  /** The version the store holds: what a comparison with the API server's LIST needs. */
+  resourceVersion: string | null;
 }
 
 /** One parent key the store holds members for. */

@@ -359,6 +359,7 @@ export class PoolService implements ControlPlane {
       entry.pods = pods.map((pod) => ({
         key: podKey(pod),
         namespace: pod.metadata.namespace,
+        resourceVersion: pod.metadata.resourceVersion ?? null,
         ...memberOf(pod, this.labels),
       }));
       return entry;

@@ -67,4 +67,45 @@ describe('decodeWatchFrames', () => {
     const { frames } = await decode('{"n":1}\n  ');
     expect(frames).toHaveLength(1);
   });
+
+  it('reports a frame past the size limit as garbled at once, skips it and reads on', async () => {
+    async function* parts(): AsyncGenerator<Buffer> {
+      yield Buffer.from('{"n":1}\n{"big":"');
+      // Three 8-byte chunks with no newline: the limit (16) is crossed by the second.
+      yield Buffer.from('xxxxxxxx');
+      yield Buffer.from('xxxxxxxx');
+      yield Buffer.from('xxxxxxxx');
+      yield Buffer.from('"}\n{"n":2}\n');
+    }
+    const frames: WatchFrame[] = [];
+    for await (const frame of decodeWatchFrames(parts(), undefined, 16)) frames.push(frame);
+    expect(frames).toEqual([
+      { kind: 'json', value: { n: 1 } },
+      { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
+      { kind: 'json', value: { n: 2 } },
+    ]);
+  });
+
+  it('reports a frame over the limit that ends in the same chunk as garbled', async () => {
+    const frames: WatchFrame[] = [];
+    const line = `{"big":"${'x'.repeat(40)}"}\n{"n":3}\n`;
+    for await (const frame of decodeWatchFrames(chunks(line), undefined, 16)) frames.push(frame);
+    expect(frames).toEqual([
+      { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
+      { kind: 'json', value: { n: 3 } },
+    ]);
+  });
+
+  it('throws when the stream ends inside a frame that was too large', async () => {
+    async function* parts(): AsyncGenerator<Buffer> {
+      yield Buffer.from(`{"big":"${'x'.repeat(40)}`);
+    }
+    const frames: WatchFrame[] = [];
+    await expect(
+      (async () => {
+        for await (const frame of decodeWatchFrames(parts(), undefined, 16)) frames.push(frame);
+      })(),
+    ).rejects.toBeInstanceOf(TruncatedFrameError);
+    expect(frames).toEqual([{ kind: 'garbled', error: 'watch frame larger than 16 bytes' }]);
+  });
 });

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { renderOpenApi } from '../../src/http/openapi.js';
 
 const COMMITTED = new URL('../../openapi.yaml', import.meta.url);
@@ -30,5 +31,14 @@ describe('openapi.yaml', () => {
     ]) {
       expect(doc).toContain(`\n  ${path}:\n`);
     }
+  });
+
+  it('describes each Server-Sent Event of /api/v1/events (id, event, data), not the stream as one string', async () => {
+    const doc = parse(await readFile(COMMITTED, 'utf8'));
+    const schema =
+      doc.paths['/api/v1/events'].get.responses['200'].content['text/event-stream'].schema;
+    expect(schema.type).toBe('object');
+    expect(Object.keys(schema.properties).sort()).toEqual(['data', 'event', 'id']);
+    expect([...schema.required].sort()).toEqual(['data', 'event', 'id']);
   });
 });

@@ -1,12 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/index.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
 
+function withResourceVersion(pod: Pod, resourceVersion: string): Pod {
+  return { ...pod, metadata: { ...pod.metadata, resourceVersion } };
+}
+
 const pods = () => [
   lwsPod({ group: 0, worker: 0 }),
-  lwsPod({ group: 0, worker: 1 }),
+  withResourceVersion(lwsPod({ group: 0, worker: 1 }), '4711'),
   lwsPod({ name: 'no-pool', noPoolLabel: true }),
 ];
 
@@ -31,9 +36,12 @@ describe('GET /api/v1/store', () => {
     const res = await app.inject({ url: '/api/v1/store?objects=true' });
     const [parent] = res.json().parents;
     expect(parent.pods).toHaveLength(2);
+    // A pod the store holds without a version shows `null`.
+    expect(parent.pods[0].resourceVersion).toBeNull();
     expect(parent.pods[1]).toEqual({
       key: 'ns/engine-0-1',
       namespace: 'ns',
+      resourceVersion: '4711',
       name: 'engine-0-1',
       uid: 'uid-engine-0-1',
       phase: 'Running',

@@ -10,11 +10,22 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The folder of the Go build recipe (go.mod, go.sum, build.sh). */
-export const recipeDir = dirname(fileURLToPath(import.meta.url));
+/**
+ * The folder of the Go build recipe (go.mod, go.sum, build.sh): this file's folder, or, when this
+ * module runs compiled from `dist/` (the soak script, bench/soak.ts), the source folder it was
+ * compiled from.
+ */
+export const recipeDir = sourceFolder(dirname(fileURLToPath(import.meta.url)));
+
+function sourceFolder(here: string): string {
+  if (existsSync(join(here, 'go.mod'))) return here;
+  const marker = `${sep}dist${sep}test${sep}`;
+  const at = here.lastIndexOf(marker);
+  return at === -1 ? here : `${here.slice(0, at)}${sep}test${sep}${here.slice(at + marker.length)}`;
+}
 
 export interface KubeBinaries {
   readonly kubeApiserver: string;

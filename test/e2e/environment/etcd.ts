@@ -33,11 +33,18 @@ export class Etcd {
   readonly process: ManagedProcess;
   readonly clientUrl: string;
   readonly dataDir: string;
+  readonly #readyTimeoutMs: number;
 
-  private constructor(process: ManagedProcess, clientUrl: string, dataDir: string) {
+  private constructor(
+    process: ManagedProcess,
+    clientUrl: string,
+    dataDir: string,
+    readyTimeoutMs: number,
+  ) {
     this.process = process;
     this.clientUrl = clientUrl;
     this.dataDir = dataDir;
+    this.#readyTimeoutMs = readyTimeoutMs;
   }
 
   /** Starts etcd and resolves once it reports healthy. */
@@ -67,7 +74,7 @@ export class Etcd {
       pidDir: options.pidDir,
     });
     etcdProcess.start();
-    const etcd = new Etcd(etcdProcess, clientUrl, dataDir);
+    const etcd = new Etcd(etcdProcess, clientUrl, dataDir, options.readyTimeoutMs);
     await etcd.#waitHealthy(options.readyTimeoutMs);
     return etcd;
   }
@@ -100,6 +107,16 @@ export class Etcd {
       if (!String(error).includes('required revision has been compacted')) throw error;
     }
     return revision;
+  }
+
+  /**
+   * Stops etcd gracefully and starts it again with the same flags: same ports, same data folder,
+   * so the apiserver's client reconnects to the same URL and finds every key and revision.
+   */
+  async restart(): Promise<void> {
+    await this.process.stop();
+    this.process.start();
+    await this.#waitHealthy(this.#readyTimeoutMs);
   }
 
   async stop(): Promise<void> {

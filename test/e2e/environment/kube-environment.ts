@@ -81,6 +81,8 @@ export interface KubeEnvironment {
   createNamespace(prefix?: string): Promise<string>;
   /** Stops the apiserver and starts it again on the same port with the same etcd data. */
   restartApiserver(): Promise<void>;
+  /** Stops etcd and starts it again on the same ports with the same data; the apiserver stays up. */
+  restartEtcd(): Promise<void>;
   /** etcd's current revision (the newest resourceVersion the apiserver can have issued). */
   etcdRevision(): Promise<number>;
   /** Physically compacts etcd at its current revision and returns that revision. */
@@ -265,6 +267,9 @@ export async function startKubeEnvironment(
     },
     async restartApiserver() {
       await startedApiserver.restart();
+    },
+    async restartEtcd() {
+      await startedEtcd.restart();
     },
     etcdRevision: () => startedEtcd.revision(),
     compactEtcdToHead: () => startedEtcd.compactToHead(),

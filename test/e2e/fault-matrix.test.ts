@@ -1,0 +1,725 @@
+/**
+ * The fault matrix: one scenario per fault, each with bounded pod churn running (creates, deletes,
+ * label moves, readiness flips, container restarts through the admin client and `FakeKubelet`),
+ * each ending when the controller's store (namespace/name + uid + resourceVersion of every pod)
+ * equals a direct LIST from the API server within a deadline. docs/testing-e2e.md has the table.
+ *
+ * Two ways to run the controller:
+ * - the BUILT service (`node dist/src/main.js --source kubernetes`, as the user deploy/role.yaml
+ *   grants, `--leader-elect=false`), its kubeconfig pointing at a `FaultProxy` in front of the
+ *   real apiserver; its store read from `GET /api/v1/store?objects=true`;
+ * - in process, `WorkerPodSource` + `ReconcileLoop` through the same proxy, for the rows that need
+ *   a hook the service does not expose (killing the worker, a worker heap limit, a short idle
+ *   timeout, a reconcile that fails or is slow).
+ *
+ * The service keeps client-go's reflector backoff (800 ms doubling to 30 s, with jitter), so a
+ * fault of a few seconds can cost a few more seconds of backoff after it is lifted: the deadlines
+ * allow for that. Times to converge are printed at the end as a table.
+ */
+import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Pod, ReconcileLoop, WorkerPodSource } from '../../src/index.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { FakeKubelet, type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
+import { FaultProxy, type ProxyFault } from './fault-proxy.js';
+import {
+  adminCore,
+  burstPod,
+  Churn,
+  GROUP_LABEL,
+  namespaceWithRole,
+  POOL_LABEL,
+  type PodIdentity,
+  ServiceProcess,
+  waitForConvergence,
+} from './fault-support.js';
+
+/** Deadline for the store to equal the API after a fault is lifted (backoff may be mid-step). */
+const CONVERGE_MS = 60_000;
+/** How long a fault stays in force while the churn runs. */
+const FAULT_MS = 3_000;
+
+interface Row {
+  fault: string;
+  runs: string;
+  churnOps: number;
+  convergeMs: number;
+  note: string;
+}
+const results: Row[] = [];
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function waitForCondition(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** Everything a scenario started, stopped after it whatever happened. */
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    try {
+      await cleanup();
+    } catch (error) {
+      console.warn(`fault matrix: cleanup failed (ignored): ${error}`);
+    }
+  }
+});
+
+afterAll(() => {
+  const lines = results.map(
+    (r) =>
+      `  ${r.fault.padEnd(28)} ${r.runs.padEnd(10)} churn ${String(r.churnOps).padStart(4)} ops  ` +
+      `converged in ${(r.convergeMs / 1000).toFixed(1).padStart(5)} s  ${r.note}`,
+  );
+  console.log(`fault matrix results:\n${lines.join('\n')}`);
+});
+
+interface ServiceContext {
+  env: KubeEnvironment;
+  core: CoreV1Api;
+  namespace: string;
+  proxy: FaultProxy;
+  churn: Churn;
+  service: ServiceProcess;
+}
+
+/** A fresh namespace, seeded pods, a proxy and the built service through it, synced. */
+async function startService(
+  env: KubeEnvironment,
+  seed: number,
+  extraArgs: readonly string[] = [],
+): Promise<ServiceContext> {
+  const core = adminCore(env);
+  const namespace = await namespaceWithRole(env, 'fm');
+  const churn = new Churn(env.kubeConfig, namespace, { seed, maxOps: 60 });
+  await churn.seed();
+  const proxy = await FaultProxy.start({ upstream: env.server, upstreamCaPath: env.caPath });
+  cleanups.push(() => proxy.close());
+  const kubeconfigPath = proxy.writeKubeconfig(
+    join(env.stateDir, `${namespace}.kubeconfig.json`),
+    env.unprivileged.token,
+  );
+  const service = await ServiceProcess.start({ kubeconfigPath, namespace, extraArgs });
+  cleanups.push(() => service.kill());
+  await waitForConvergence(() => service.store(namespace), core, namespace, 30_000, 'first sync');
+  return { env, core, namespace, proxy, churn, service };
+}
+
+/**
+ * The shape of every built-service row: churn starts, `inject` applies (and lifts) the fault,
+ * churn stops, and the store must equal the API within the deadline.
+ */
+async function serviceRow(
+  env: () => KubeEnvironment,
+  fault: string,
+  seed: number,
+  inject: (ctx: ServiceContext) => Promise<void>,
+  verify?: (ctx: ServiceContext) => Promise<string | undefined>,
+): Promise<ServiceContext> {
+  const ctx = await startService(env(), seed);
+  ctx.churn.start();
+  await inject(ctx);
+  await ctx.churn.stop();
+  ctx.proxy.clear();
+  let convergeMs: number;
+  try {
+    convergeMs = await waitForConvergence(
+      () => ctx.service.store(ctx.namespace),
+      ctx.core,
+      ctx.namespace,
+      CONVERGE_MS,
+    );
+  } catch (error) {
+    const reflector = await ctx.service.json('/api/v1/reflector').catch((e) => String(e));
+    throw new Error(
+      `${error}\nreflector: ${JSON.stringify(reflector)}\nproxy: ${JSON.stringify(ctx.proxy.counters)}\n${ctx.service.tail()}`,
+    );
+  }
+  const note = (await verify?.(ctx)) ?? '';
+  results.push({ fault, runs: 'service', churnOps: ctx.churn.total, convergeMs, note });
+  return ctx;
+}
+
+/** The reflector's counters after a row, as a note. */
+async function reflectorNote(ctx: ServiceContext): Promise<string> {
+  const r = await ctx.service.json<Reflector>('/api/v1/reflector');
+  return `lists ${r.lists}, watch opens ${r.watchOpens}, relists ${JSON.stringify(r.relists)}`;
+}
+
+/** Keeps `fault` in force for `ms` while the churn runs. */
+async function during(ctx: ServiceContext, fault: ProxyFault, ms = FAULT_MS): Promise<void> {
+  ctx.proxy.setFault(fault);
+  await sleep(ms);
+  ctx.proxy.clear();
+}
+
+interface Reflector {
+  lists: number;
+  relists: Record<string, number>;
+  watchOpens: number;
+  lastError: string | null;
+}
+
+/** An in-process `WorkerPodSource` + `ReconcileLoop`, through a proxy, with its store readable. */
+class InProcessLoop {
+  readonly source: WorkerPodSource;
+  readonly loop: ReconcileLoop<Pod>;
+  readonly logger = new RecordingLogger();
+
+  constructor(options: {
+    kubeconfigPath: string;
+    namespace: string;
+    reconcile?: (parent: string, signal: AbortSignal) => Promise<void>;
+    source?: Partial<ConstructorParameters<typeof WorkerPodSource>[0]>;
+    failureBaseDelayMs?: number;
+    failureMaxDelayMs?: number;
+  }) {
+    this.source = new WorkerPodSource({
+      kubeconfigPath: options.kubeconfigPath,
+      namespace: options.namespace,
+      labelSelector: POOL_LABEL,
+      backoff: { initialMs: 200, maxMs: 2_000 },
+      logger: this.logger,
+      ...options.source,
+    });
+    this.loop = new ReconcileLoop<Pod>({
+      source: this.source.source,
+      keyMap: (pod) =>
+        `${pod.metadata.namespace}/${pod.metadata.labels[POOL_LABEL]}-${pod.metadata.labels[GROUP_LABEL]}`,
+      reconcile: options.reconcile ?? (async () => {}),
+      resyncPeriodMs: null,
+      sourceRetryDelayMs: 200,
+      ...(options.failureBaseDelayMs ? { failureBaseDelayMs: options.failureBaseDelayMs } : {}),
+      ...(options.failureMaxDelayMs ? { failureMaxDelayMs: options.failureMaxDelayMs } : {}),
+      logger: this.logger,
+    });
+  }
+
+  names(parent: string): string[] {
+    return this.loop.getByParent(parent).map((p) => p.metadata.name);
+  }
+
+  async store(): Promise<PodIdentity[]> {
+    return [...this.loop.parentKeys()]
+      .flatMap((parent) => this.loop.getByParent(parent))
+      .map(
+        (p) =>
+          `${p.metadata.namespace}/${p.metadata.name} ${p.metadata.uid} ${p.metadata.resourceVersion}`,
+      )
+      .sort();
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.loop.stop();
+    } catch {
+      // never started
+    }
+    await this.source.close();
+  }
+}
+
+interface LoopContext {
+  core: CoreV1Api;
+  namespace: string;
+  proxy: FaultProxy;
+  churn: Churn;
+  watched: InProcessLoop;
+  /** The log line of a worker that ran out of memory before the first sync, if one did. */
+  oomError: string | undefined;
+}
+
+async function startLoop(
+  env: KubeEnvironment,
+  seed: number,
+  options: Omit<
+    ConstructorParameters<typeof InProcessLoop>[0],
+    'kubeconfigPath' | 'namespace'
+  > = {},
+  churnOptions: ConstructorParameters<typeof Churn>[2] = {},
+  beforeStart?: (proxy: FaultProxy) => void,
+): Promise<LoopContext> {
+  const core = adminCore(env);
+  const namespace = await env.createNamespace('fm-loop');
+  const churn = new Churn(env.kubeConfig, namespace, { seed, maxOps: 60, ...churnOptions });
+  await churn.seed();
+  const proxy = await FaultProxy.start({ upstream: env.server, upstreamCaPath: env.caPath });
+  cleanups.push(() => proxy.close());
+  const kubeconfigPath = proxy.writeKubeconfig(
+    join(env.stateDir, `${namespace}.kubeconfig.json`),
+    env.token,
+  );
+  const watched = new InProcessLoop({ kubeconfigPath, namespace, ...options });
+  cleanups.push(() => watched.stop());
+  beforeStart?.(proxy);
+  await watched.loop.start();
+  // The first stream's error, if it failed before the first sync (the worker OOM row).
+  const oomError = watched.source.stats().lastError ?? undefined;
+  await waitForConvergence(() => watched.store(), core, namespace, 30_000, 'first sync');
+  return { core, namespace, proxy, churn, watched, oomError };
+}
+
+async function loopConverged(ctx: LoopContext, fault: string, note: string): Promise<number> {
+  let convergeMs: number;
+  try {
+    convergeMs = await waitForConvergence(
+      () => ctx.watched.store(),
+      ctx.core,
+      ctx.namespace,
+      CONVERGE_MS,
+    );
+  } catch (error) {
+    const logs = ctx.watched.logger.entries
+      .slice(-10)
+      .map((e) => `  ${e.level} ${e.msg ?? ''}`)
+      .join('\n');
+    throw new Error(
+      `${error}\nstats: ${JSON.stringify(ctx.watched.source.stats())}\nproxy: ${JSON.stringify(ctx.proxy.counters)}\n${logs}`,
+    );
+  }
+  results.push({ fault, runs: 'in-process', churnOps: ctx.churn.total, convergeMs, note });
+  return convergeMs;
+}
+
+describe('fault matrix (watch cache on, built service through the fault proxy)', () => {
+  let env: KubeEnvironment | undefined;
+  const current = (): KubeEnvironment => {
+    if (!env) throw new Error('no environment');
+    return env;
+  };
+  beforeAll(async () => {
+    env = await startKubeEnvironment({ watchCache: true });
+    await new FakeKubelet(env.kubeConfig).registerNode();
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it('connections reset (TCP RST), again and again', async () => {
+    const ctx = await serviceRow(current, 'reset connections', 11, async (c) => {
+      await during(c, { kind: 'reset' });
+    });
+    expect(ctx.proxy.counters.injected.reset ?? 0).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a stream cut in the middle of a frame', async () => {
+    const ctx = await serviceRow(current, 'cut mid-frame', 12, async (c) => {
+      await during(c, { kind: 'cut-mid-frame' });
+    });
+    expect(ctx.proxy.counters.injected['cut-mid-frame'] ?? 0).toBeGreaterThanOrEqual(1);
+  });
+
+  it('429 Too Many Requests with Retry-After', async () => {
+    const ctx = await serviceRow(
+      current,
+      '429 + Retry-After: 1',
+      13,
+      async (c) => {
+        c.proxy.setFault({ kind: 'status', status: 429, retryAfterSeconds: 1 });
+        c.proxy.resetConnections();
+        await sleep(FAULT_MS);
+      },
+      async (c) => `proxy answered ${c.proxy.counters.injected.status ?? 0} × 429`,
+    );
+    expect(ctx.proxy.counters.injected.status ?? 0).toBeGreaterThanOrEqual(1);
+  });
+
+  it('500 and 503 from the apiserver side', async () => {
+    const ctx = await serviceRow(
+      current,
+      '503 then 500',
+      14,
+      async (c) => {
+        c.proxy.setFault({ kind: 'status', status: 503 });
+        c.proxy.resetConnections();
+        await sleep(FAULT_MS / 2);
+        c.proxy.setFault({ kind: 'status', status: 500 });
+        c.proxy.resetConnections();
+        await sleep(FAULT_MS / 2);
+      },
+      async (c) => `proxy answered ${c.proxy.counters.injected.status ?? 0} × 5xx`,
+    );
+    expect(ctx.proxy.counters.injected.status ?? 0).toBeGreaterThanOrEqual(1);
+  });
+
+  it('every response byte delayed (the store converges with the delay still in force)', async () => {
+    const ctx = await startService(current(), 15);
+    ctx.proxy.setFault({ kind: 'delay', ms: 250 });
+    ctx.churn.start();
+    await sleep(FAULT_MS);
+    await ctx.churn.stop();
+    const convergeMs = await waitForConvergence(
+      () => ctx.service.store(ctx.namespace),
+      ctx.core,
+      ctx.namespace,
+      CONVERGE_MS,
+    );
+    expect(ctx.proxy.fault?.kind).toBe('delay');
+    expect(ctx.proxy.counters.injected.delay ?? 0).toBeGreaterThanOrEqual(1);
+    results.push({
+      fault: 'delay 250 ms per chunk',
+      runs: 'service',
+      churnOps: ctx.churn.total,
+      convergeMs,
+      note: 'delay still on',
+    });
+  });
+
+  it('WATCH dropped while LIST keeps working', async () => {
+    let listedThroughProxy = -1;
+    let watchThroughProxy = 'not tried';
+    const ctx = await serviceRow(
+      current,
+      'drop WATCH, keep LIST',
+      16,
+      async (c) => {
+        c.proxy.setFault({ kind: 'drop-watch' });
+        await sleep(FAULT_MS);
+        // Through the proxy, while the fault is in force: a LIST answers, a WATCH is dropped.
+        const viaProxy = new KubeConfig();
+        viaProxy.loadFromFile(
+          c.proxy.writeKubeconfig(join(c.env.stateDir, `${c.namespace}.admin.json`), c.env.token),
+        );
+        const core = viaProxy.makeApiClient(CoreV1Api);
+        listedThroughProxy = (await core.listNamespacedPod({ namespace: c.namespace })).items
+          .length;
+        watchThroughProxy = await core
+          .listNamespacedPod({ namespace: c.namespace, watch: true, timeoutSeconds: 1 })
+          .then(
+            () => 'answered',
+            (error: unknown) => `failed: ${String(error).slice(0, 60)}`,
+          );
+        c.proxy.clear();
+      },
+      async (c) => `${c.proxy.counters.injected['drop-watch'] ?? 0} watches dropped`,
+    );
+    expect(ctx.proxy.counters.injected['drop-watch'] ?? 0).toBeGreaterThanOrEqual(2);
+    expect(listedThroughProxy).toBeGreaterThan(0);
+    expect(watchThroughProxy).toMatch(/^failed/);
+  });
+
+  it('one 64 MB watch frame: rejected past 16 MiB, relist, the process lives', async () => {
+    const ctx = await serviceRow(
+      current,
+      'oversized frame (64 MB)',
+      26,
+      async (c) => {
+        c.proxy.setFault({ kind: 'oversized-frame', bytes: 64 << 20 });
+        await sleep(FAULT_MS);
+      },
+      async (c) => {
+        const reflector = await c.service.json<Reflector>('/api/v1/reflector');
+        return `relists ${JSON.stringify(reflector.relists)}`;
+      },
+    );
+    expect(ctx.proxy.counters.injected['oversized-frame']).toBe(1);
+    expect(ctx.service.child.exitCode).toBeNull();
+    const reflector = await ctx.service.json<Reflector>('/api/v1/reflector');
+    expect(reflector.lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('API server restart', async () => {
+    await serviceRow(
+      current,
+      'apiserver restart',
+      17,
+      async (c) => {
+        await c.env.restartApiserver();
+        // Changes after the restart: only a stream that came back can see them.
+        await sleep(FAULT_MS);
+      },
+      reflectorNote,
+    );
+  });
+
+  it('etcd restart', async () => {
+    await serviceRow(
+      current,
+      'etcd restart',
+      18,
+      async (c) => {
+        await c.env.restartEtcd();
+        // Changes after the restart: only a stream that came back can see them.
+        await sleep(FAULT_MS);
+      },
+      reflectorNote,
+    );
+  });
+
+  it('SIGTERM in the middle of a reconcile: exit 0, nothing left running', async () => {
+    // A router that accepts connections and never answers: the leader's deploy to it hangs, so
+    // the acting reconcile (render → validate → deploy) is in flight when the signal arrives.
+    const held = new Set<Socket>();
+    const blackHole = createServer((socket) => {
+      held.add(socket);
+      // Read (and drop) the request, so the peer's FIN is seen; never answer.
+      socket.resume();
+      socket.on('error', () => undefined);
+      socket.once('close', () => held.delete(socket));
+    });
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const socket of held) socket.destroy();
+          blackHole.close(() => resolve());
+        }),
+    );
+    const router = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}`;
+    const ctx = await startService(current(), 19, ['--sglang-router', `engine=${router}`]);
+    ctx.churn.start();
+    const deadline = Date.now() + 30_000;
+    let running = false;
+    while (!running && Date.now() < deadline) {
+      const coordinator = await ctx.service.json<{ state: { running: boolean } }>(
+        '/api/v1/coordinator',
+      );
+      running = coordinator.state.running && held.size > 0;
+      if (!running) await sleep(20);
+    }
+    expect(running).toBe(true);
+    const signalled = Date.now();
+    process.kill(ctx.service.pid, 'SIGTERM');
+    const exit = await ctx.service.exited;
+    const stopMs = Date.now() - signalled;
+    await ctx.churn.stop();
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(stopMs).toBeLessThan(12_000);
+    expect(ctx.service.stdout).toContain('"msg":"stopped"');
+    expect(ctx.service.groupAlive()).toBe(false);
+    await expect(fetch(`${ctx.service.base}/healthz`)).rejects.toThrow();
+    // The hung deploy's connection was closed, not left behind.
+    await waitForCondition(() => held.size === 0, 5_000);
+    results.push({
+      fault: 'SIGTERM mid-reconcile',
+      runs: 'service',
+      churnOps: ctx.churn.total,
+      convergeMs: stopMs,
+      note: `exit 0 in ${stopMs} ms with a deploy to a silent router in flight`,
+    });
+  });
+
+  it('1,000 pods created and deleted in a burst', async () => {
+    const ctx = await startService(current(), 20);
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: 16 }, async (_, lane) => {
+        for (let i = lane; i < 1000; i += 16) {
+          await ctx.core.createNamespacedPod({
+            namespace: ctx.namespace,
+            body: burstPod(`burst-${i}`, i % 100),
+          });
+        }
+      }),
+    );
+    const created = Date.now() - started;
+    const up = await waitForConvergence(
+      () => ctx.service.store(ctx.namespace),
+      ctx.core,
+      ctx.namespace,
+      CONVERGE_MS,
+      'the store holds the 1,000 new pods',
+    );
+    expect((await ctx.service.store(ctx.namespace)).length).toBeGreaterThanOrEqual(1000);
+    await ctx.core.deleteCollectionNamespacedPod({
+      namespace: ctx.namespace,
+      labelSelector: `${POOL_LABEL}=burst`,
+      gracePeriodSeconds: 0,
+    });
+    const down = await waitForConvergence(
+      () => ctx.service.store(ctx.namespace),
+      ctx.core,
+      ctx.namespace,
+      CONVERGE_MS,
+      'the store dropped the 1,000 pods',
+    );
+    results.push({
+      fault: '1,000-pod burst',
+      runs: 'service',
+      churnOps: 2000,
+      convergeMs: up + down,
+      note: `creates took ${(created / 1000).toFixed(1)} s; then +${(up / 1000).toFixed(1)} s up, +${(down / 1000).toFixed(1)} s after the delete`,
+    });
+  });
+
+  it('a half-open stream (stall: no bytes, no FIN), caught by the idle timeout', async () => {
+    const ctx = await startLoop(current(), 21, { source: { idleTimeoutMs: 2_000 } });
+    ctx.churn.start();
+    ctx.proxy.setFault({ kind: 'stall' });
+    await sleep(FAULT_MS);
+    ctx.proxy.clear();
+    await ctx.churn.stop();
+    await loopConverged(ctx, 'stall (half-open)', 'idle timeout 2 s');
+    expect(ctx.proxy.counters.injected.stall ?? 0).toBeGreaterThanOrEqual(1);
+    expect(ctx.watched.source.stats().lastError ?? '').toMatch(/no bytes/);
+  });
+
+  it('the worker thread crashes mid-stream', async () => {
+    const ctx = await startLoop(current(), 22);
+    ctx.churn.start();
+    await sleep(500);
+    await ctx.watched.source.terminateWorker();
+    await sleep(500);
+    await ctx.watched.source.terminateWorker();
+    await ctx.churn.stop();
+    await loopConverged(ctx, 'worker crash (twice)', 'terminateWorker()');
+    expect(ctx.watched.source.stats().lists).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the worker thread runs out of memory on a LIST too big for its heap', async () => {
+    const ctx = await startLoop(
+      current(),
+      23,
+      { source: { resourceLimits: { maxOldGenerationSizeMb: 64 } } },
+      {},
+      (proxy) =>
+        // Up to 200,000 made-up pods of ~2 KB: far past a 64 MB heap, reached page by page.
+        proxy.setFault({ kind: 'inflate-list', pages: 400, podsPerPage: 500, paddingBytes: 2048 }),
+    );
+    ctx.churn.start();
+    await sleep(FAULT_MS);
+    await ctx.churn.stop();
+    await loopConverged(ctx, 'worker OOM', '64 MB worker heap, inflated LIST');
+    const stats = ctx.watched.source.stats();
+    expect(ctx.oomError).toMatch(/memory/i);
+    expect(ctx.proxy.counters.injected['inflate-list'] ?? 0).toBeGreaterThan(1);
+    expect(ctx.proxy.counters.injected['inflate-list'] ?? 0).toBeLessThan(400);
+    expect(stats.lists).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a reconcile that throws for one cell forever: others unaffected, retries capped', async () => {
+    const attempts: number[] = [];
+    const seen = new Map<string, string>();
+    let badKey = '';
+    let watched: InProcessLoop | undefined;
+    const ctx = await startLoop(current(), 24, {
+      failureBaseDelayMs: 250,
+      failureMaxDelayMs: 2_000,
+      reconcile: async (parent) => {
+        if (parent === badKey) {
+          attempts.push(Date.now());
+          throw new Error('injected: this cell always fails');
+        }
+        seen.set(parent, (watched?.names(parent) ?? []).sort().join());
+      },
+    });
+    watched = ctx.watched;
+    badKey = `${ctx.namespace}/engine-0`;
+    ctx.watched.loop.enqueue(badKey);
+    ctx.churn.start();
+    await ctx.churn.done();
+    await loopConverged(ctx, 'reconcile throws for one cell', '');
+    // Watch the failing cell for a while with no more events: its retries are spaced by the cap.
+    const windowStart = Date.now();
+    await sleep(6_000);
+    const inWindow = attempts.filter((t) => t >= windowStart).length;
+    const row = results.at(-1)!;
+    row.note = `${attempts.length} failed attempts in all, ${inWindow} in the last 6 s (cap 2 s)`;
+    expect(attempts.length).toBeGreaterThanOrEqual(3);
+    expect(inWindow).toBeGreaterThanOrEqual(1);
+    expect(inWindow).toBeLessThanOrEqual(6);
+    const state = ctx.watched.loop.state();
+    expect(state.retries.map((r) => r.key)).toEqual([badKey]);
+    // Every other cell's last reconcile saw its members as they are now.
+    for (const parent of ctx.watched.loop.parentKeys()) {
+      if (parent === badKey) continue;
+      expect(seen.get(parent), parent).toBe(ctx.watched.names(parent).sort().join());
+    }
+  });
+
+  it('a slow reconcile: the queue collapses repeated events per cell', async () => {
+    let reconciles = 0;
+    let maxQueued = 0;
+    let watched: InProcessLoop | undefined;
+    const seen = new Map<string, string>();
+    const ctx = await startLoop(
+      current(),
+      25,
+      {
+        reconcile: async (parent, signal) => {
+          reconciles += 1;
+          await new Promise((resolve) => {
+            const timer = setTimeout(resolve, 250);
+            signal.addEventListener('abort', () => {
+              clearTimeout(timer);
+              resolve(undefined);
+            });
+          });
+          seen.set(parent, (watched?.names(parent) ?? []).sort().join());
+        },
+      },
+      { intervalMs: 5, maxOps: 80 },
+    );
+    watched = ctx.watched;
+    const before = reconciles;
+    const sampler = setInterval(() => {
+      maxQueued = Math.max(maxQueued, ctx.watched.loop.state().queued.length);
+    }, 20);
+    try {
+      ctx.churn.start();
+      await ctx.churn.done();
+      await loopConverged(ctx, 'slow reconcile (250 ms)', '');
+      const idle = async (): Promise<boolean> => {
+        const state = ctx.watched.loop.state();
+        return state.queued.length === 0 && state.inFlight === undefined;
+      };
+      const deadline = Date.now() + 30_000;
+      while (!(await idle()) && Date.now() < deadline) await sleep(50);
+      expect(await idle()).toBe(true);
+    } finally {
+      clearInterval(sampler);
+    }
+    const during = reconciles - before;
+    const parents = ctx.watched.loop.parentKeys().size;
+    results.at(-1)!.note =
+      `${ctx.churn.total} ops → ${during} reconciles; queue never above ${maxQueued} (cells ≤ 6)`;
+    expect(during).toBeLessThan(ctx.churn.total);
+    expect(maxQueued).toBeLessThanOrEqual(6);
+    for (const parent of ctx.watched.loop.parentKeys()) {
+      expect(seen.get(parent), parent).toBe(ctx.watched.names(parent).sort().join());
+    }
+    expect(parents).toBeGreaterThan(0);
+  });
+});
+
+describe('fault matrix (watch cache off: a real 410)', () => {
+  let env: KubeEnvironment | undefined;
+  beforeAll(async () => {
+    env = await startKubeEnvironment({ watchCache: false });
+    await new FakeKubelet(env.kubeConfig).registerNode();
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it('410 Gone: the cursor compacted away while the watch was down, then a relist', async () => {
+    const ctx = await serviceRow(
+      () => env!,
+      '410 via etcd compaction',
+      31,
+      async (c) => {
+        c.proxy.setFault({ kind: 'drop-watch' });
+        await sleep(FAULT_MS);
+        await c.churn.stop();
+        await c.env.compactEtcdToHead();
+        c.proxy.clear();
+      },
+      async (c) => {
+        const reflector = await c.service.json<Reflector>('/api/v1/reflector');
+        return `relists ${JSON.stringify(reflector.relists)}`;
+      },
+    );
+    const reflector = await ctx.service.json<Reflector>('/api/v1/reflector');
+    expect(reflector.relists.expired ?? 0).toBeGreaterThanOrEqual(1);
+    expect(reflector.lists).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -1,0 +1,502 @@
+/**
+ * A fault-injecting proxy between a controller and a real kube-apiserver, on 127.0.0.1 only.
+ *
+ * A plain TCP relay would only see TLS records, so it could reset, stall or slow a connection but
+ * never tell a WATCH from a LIST, nor answer 429. This proxy therefore terminates TLS itself, with
+ * a self-signed certificate made by openssl when it starts (`caPath`; `writeKubeconfig` writes a
+ * kubeconfig that trusts it), and forwards each request to the apiserver over TLS, verified with
+ * the apiserver's real CA. Request and response bodies are streamed chunk by chunk, unchanged
+ * (compressed LISTs stay compressed), so the faults act on the bytes a client would really see.
+ *
+ * Faults (`setFault`; `clear()` ends one):
+ * - `reset`: every open connection is reset (TCP RST) at once, and so is every new one.
+ * - `stall`: half-open. Streams in flight stop receiving bytes and new requests get no answer,
+ *   with no FIN either; stalled exchanges stay dead after `clear()`, as a lost peer would. Only
+ *   the client's own idle detection gets it out.
+ * - `cut-mid-frame`: a WATCH response's next chunk is forwarded only up to the middle of its first
+ *   frame, then the connection is reset: a frame is left half-written.
+ * - `status`: every new request is answered by the proxy with the given status (429, 500, 503)
+ *   and a Kubernetes `Status` body, plus `Retry-After` when given.
+ * - `delay`: every response chunk is held back `ms` before it is forwarded (order kept).
+ * - `drop-watch`: WATCH requests are reset (open WATCH connections too); LIST and everything else
+ *   is forwarded.
+ * - `oversized-frame`: once, into an open WATCH response (or the next one), a single frame of
+ *   `bytes` bytes: what it takes to run a reflector worker thread out of its heap. The fault then
+ *   clears itself.
+ * - `inflate-list`: the next LIST of pods is answered by the proxy with up to `pages` pages of
+ *   made-up pods (each with a `paddingBytes` annotation), chained by `continue` tokens only the
+ *   proxy understands: a LIST too big for a small worker heap, growing page by page as a real
+ *   one would. The next LIST that starts over (no `continue`) ends the fault and is forwarded.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type ProxyFault =
+  | { readonly kind: 'reset' }
+  | { readonly kind: 'stall' }
+  | { readonly kind: 'cut-mid-frame' }
+  | { readonly kind: 'status'; readonly status: number; readonly retryAfterSeconds?: number }
+  | { readonly kind: 'delay'; readonly ms: number }
+  | { readonly kind: 'drop-watch' }
+  | { readonly kind: 'oversized-frame'; readonly bytes: number }
+  | {
+      readonly kind: 'inflate-list';
+      readonly pages: number;
+      readonly podsPerPage: number;
+      readonly paddingBytes: number;
+    };
+
+export type ProxyFaultKind = ProxyFault['kind'];
+
+export interface FaultProxyOptions {
+  /** The apiserver, e.g. `https://127.0.0.1:41234`. */
+  readonly upstream: string;
+  /** PEM of the CA that signs the apiserver's serving certificate. */
+  readonly upstreamCaPath: string;
+}
+
+/** What the proxy has seen and done, for assertions and diagnostics. */
+export interface FaultProxyCounters {
+  requests: number;
+  watches: number;
+  lists: number;
+  /** Faults actually applied to a request or stream, per kind. */
+  injected: Partial<Record<ProxyFaultKind, number>>;
+}
+
+interface Exchange {
+  readonly socket: Socket;
+  readonly watch: boolean;
+  /** Set when a `stall` caught this exchange: nothing more is forwarded, ever. */
+  stalled: boolean;
+  /** Set when a `cut-mid-frame` should hit this exchange's next chunk. */
+  cut: boolean;
+  /** The response once its headers went out (frames can be injected into it). */
+  res?: ServerResponse;
+}
+
+const REASONS: Record<number, string> = {
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'host']);
+
+function isWatchRequest(url: URL): boolean {
+  const watch = url.searchParams.get('watch');
+  return watch === 'true' || watch === '1';
+}
+
+/** Resets a connection (RST, not FIN) where the platform allows it, else destroys it. */
+function resetSocket(socket: Socket): void {
+  if (socket.destroyed) return;
+  try {
+    socket.resetAndDestroy();
+  } catch {
+    socket.destroy();
+  }
+}
+
+export class FaultProxy {
+  readonly url: string;
+  readonly port: number;
+  /** The proxy's own certificate, self-signed for 127.0.0.1: the CA its clients trust. */
+  readonly caPath: string;
+  readonly counters: FaultProxyCounters = { requests: 0, watches: 0, lists: 0, injected: {} };
+  readonly #server: https.Server;
+  readonly #upstream: URL;
+  readonly #agent: https.Agent;
+  readonly #dir: string;
+  readonly #sockets = new Set<Socket>();
+  readonly #exchanges = new Set<Exchange>();
+  #fault: ProxyFault | undefined;
+  #inflating = false;
+  #closed = false;
+
+  private constructor(
+    server: https.Server,
+    options: FaultProxyOptions,
+    dir: string,
+    caPath: string,
+    port: number,
+  ) {
+    this.#server = server;
+    this.#upstream = new URL(options.upstream);
+    this.#agent = new https.Agent({
+      keepAlive: true,
+      ca: readFileSync(options.upstreamCaPath),
+      maxSockets: 64,
+    });
+    this.#dir = dir;
+    this.caPath = caPath;
+    this.port = port;
+    this.url = `https://127.0.0.1:${port}`;
+    server.on('secureConnection', (socket: Socket) => {
+      if (this.#fault?.kind === 'reset') {
+        this.#count('reset');
+        resetSocket(socket);
+        return;
+      }
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.#handle(req, res));
+  }
+
+  /** Makes a certificate, listens on 127.0.0.1 (a free port) and resolves once listening. */
+  static async start(options: FaultProxyOptions): Promise<FaultProxy> {
+    const dir = mkdtempSync(join(tmpdir(), 'pool-fault-proxy-'));
+    const certPath = join(dir, 'proxy.crt');
+    const keyPath = join(dir, 'proxy.key');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=pool-fault-proxy',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        keyPath,
+        '-out',
+        certPath,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const server = https.createServer({
+      key: readFileSync(keyPath),
+      cert: readFileSync(certPath),
+      // HTTP/1.1 only: the faults act on one exchange per connection at a time.
+      ALPNProtocols: ['http/1.1'],
+    });
+    // Long-lived WATCH responses must not be cut by the proxy's own timeouts.
+    server.requestTimeout = 0;
+    server.headersTimeout = 60_000;
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = server.address() as AddressInfo;
+    return new FaultProxy(server, options, dir, certPath, port);
+  }
+
+  /** The fault now in force, if any. */
+  get fault(): ProxyFault | undefined {
+    return this.#fault;
+  }
+
+  /** Puts a fault in force; it acts on what is open now as described in the file comment. */
+  setFault(fault: ProxyFault): void {
+    this.#fault = fault;
+    this.#inflating = false;
+    switch (fault.kind) {
+      case 'reset':
+        for (const socket of this.#sockets) {
+          this.#count('reset');
+          resetSocket(socket);
+        }
+        break;
+      case 'drop-watch':
+        for (const exchange of this.#exchanges) {
+          if (!exchange.watch) continue;
+          this.#count('drop-watch');
+          resetSocket(exchange.socket);
+        }
+        break;
+      case 'stall':
+        for (const exchange of this.#exchanges) {
+          if (!exchange.stalled) this.#count('stall');
+          exchange.stalled = true;
+        }
+        break;
+      case 'cut-mid-frame':
+        for (const exchange of this.#exchanges) if (exchange.watch) exchange.cut = true;
+        break;
+      case 'oversized-frame':
+        for (const exchange of this.#exchanges) {
+          if (exchange.watch && exchange.res && !exchange.stalled) {
+            this.#writeOversized(exchange.res, fault.bytes);
+            break;
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Ends the fault: new exchanges are forwarded normally (stalled ones stay stalled). */
+  clear(): void {
+    this.#fault = undefined;
+    for (const exchange of this.#exchanges) exchange.cut = false;
+  }
+
+  /** Resets every open connection once, without leaving a fault in force. */
+  resetConnections(): number {
+    let count = 0;
+    for (const socket of this.#sockets) {
+      count += 1;
+      resetSocket(socket);
+    }
+    return count;
+  }
+
+  /** Open client connections (for diagnostics). */
+  get openConnections(): number {
+    return this.#sockets.size;
+  }
+
+  /** Writes a kubeconfig that reaches the apiserver through this proxy with `token`. */
+  writeKubeconfig(path: string, token: string, user = 'through-proxy'): string {
+    const config = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'fault-proxy',
+          cluster: {
+            server: this.url,
+            'certificate-authority-data': readFileSync(this.caPath).toString('base64'),
+          },
+        },
+      ],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'fault-proxy', context: { cluster: 'fault-proxy', user } }],
+      'current-context': 'fault-proxy',
+    };
+    writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+    return path;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const socket of this.#sockets) socket.destroy();
+    this.#agent.destroy();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+
+  /** One page of made-up pods, streamed a pod at a time. */
+  #servePage(
+    res: ServerResponse,
+    fault: Extract<ProxyFault, { kind: 'inflate-list' }>,
+    page: number,
+  ): void {
+    this.#count('inflate-list');
+    const last = page + 1 >= fault.pages;
+    if (last) {
+      this.#fault = undefined;
+      this.#inflating = false;
+    }
+    const padding = 'x'.repeat(fault.paddingBytes);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const metadata = {
+      resourceVersion: '1',
+      ...(last ? {} : { continue: `fault-proxy-${page + 1}` }),
+    };
+    res.write(
+      `{"kind":"PodList","apiVersion":"v1","metadata":${JSON.stringify(metadata)},"items":[`,
+    );
+    for (let i = 0; i < fault.podsPerPage; i += 1) {
+      const n = page * fault.podsPerPage + i;
+      const pod = {
+        metadata: {
+          name: `inflated-${n}`,
+          namespace: 'inflated',
+          uid: `inflated-uid-${n}`,
+          resourceVersion: '1',
+          labels: { 'fault-proxy/inflated': String(n) },
+          annotations: { 'fault-proxy/padding': padding },
+        },
+        spec: { containers: [{ name: 'c' }] },
+        status: {},
+      };
+      res.write(`${i === 0 ? '' : ','}${JSON.stringify(pod)}`);
+    }
+    res.end(']}');
+  }
+
+  /** One frame of `bytes` bytes (a pod whose name is that long), written in 1 MiB pieces. */
+  #writeOversized(res: ServerResponse, bytes: number): void {
+    this.#fault = undefined;
+    this.#count('oversized-frame');
+    const piece = Buffer.alloc(1 << 20, 'x');
+    res.write('{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"');
+    for (let written = 0; written < bytes; written += piece.length) {
+      res.write(written + piece.length <= bytes ? piece : piece.subarray(0, bytes - written));
+    }
+    res.write('"}}}\n');
+  }
+
+  #count(kind: ProxyFaultKind): void {
+    this.counters.injected[kind] = (this.counters.injected[kind] ?? 0) + 1;
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', this.#upstream);
+    const watch = isWatchRequest(url);
+    this.counters.requests += 1;
+    if (watch) this.counters.watches += 1;
+    else if (req.method === 'GET') this.counters.lists += 1;
+    const exchange: Exchange = { socket: req.socket, watch, stalled: false, cut: false };
+    const fault = this.#fault;
+    if (fault?.kind === 'reset' || (fault?.kind === 'drop-watch' && watch)) {
+      this.#count(fault.kind);
+      resetSocket(req.socket);
+      return;
+    }
+    if (fault?.kind === 'status') {
+      this.#count('status');
+      const reason = REASONS[fault.status] ?? 'InternalError';
+      const body = JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: `fault proxy: injected ${fault.status}`,
+        reason,
+        code: fault.status,
+        ...(fault.retryAfterSeconds !== undefined
+          ? { details: { retryAfterSeconds: fault.retryAfterSeconds } }
+          : {}),
+      });
+      req.resume();
+      res.writeHead(fault.status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        ...(fault.retryAfterSeconds !== undefined
+          ? { 'retry-after': String(fault.retryAfterSeconds) }
+          : {}),
+      });
+      res.end(body);
+      return;
+    }
+    if (fault?.kind === 'stall') {
+      // Never answered, never closed: the request just disappears.
+      this.#count('stall');
+      exchange.stalled = true;
+      req.resume();
+      this.#exchanges.add(exchange);
+      req.socket.once('close', () => this.#exchanges.delete(exchange));
+      return;
+    }
+    if (
+      fault?.kind === 'inflate-list' &&
+      !watch &&
+      req.method === 'GET' &&
+      /\/pods$/.test(url.pathname)
+    ) {
+      const token = url.searchParams.get('continue') ?? '';
+      if (token.startsWith('fault-proxy-') || !this.#inflating) {
+        this.#inflating = true;
+        req.resume();
+        this.#servePage(res, fault, token ? Number(token.slice('fault-proxy-'.length)) : 0);
+        return;
+      }
+      // A LIST starting over: the inflated one was abandoned (its reader died). Done.
+      this.#fault = undefined;
+      this.#inflating = false;
+    }
+    if (fault?.kind === 'cut-mid-frame' && watch) exchange.cut = true;
+    this.#exchanges.add(exchange);
+    this.#forward(req, res, url, exchange);
+  }
+
+  #forward(req: IncomingMessage, res: ServerResponse, url: URL, exchange: Exchange): void {
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    }
+    headers.host = this.#upstream.host;
+    const upstream = https.request(url, { method: req.method, headers, agent: this.#agent });
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      this.#exchanges.delete(exchange);
+    };
+    req.socket.once('close', () => {
+      finish();
+      upstream.destroy();
+    });
+    upstream.on('error', () => {
+      finish();
+      if (exchange.stalled) return;
+      // The apiserver went away (a restart): the client sees the connection drop, as it would.
+      resetSocket(req.socket);
+    });
+    upstream.on('response', (upstreamRes) => {
+      if (exchange.stalled) {
+        upstreamRes.destroy();
+        return;
+      }
+      const responseHeaders: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(upstreamRes.headers)) {
+        if (value !== undefined && !HOP_BY_HOP.has(name)) responseHeaders[name] = value;
+      }
+      res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, responseHeaders);
+      res.flushHeaders();
+      exchange.res = res;
+      // Chunks go out through one chain, so a delay never reorders them.
+      let chain = Promise.resolve();
+      upstreamRes.on('data', (chunk: Buffer) => {
+        chain = chain.then(() => this.#relay(chunk, res, exchange, upstreamRes));
+      });
+      upstreamRes.on('end', () => {
+        chain = chain.then(() => {
+          finish();
+          if (!exchange.stalled && !res.destroyed) res.end();
+        });
+      });
+      upstreamRes.on('error', () => {
+        finish();
+        if (!exchange.stalled) resetSocket(req.socket);
+      });
+    });
+    req.pipe(upstream);
+  }
+
+  async #relay(
+    chunk: Buffer,
+    res: ServerResponse,
+    exchange: Exchange,
+    upstreamRes: IncomingMessage,
+  ): Promise<void> {
+    const fault = this.#fault;
+    if (fault?.kind === 'delay') {
+      this.#count('delay');
+      await new Promise((resolve) => setTimeout(resolve, fault.ms));
+    }
+    if (exchange.stalled || res.destroyed) {
+      // Half-open: the bytes are swallowed and the connection kept, with no FIN.
+      upstreamRes.destroy();
+      return;
+    }
+    if (fault?.kind === 'oversized-frame' && exchange.watch) this.#writeOversized(res, fault.bytes);
+    if (exchange.cut && chunk.length > 1) {
+      this.#count('cut-mid-frame');
+      const newline = chunk.indexOf(0x0a);
+      const frameEnd = newline === -1 ? chunk.length : newline;
+      const half = Math.max(1, Math.floor(frameEnd / 2));
+      res.write(chunk.subarray(0, half), () => resetSocket(exchange.socket));
+      upstreamRes.destroy();
+      return;
+    }
+    res.write(chunk);
+  }
+}
