@@ -110,6 +110,8 @@ async function createLeadership(
   const lock = await connectLeaseLock({
     namespace,
     name: config.leaderElection.resourceName,
+    // client-go's rule: each Lease request is bounded by half the renew deadline, at least 1 s.
+    requestTimeoutMs: Math.max(1_000, config.leaderElection.renewDeadlineMs / 2),
     ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
     ...(config.context !== undefined ? { context: config.context } : {}),
   });

@@ -25,11 +25,19 @@ const LEASES_API = '/apis/coordination.k8s.io/v1';
 /** A Lease is a few hundred bytes; anything much bigger is not one. */
 const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * 5 s: client-go bounds each Lease request by half the renew deadline (10 s by default), so a
+ * request to an API server that never answers cannot stall a follower's campaign either.
+ */
+export const DEFAULT_LEASE_REQUEST_TIMEOUT_MS = 5_000;
+
 export interface KubernetesLeaseLockOptions {
   /** Where and how requests go (./connection.ts's `loadApiConnection`). */
   connection: ApiConnection;
   namespace: string;
   name: string;
+  /** Per request; default `DEFAULT_LEASE_REQUEST_TIMEOUT_MS`. */
+  requestTimeoutMs?: number;
 }
 
 /** The API server answered a Lease request with an unexpected status (not 404 on GET, not 409). */
@@ -57,6 +65,7 @@ function isRecord(value: unknown): value is JsonObject {
 
 export class KubernetesLeaseLock implements LeaseLock {
   readonly #connection: ApiConnection;
+  readonly #requestTimeoutMs: number;
   readonly #namespace: string;
   readonly #name: string;
   /** The last Lease object read or written, to carry its metadata and unknown fields into a PUT. */
@@ -67,6 +76,7 @@ export class KubernetesLeaseLock implements LeaseLock {
       throw new RangeError('KubernetesLeaseLock: namespace and name must be non-empty');
     }
     this.#connection = options.connection;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_LEASE_REQUEST_TIMEOUT_MS;
     this.#namespace = options.namespace;
     this.#name = options.name;
   }
@@ -160,6 +170,7 @@ export class KubernetesLeaseLock implements LeaseLock {
       body,
       signal,
       what: `${method} Lease ${this.describe()}`,
+      timeoutMs: this.#requestTimeoutMs,
       maxBodyBytes: MAX_BODY_BYTES,
       tooLarge: () => new MalformedLeaseError('Lease response is too large'),
     });
@@ -208,12 +219,13 @@ export function parseLease(value: unknown): ObservedLease {
 
 /** A lock for `namespace/name` on the configured cluster (kubeconfig, in-cluster, context). */
 export async function connectLeaseLock(
-  options: ClusterOptions & { namespace: string; name: string },
+  options: ClusterOptions & { namespace: string; name: string; requestTimeoutMs?: number },
 ): Promise<KubernetesLeaseLock> {
-  const { namespace, name, ...cluster } = options;
+  const { namespace, name, requestTimeoutMs, ...cluster } = options;
   return new KubernetesLeaseLock({
     connection: await loadApiConnection(cluster),
     namespace,
     name,
+    ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
   });
 }

@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseConflictError, type LeaseRecord } from '../../src/index.js';
-import { KubernetesLeaseLock, LeaseApiError } from '../../src/kubernetes/lease-lock.js';
+import {
+  DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
+  KubernetesLeaseLock,
+  LeaseApiError,
+} from '../../src/kubernetes/lease-lock.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
 
@@ -136,6 +140,22 @@ describe('KubernetesLeaseLock', () => {
     await expect(pending).rejects.toBe(reason);
     await expect(lock.update(record('a'), '1', AbortSignal.abort(reason))).rejects.toBe(reason);
     expect(server.requests).toHaveLength(1);
+  });
+
+  it('gives up on a request the API server never answers, after its request timeout', async () => {
+    // A real (short) timeout: the bound is the transport's, as client-go's HTTP client timeout is.
+    const bounded = new KubernetesLeaseLock({
+      connection: server.connection(),
+      namespace: 'ns',
+      name: 'pool-controller',
+      requestTimeoutMs: 50,
+    });
+    server.next('hang');
+    await expect(bounded.get(signal)).rejects.toThrow('no answer within 50 ms');
+  });
+
+  it('bounds every request by default (client-go: half the default renew deadline)', () => {
+    expect(DEFAULT_LEASE_REQUEST_TIMEOUT_MS).toBe(5_000);
   });
 
   it('carries a LeaderElector through acquire, renew and release with the expected requests', async () => {
