@@ -503,7 +503,13 @@ export class PoolService implements ControlPlane {
     this.coordinationMetrics.leading(false);
     this.#publish({ type: 'leadership.lost', identity: this.#leadership.identity });
     // Not awaited: the pipeline's signal aborts now; stop() settles it in the background.
-    this.#background.push(this.#routing.stop());
+    // Kept only while it runs, so a flapping Lease never grows the list.
+    const stopping = this.#routing.stop();
+    this.#background.push(stopping);
+    const forget = (): void => {
+      this.#background = this.#background.filter((p) => p !== stopping);
+    };
+    stopping.then(forget, forget);
   }
 
   /** Publishes `watch.state` whenever the source's phase, health or relist count changes. */
