@@ -213,7 +213,9 @@ describe('WorkerPodSource + ReconcileLoop on a real apiserver (watch cache on)',
           (events.BOOKMARK ?? 0) >= 1 && cursor !== undefined && BigInt(cursor) >= BigInt(outside)
         );
       },
-      { diagnose: () => watched.describe() },
+      // Each 6 s watch offers one 2 s window for its bookmark; a CPU-starved apiserver can miss a
+      // few in a row (seen at load > 5 on 2 cores), so wait for several watches, not just one.
+      { timeoutMs: 60_000, diagnose: () => watched.describe() },
     );
     const stats = watched.stats();
     expect(stats.cursor).not.toBe(listCursor);
