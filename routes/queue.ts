@@ -6,6 +6,34 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, queueSchema } from './schemas.js';
 
+/** The queue as ages and delays from now: what `/api/v1/queue` and the status page show. */
+export function queueView(plane: ControlPlane): {
+  synced: boolean;
+  depth: number;
+  queued: string[];
+  inFlight: { key: string; runningForMs: number } | null;
+  retries: Array<{ key: string; failures: number; dueInMs: number | null }>;
+  nextResyncInMs: number | null;
+} {
+  const state = plane.loopState();
+  const now = plane.now();
+  return {
+    synced: state.synced,
+    depth: state.queued.length,
+    queued: state.queued,
+    inFlight: state.inFlight
+      ? { key: state.inFlight.key, runningForMs: Math.max(0, now - state.inFlight.sinceMs) }
+      : null,
+    retries: state.retries.map((r) => ({
+      key: r.key,
+      failures: r.failures,
+      dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
+    })),
+    nextResyncInMs:
+      state.nextResyncAtMs === undefined ? null : Math.max(0, state.nextResyncAtMs - now),
+  };
+}
+
 export interface QueueRoutesOptions {
   plane: ControlPlane;
 }
@@ -22,25 +50,6 @@ export const queueRoutes: FastifyPluginAsyncZod<QueueRoutesOptions> = async (app
         response: { 200: queueSchema, ...commonErrors },
       },
     },
-    async () => {
-      const state = plane.loopState();
-      const now = plane.now();
-      return {
-        source: plane.sourceKind,
-        synced: state.synced,
-        depth: state.queued.length,
-        queued: state.queued,
-        inFlight: state.inFlight
-          ? { key: state.inFlight.key, runningForMs: Math.max(0, now - state.inFlight.sinceMs) }
-          : null,
-        retries: state.retries.map((r) => ({
-          key: r.key,
-          failures: r.failures,
-          dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
-        })),
-        nextResyncInMs:
-          state.nextResyncAtMs === undefined ? null : Math.max(0, state.nextResyncAtMs - now),
-      };
-    },
+    async () => ({ source: plane.sourceKind, ...queueView(plane) }),
   );
 };

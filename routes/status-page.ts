@@ -6,6 +6,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
+import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
 import { renderStatusPage, STATUS_PAGE_CSP, type StatusPageData } from './status-page-html.js';
 
@@ -19,7 +20,6 @@ export function statusPageData(
   wallClock: () => Date = () => new Date(),
 ): StatusPageData {
   const now = plane.now();
-  const loop = plane.loopState();
   const reflector = plane.reflector();
   const coordinator = plane.coordinator();
   const { state } = coordinator;
@@ -46,21 +46,7 @@ export function statusPageData(
       podsReady: c.members.filter((m) => m.ready).length,
       pods: c.members.length,
     })),
-    queue: {
-      synced: loop.synced,
-      depth: loop.queued.length,
-      queued: loop.queued,
-      inFlight: loop.inFlight
-        ? { key: loop.inFlight.key, runningForMs: Math.max(0, now - loop.inFlight.sinceMs) }
-        : null,
-      retries: loop.retries.map((r) => ({
-        key: r.key,
-        failures: r.failures,
-        dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
-      })),
-      nextResyncInMs:
-        loop.nextResyncAtMs === undefined ? null : Math.max(0, loop.nextResyncAtMs - now),
-    },
+    queue: queueView(plane),
     reflector: {
       phase: reflector.phase,
       healthy: reflector.healthy,
