@@ -23,6 +23,9 @@ import {
 import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
+import type { SglangRouterTarget } from '../sinks/sglang-router.js';
+
+export type { SglangRouterTarget };
 
 /** Prefix of every environment variable the service reads. */
 export const ENV_PREFIX = 'POOL_CONTROLLER_';
@@ -122,12 +125,6 @@ export interface LeaderElectionConfig {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
-}
-
-/** One SGLang router and the pool whose alive cells it routes to. */
-export interface SglangRouterTarget {
-  pool: string;
-  url: string;
 }
 
 /** A configuration problem, one line, naming the flag and its variable. */

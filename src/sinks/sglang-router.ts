@@ -69,29 +69,6 @@ export interface SglangRouterSinkOptions {
   onOperation?: (record: SinkOperationRecord) => void;
 }
 
-/** Parses one `POOL=URL` flag value; throws `TypeError` naming what is wrong. */
-export function parseSglangRouterTarget(value: string): SglangRouterTarget {
-  const at = value.indexOf('=');
-  const pool = at < 0 ? '' : value.slice(0, at).trim();
-  const url = at < 0 ? '' : value.slice(at + 1).trim();
-  if (!pool || !url) {
-    throw new TypeError(`--sglang-router wants POOL=URL, got ${JSON.stringify(value)}`);
-  }
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new TypeError(`--sglang-router ${pool}=…: ${JSON.stringify(url)} is not a URL`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new TypeError(`--sglang-router ${pool}=…: the router URL must be http(s)`);
-  }
-  if (parsed.username || parsed.password) {
-    throw new TypeError(`--sglang-router ${pool}=…: put no credentials in the URL`);
-  }
-  return { pool, url: url.replace(/\/+$/, '') };
-}
-
 interface Pending {
   id: string | undefined;
   since: string;

@@ -162,6 +162,9 @@ describe('flags and environment variables', () => {
       'invalid --sglang-router (POOL_CONTROLLER_SGLANG_ROUTER): expected POOL=URL',
     );
     expect(() => parseConfig(['--sglang-router', 'a=ftp://r1'], {})).toThrow(ConfigError);
+    expect(() => parseConfig(['--sglang-router', 'a=not a url'], {})).toThrow(
+      'expected a router URL',
+    );
     expect(() => parseConfig(['--sglang-router', 'a=http://u:secret@r1'], {})).toThrow(
       'must not carry credentials',
     );

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoutingState } from '../../src/pools/routing-state.js';
 import {
-  parseSglangRouterTarget,
   SglangRouterSink,
   type SglangRouterSinkOptions,
   type SinkOperationRecord,
@@ -385,13 +384,5 @@ describe('SglangRouterSink', () => {
           ],
         }),
     ).toThrow(/serves one pool/);
-    expect(parseSglangRouterTarget('engine=http://router:30000/')).toEqual({
-      pool: 'engine',
-      url: 'http://router:30000',
-    });
-    expect(() => parseSglangRouterTarget('engine')).toThrow(/POOL=URL/);
-    expect(() => parseSglangRouterTarget('engine=ftp://x')).toThrow(/http/);
-    expect(() => parseSglangRouterTarget('engine=http://u:p@x')).toThrow(/credentials/);
-    expect(() => parseSglangRouterTarget('engine=not a url')).toThrow(/not a URL/);
   });
 });
