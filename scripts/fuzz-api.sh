@@ -84,7 +84,9 @@ stop_service() {
   fi
 }
 
-# One schemathesis run against $base with a schema; extra arguments go to `st run`.
+# One schemathesis run against $base with a schema; extra arguments go to `st run`. Its output goes
+# through schemathesis-output.sed (pytest-style summary rules rewritten, see there); pipefail keeps
+# st's exit status, the budget's 124 included.
 fuzz() {
   local name=$1 schema=$2
   shift 2
@@ -98,7 +100,7 @@ fuzz() {
     --workers 1 \
     --seed 1 \
     --request-timeout 10 \
-    "$@") || status=$?
+    "$@" 2>&1 | sed -u -E -f "$repo/scripts/schemathesis-output.sed") || status=$?
   if [[ "$status" -eq 124 || "$status" -eq 130 ]]; then
     say "run '$name' hit its ${budget}s budget"
     return 1

@@ -19,6 +19,11 @@ export interface ClusterOptions {
   kubeconfigPath?: string;
   /** A context of that kubeconfig; else its current-context. */
   context?: string;
+  /**
+   * The encoding to ask for on pod LIST and WATCH (`--kube-api-content-type`); protobuf when
+   * unset, as client-go's typed clients. Requests that write (Lease, EndpointSlice) stay JSON.
+   */
+  apiContentType?: 'protobuf' | 'json';
 }
 
 /**

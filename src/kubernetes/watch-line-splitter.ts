@@ -6,12 +6,14 @@
  */
 
 /**
- * One frame of a watch stream. A line that is not JSON is still a frame (`garbled`), not an
+ * One frame of a watch stream, decoded into its JSON form (`{type, object}`) whichever encoding
+ * carried it (JSON lines here, protobuf in ./protobuf-watch-splitter.ts). A frame that does not
+ * decode is still a frame (`garbled`), not an
  * exception: what to do about it (relist) is the reflector's decision, and throwing here would
  * look like a dropped connection (reconnect from the same cursor, replaying the same bad line).
  */
 export type WatchFrame =
-  | { readonly kind: 'json'; readonly value: unknown }
+  | { readonly kind: 'decoded'; readonly value: unknown }
   | { readonly kind: 'garbled'; readonly error: string };
 
 /** The connection ended in the middle of a frame: a dropped connection, never a clean end. */
@@ -25,7 +27,7 @@ function decodeLine(line: Buffer): WatchFrame | undefined {
   const text = line.toString('utf8');
   if (text.trim() === '') return undefined;
   try {
-    return { kind: 'json', value: JSON.parse(text) };
+    return { kind: 'decoded', value: JSON.parse(text) };
   } catch (error) {
     return { kind: 'garbled', error: error instanceof Error ? error.message : String(error) };
   }

@@ -34,7 +34,7 @@ function names(pods: Array<{ metadata: { name: string } }>): string[] {
 
 async function collect(frames: AsyncIterable<WatchFrame>): Promise<unknown[]> {
   const out: unknown[] = [];
-  for await (const frame of frames) out.push(frame.kind === 'json' ? frame.value : frame);
+  for await (const frame of frames) out.push(frame.kind === 'decoded' ? frame.value : frame);
   return out;
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
 import { pod, rawPod } from '../support/pods.js';
 
-const json = (value: unknown) => ({ kind: 'json', value }) as const;
+const json = (value: unknown) => ({ kind: 'decoded', value }) as const;
 
 function withoutVersion(raw: Record<string, unknown>): Record<string, unknown> {
   const metadata = { ...(raw.metadata as Record<string, unknown>) };

@@ -27,8 +27,8 @@ describe('decodeWatchFrames', () => {
       'MARK"}\n',
     );
     expect(frames).toEqual([
-      { kind: 'json', value: { type: 'ADDED', object: { a: 1 } } },
-      { kind: 'json', value: { type: 'BOOKMARK' } },
+      { kind: 'decoded', value: { type: 'ADDED', object: { a: 1 } } },
+      { kind: 'decoded', value: { type: 'BOOKMARK' } },
     ]);
   });
 
@@ -37,20 +37,20 @@ describe('decodeWatchFrames', () => {
     const cut = line.indexOf(0xe2) + 1; // inside the three bytes of ✓
     const { frames } = await decode(line.subarray(0, cut), line.subarray(cut));
     expect(frames).toEqual([
-      { kind: 'json', value: { type: 'ADDED', object: { note: 'héllo ✓' } } },
+      { kind: 'decoded', value: { type: 'ADDED', object: { note: 'héllo ✓' } } },
     ]);
   });
 
   it('yields several frames from one chunk and skips blank lines', async () => {
     const { frames } = await decode('{"n":1}\n\n  \n{"n":2}\n');
-    expect(frames.map((f) => (f.kind === 'json' ? f.value : f))).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(frames.map((f) => (f.kind === 'decoded' ? f.value : f))).toEqual([{ n: 1 }, { n: 2 }]);
   });
 
   it('yields a line that is not JSON as a garbled frame and carries on', async () => {
     const { frames } = await decode('{"n":1}\n{"broken":\n{"n":2}\n');
-    expect(frames[0]).toEqual({ kind: 'json', value: { n: 1 } });
+    expect(frames[0]).toEqual({ kind: 'decoded', value: { n: 1 } });
     expect(frames[1]?.kind).toBe('garbled');
-    expect(frames[2]).toEqual({ kind: 'json', value: { n: 2 } });
+    expect(frames[2]).toEqual({ kind: 'decoded', value: { n: 2 } });
   });
 
   it('reports every chunk of bytes, even one that completes no frame', async () => {
@@ -80,9 +80,9 @@ describe('decodeWatchFrames', () => {
     const frames: WatchFrame[] = [];
     for await (const frame of decodeWatchFrames(parts(), undefined, 16)) frames.push(frame);
     expect(frames).toEqual([
-      { kind: 'json', value: { n: 1 } },
+      { kind: 'decoded', value: { n: 1 } },
       { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
-      { kind: 'json', value: { n: 2 } },
+      { kind: 'decoded', value: { n: 2 } },
     ]);
   });
 
@@ -92,7 +92,7 @@ describe('decodeWatchFrames', () => {
     for await (const frame of decodeWatchFrames(chunks(line), undefined, 16)) frames.push(frame);
     expect(frames).toEqual([
       { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
-      { kind: 'json', value: { n: 3 } },
+      { kind: 'decoded', value: { n: 3 } },
     ]);
   });
 

@@ -58,7 +58,7 @@ export class FakeWatch implements WatchStream {
   /** One JSON frame, counted as its serialized size in bytes. */
   push(value: unknown): this {
     this.options.onBytes?.(JSON.stringify(value).length + 1);
-    return this.#enqueue({ frame: { kind: 'json', value } });
+    return this.#enqueue({ frame: { kind: 'decoded', value } });
   }
 
   /** A line that is not JSON. */

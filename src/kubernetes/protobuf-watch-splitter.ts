@@ -1,0 +1,83 @@
+/**
+ * Splits a protobuf WATCH response body into frames. The API server frames each event of a
+ * protobuf watch (`application/vnd.kubernetes.protobuf;stream=watch`) with a four-byte big-endian
+ * length (apimachinery's `LengthDelimitedFramer`); chunks from the socket cut frames anywhere, the
+ * length prefix included. Each frame decodes to the same `{type, object}` value a JSON line does,
+ * so ./watch-frame-parser.ts reads both alike.
+ */
+import { decodeProtobufWatchEvent } from './pod-protobuf.js';
+import { ProtobufDecodeError } from './protobuf-reader.js';
+import {
+  MAX_WATCH_FRAME_BYTES,
+  TruncatedFrameError,
+  type WatchFrame,
+} from './watch-line-splitter.js';
+
+const LENGTH_PREFIX_BYTES = 4;
+
+function decodeFrame(frame: Uint8Array): WatchFrame {
+  try {
+    return { kind: 'decoded', value: decodeProtobufWatchEvent(frame) };
+  } catch (error) {
+    if (!(error instanceof ProtobufDecodeError)) throw error;
+    return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };
+  }
+}
+
+/**
+ * Frames from a byte stream, with the same contract as ./watch-line-splitter.ts
+ * `decodeWatchFrames`: `onBytes` hears every chunk on arrival; a frame longer than
+ * `maxFrameBytes` is yielded as `garbled` once its length is read, and its bytes are skipped, never
+ * held; a stream that ends inside a frame (or inside a length prefix) throws `TruncatedFrameError`.
+ */
+export async function* decodeProtobufWatchFrames(
+  chunks: AsyncIterable<Uint8Array>,
+  onBytes?: (count: number) => void,
+  maxFrameBytes = MAX_WATCH_FRAME_BYTES,
+): AsyncGenerator<WatchFrame, void, undefined> {
+  /** Bytes received and not yet consumed, oldest first. */
+  let buffered: Buffer = Buffer.alloc(0);
+  /** The current frame's length, once its prefix is read. */
+  let frameLength: number | undefined;
+  /** Bytes still to drop of a frame reported as too large. */
+  let skipping = 0;
+  for await (const raw of chunks) {
+    const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+    onBytes?.(chunk.length);
+    let data: Buffer = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
+    for (;;) {
+      if (skipping > 0) {
+        const dropped = Math.min(skipping, data.length);
+        skipping -= dropped;
+        data = data.subarray(dropped);
+        if (skipping > 0) break;
+      }
+      if (frameLength === undefined) {
+        if (data.length < LENGTH_PREFIX_BYTES) break;
+        frameLength = data.readUInt32BE(0);
+        data = data.subarray(LENGTH_PREFIX_BYTES);
+        if (frameLength > maxFrameBytes) {
+          skipping = frameLength;
+          frameLength = undefined;
+          yield { kind: 'garbled', error: `watch frame larger than ${maxFrameBytes} bytes` };
+          continue;
+        }
+      }
+      if (data.length < frameLength) break;
+      const frame = data.subarray(0, frameLength);
+      data = data.subarray(frameLength);
+      frameLength = undefined;
+      yield decodeFrame(frame);
+    }
+    // Keep only what is left, copied, so a large chunk is not pinned by a small remainder.
+    buffered = data.length > 0 ? Buffer.from(data) : Buffer.alloc(0);
+  }
+  if (skipping > 0) {
+    throw new TruncatedFrameError('watch stream ended inside a frame that was too large');
+  }
+  if (frameLength !== undefined || buffered.length > 0) {
+    throw new TruncatedFrameError(
+      `watch stream ended inside a frame (${buffered.length} of ${frameLength ?? '?'} bytes)`,
+    );
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * What CI reads of `.ci/run`'s output. CI takes a pytest-style closing line ("=== … in 12.3s ===")
+ * as the verdict of a test runner; schemathesis (the `fuzz:api` step) prints one with no "passed"
+ * count, and a landed run was once judged to have executed no test because of it. The fuzzer's
+ * output goes through scripts/schemathesis-output.sed; these pin what that leaves.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A pytest closing line: a rule of "=" around "<counts> in <seconds>s". */
+const PYTEST_CLOSING_LINE = /^=+ .* in [0-9.]+s( \([^)]*\))? =+$/;
+
+/** The tail schemathesis 4.32.5 printed in CI, verbatim. */
+const SCHEMATHESIS_TAIL = [
+  '=================================== WARNINGS ===================================',
+  '',
+  'Missing test data: 2 operations repeatedly returned 404 Not Found',
+  '=================================== SUMMARY ====================================',
+  'Test cases:',
+  '  785 generated, 785 passed, 4 skipped',
+  '',
+  'Seed: 1',
+  '',
+  '============================= 1 warning in 76.15s ==============================',
+  '======================== 2 failed, 1 warning in 12.30s =========================',
+].join('\n');
+
+function throughFilter(text: string): string[] {
+  const result = spawnSync('sed', ['-u', '-E', '-f', 'scripts/schemathesis-output.sed'], {
+    cwd: root,
+    input: text,
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  expect(result.status).toBe(0);
+  return result.stdout.split('\n');
+}
+
+describe('the fuzz step output CI reads', () => {
+  it('leaves no pytest-style closing line in the fuzzer output', () => {
+    expect(SCHEMATHESIS_TAIL.split('\n').filter((l) => PYTEST_CLOSING_LINE.test(l))).toHaveLength(
+      2,
+    );
+    const lines = throughFilter(SCHEMATHESIS_TAIL);
+    expect(lines.filter((l) => PYTEST_CLOSING_LINE.test(l))).toEqual([]);
+  });
+
+  it('keeps the words of the summary', () => {
+    const lines = throughFilter(SCHEMATHESIS_TAIL);
+    expect(lines).toContain('fuzz:api -- 1 warning in 76.15s --');
+    expect(lines).toContain('fuzz:api -- 2 failed, 1 warning in 12.30s --');
+    expect(lines).toContain('  785 generated, 785 passed, 4 skipped');
+  });
+
+  it('pipes every schemathesis run through the filter', () => {
+    const script = readFileSync(`${root}scripts/fuzz-api.sh`, 'utf8');
+    expect(script).toMatch(/set -euo pipefail/);
+    expect(script).toMatch(
+      /"\$venv\/bin\/st" --no-color run[\s\S]*?\| sed -u -E -f "\$repo\/scripts\/schemathesis-output\.sed"/,
+    );
+  });
+
+  it('ends .ci/run with the plain closing line CI counts', () => {
+    const run = readFileSync(`${root}.ci/run`, 'utf8');
+    expect(run).toMatch(/console\.log\(`tests: \$\{passed\} passed, \$\{failed\} failed/);
+  });
+});
