@@ -155,7 +155,8 @@ export class ProtobufReader {
   }
 }
 
-const utf8 = new TextDecoder('utf-8');
+/** `ignoreBOM`: a leading U+FEFF is text (Go's JSON keeps it), not a byte-order mark to drop. */
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /**
  * UTF-8 text from a byte range. Short ASCII strings (names, labels, phases: nearly every string a

@@ -35,8 +35,13 @@ export async function* decodeProtobufWatchFrames(
   onBytes?: (count: number) => void,
   maxFrameBytes = MAX_WATCH_FRAME_BYTES,
 ): AsyncGenerator<WatchFrame, void, undefined> {
-  /** Bytes received and not yet consumed, oldest first. */
-  let buffered: Buffer = Buffer.alloc(0);
+  /**
+   * Bytes received and not yet consumed, as the chunks they came in: joined only once enough have
+   * arrived for what is awaited (a prefix, a whole frame), so a large frame is copied once, not
+   * once per chunk.
+   */
+  let pending: Buffer[] = [];
+  let pendingLength = 0;
   /** The current frame's length, once its prefix is read. */
   let frameLength: number | undefined;
   /** Bytes still to drop of a frame reported as too large. */
@@ -44,22 +49,30 @@ export async function* decodeProtobufWatchFrames(
   for await (const raw of chunks) {
     const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
     onBytes?.(chunk.length);
-    let data: Buffer = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
+    if (skipping >= chunk.length) {
+      skipping -= chunk.length;
+      continue;
+    }
+    pending.push(skipping > 0 ? chunk.subarray(skipping) : chunk);
+    pendingLength += chunk.length - skipping;
+    skipping = 0;
+    const awaited = (): number => frameLength ?? LENGTH_PREFIX_BYTES;
+    if (pendingLength < awaited()) continue;
+    let data: Buffer = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending);
+    pending = [];
+    pendingLength = 0;
     for (;;) {
-      if (skipping > 0) {
-        const dropped = Math.min(skipping, data.length);
-        skipping -= dropped;
-        data = data.subarray(dropped);
-        if (skipping > 0) break;
-      }
       if (frameLength === undefined) {
         if (data.length < LENGTH_PREFIX_BYTES) break;
         frameLength = data.readUInt32BE(0);
         data = data.subarray(LENGTH_PREFIX_BYTES);
         if (frameLength > maxFrameBytes) {
-          skipping = frameLength;
+          const dropped = Math.min(frameLength, data.length);
+          skipping = frameLength - dropped;
+          data = data.subarray(dropped);
           frameLength = undefined;
           yield { kind: 'garbled', error: `watch frame larger than ${maxFrameBytes} bytes` };
+          if (skipping > 0) break;
           continue;
         }
       }
@@ -69,15 +82,17 @@ export async function* decodeProtobufWatchFrames(
       frameLength = undefined;
       yield decodeFrame(frame);
     }
-    // Keep only what is left, copied, so a large chunk is not pinned by a small remainder.
-    buffered = data.length > 0 ? Buffer.from(data) : Buffer.alloc(0);
+    if (data.length > 0) {
+      pending = [data];
+      pendingLength = data.length;
+    }
   }
   if (skipping > 0) {
     throw new TruncatedFrameError('watch stream ended inside a frame that was too large');
   }
-  if (frameLength !== undefined || buffered.length > 0) {
+  if (frameLength !== undefined || pendingLength > 0) {
     throw new TruncatedFrameError(
-      `watch stream ended inside a frame (${buffered.length} of ${frameLength ?? '?'} bytes)`,
+      `watch stream ended inside a frame (${pendingLength} of ${frameLength ?? '?'} bytes)`,
     );
   }
 }

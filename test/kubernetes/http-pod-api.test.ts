@@ -7,12 +7,20 @@ import {
 } from '../../src/kubernetes/api-errors.js';
 import { KubeConfigError } from '../../src/kubernetes/connection.js';
 import { connectPodApi, peekContinueToken } from '../../src/kubernetes/http-pod-api.js';
+import { parsePod } from '../../src/kubernetes/pod.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
 import { drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { rawPod } from '../support/pods.js';
+import {
+  concatBytes,
+  encodePodList,
+  encodeStatus,
+  encodeWatchFrame,
+} from '../support/protobuf-writer.js';
 
 let server: FakeApiServer;
 let api: PodApi;
@@ -293,6 +301,106 @@ describe('HttpPodApi WATCH', () => {
     watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
     for await (const _ of stream) break;
     await watch.closed;
+  });
+});
+
+describe('HttpPodApi over protobuf', () => {
+  it('asks for protobuf (JSON accepted) and reads protobuf LIST pages, WATCH frames and Status errors', async () => {
+    const protobuf = { 'Content-Type': 'application/vnd.kubernetes.protobuf' };
+    const pods = ['a', 'b', 'c'].map((name) =>
+      rawPod({ name, labels: { app: 'engine', n: name } }),
+    );
+    server.script(
+      'LIST',
+      {
+        status: 200,
+        headers: protobuf,
+        body: encodePodList({
+          kind: 'PodList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: '61', continue: 'page-2' },
+          items: pods.slice(0, 2),
+        }),
+      },
+      {
+        status: 200,
+        headers: protobuf,
+        body: encodePodList({ metadata: { resourceVersion: '61' }, items: pods.slice(2) }),
+      },
+    );
+    const list = await api.listPods({ limit: 2, signal: signal() });
+    expect(list.resourceVersion).toBe('61');
+    expect(list.pods).toEqual(pods.map((pod) => parsePod(pod)));
+    expect(server.requests.map((r) => r.query)).toEqual([
+      { limit: '2' },
+      { limit: '2', continue: 'page-2' },
+    ]);
+
+    const events = [
+      { type: 'ADDED', object: rawPod({ name: 'd', resourceVersion: '62' }) },
+      { type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '63' } } },
+      { type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '64' }) },
+      { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'gone' } },
+    ];
+    const body = concatBytes(...events.map((event) => encodeWatchFrame(event)));
+    server.script('WATCH', {
+      status: 200,
+      headers: { 'Content-Type': 'application/vnd.kubernetes.protobuf;stream=watch' },
+      body,
+    });
+    let bytes = 0;
+    const stream = await api.watchPods({
+      resourceVersion: '61',
+      timeoutSeconds: 300,
+      signal: signal(),
+      onBytes: (n) => (bytes += n),
+    });
+    const frames: WatchFrame[] = [];
+    for await (const frame of stream) frames.push(frame);
+    expect(frames.map((frame) => readFrame(frame))).toEqual(
+      events.map((value) => readFrame({ kind: 'decoded', value })),
+    );
+    expect(bytes).toBe(body.length);
+
+    server.script('LIST', {
+      status: 403,
+      headers: protobuf,
+      body: encodeStatus({
+        status: 'Failure',
+        message: 'pods is forbidden: User "system:anonymous" cannot list resource "pods"',
+        reason: 'Forbidden',
+        details: { kind: 'pods' },
+        code: 403,
+      }),
+    });
+    const error = await api.listPods({ signal: signal() }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiStatusError);
+    expect((error as ApiStatusError).status).toEqual({
+      code: 403,
+      reason: 'Forbidden',
+      message: 'pods is forbidden: User "system:anonymous" cannot list resource "pods"',
+      causes: [],
+    });
+
+    const accept = 'application/vnd.kubernetes.protobuf, application/json';
+    expect(server.requests.map((r) => [r.verb, r.headers.accept])).toEqual([
+      ['LIST', accept],
+      ['LIST', accept],
+      ['WATCH', accept],
+      ['LIST', accept],
+    ]);
+    const jsonOnly = await connectPodApi({
+      kubeconfigPath: server.writeKubeconfig(),
+      apiContentType: 'json',
+    });
+    await jsonOnly.listPods({ signal: signal() });
+    (
+      await jsonOnly.watchPods({ resourceVersion: '1', timeoutSeconds: 1, signal: signal() })
+    ).close();
+    expect(server.requests.slice(4).map((r) => [r.verb, r.headers.accept])).toEqual([
+      ['LIST', 'application/json'],
+      ['WATCH', 'application/json'],
+    ]);
   });
 });
 

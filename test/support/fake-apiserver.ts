@@ -21,7 +21,8 @@ export interface RecordedHttpRequest {
 /** A scripted answer for the next request of a verb. */
 export interface ScriptedResponse {
   status: number;
-  body?: string;
+  /** Text, or bytes as they are (a protobuf body, with its Content-Type in `headers`). */
+  body?: string | Uint8Array;
   headers?: Record<string, string>;
   /** Write the body, then destroy the socket without finishing the response. */
   breakAfterBody?: boolean;
