@@ -5,21 +5,28 @@
  * their spec and then their status, so the objects match the loopback server's).
  *
  * Variants, interleaved run by run, each a fresh process:
- * - `worker`: our `WorkerPodSource` → `ReconcileLoop` (JSON, paged LIST of 500, then WATCH);
+ * - `worker`: our `WorkerPodSource` → `ReconcileLoop` with its defaults (protobuf, paged LIST of
+ *   500, then WATCH);
+ * - `worker-json`: the same asking for JSON (`--kube-api-content-type application/json`);
  * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
- * - `client-go-json`: the same with JSON, the encoding we read.
+ * - `client-go-json`: the same with JSON.
  * Measured: time to synced from the process's (variant's) start, and heap per cached pod (ours:
  * the main thread's heap; client-go: HeapAlloc after GC). The first LIST's arrival is not visible
  * on a real API server, so there is no "from the first LIST" column here.
  *
- * Options: `--pods N` (10000), `--runs N` (3), `--json`. Needs the e2e binaries (built from the Go
+ * Options: `--pods N` (10000), `--runs N` (3), `--json`, `--list-probe` (before the variants: the
+ * LIST alone, in this process, no worker thread: `HttpPodApi.listPods` per encoding and page size,
+ * and the same pages fetched without decoding, so server time and decode time separate). Needs the e2e binaries (built from the Go
  * module proxy on first use, like `npm run test:e2e`) and `go` for the peer.
  */
 import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { loadApiConnection } from '../src/kubernetes/connection.js';
+import { HttpPodApi } from '../src/kubernetes/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
 import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
@@ -30,6 +37,7 @@ const { values } = parseArgs({
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
     json: { type: 'boolean', default: false },
+    'list-probe': { type: 'boolean', default: false },
   },
 });
 const pods = Number(values.pods);
@@ -129,14 +137,15 @@ try {
   log(`loaded ${pods} pods (spec + status) in ${ms(performance.now() - loadStarted)}`);
 
   const selector = defaultSelector(LWS_LABELS);
+  if (values['list-probe']) await listProbe(env.kubeconfigPath, selector);
   type Row = { variant: string; syncedMs: number; heapBytesPerPod: number };
   const rows: Row[] = [];
-  const variants = ['worker', 'client-go', 'client-go-json'] as const;
+  const variants = ['worker', 'worker-json', 'client-go', 'client-go-json'] as const;
   for (let run = 1; run <= runs; run += 1) {
     for (const variant of variants) {
       const before = load();
       let row: Row;
-      if (variant === 'worker') {
+      if (variant === 'worker' || variant === 'worker-json') {
         const result = await runNodeVariant(
           'worker',
           {
@@ -145,6 +154,7 @@ try {
             pods,
             tailMs: 500,
             namespace: ENGINE_NAMESPACE,
+            apiContentType: variant === 'worker' ? 'protobuf' : 'json',
           },
           [],
         );
@@ -195,7 +205,8 @@ try {
   log('| variant | time to synced (from start) | heap per cached pod |');
   log('|---|---|---|');
   const labels = {
-    worker: '(a) WorkerPodSource → ReconcileLoop (JSON, LIST 500 + WATCH)',
+    worker: '(a) WorkerPodSource → ReconcileLoop, defaults (protobuf, LIST 500 + WATCH)',
+    'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (LIST 500 + WATCH)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
   };
@@ -218,3 +229,95 @@ try {
   await env.stop();
 }
 process.exit(0);
+
+/** The LIST alone, in-process: decoded (`listPods`) and raw (bytes only), per encoding and page size. */
+async function listProbe(kubeconfigPath: string, labelSelector: string): Promise<void> {
+  const connection = await loadApiConnection({ kubeconfigPath });
+  for (const contentType of ['protobuf', 'json'] as const) {
+    const api = new HttpPodApi(connection, contentType);
+    for (const limit of [500, 0]) {
+      const decoded: number[] = [];
+      const raw: number[] = [];
+      const rawPlain: number[] = [];
+      let bytes = 0;
+      for (let run = 0; run < 3; run += 1) {
+        let pageBytes = 0;
+        const started = performance.now();
+        const list = await api.listPods({
+          namespace: ENGINE_NAMESPACE,
+          labelSelector,
+          limit,
+          signal: AbortSignal.timeout(60_000),
+          onBytes: (count) => {
+            pageBytes += count;
+          },
+        });
+        decoded.push(performance.now() - started);
+        bytes = pageBytes;
+        if (list.pods.length === 0) throw new Error('list probe: no pods');
+        raw.push(await rawList(connection, contentType, labelSelector, limit, true));
+        rawPlain.push(await rawList(connection, contentType, labelSelector, limit, false));
+      }
+      const best = (values: number[]) => Math.min(...values);
+      log(
+        `list probe ${contentType.padEnd(8)} limit ${String(limit).padStart(3)}: listPods best ${ms(best(decoded))}` +
+          `, raw fetch best ${ms(best(raw))} (gzip) ${ms(best(rawPlain))} (identity), ${(bytes / 1e6).toFixed(1)} MB; load ${load()}`,
+      );
+    }
+  }
+}
+
+/** Fetches every page of the LIST without decoding anything but the continue token. */
+async function rawList(
+  connection: Awaited<ReturnType<typeof loadApiConnection>>,
+  contentType: 'protobuf' | 'json',
+  labelSelector: string,
+  limit: number,
+  gzip: boolean,
+): Promise<number> {
+  const { peekContinueToken } = await import('../src/kubernetes/http-pod-api.js');
+  const { peekProtobufContinueToken } = await import('../src/kubernetes/pod-protobuf.js');
+  const started = performance.now();
+  let token: string | undefined;
+  do {
+    const url = new URL(`${connection.server}/api/v1/namespaces/${ENGINE_NAMESPACE}/pods`);
+    url.searchParams.set('labelSelector', labelSelector);
+    if (limit > 0) url.searchParams.set('limit', String(limit));
+    if (token) url.searchParams.set('continue', token);
+    const prepared = await connection.requestOptions();
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          ...prepared,
+          headers: {
+            ...prepared.headers,
+            Accept:
+              contentType === 'protobuf'
+                ? 'application/vnd.kubernetes.protobuf'
+                : 'application/json',
+            ...(gzip ? { 'Accept-Encoding': 'gzip' } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => {
+            const all = Buffer.concat(chunks);
+            resolve(res.headers['content-encoding'] === 'gzip' ? gunzipSync(all) : all);
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    token =
+      limit > 0
+        ? contentType === 'protobuf'
+          ? peekProtobufContinueToken(body)
+          : peekContinueToken(body)
+        : undefined;
+  } while (token);
+  return performance.now() - started;
+}

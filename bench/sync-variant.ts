@@ -48,6 +48,8 @@ export interface VariantConfig {
   latencyEvents?: number;
   /** Namespace to sync (default: the engine pods' namespace). */
   namespace?: string;
+  /** The encoding the worker source asks for (default: its own, protobuf; the loopback server answers JSON). */
+  apiContentType?: 'protobuf' | 'json';
 }
 
 /** Write → reconcile start (or → handler call) per stamped event, in ms. */
@@ -266,6 +268,7 @@ async function startWorker(
     labelSelector: defaultSelector(LWS_LABELS),
     ...(config.listPageSize ? { listPageSize: config.listPageSize } : {}),
     ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
+    ...(config.apiContentType ? { apiContentType: config.apiContentType } : {}),
   });
   let reconciles = 0;
   const timed = timingReplace(source.source, pulled);

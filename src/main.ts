@@ -76,6 +76,7 @@ async function createPodSource(
     labelSelector: config.selector,
     ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
     ...(config.context !== undefined ? { context: config.context } : {}),
+    apiContentType: config.kubeApiContentType,
     logger: logger.child({ component: 'reflector' }),
   });
 }

@@ -56,6 +56,18 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const LOG_FORMATS = ['json', 'pretty'] as const;
+
+/**
+ * `--kube-api-content-type` values: kube-controller-manager's flag of that name takes the media
+ * types; the short names are accepted too. Protobuf is the default there and here: on a real API
+ * server it is several times cheaper to produce and to read than JSON.
+ */
+export const KUBE_API_CONTENT_TYPES = {
+  'application/vnd.kubernetes.protobuf': 'protobuf',
+  protobuf: 'protobuf',
+  'application/json': 'json',
+  json: 'json',
+} as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
@@ -90,6 +102,8 @@ export interface Config {
   source: SourceKind | undefined;
   kubeconfig: string | undefined;
   context: string | undefined;
+  /** The encoding asked for on pod LIST and WATCH (JSON is always accepted too). */
+  kubeApiContentType: 'protobuf' | 'json';
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
   namespace: string | undefined;
   selector: string;
@@ -358,6 +372,7 @@ type RawConfig = Record<
   | 'source'
   | 'kubeconfig'
   | 'context'
+  | 'kubeApiContentType'
   | 'namespace'
   | 'selector'
   | 'poolLabel'
@@ -408,6 +423,14 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'context',
     valueName: 'NAME',
     description: "Kubeconfig context to use. Default: the kubeconfig's current context.",
+  },
+  {
+    flag: 'kube-api-content-type',
+    key: 'kubeApiContentType',
+    valueName: 'application/vnd.kubernetes.protobuf|application/json',
+    description:
+      "Encoding to ask the API server for on pod LIST and WATCH, as kube-controller-manager's flag of that name ('protobuf' and 'json' also accepted). JSON is accepted in either case, for servers that do not speak protobuf.",
+    defaultText: 'application/vnd.kubernetes.protobuf',
   },
   {
     flag: 'namespace',
@@ -620,6 +643,19 @@ const rawSchema = z.object({
     .optional(),
   kubeconfig: nonEmpty('a file path').optional(),
   context: nonEmpty('a context name').optional(),
+  kubeApiContentType: z
+    .string()
+    .transform((value, context) => {
+      const known =
+        KUBE_API_CONTENT_TYPES[value.trim().toLowerCase() as keyof typeof KUBE_API_CONTENT_TYPES];
+      if (known) return known;
+      context.addIssue({
+        code: 'custom',
+        message: `expected application/vnd.kubernetes.protobuf or application/json, got ${JSON.stringify(value.slice(0, 80))}`,
+      });
+      return z.NEVER;
+    })
+    .default('protobuf'),
   namespace: namespace.optional(),
   selector: labelSelector.optional(),
   poolLabel: labelKey.default(LWS_LABELS.pool),
@@ -754,6 +790,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     source: r.source,
     kubeconfig: r.kubeconfig,
     context: r.context,
+    kubeApiContentType: r.kubeApiContentType,
     namespace: r.namespace,
     selector: r.selector ?? defaultSelector(labels),
     labels,

@@ -38,7 +38,7 @@ import { decodeWatchFrames, type WatchFrame } from './watch-line-splitter.js';
  * not every server speaks protobuf (aggregated APIs, test servers); each response is decoded by
  * the Content-Type it arrives with.
  */
-export type ApiContentType = 'protobuf' | 'json';
+export type ApiContentType = NonNullable<ClusterOptions['apiContentType']>;
 
 /** Protobuf by default, as client-go's typed clients: on a real API server it is several times cheaper to produce and to read. */
 export const DEFAULT_API_CONTENT_TYPE: ApiContentType = 'protobuf';

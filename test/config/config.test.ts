@@ -26,6 +26,23 @@ function errorOf(argv: string[], env: NodeJS.ProcessEnv = {}): string {
   throw new Error('expected a ConfigError');
 }
 
+describe('--kube-api-content-type', () => {
+  it('takes the media types kube-controller-manager takes, and the short names', () => {
+    const of = (value: string) =>
+      parseConfig(['--kube-api-content-type', value], {}).kubeApiContentType;
+    expect(of('application/vnd.kubernetes.protobuf')).toBe('protobuf');
+    expect(of('application/json')).toBe('json');
+    expect(of('JSON')).toBe('json');
+    expect(of('protobuf')).toBe('protobuf');
+  });
+
+  it('refuses any other encoding, naming the flag', () => {
+    expect(() => parseConfig(['--kube-api-content-type', 'application/yaml'], {})).toThrow(
+      /--kube-api-content-type.*expected application\/vnd\.kubernetes\.protobuf or application\/json, got "application\/yaml"/,
+    );
+  });
+});
+
 describe('parseConfig defaults', () => {
   it('follows LeaderWorkerSet and listens on 0.0.0.0:8080 with no flags at all', () => {
     const config = parseConfig([], {});
@@ -33,6 +50,7 @@ describe('parseConfig defaults', () => {
       source: undefined,
       kubeconfig: undefined,
       context: undefined,
+      kubeApiContentType: 'protobuf',
       namespace: undefined,
       selector: 'leaderworkerset.sigs.k8s.io/name',
       labels: LWS_LABELS,
@@ -83,6 +101,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
+      POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
       POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
@@ -103,6 +122,7 @@ describe('flags and environment variables', () => {
       source: 'simulated',
       kubeconfig: '/k/config',
       context: 'kind-dev',
+      kubeApiContentType: 'json',
       namespace: 'serving',
       selector: 'app=engine',
       labels: {

@@ -4,18 +4,19 @@
  * Checked on the compiled build in plain Node, with an import hook that denies the package.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-function runDenied(code: string) {
+function runDenied(code: string, env: Record<string, string> = {}) {
   return spawnSync(
     process.execPath,
     ['--import', './test/support/deny-client-node.mjs', '--input-type=module', '-e', code],
-    { cwd: root, encoding: 'utf8', timeout: 30_000 },
+    { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } },
   );
 }
 
@@ -39,5 +40,40 @@ describe('the client-node boundary', () => {
     );
     expect(status).toBe(0);
     expect(stdout).toContain('KubeConfigError: cannot load @kubernetes/client-node');
+  });
+
+  it('loads KubeConfig in a build from its one-file bundle, never from the package, exec plugins included', () => {
+    // The package is denied; the bundle (built by `npm run build`) is allowed.
+    const dir = mkdtempSync(join(tmpdir(), 'kubeconfig-'));
+    const kubeconfig = join(dir, 'config');
+    // An exec credential plugin: the bundle carries client-node's auth, not only its parser.
+    const plugin = join(dir, 'credential-plugin.sh');
+    writeFileSync(
+      plugin,
+      `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"from-the-plugin"}}'\n`,
+      { mode: 0o755 },
+    );
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+        `users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ${plugin}, interactiveMode: Never}}}]`,
+      ].join('\n'),
+    );
+    const { status, stdout, stderr } = runDenied(
+      `const { loadApiConnection, importKubeConfig } = await import('./dist/src/kubernetes/connection.js');
+       const connection = await loadApiConnection({ kubeconfigPath: ${JSON.stringify(kubeconfig)} });
+       const { origin } = await importKubeConfig();
+       const { headers } = await connection.requestOptions();
+       console.log(origin + ' ' + connection.server + ' ' + headers.Authorization);`,
+      { ALLOW_CLIENT_NODE_BUNDLE: '1' },
+    );
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(stdout.trim()).toBe('bundle https://127.0.0.1:6443 Bearer from-the-plugin');
   });
 });

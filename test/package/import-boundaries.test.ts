@@ -92,6 +92,10 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
           isNodeBuiltin(r) ||
           libraries.includes(r.specifier) ||
           within(r, 'src/runtime', 'src/coordination', 'src/kubernetes'),
+      ).filter(
+        // The one computed import: connection.ts loading the build's bundle of client-node
+        // (dist/vendor/client-node-kubeconfig.js), which has no source file to name.
+        (violation) => violation !== "src/kubernetes/connection.ts: import '<computed>'",
       ),
     ).toEqual([]);
   });

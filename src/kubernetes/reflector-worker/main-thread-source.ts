@@ -131,6 +131,7 @@ export class WorkerPodSource {
       cluster: {
         ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
         ...(options.context ? { context: options.context } : {}),
+        ...(options.apiContentType ? { apiContentType: options.apiContentType } : {}),
       },
       ...(options.namespace ? { namespace: options.namespace } : {}),
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
