@@ -128,10 +128,11 @@ export class HttpPodApi implements PodApi {
 
   /**
    * Pages of `limit` (0: one unpaged request) until the collection is complete. Page N+1 is
-   * requested as soon as page N's bytes are in, when page N's head names its `continue` token
-   * (the API server writes `metadata` before `items`), so page N is decoded and validated while
-   * page N+1 transfers; the token is then checked against the parsed page, and a prefetch that
-   * does not match is abandoned. Never more than one page ahead.
+   * requested as soon as page N's first bytes arrive, when they name its `continue` token (the
+   * API server writes the list's `metadata` before `items`, in JSON and protobuf alike), so the
+   * server produces page N+1 while page N transfers and is decoded; the token is then checked
+   * against the parsed page, and a prefetch that does not match is abandoned. Never more than one
+   * page ahead.
    */
   async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
     const pods: Pod[] = [];
@@ -149,6 +150,8 @@ export class HttpPodApi implements PodApi {
     let current: PageFetch = this.#fetchPage(options, queryFor(undefined));
     try {
       do {
+        const early = limit > 0 ? await current.head : undefined;
+        if (early) ahead = this.#fetchPage(options, queryFor(early), early);
         let body: PageBody;
         try {
           body = await current.body;
@@ -156,13 +159,6 @@ export class HttpPodApi implements PodApi {
           if (continueToken && isExpired(error)) throw new ExpiredContinueError();
           throw error;
         }
-        const early =
-          limit <= 0
-            ? undefined
-            : body.protobuf
-              ? peekProtobufContinueToken(body.raw)
-              : peekContinueToken(body.raw);
-        if (early) ahead = this.#fetchPage(options, queryFor(early), early);
         const page = parsePage(body);
         const metadata = isRecord(page.metadata) ? page.metadata : {};
         if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
@@ -200,30 +196,59 @@ export class HttpPodApi implements PodApi {
     return { pods, resourceVersion };
   }
 
-  /** Requests one page and reads its whole body (after gzip), abandonable on its own. */
+  /**
+   * Requests one page and reads its whole body (after gzip), abandonable on its own. `head`
+   * resolves as soon as the first bytes name the page's continue token (or cannot: the first
+   * `HEAD_BYTES` arrived without one, the body ended, or the request failed); it never rejects.
+   */
   #fetchPage(options: ListPodsOptions, query: Record<string, string>, token?: string): PageFetch {
     const own = new AbortController();
     const signal = AbortSignal.any([options.signal, own.signal]);
+    let resolveHead: (token: string | undefined) => void = () => {};
+    const head = new Promise<string | undefined>((resolve) => {
+      resolveHead = resolve;
+    });
     const body = (async () => {
-      const open = await this.#open('LIST', podsPath(options.namespace), query, signal, {
-        'Accept-Encoding': 'gzip',
-      });
       try {
-        const raw = await readAll(bodyOf(open.response), options.onBytes);
-        return { raw, protobuf: isProtobufContentType(open.response.headers['content-type']) };
-      } catch (error) {
-        throw options.signal.aborted
-          ? options.signal.reason
-          : new ApiConnectionError('LIST', error);
+        const open = await this.#open('LIST', podsPath(options.namespace), query, signal, {
+          'Accept-Encoding': 'gzip',
+        });
+        const protobuf = isProtobufContentType(open.response.headers['content-type']);
+        const peek = protobuf ? peekProtobufContinueToken : peekContinueToken;
+        try {
+          const chunks: Buffer[] = [];
+          let length = 0;
+          let headKnown = false;
+          for await (const chunk of bodyOf(open.response) as AsyncIterable<Buffer>) {
+            options.onBytes?.(chunk.length);
+            chunks.push(chunk);
+            length += chunk.length;
+            if (!headKnown) {
+              const early = peek(chunks.length === 1 ? chunk : Buffer.concat(chunks));
+              if (early !== undefined || length >= HEAD_BYTES) {
+                headKnown = true;
+                resolveHead(early);
+              }
+            }
+          }
+          return { raw: Buffer.concat(chunks, length), protobuf };
+        } catch (error) {
+          throw options.signal.aborted
+            ? options.signal.reason
+            : new ApiConnectionError('LIST', error);
+        } finally {
+          open.request.destroy();
+          destroyAgent(open.agent);
+        }
       } finally {
-        open.request.destroy();
-        destroyAgent(open.agent);
+        resolveHead(undefined);
       }
     })();
     // An abandoned prefetch's failure is nobody's: it must not be an unhandled rejection.
     body.catch(() => {});
     return {
       token,
+      head,
       body,
       abandon: () => own.abort(new Error('LIST page no longer wanted')),
     };
@@ -404,6 +429,8 @@ export async function connectPodApi(options: ClusterOptions = {}): Promise<PodAp
 interface PageFetch {
   /** The continue token it was requested with; undefined for the first page. */
   token: string | undefined;
+  /** The continue token named by the page's first bytes, as soon as they arrive; never rejects. */
+  head: Promise<string | undefined>;
   body: Promise<PageBody>;
   abandon: () => void;
 }

@@ -547,7 +547,8 @@ function readListMeta(reader: ProtobufReader): Json {
 
 /**
  * The continue token of a protobuf `PodList` page, read from its head only (the list's metadata
- * is its first field, written before any item), or undefined: the prefetch hint
+ * is its first field, written before any item; the head may be all that has arrived), or
+ * undefined: the prefetch hint
  * ./http-pod-api.ts checks against the decoded page. Never throws.
  */
 export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined {
@@ -565,13 +566,19 @@ export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined
   }
 }
 
-/** The `raw` bounds of an envelope whose type meta says PodList, without reading past `raw`. */
+/**
+ * The bounds of an envelope's `raw`, cut at the end of `bytes`: the head of a page still arriving
+ * holds the list's metadata but not its items.
+ */
 function openEnvelopeHead(bytes: Uint8Array): [number, number] | undefined {
   if (!hasMagic(bytes, 0, bytes.length)) return undefined;
   const reader = new ProtobufReader(bytes, MAGIC.length);
   while (reader.more()) {
     const [field, wire] = reader.tag();
-    if (field === 2 && wire === WIRE_LENGTH_DELIMITED) return reader.span();
+    if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
+      const length = reader.uint();
+      return [reader.position, Math.min(bytes.length, reader.position + length)];
+    }
     reader.skip(wire);
   }
   return undefined;

@@ -72,6 +72,39 @@ describe('HttpPodApi LIST', () => {
     ]);
   });
 
+  it("requests the next page as soon as this page's head names its token, before its body ends", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = JSON.stringify({
+      kind: 'PodList',
+      metadata: { resourceVersion: '5', continue: 'next' },
+      items: [rawPod({ name: 'a' }), rawPod({ name: 'b' })],
+    });
+    const second = JSON.stringify({
+      kind: 'PodList',
+      metadata: { resourceVersion: '5' },
+      items: [rawPod({ name: 'c' })],
+    });
+    server.script(
+      'LIST',
+      // The metadata (and its token) in the first bytes; the items only once released.
+      { status: 200, body: first, holdAfter: { bytes: first.indexOf('"items"'), until: held } },
+      { status: 200, body: second },
+    );
+    const listed = api.listPods({ namespace: 'pools', limit: 2, signal: signal() });
+    for (let waited = 0; server.requests.length < 2 && waited < 500; waited += 1) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    // Page 2 was asked for while page 1 is still arriving.
+    expect(server.requests.map((r) => r.query.continue)).toEqual([undefined, 'next']);
+    release();
+    const list = await listed;
+    expect(names(list.pods)).toEqual(['a', 'b', 'c']);
+    expect(list.resourceVersion).toBe('5');
+  });
+
   it('falls back to one full, unpaged LIST when a later page answers 410 (continue token expired)', async () => {
     server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));
     server.resourceVersion = '90';

@@ -819,16 +819,23 @@ describe('peekProtobufContinueToken: the next page is requested before this one 
     }
   });
 
-  it('answers undefined for a body cut short, and never throws, wherever it is cut', () => {
+  it('reads the token from the head of a page still arriving, and never throws, wherever it is cut', () => {
     const bytes = page({ resourceVersion: '9', continue: 'the-token' });
-    const answers = new Set<string | undefined>();
+    // The cuts that answer: from the first byte after the list's metadata on.
+    let firstAnswer = -1;
     for (let cut = 0; cut <= bytes.length; cut += 1) {
-      answers.add(peekProtobufContinueToken(bytes.subarray(0, cut)));
+      const answer = peekProtobufContinueToken(bytes.subarray(0, cut));
+      if (answer === undefined) {
+        expect(firstAnswer).toBe(-1);
+        continue;
+      }
+      expect(answer).toBe('the-token');
+      if (firstAnswer < 0) firstAnswer = cut;
     }
-    expect(answers).toEqual(new Set([undefined, 'the-token']));
-    // Cut anywhere inside the list body (which the envelope's length says is longer): undefined.
-    expect(peekProtobufContinueToken(bytes.subarray(0, bytes.length - 10))).toBe(undefined);
-    expect(peekProtobufContinueToken(bytes.subarray(0, 40))).toBe(undefined);
+    expect(firstAnswer).toBeGreaterThan(0);
+    // The items are not needed: a head cut inside the first pod names the token.
+    expect(firstAnswer).toBeLessThan(bytes.length - 10);
+    expect(peekProtobufContinueToken(bytes.subarray(0, 10))).toBe(undefined);
   });
 });
 

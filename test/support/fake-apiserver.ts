@@ -27,6 +27,8 @@ export interface ScriptedResponse {
   /** Write the body, then destroy the socket without finishing the response. */
   breakAfterBody?: boolean;
   gzip?: boolean;
+  /** Write the first `bytes` of the body, then the rest only once `until` resolves. */
+  holdAfter?: { bytes: number; until: Promise<void> };
 }
 
 /** One open WATCH response. */
@@ -216,6 +218,12 @@ function respondScripted(response: ServerResponse, scripted: ScriptedResponse): 
   if (scripted.breakAfterBody) {
     response.write(encoded);
     setImmediate(() => response.socket?.destroy());
+    return;
+  }
+  if (scripted.holdAfter) {
+    const { bytes, until } = scripted.holdAfter;
+    response.write(encoded.subarray(0, bytes));
+    void until.then(() => response.end(encoded.subarray(bytes)));
     return;
   }
   response.end(encoded);
