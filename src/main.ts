@@ -77,6 +77,7 @@ async function createPodSource(
     ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
     ...(config.context !== undefined ? { context: config.context } : {}),
     apiContentType: config.kubeApiContentType,
+    apiCompression: config.kubeApiCompression,
     logger: logger.child({ component: 'reflector' }),
   });
 }

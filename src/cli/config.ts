@@ -104,6 +104,8 @@ export interface Config {
   context: string | undefined;
   /** The encoding asked for on pod LIST and WATCH (JSON is always accepted too). */
   kubeApiContentType: 'protobuf' | 'json';
+  /** Ask for gzip on pod LISTs. */
+  kubeApiCompression: boolean;
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
   namespace: string | undefined;
   selector: string;
@@ -373,6 +375,7 @@ type RawConfig = Record<
   | 'kubeconfig'
   | 'context'
   | 'kubeApiContentType'
+  | 'kubeApiCompression'
   | 'namespace'
   | 'selector'
   | 'poolLabel'
@@ -431,6 +434,15 @@ export const FLAGS: readonly FlagSpec[] = [
     description:
       "Encoding to ask the API server for on pod LIST and WATCH, as kube-controller-manager's flag of that name ('protobuf' and 'json' also accepted). JSON is accepted in either case, for servers that do not speak protobuf.",
     defaultText: 'application/vnd.kubernetes.protobuf',
+  },
+  {
+    flag: 'kube-api-compression',
+    key: 'kubeApiCompression',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Ask the API server to gzip pod LIST pages. Off by default: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
+    defaultText: 'false',
   },
   {
     flag: 'namespace',
@@ -656,6 +668,7 @@ const rawSchema = z.object({
       return z.NEVER;
     })
     .default('protobuf'),
+  kubeApiCompression: booleanFlag.optional(),
   namespace: namespace.optional(),
   selector: labelSelector.optional(),
   poolLabel: labelKey.default(LWS_LABELS.pool),
@@ -791,6 +804,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     kubeconfig: r.kubeconfig,
     context: r.context,
     kubeApiContentType: r.kubeApiContentType,
+    kubeApiCompression: r.kubeApiCompression ?? false,
     namespace: r.namespace,
     selector: r.selector ?? defaultSelector(labels),
     labels,

@@ -51,6 +51,7 @@ describe('parseConfig defaults', () => {
       kubeconfig: undefined,
       context: undefined,
       kubeApiContentType: 'protobuf',
+      kubeApiCompression: false,
       namespace: undefined,
       selector: 'leaderworkerset.sigs.k8s.io/name',
       labels: LWS_LABELS,
@@ -102,6 +103,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
+      POOL_CONTROLLER_KUBE_API_COMPRESSION: 'true',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
       POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
@@ -123,6 +125,7 @@ describe('flags and environment variables', () => {
       kubeconfig: '/k/config',
       context: 'kind-dev',
       kubeApiContentType: 'json',
+      kubeApiCompression: true,
       namespace: 'serving',
       selector: 'app=engine',
       labels: {

@@ -193,14 +193,29 @@ describe('HttpPodApi LIST', () => {
     });
   });
 
-  it('asks for gzip and reads a gzip-encoded page, counting the decoded bytes', async () => {
+  it('does not ask for gzip unless told to, and still reads a gzip-encoded page', async () => {
+    const body = JSON.stringify({
+      metadata: { resourceVersion: '9' },
+      items: [rawPod({ name: 'y' })],
+    });
+    server.script('LIST', { status: 200, body, gzip: true });
+    const list = await api.listPods({ signal: signal() });
+    expect(names(list.pods)).toEqual(['y']);
+    expect(server.requests[0]?.headers['accept-encoding']).toBe(undefined);
+  });
+
+  it('asks for gzip with apiCompression and reads a gzip-encoded page, counting the decoded bytes', async () => {
     const body = JSON.stringify({
       metadata: { resourceVersion: '9' },
       items: [rawPod({ name: 'z' })],
     });
     server.script('LIST', { status: 200, body, gzip: true });
     let bytes = 0;
-    const list = await api.listPods({ signal: signal(), onBytes: (n) => (bytes += n) });
+    const compressing = await connectPodApi({
+      kubeconfigPath: server.writeKubeconfig({ token: 's3cret' }),
+      apiCompression: true,
+    });
+    const list = await compressing.listPods({ signal: signal(), onBytes: (n) => (bytes += n) });
     expect(names(list.pods)).toEqual(['z']);
     expect(server.requests[0]?.headers['accept-encoding']).toBe('gzip');
     expect(bytes).toBe(Buffer.byteLength(body));

@@ -132,6 +132,7 @@ export class WorkerPodSource {
         ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
         ...(options.context ? { context: options.context } : {}),
         ...(options.apiContentType ? { apiContentType: options.apiContentType } : {}),
+        ...(options.apiCompression ? { apiCompression: true } : {}),
       },
       ...(options.namespace ? { namespace: options.namespace } : {}),
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
