@@ -78,6 +78,8 @@ interface Exchange {
   cut: boolean;
   /** The response once its headers went out (frames can be injected into it). */
   res?: ServerResponse;
+  /** The upstream answered in protobuf: injected frames are length-prefixed, not lines. */
+  protobuf?: boolean;
 }
 
 const REASONS: Record<number, string> = {
@@ -229,7 +231,7 @@ export class FaultProxy {
       case 'oversized-frame':
         for (const exchange of this.#exchanges) {
           if (exchange.watch && exchange.res && !exchange.stalled) {
-            this.#writeOversized(exchange.res, fault.bytes);
+            this.#writeOversized(exchange.res, fault.bytes, exchange.protobuf === true);
             break;
           }
         }
@@ -331,16 +333,25 @@ export class FaultProxy {
     res.end(']}');
   }
 
-  /** One frame of `bytes` bytes (a pod whose name is that long), written in 1 MiB pieces. */
-  #writeOversized(res: ServerResponse, bytes: number): void {
+  /**
+   * One frame of `bytes` bytes, written in 1 MiB pieces, in the stream's own encoding: a JSON
+   * line (a pod whose name is that long), or a protobuf frame (its 4-byte length, then the bytes).
+   */
+  #writeOversized(res: ServerResponse, bytes: number, protobuf: boolean): void {
     this.#fault = undefined;
     this.#count('oversized-frame');
     const piece = Buffer.alloc(1 << 20, 'x');
-    res.write('{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"');
+    if (protobuf) {
+      const length = Buffer.alloc(4);
+      length.writeUInt32BE(bytes);
+      res.write(length);
+    } else {
+      res.write('{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"');
+    }
     for (let written = 0; written < bytes; written += piece.length) {
       res.write(written + piece.length <= bytes ? piece : piece.subarray(0, bytes - written));
     }
-    res.write('"}}}\n');
+    if (!protobuf) res.write('"}}}\n');
   }
 
   #count(kind: ProxyFaultKind): void {
@@ -452,6 +463,7 @@ export class FaultProxy {
       res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage, responseHeaders);
       res.flushHeaders();
       exchange.res = res;
+      exchange.protobuf = String(upstreamRes.headers['content-type'] ?? '').includes('protobuf');
       // Chunks go out through one chain, so a delay never reorders them.
       let chain = Promise.resolve();
       upstreamRes.on('data', (chunk: Buffer) => {
@@ -487,7 +499,9 @@ export class FaultProxy {
       upstreamRes.destroy();
       return;
     }
-    if (fault?.kind === 'oversized-frame' && exchange.watch) this.#writeOversized(res, fault.bytes);
+    if (fault?.kind === 'oversized-frame' && exchange.watch) {
+      this.#writeOversized(res, fault.bytes, exchange.protobuf === true);
+    }
     if (exchange.cut && chunk.length > 1) {
       this.#count('cut-mid-frame');
       const newline = chunk.indexOf(0x0a);
