@@ -255,6 +255,18 @@ describe('charts/pool-controller', () => {
     }
   });
 
+  it('refuses a misspelt key and values of the wrong kind (values.schema.json)', async () => {
+    for (const [set, message] of [
+      ['replicaCont=2', /additional properties 'replicaCont' not allowed/],
+      ['logLevel=verbose', /\/logLevel/],
+      ['replicaCount=0', /\/replicaCount/],
+      ['leaderElection.leaseDuration=15', /\/leaderElection\/leaseDuration/],
+      ['watch.namespace=Not_A_Namespace', /\/watch\/namespace/],
+    ] as const) {
+      await expect(template([], ['--set', set]), set).rejects.toThrow(message);
+    }
+  });
+
   it('refuses several replicas without leader election', async () => {
     await expect(template([], ['--set', 'leaderElection.enabled=false'])).rejects.toThrow(
       /replicaCount > 1 needs leaderElection.enabled/,
