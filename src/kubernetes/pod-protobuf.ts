@@ -47,8 +47,11 @@ function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
   return true;
 }
 
-/** Opens the "k8s\0" + `runtime.Unknown` envelope. */
-function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length): Envelope {
+/**
+ * Opens the "k8s\0" + `runtime.Unknown` envelope. `head`: `bytes` may be only the first bytes of
+ * the object (a page still arriving), so `raw` is cut at their end and the walk stops there.
+ */
+function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = false): Envelope {
   if (!hasMagic(bytes, start, end)) {
     throw new ProtobufDecodeError('not a Kubernetes protobuf object (no k8s magic prefix)');
   }
@@ -70,6 +73,11 @@ function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length): Envelop
       }
     } else if (field === 2) {
       reader.expect(wire, WIRE_LENGTH_DELIMITED, 'raw');
+      if (head) {
+        const length = reader.uint();
+        envelope.raw = [reader.position, Math.min(end, reader.position + length)];
+        return envelope;
+      }
       envelope.raw = reader.span();
     } else if (field === 3 && wire === WIRE_LENGTH_DELIMITED) {
       contentEncoding = reader.string();
@@ -164,8 +172,19 @@ export function rfc3339Seconds(seconds: number): string {
   return text;
 }
 
-/** Decodes a message whose fields are all strings we keep or skip: `{field: [key, keepEmpty]}`. */
-function readStrings(reader: ProtobufReader, fields: Record<number, [string, boolean]>): Json {
+/** Field number → `[JSON key, keep when empty]`, for messages of strings only. */
+type StringFields = Readonly<Record<number, readonly [string, boolean]>>;
+/** `PodSchedulingGate`: `name` has no `omitempty`. */
+const GATE_FIELDS: StringFields = { 1: ['name', true] };
+const WAITING_FIELDS: StringFields = { 1: ['reason', false], 2: ['message', false] };
+const CAUSE_FIELDS: StringFields = {
+  1: ['reason', false],
+  2: ['message', false],
+  3: ['field', false],
+};
+
+/** Decodes a message whose fields are all strings we keep or skip. */
+function readStrings(reader: ProtobufReader, fields: StringFields): Json {
   const message = reader.message();
   const out: Json = {};
   while (message.more()) {
@@ -272,7 +291,7 @@ function readPodSpec(reader: ProtobufReader): Json {
           put(out, 'subdomain', spec.string());
           continue;
         case 38:
-          gates.push(readStrings(spec, { 1: ['name', true] }));
+          gates.push(readStrings(spec, GATE_FIELDS));
           continue;
       }
     }
@@ -321,7 +340,7 @@ function readContainerState(reader: ProtobufReader): Json {
   while (state.more()) {
     const [field, wire] = state.tag();
     if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      out.waiting = readStrings(state, { 1: ['reason', false], 2: ['message', false] });
+      out.waiting = readStrings(state, WAITING_FIELDS);
     } else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
       const running = state.message();
       const value: Json = {};
@@ -472,9 +491,7 @@ function readStatusDetails(reader: ProtobufReader): Json {
   while (details.more()) {
     const [field, wire] = details.tag();
     if (field === 4 && wire === WIRE_LENGTH_DELIMITED) {
-      causes.push(
-        readStrings(details, { 1: ['reason', false], 2: ['message', false], 3: ['field', false] }),
-      );
+      causes.push(readStrings(details, CAUSE_FIELDS));
     } else if (field === 5 && wire === WIRE_VARINT) {
       // omitempty, like `code`.
       const seconds = details.int32();
@@ -548,14 +565,12 @@ function readListMeta(reader: ProtobufReader): Json {
 /**
  * The continue token of a protobuf `PodList` page, read from its head only (the list's metadata
  * is its first field, written before any item; the head may be all that has arrived), or
- * undefined: the prefetch hint
- * ./http-pod-api.ts checks against the decoded page. Never throws.
+ * undefined: the prefetch hint ./http-pod-api.ts checks against the decoded page. Never throws.
  */
 export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined {
   try {
-    const envelope = openEnvelopeHead(bytes);
-    if (!envelope) return undefined;
-    const reader = new ProtobufReader(bytes, envelope[0], envelope[1]);
+    const { raw } = openEnvelope(bytes, 0, bytes.length, true);
+    const reader = new ProtobufReader(bytes, raw[0], raw[1]);
     if (!reader.more()) return undefined;
     const [field, wire] = reader.tag();
     if (field !== 1 || wire !== WIRE_LENGTH_DELIMITED) return undefined;
@@ -564,24 +579,6 @@ export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined
   } catch {
     return undefined;
   }
-}
-
-/**
- * The bounds of an envelope's `raw`, cut at the end of `bytes`: the head of a page still arriving
- * holds the list's metadata but not its items.
- */
-function openEnvelopeHead(bytes: Uint8Array): [number, number] | undefined {
-  if (!hasMagic(bytes, 0, bytes.length)) return undefined;
-  const reader = new ProtobufReader(bytes, MAGIC.length);
-  while (reader.more()) {
-    const [field, wire] = reader.tag();
-    if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
-      const length = reader.uint();
-      return [reader.position, Math.min(bytes.length, reader.position + length)];
-    }
-    reader.skip(wire);
-  }
-  return undefined;
 }
 
 /**
