@@ -74,17 +74,26 @@ function bodyOf(response: IncomingMessage): Readable {
   return response.headers['content-encoding'] === 'gzip' ? response.pipe(createGunzip()) : response;
 }
 
+/**
+ * A whole body (kept up to `limit` bytes). `onHead` sees the bytes kept so far after each chunk
+ * until it answers true: a LIST page's first bytes already name the next page's token.
+ */
 async function readAll(
   body: Readable,
   onBytes: ((count: number) => void) | undefined,
   limit = Number.POSITIVE_INFINITY,
+  onHead?: (head: Buffer) => boolean,
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let length = 0;
+  let watchingHead = onHead !== undefined;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     onBytes?.(chunk.length);
     if (length < limit) chunks.push(chunk);
     length += chunk.length;
+    if (watchingHead) {
+      watchingHead = !onHead?.(chunks.length === 1 ? chunk : Buffer.concat(chunks));
+    }
   }
   return Buffer.concat(chunks);
 }
@@ -245,22 +254,18 @@ export class HttpPodApi implements PodApi {
         const protobuf = isProtobufContentType(open.response.headers['content-type']);
         const peek = protobuf ? peekProtobufContinueToken : peekContinueToken;
         try {
-          const chunks: Buffer[] = [];
-          let length = 0;
-          let headKnown = false;
-          for await (const chunk of bodyOf(open.response) as AsyncIterable<Buffer>) {
-            options.onBytes?.(chunk.length);
-            chunks.push(chunk);
-            length += chunk.length;
-            if (!headKnown) {
-              const early = peek(chunks.length === 1 ? chunk : Buffer.concat(chunks));
-              if (early !== undefined || length >= HEAD_BYTES) {
-                headKnown = true;
-                resolveHead(early);
-              }
-            }
-          }
-          return { raw: Buffer.concat(chunks, length), protobuf };
+          const raw = await readAll(
+            bodyOf(open.response),
+            options.onBytes,
+            Number.POSITIVE_INFINITY,
+            (head) => {
+              const early = peek(head);
+              if (early === undefined && head.length < HEAD_BYTES) return false;
+              resolveHead(early);
+              return true;
+            },
+          );
+          return { raw, protobuf };
         } catch (error) {
           throw options.signal.aborted
             ? options.signal.reason
