@@ -169,6 +169,20 @@ export class CellRegistry {
     return this.#matching(filter).map((key) => this.#entries.get(key)!.cell);
   }
 
+  /**
+   * The JSON of each cell `list(filter)` returns, in the same order: the text the registry already
+   * made to tell a change from none, so a response body is a concatenation, never a second
+   * serialization.
+   */
+  listJson(filter: CellFilter = {}): string[] {
+    return this.#matching(filter).map((key) => this.#entries.get(key)!.fingerprint);
+  }
+
+  /** The JSON of one cell (see `listJson`), or undefined when no cell has that key. */
+  cellJson(key: ParentKey): string | undefined {
+    return this.#entries.get(key)?.fingerprint;
+  }
+
   /** Pools by namespace then name, with their counts. */
   pools(): PoolSummary[] {
     if (this.#pools) return this.#pools;

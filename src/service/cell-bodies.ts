@@ -2,9 +2,9 @@
  * The response bodies of the cell endpoints, as bytes cached between changes.
  *
  * A router or a dashboard polls `GET /api/v1/cells` far more often than cells change, so the hot
- * path of a poll is a map lookup and a socket write: each cell is serialized once per change
- * (memoized on the registry's immutable cell object) and each list body once per registry version
- * and filter. This lives on the service side because building HTTP bodies is not the domain's
+ * path of a poll is a map lookup and a socket write: each cell is serialized once per change (by
+ * the registry, which keeps that JSON to tell a change from none) and each list body is joined once
+ * per registry version and filter. This lives on the service side because building HTTP bodies is not the domain's
  * concern; routes reach it through the read-only `CellsView` of the control plane.
  */
 import type { Cell, CellFilter, CellRegistry, PoolSummary } from '../pools/cell-registry.js';
@@ -34,8 +34,6 @@ export interface CellsView {
 export class CellBodies implements CellsView {
   readonly #registry: CellRegistry;
   readonly #envelopeJson: string;
-  /** Per-cell JSON, keyed by the registry's cell object: a changed cell is a new object. */
-  #cellJson = new WeakMap<Cell, string>();
   #listBodies = new Map<string, Buffer>();
   #bodiesVersion = -1;
 
@@ -81,9 +79,9 @@ export class CellBodies implements CellsView {
     const cacheKey = `${filter.namespace ?? '\0'}|${filter.pool ?? '\0'}|${filter.alive ?? '\0'}`;
     const cached = this.#listBodies.get(cacheKey);
     if (cached) return cached;
-    const cells = this.#registry.list(filter);
+    const cells = this.#registry.listJson(filter);
     const body = Buffer.from(
-      `{${this.#envelopeJson}"count":${cells.length},"cells":[${cells.map((c) => this.#json(c)).join(',')}]}`,
+      `{${this.#envelopeJson}"count":${cells.length},"cells":[${cells.join(',')}]}`,
     );
     if (this.#listBodies.size >= MAX_CACHED_LIST_BODIES) this.#listBodies.clear();
     this.#listBodies.set(cacheKey, body);
@@ -91,16 +89,7 @@ export class CellBodies implements CellsView {
   }
 
   cellBody(key: ParentKey): Buffer | undefined {
-    const cell = this.#registry.get(key);
-    return cell && Buffer.from(`{${this.#envelopeJson}"cell":${this.#json(cell)}}`);
-  }
-
-  #json(cell: Cell): string {
-    let json = this.#cellJson.get(cell);
-    if (json === undefined) {
-      json = JSON.stringify(cell);
-      this.#cellJson.set(cell, json);
-    }
-    return json;
+    const json = this.#registry.cellJson(key);
+    return json === undefined ? undefined : Buffer.from(`{${this.#envelopeJson}"cell":${json}}`);
   }
 }
