@@ -61,7 +61,8 @@ export class MalformedListError extends Error {
   override readonly name = 'MalformedListError';
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** A JSON object (not an array, not null): what every API body is read through. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
@@ -124,9 +125,22 @@ export function statusFromResponse(
   } catch {
     parsed = undefined;
   }
-  const status = readStatus(parsed);
+  return statusFromDecodedResponse(httpStatus, parsed, body, retryAfterHeader);
+}
+
+/**
+ * `statusFromResponse` for a body already decoded (`decoded`: undefined when it did not decode;
+ * `body`: its text, quoted as the message when nothing decoded), e.g. a protobuf `Status`.
+ */
+export function statusFromDecodedResponse(
+  httpStatus: number,
+  decoded: unknown,
+  body: string,
+  retryAfterHeader: string | undefined,
+): ApiStatus {
+  const status = readStatus(decoded);
   status.code = httpStatus;
-  if (status.message === undefined && body.trim() && parsed === undefined) {
+  if (status.message === undefined && body.trim() && decoded === undefined) {
     status.message = body.trim().slice(0, 200);
   }
   const headerDelay = parseRetryAfter(retryAfterHeader);

@@ -8,6 +8,7 @@
  * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
  * into a log line or an event.
  */
+import { isRecord } from './api-errors.js';
 import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
@@ -103,10 +104,6 @@ export interface KubernetesEndpointSliceApiOptions {
 }
 
 type JsonObject = Record<string, unknown>;
-
-function isRecord(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   readonly #connection: ApiConnection;

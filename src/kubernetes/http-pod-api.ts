@@ -15,7 +15,9 @@ import { createGunzip } from 'node:zlib';
 import {
   ApiConnectionError,
   ApiStatusError,
+  isRecord,
   MalformedListError,
+  statusFromDecodedResponse,
   statusFromResponse,
 } from './api-errors.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
@@ -30,6 +32,7 @@ import {
 } from './pod-protobuf.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
 import { decodeProtobufWatchFrames } from './protobuf-watch-splitter.js';
+import { isExpiredStatus } from './reflector-failure.js';
 import { decodeWatchFrames, type WatchFrame } from './watch-line-splitter.js';
 
 /**
@@ -57,10 +60,6 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /** TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. */
 const TCP_KEEPALIVE_MS = 30_000;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function podsPath(namespace: string | undefined): string {
   return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
@@ -198,13 +197,14 @@ export class HttpPodApi implements PodApi {
         const items = page.items ?? [];
         if (!Array.isArray(items))
           throw new MalformedListError('LIST response items is not a list');
-        const first = pods.length;
+        const pagePods = new Array<Pod>(items.length);
         for (let index = 0; index < items.length; index += 1) {
-          pods.push(readListItem(items[index], pods.length));
+          pagePods[index] = readListItem(items[index], pods.length + index);
         }
+        for (const pod of pagePods) pods.push(pod);
         pages += 1;
         fetches.shift();
-        options.onPage?.({ pages, pods: pods.length }, pods.slice(first));
+        options.onPage?.({ pages, pods: pods.length }, pagePods);
         continueToken =
           typeof metadata.continue === 'string' && metadata.continue
             ? metadata.continue
@@ -343,11 +343,11 @@ export class HttpPodApi implements PodApi {
     const { response } = open;
     if (response.statusCode === 200) return open;
     let body = '';
+    let decoded: unknown;
     try {
       const raw = await readAll(bodyOf(response), undefined, MAX_ERROR_BODY_BYTES);
-      body = isProtobufContentType(response.headers['content-type'])
-        ? protobufStatusAsJson(raw)
-        : raw.toString('utf8');
+      if (isProtobufContentType(response.headers['content-type'])) decoded = decodeStatus(raw);
+      else body = raw.toString('utf8');
     } catch {
       // The status code alone still classifies the failure.
     } finally {
@@ -355,13 +355,13 @@ export class HttpPodApi implements PodApi {
       destroyAgent(agent);
     }
     const retryAfter = response.headers['retry-after'];
+    const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
+    const code = response.statusCode ?? 0;
     throw new ApiStatusError(
       verb,
-      statusFromResponse(
-        response.statusCode ?? 0,
-        body,
-        Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-      ),
+      decoded === undefined
+        ? statusFromResponse(code, body, header)
+        : statusFromDecodedResponse(code, decoded, '', header),
     );
   }
 }
@@ -371,11 +371,8 @@ class ExpiredContinueError extends Error {
   override readonly name = 'ExpiredContinueError';
 }
 
-/** client-go's `IsResourceExpired` (and the reflector's `isExpiredError`): 410, Expired, Gone. */
 function isExpired(error: unknown): boolean {
-  if (!(error instanceof ApiStatusError)) return false;
-  const { code, reason } = error.status;
-  return code === 410 || reason === 'Expired' || reason === 'Gone';
+  return error instanceof ApiStatusError && isExpiredStatus(error.status);
 }
 
 function readListItem(item: unknown, index: number): Pod {
@@ -392,13 +389,13 @@ function readListItem(item: unknown, index: number): Pod {
   }
 }
 
-/** A protobuf error body as the JSON text ./api-errors.ts reads; '' when it is not a Status. */
-function protobufStatusAsJson(raw: Buffer): string {
+/** A protobuf error body as the object ./api-errors.ts reads; undefined when it does not decode. */
+function decodeStatus(raw: Buffer): unknown {
   try {
-    return JSON.stringify(decodeProtobufObject(raw));
+    return decodeProtobufObject(raw);
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
-    return '';
+    return undefined;
   }
 }
 

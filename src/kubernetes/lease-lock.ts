@@ -11,12 +11,14 @@
  * the connection ./connection.ts builds from client-node's kubeconfig handling (auth, TLS);
  * `connectLeaseLock` is the one place that obtains that connection.
  */
+
 import {
   LeaseConflictError,
   type LeaseLock,
   type LeaseRecord,
   type ObservedLease,
 } from '../coordination/lease-record.js';
+import { isRecord } from './api-errors.js';
 import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
@@ -58,10 +60,6 @@ export class MalformedLeaseError extends Error {
 }
 
 type JsonObject = Record<string, unknown>;
-
-function isRecord(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 export class KubernetesLeaseLock implements LeaseLock {
   readonly #connection: ApiConnection;

@@ -67,10 +67,19 @@ function backoff(status?: ApiStatus): Wait {
     : { kind: 'backoff' };
 }
 
+/**
+ * client-go's `IsResourceExpired`: the version (a cursor, or a LIST's continue token) was compacted
+ * away. The pager's fallback to one unpaged LIST (./http-pod-api.ts) asks this too.
+ */
+export function isExpiredStatus(status: ApiStatus): boolean {
+  return (
+    status.code === HTTP_GONE || (status.reason !== undefined && EXPIRED_REASONS.has(status.reason))
+  );
+}
+
 /** Whether a Status says the cursor is dead, and why. */
 function deadCursor(status: ApiStatus): RelistReason | undefined {
-  if (status.code === HTTP_GONE) return 'expired';
-  if (status.reason !== undefined && EXPIRED_REASONS.has(status.reason)) return 'expired';
+  if (isExpiredStatus(status)) return 'expired';
   // 504 is how the API server answers a resourceVersion from its future (a restored or
   // rolled-back etcd); waiting would never be satisfied, and a plain gateway timeout costs one LIST.
   if (status.code === HTTP_GATEWAY_TIMEOUT) return 'too-large';

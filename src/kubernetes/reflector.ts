@@ -406,7 +406,9 @@ export class KubernetesReflector {
       this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
       for await (const frame of stream) {
         frames += 1;
-        proven();
+        // Once proven, a frame changes nothing more: health holds until the watch ends, and the
+        // watch's end stamps the progress time itself.
+        if (!this.#watchProven) proven();
         const reading = readFrame(frame);
         this.#countFrame(reading.type);
         switch (reading.kind) {

@@ -5,7 +5,7 @@
  */
 
 import type { SourceEvent } from '../runtime/source-event.js';
-import { readStatus } from './api-errors.js';
+import { isRecord, readStatus } from './api-errors.js';
 import { MalformedPodError, type Pod, parsePod, podKey } from './pod.js';
 import type { ReflectorFailure } from './reflector-failure.js';
 import type { WatchFrame } from './watch-line-splitter.js';
@@ -23,10 +23,6 @@ export type FrameReading =
   /** An unknown type: nothing to apply, but its resourceVersion (if any) still moves the cursor. */
   | { kind: 'ignored'; type: string; resourceVersion?: string }
   | { kind: 'failure'; type: string; failure: ReflectorFailure };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** `object.metadata.resourceVersion` when it is a non-empty string, read without trusting shape. */
 function resourceVersionOf(object: unknown): string | undefined {

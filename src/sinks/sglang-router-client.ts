@@ -5,6 +5,7 @@
  * Every call has a bounded timeout measured on the injected clock and honours the caller's signal;
  * errors name the call and what went wrong, never the API key.
  */
+import { isRecord } from '../kubernetes/api-errors.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 
 /** How long one call to a router may take before it counts as failed. */
@@ -52,10 +53,6 @@ export interface SglangRouterClientOptions {
 }
 
 const uuidPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
