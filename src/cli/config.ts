@@ -9,6 +9,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { LEADER_ELECTION_JITTER_FACTOR } from '../coordination/leader-elector.js';
 import {
   LabelSelectorError,
   labelKeyProblem,
@@ -22,6 +23,7 @@ import {
 } from '../pools/labels.js';
 import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
+import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import type { SglangRouterTarget } from '../sinks/sglang-router.js';
 
@@ -87,10 +89,10 @@ export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
  */
 export const DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX = '-alive';
 /**
- * The longest delay a Node.js timer keeps (2^31 − 1 ms, ≈ 24.8 days): a longer one fires after
- * 1 ms. Every duration flag is bounded by it, so no setting can turn into a busy loop.
+ * Every duration flag is bounded by the longest delay a Node.js timer keeps (the clock's
+ * `MAX_TIMER_DELAY_MS`, ≈ 24.8 days), so no setting can turn into a busy loop.
  */
-export const MAX_DURATION_MS = 2_147_483_647;
+export const MAX_DURATION_MS = MAX_TIMER_DELAY_MS;
 
 export interface ListenAddress {
   host: string;
@@ -838,9 +840,9 @@ function checkLeaderElectionTimings(config: LeaderElectionConfig): void {
       `invalid ${flag('leader-elect-lease-duration')}: ${config.leaseDurationMs} ms must be longer than ${flag('leader-elect-renew-deadline')} (${config.renewDeadlineMs} ms)`,
     );
   }
-  if (config.renewDeadlineMs <= 1.2 * config.retryPeriodMs) {
+  if (config.renewDeadlineMs <= LEADER_ELECTION_JITTER_FACTOR * config.retryPeriodMs) {
     throw new ConfigError(
-      `invalid ${flag('leader-elect-renew-deadline')}: ${config.renewDeadlineMs} ms must be longer than 1.2 × ${flag('leader-elect-retry-period')} (${config.retryPeriodMs} ms)`,
+      `invalid ${flag('leader-elect-renew-deadline')}: ${config.renewDeadlineMs} ms must be longer than ${LEADER_ELECTION_JITTER_FACTOR} × ${flag('leader-elect-retry-period')} (${config.retryPeriodMs} ms)`,
     );
   }
 }

@@ -85,6 +85,19 @@ export function chooseSource(config: Config, facts: HostFacts): SourceChoice {
   };
 }
 
+/** The service account's namespace file, in a cluster; undefined outside one or when unreadable. */
+async function ownNamespace(
+  facts: HostFacts,
+  readText: (path: string) => Promise<string>,
+): Promise<string | undefined> {
+  if (!inCluster(facts)) return undefined;
+  try {
+    return (await readText(join(SERVICE_ACCOUNT_DIR, 'namespace'))).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The namespace to watch, `undefined` for all. Unset means the pod's own namespace in a cluster
  * (what a namespaced Role allows) and all namespaces outside one.
@@ -96,12 +109,7 @@ export async function resolveNamespace(
 ): Promise<string | undefined> {
   if (config.namespace === ALL_NAMESPACES) return undefined;
   if (config.namespace !== undefined) return config.namespace;
-  if (!inCluster(facts)) return undefined;
-  try {
-    return (await readText(join(SERVICE_ACCOUNT_DIR, 'namespace'))).trim() || undefined;
-  } catch {
-    return undefined;
-  }
+  return ownNamespace(facts, readText);
 }
 
 /**
@@ -118,13 +126,5 @@ export async function resolveLeaseNamespace(
   if (config.leaderElection.resourceNamespace) return config.leaderElection.resourceNamespace;
   const fromEnv = facts.env.POD_NAMESPACE?.trim();
   if (fromEnv) return fromEnv;
-  if (inCluster(facts)) {
-    try {
-      const own = (await readText(join(SERVICE_ACCOUNT_DIR, 'namespace'))).trim();
-      if (own) return own;
-    } catch {
-      // fall through to the watched namespace
-    }
-  }
-  return watchedNamespace ?? 'default';
+  return (await ownNamespace(facts, readText)) ?? watchedNamespace ?? 'default';
 }

@@ -242,7 +242,6 @@ export async function buildServer(
       socket.destroy(error);
     },
   }).withTypeProvider<ZodTypeProvider>();
-  app.server.headersTimeout = timeouts.headersMs;
   app.server.maxConnections = timeouts.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
