@@ -42,7 +42,8 @@ export interface RoutableCell {
   address: string | null;
 }
 
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/** Code-unit order, the order every list of routing state is kept in. */
+export const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * Renders the desired routing state from the published cells: every pool that has a cell, with

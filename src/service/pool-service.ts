@@ -14,6 +14,7 @@
  * retry period), then the loop (no reconcile runs against a closing source), then the source.
  */
 
+import { DEFAULT_DRIFT_INTERVAL_MS } from '../cli/config.js';
 import { EventBus } from '../coordination/event-bus.js';
 import { type Pod, podKey } from '../kubernetes/pod.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
@@ -144,7 +145,8 @@ export class PoolService implements ControlPlane {
       synced: () => this.#cellsSynced,
       sinks,
       publish,
-      driftIntervalMs: options.driftIntervalMs === undefined ? 60_000 : options.driftIntervalMs,
+      driftIntervalMs:
+        options.driftIntervalMs === undefined ? DEFAULT_DRIFT_INTERVAL_MS : options.driftIntervalMs,
       clock: this.#clock,
       logger,
     });

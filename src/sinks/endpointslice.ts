@@ -18,15 +18,17 @@
  * endpoints are left out, logged once when they appear, and named in the slice's `lastError` for
  * as long as they are desired. Hostnames (not IPs) are left out the same way.
  */
+
 import { createHash } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
+import { describeThrown } from '../coordination/pipeline.js';
 import type {
   EndpointSlice,
   EndpointSliceApi,
   EndpointSliceEndpoint,
   EndpointSlicePort,
 } from '../kubernetes/endpointslice-api.js';
-import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
+import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
 import { abortReason } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import {
@@ -109,12 +111,6 @@ interface ParsedAddress {
 
 const READY = { ready: true, serving: true, terminating: false } as const;
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 /** `ip:port`, with an IPv6 ip in brackets. */
 function endpointText(ip: string, port: number | undefined): string {
   const host = ip.includes(':') ? `[${ip}]` : ip;
@@ -184,10 +180,13 @@ function sameSlice(desired: EndpointSlice, actual: EndpointSlice): boolean {
   }
   const endpoints = (slice: EndpointSlice): string[] =>
     slice.endpoints.map(canonical).sort(byString);
+  const wanted = endpoints(desired);
+  const held = endpoints(actual);
   return (
     desired.addressType === actual.addressType &&
     canonical(desired.ports) === canonical(actual.ports) &&
-    canonical(endpoints(desired)) === canonical(endpoints(actual))
+    wanted.length === held.length &&
+    wanted.every((endpoint, index) => endpoint === held[index])
   );
 }
 
@@ -254,7 +253,7 @@ export class EndpointSliceSink implements Sink {
         kind: this.kind,
         target,
         pool,
-        error: describe(error),
+        error: describeThrown(error),
       };
       const state = this.#targets.get(target);
       if (state) state.lastError = this.#withRefused(failure.error, state.refused);

@@ -19,6 +19,7 @@
  * - Routers health-check workers and route around unhealthy ones, so a worker is never removed for
  *   being unhealthy, and a cell whose generation changed but whose address did not stays registered.
  */
+import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
@@ -105,10 +106,6 @@ function desiredWorkers(
   return { urls: [...urls].sort(), namespaces };
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export class SglangRouterSink implements Sink {
   readonly kind = SGLANG_ROUTER_SINK;
   readonly #targets: Map<string, TargetState>;
@@ -171,7 +168,7 @@ export class SglangRouterSink implements Sink {
         kind: this.kind,
         target: target.client.url,
         pool: target.pool,
-        error: this.#redact(describe(result.reason)),
+        error: this.#redact(describeThrown(result.reason)),
       };
       target.lastError = failure.error;
       failures.push(failure);
@@ -267,7 +264,7 @@ export class SglangRouterSink implements Sink {
         added.push(url);
       } catch (error) {
         if (signal.aborted) throw abortReason(signal);
-        errors.push(describe(error));
+        errors.push(describeThrown(error));
       }
     }
 
@@ -284,7 +281,7 @@ export class SglangRouterSink implements Sink {
           if (!removed.includes(url)) removed.push(url);
         } catch (error) {
           if (signal.aborted) throw abortReason(signal);
-          errors.push(describe(error));
+          errors.push(describeThrown(error));
         }
       }
     }
