@@ -10,8 +10,11 @@
  *   stopped ──start()──► started ──stop()──► stopping ──running run settled──► stopped
  *                          │  trigger / retry / drift ──► one reconciliation at a time
  */
+
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
+import { positiveDurationMs } from '../runtime/positive-duration.js';
+import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
 import { describeThrown, type Phase, type Pipeline, PipelineError } from './pipeline.js';
 
 /** First retry after a failed reconciliation: soon enough for a transient error to clear quickly. */
@@ -23,12 +26,6 @@ export const DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS = 60_000;
  * an EndpointSlice) before a run repairs it unprompted; deploy is level-triggered, so it is cheap.
  */
 export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
-
-/**
- * Exponent clamp, as in the runtime's retry scheduler: `base × 2^n` stays finite however long a
- * failure streak lasts; the cap applies long before this matters.
- */
-const MAX_BACKOFF_EXPONENT = 1_000;
 
 /** How a reconciliation ended. */
 export type ReconciliationResult = 'success' | 'failure' | 'aborted';
@@ -102,13 +99,7 @@ export class CoordinatorStoppedError extends Error {
 }
 
 function positiveFinite(name: string, value: unknown, fallback: number): number {
-  const resolved = value === undefined ? fallback : value;
-  if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
-    throw new RangeError(
-      `Coordinator: ${name} must be a positive finite number of milliseconds, got ${String(value)}`,
-    );
-  }
-  return resolved;
+  return positiveDurationMs('Coordinator', name, value, fallback);
 }
 
 export class Coordinator<D> {
@@ -340,9 +331,14 @@ export class Coordinator<D> {
       return;
     }
     if (result === 'failure') {
-      const exponent = Math.min(this.#consecutiveFailures - 1, MAX_BACKOFF_EXPONENT);
-      const delayMs = Math.min(this.#failureBaseDelayMs * 2 ** exponent, this.#failureMaxDelayMs);
-      this.#arm('retry', delayMs);
+      this.#arm(
+        'retry',
+        exponentialBackoffMs(
+          this.#failureBaseDelayMs,
+          this.#failureMaxDelayMs,
+          this.#consecutiveFailures,
+        ),
+      );
     } else if (result === 'success' && this.#driftIntervalMs !== null) {
       this.#arm('drift', this.#driftIntervalMs);
     }

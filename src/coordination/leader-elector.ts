@@ -10,8 +10,10 @@
  *   run ──► acquiring ──attempt succeeds──► leading ──renew deadline / signal──► stopped ──► (release) ──► resolved
  *              └───────────── signal aborts ───────────────────────────────────────────────────────────► resolved
  */
+
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
+import { positiveDurationMs } from '../runtime/positive-duration.js';
 import {
   type LeaseLock,
   type LeaseRecord,
@@ -65,13 +67,7 @@ export class LeadershipLostError extends Error {
 }
 
 function positiveFinite(name: string, value: unknown, fallback: number): number {
-  const resolved = value === undefined ? fallback : value;
-  if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
-    throw new RangeError(
-      `LeaderElector: ${name} must be a positive finite number of milliseconds, got ${String(value)}`,
-    );
-  }
-  return resolved;
+  return positiveDurationMs('LeaderElector', name, value, fallback);
 }
 
 /** Settled value of an attempt: the clock time its write returned, or null when it failed. */

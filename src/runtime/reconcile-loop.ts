@@ -9,10 +9,12 @@
  *                       │ aborted / stop()                                      ▲
  *                       └────────────────────► failed (nothing left running) ───┘ (stop() no-op)
  */
+
 import { abortReason, type Clock, realClock } from './clock.js';
 import { type LoopInstrumentation, noInstrumentation } from './instrumentation.js';
 import { type Logger, silentLogger } from './logger.js';
 import { ObjectStore } from './object-store.js';
+import { positiveDurationMs } from './positive-duration.js';
 import { isInsideReconcileOf, runAsReconcile } from './reconcile-context.js';
 import { ResyncTimer } from './resync-timer.js';
 import { type PendingRetry, RetryScheduler } from './retry-scheduler.js';
@@ -118,13 +120,7 @@ export class LoopStoppedError extends Error {
 }
 
 function positiveFinite(name: string, value: unknown, fallback: number): number {
-  const resolved = value === undefined ? fallback : value;
-  if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
-    throw new RangeError(
-      `ReconcileLoop: ${name} must be a positive finite number of milliseconds, got ${String(value)}`,
-    );
-  }
-  return resolved;
+  return positiveDurationMs('ReconcileLoop', name, value, fallback);
 }
 
 /**

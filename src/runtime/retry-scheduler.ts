@@ -18,6 +18,15 @@ export const DEFAULT_RETRY_POLL_INTERVAL_MS = 1_000;
  */
 const MAX_BACKOFF_EXPONENT = 1_000;
 
+/**
+ * The delay after the `failures`-th failure in a row: `baseMs × 2^(failures − 1)`, capped at
+ * `maxMs` (client-go's `ItemExponentialFailureRateLimiter`). The coordinator's retries use it too.
+ */
+export function exponentialBackoffMs(baseMs: number, maxMs: number, failures: number): number {
+  const exponent = Math.min(failures - 1, MAX_BACKOFF_EXPONENT);
+  return Math.min(baseMs * 2 ** exponent, maxMs);
+}
+
 /** Options of `RetryScheduler`; the constructor throws `RangeError` on bad numbers. */
 export interface RetrySchedulerOptions<K> {
   /**
@@ -114,8 +123,7 @@ export class RetryScheduler<K> {
     if (this.#shutDown) return;
     const entry = this.#entries.get(key) ?? { failures: 0, dueAtMs: undefined };
     entry.failures += 1;
-    const exponent = Math.min(entry.failures - 1, MAX_BACKOFF_EXPONENT);
-    const delayMs = Math.min(this.#baseDelayMs * 2 ** exponent, this.#maxDelayMs);
+    const delayMs = exponentialBackoffMs(this.#baseDelayMs, this.#maxDelayMs, entry.failures);
     entry.dueAtMs = this.#clock.now() + delayMs;
     this.#entries.set(key, entry);
   }

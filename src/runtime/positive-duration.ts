@@ -1,0 +1,23 @@
+/**
+ * The check every timed component applies to its millisecond options, in one place so the rule
+ * (a positive finite number, or the default when absent) and its message cannot drift apart.
+ */
+
+/**
+ * `value`, or `fallback` when undefined; throws a `RangeError` naming `owner` and `name` for
+ * anything but a positive finite number, at construction rather than at the first wait.
+ */
+export function positiveDurationMs(
+  owner: string,
+  name: string,
+  value: unknown,
+  fallback: number,
+): number {
+  const resolved = value === undefined ? fallback : value;
+  if (typeof resolved !== 'number' || !Number.isFinite(resolved) || resolved <= 0) {
+    throw new RangeError(
+      `${owner}: ${name} must be a positive finite number of milliseconds, got ${String(value)}`,
+    );
+  }
+  return resolved;
+}
