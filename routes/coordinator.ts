@@ -3,6 +3,24 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, coordinatorSchema, sinksSchema } from './schemas.js';
 
+type CoordinatorState = ReturnType<ControlPlane['coordinator']>['state'];
+
+/**
+ * The run state of the coordinator as JSON (absent values as `null`, the last error as phase and
+ * message only): what `/api/v1/coordinator` and the status page both show.
+ */
+export function runStateView(state: CoordinatorState) {
+  return {
+    running: state.running,
+    runningId: state.runningId ?? null,
+    pendingReasons: state.pendingReasons,
+    consecutiveFailures: state.consecutiveFailures,
+    lastError: state.lastError
+      ? { phase: state.lastError.phase, message: state.lastError.message }
+      : null,
+  };
+}
+
 export interface CoordinatorRoutesOptions {
   plane: ControlPlane;
 }
@@ -31,15 +49,9 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
         acting: view.acting,
         cellsSynced: view.cellsSynced,
         state: {
-          running: state.running,
-          runningId: state.runningId ?? null,
-          pendingReasons: state.pendingReasons,
-          consecutiveFailures: state.consecutiveFailures,
+          ...runStateView(state),
           nextRetryAtMs: state.nextRetryAtMs ?? null,
           lastCompleted: state.lastCompleted ?? null,
-          lastError: state.lastError
-            ? { phase: state.lastError.phase, message: state.lastError.message }
-            : null,
         },
         desired: view.desired,
       };

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
+import { runStateView } from './coordinator.js';
 import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
 import { renderStatusPage, STATUS_PAGE_CSP, type StatusPageData } from './status-page-html.js';
@@ -58,19 +59,13 @@ export function statusPageData(
       leading: coordinator.leading,
       acting: coordinator.acting,
       cellsSynced: coordinator.cellsSynced,
-      running: state.running,
-      runningId: state.runningId ?? null,
-      pendingReasons: state.pendingReasons,
-      consecutiveFailures: state.consecutiveFailures,
+      ...runStateView(state),
       lastCompleted: state.lastCompleted
         ? {
             id: state.lastCompleted.id,
             result: state.lastCompleted.result,
             agoMs: Math.max(0, now - state.lastCompleted.atMs),
           }
-        : null,
-      lastError: state.lastError
-        ? { phase: state.lastError.phase, message: state.lastError.message }
         : null,
     },
   };
