@@ -232,3 +232,45 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
     await expect(task).resolves.toEqual({ closed: true });
   });
 });
+
+describe('runReflectorTask: many relists on one stream', () => {
+  it('leaves no listener behind per streamed relist (no EventTarget leak warning after a dozen)', async () => {
+    const api = new FakePodApi();
+    api.world = { pods: [pod({ name: 'a' })], resourceVersion: '1' };
+    const paged: PodApi = {
+      listPods: async (listOptions) => {
+        const list = await api.listPods(listOptions);
+        listOptions.onPage?.({ pages: 1, pods: list.pods.length }, list.pods);
+        return list;
+      },
+      watchPods: (watchOptions) => api.watchPods(watchOptions),
+    };
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const { worker, received, until, send } = channel();
+      const task = runReflectorTask(
+        {
+          port: worker,
+          options: { ...options, replaceChunkSize: 10, backoff: { initialMs: 1, maxMs: 1 } },
+        },
+        async () => paged,
+      );
+      for (let relist = 1; relist <= 12; relist += 1) {
+        await until(() => ofKind(received, 'replace-chunk').length === relist);
+        send({ kind: 'ack' });
+        await until(() => ofKind(received, 'replace-end').length === relist);
+        await until(() => api.watches.length === relist);
+        api.watch.push({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
+      }
+      await until(() => ofKind(received, 'replace-chunk').length === 13);
+      send({ kind: 'close' });
+      await expect(task).resolves.toEqual({ closed: true });
+      await turns(5);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.includes('MaxListenersExceeded'))).toEqual([]);
+  });
+});

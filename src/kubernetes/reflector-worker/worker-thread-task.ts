@@ -166,10 +166,13 @@ export async function runReflectorTask(
         // Streamed page by page already: wait until the main side has every chunk, then end.
         streaming = false;
         if (outbox.length > 0 || inFlight) {
+          const onAbort = (): void => drained?.();
           await new Promise<void>((resolve) => {
             drained = resolve;
-            closer.signal.addEventListener('abort', () => resolve(), { once: true });
+            closer.signal.addEventListener('abort', onAbort, { once: true });
           });
+          // One listener per relist would pile up on the stream's signal: remove it.
+          closer.signal.removeEventListener('abort', onAbort);
           drained = undefined;
         }
         if (!closer.signal.aborted) {
