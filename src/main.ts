@@ -42,6 +42,27 @@ import type { Sink } from './sinks/sink.js';
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */
 const EXIT_USAGE = 2;
 
+/**
+ * A configuration that can never work (a flag, a kubeconfig) is one line on stderr and exit 2;
+ * anything else is rethrown. Its messages never quote a file's contents (ConfigError and
+ * KubeConfigError are built that way).
+ */
+function usageExit(err: unknown): number {
+  if (err instanceof ConfigError || (err as Error).name === 'KubeConfigError') {
+    process.stderr.write(`pool-controller: ${(err as Error).message}\n`);
+    return EXIT_USAGE;
+  }
+  throw err;
+}
+
+/** Where the cluster is, as the flags say: for every connection the service makes. */
+function clusterOptions(config: Config): { kubeconfigPath?: string; context?: string } {
+  return {
+    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
+    ...(config.context !== undefined ? { context: config.context } : {}),
+  };
+}
+
 function simulatedBanner(choice: SourceChoice): string {
   const line = '='.repeat(78);
   return [
@@ -74,8 +95,7 @@ async function createPodSource(
   return new WorkerPodSource({
     ...(namespace !== undefined ? { namespace } : {}),
     labelSelector: config.selector,
-    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
-    ...(config.context !== undefined ? { context: config.context } : {}),
+    ...clusterOptions(config),
     apiContentType: config.kubeApiContentType,
     apiCompression: config.kubeApiCompression,
     logger: logger.child({ component: 'reflector' }),
@@ -114,8 +134,7 @@ async function createLeadership(
     name: config.leaderElection.resourceName,
     // client-go's rule: each Lease request is bounded by half the renew deadline, at least 1 s.
     requestTimeoutMs: Math.max(1_000, config.leaderElection.renewDeadlineMs / 2),
-    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
-    ...(config.context !== undefined ? { context: config.context } : {}),
+    ...clusterOptions(config),
   });
   return (hooks) =>
     new LeaseLeadership({
@@ -163,8 +182,7 @@ async function createSinks(
     const { connectEndpointSliceApi } = await import('./kubernetes/endpointslice-api.js');
     const { EndpointSliceSink } = await import('./sinks/endpointslice.js');
     const api = await connectEndpointSliceApi({
-      ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
-      ...(config.context !== undefined ? { context: config.context } : {}),
+      ...clusterOptions(config),
     });
     factories.push(
       (wiring) =>
@@ -221,8 +239,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       // context, plain http without insecure-skip-tls-verify) fails now, not every second later.
       const { checkClusterConfig } = await import('./kubernetes/connection.js');
       await checkClusterConfig({
-        ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
-        ...(config.context !== undefined ? { context: config.context } : {}),
+        ...clusterOptions(config),
       });
     }
   } catch (err) {
@@ -230,11 +247,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       process.stdout.write(err.message);
       return 0;
     }
-    if (err instanceof ConfigError || (err as Error).name === 'KubeConfigError') {
-      process.stderr.write(`pool-controller: ${(err as Error).message}\n`);
-      return EXIT_USAGE;
-    }
-    throw err;
+    return usageExit(err);
   }
 
   const logger = await createLogger(config);
@@ -260,12 +273,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     leadership = await createLeadership(config, choice, facts, namespace, logger);
     sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
   } catch (err) {
-    const name = (err as Error).name;
-    if (name === 'KubeConfigError' || err instanceof ConfigError) {
-      process.stderr.write(`pool-controller: ${(err as Error).message}\n`);
-      return EXIT_USAGE;
-    }
-    throw err;
+    return usageExit(err);
   }
   const podSource = await createPodSource(config, choice, namespace, logger);
   const service = new PoolService({
