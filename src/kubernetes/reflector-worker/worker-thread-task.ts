@@ -162,47 +162,22 @@ export async function runReflectorTask(
 
     const sendReplace = async (objects: ReadonlyMap<ObjectKey, Pod>): Promise<void> => {
       if (batch.length > 0) flush();
-      if (streaming) {
-        // Streamed page by page already: wait until the main side has every chunk, then end.
-        streaming = false;
-        if (outbox.length > 0 || inFlight) {
-          const onAbort = (): void => drained?.();
-          await new Promise<void>((resolve) => {
-            drained = resolve;
-            closer.signal.addEventListener('abort', onAbort, { once: true });
-          });
-          // One listener per relist would pile up on the stream's signal: remove it.
-          closer.signal.removeEventListener('abort', onAbort);
-          drained = undefined;
-        }
-        if (!closer.signal.aborted) {
-          post(port, endOf(objects.size));
-        }
-        return;
-      }
-      const pods = [...objects.values()];
-      const size = options.replaceChunkSize;
-      const chunk = (start: number) => encode(pods.slice(start, start + size));
-      let next = pods.length > 0 ? chunk(0) : undefined;
-      restartPending = true;
-      for (let start = 0; next && !closer.signal.aborted; start += size) {
-        restartPending = false;
-        const acked = new Promise<void>((resolve) => {
-          onAck = resolve;
+      // A LIST whose pages were not reported (an API that does not page) goes out the same way,
+      // as one page now: the same chunks, acks and restart marks.
+      if (!streaming) onListPage([...objects.values()], 1);
+      streaming = false;
+      // Wait until the main side has every chunk, then end.
+      if (outbox.length > 0 || inFlight) {
+        const onAbort = (): void => drained?.();
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          closer.signal.addEventListener('abort', onAbort, { once: true });
         });
-        post(
-          port,
-          start === 0
-            ? { kind: 'replace-chunk', pods: next.bytes, restart: true }
-            : { kind: 'replace-chunk', pods: next.bytes },
-          next.transfer,
-        );
-        // Encode the next chunk while the main thread decodes this one.
-        next = start + size < pods.length ? chunk(start + size) : undefined;
-        await acked;
-        onAck = undefined;
+        // One listener per relist would pile up on the stream's signal: remove it.
+        closer.signal.removeEventListener('abort', onAbort);
+        drained = undefined;
       }
-      if (!closer.signal.aborted) post(port, endOf(pods.length));
+      if (!closer.signal.aborted) post(port, endOf(objects.size));
     };
     const endOf = (count: number): WorkerMessage => {
       const restart = restartPending;
