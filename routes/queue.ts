@@ -5,16 +5,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, queueSchema } from './schemas.js';
+import type { StatusQueue } from './status-page-html.js';
 
 /** The queue as ages and delays from now: what `/api/v1/queue` and the status page show. */
-export function queueView(plane: ControlPlane): {
-  synced: boolean;
-  depth: number;
-  queued: string[];
-  inFlight: { key: string; runningForMs: number } | null;
-  retries: Array<{ key: string; failures: number; dueInMs: number | null }>;
-  nextResyncInMs: number | null;
-} {
+export function queueView(plane: ControlPlane): StatusQueue {
   const state = plane.loopState();
   const now = plane.now();
   return {
