@@ -15,6 +15,7 @@ import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { positiveDurationMs } from '../runtime/positive-duration.js';
 import {
+  LeaseConflictError,
   type LeaseLock,
   type LeaseRecord,
   type ObservedLease,
@@ -95,6 +96,13 @@ export class LeaderElector {
   /** Clock time the last successful write returned. */
   #lastSuccessMs = 0;
   #running = false;
+  /**
+   * True from the moment a write is sent until it settles while its attempt is still wanted. An
+   * abandoned renewal may already have been applied by the server, moving the Lease's
+   * resourceVersion past the observed one; a release sent on the observed one would then be
+   * refused and followers would wait out a whole lease. The release reads first when this is set.
+   */
+  #writeOutcomeUnknown = false;
 
   /** Validates every duration after defaults, as client-go's `NewLeaderElector` does. */
   constructor(options: LeaderElectorOptions) {
@@ -343,13 +351,17 @@ export class LeaderElector {
     signal: AbortSignal,
   ): Promise<AttemptResult> {
     let written: ObservedLease;
+    this.#writeOutcomeUnknown = true;
     try {
       written = await write();
     } catch (err) {
+      // A refusal is known not to have changed the Lease; anything else may have.
+      if (!signal.aborted && err instanceof LeaseConflictError) this.#writeOutcomeUnknown = false;
       this.#attemptFailed(operation, err, signal);
       return null;
     }
     if (signal.aborted) return null;
+    this.#writeOutcomeUnknown = false;
     this.#observe(written, now, true);
     return this.#clock.now();
   }
@@ -377,39 +389,56 @@ export class LeaderElector {
 
   /**
    * Best effort: hands the lease back with a one-second duration so a follower can take over
-   * within about one retry period. Abandoned (its signal aborted) after one retry period.
+   * within about one retry period. Abandoned (its signal aborted) after one retry period. When
+   * the last write's outcome is unknown (a renewal abandoned on the wire), it first reads the
+   * Lease, within the same budget, and releases on the resourceVersion read, and only if the
+   * Lease still names this identity; it is still one update, never a retry.
    */
   async #release(): Promise<void> {
     const observed = this.#observed;
     if (!observed || observed.record.holderIdentity !== this.#identity) return;
-    const stamp = formatMicroTime(this.#wallClock());
-    const record: LeaseRecord = {
-      holderIdentity: '',
-      leaseDurationSeconds: 1,
-      acquireTime: stamp,
-      renewTime: stamp,
-      leaseTransitions: observed.record.leaseTransitions,
-    };
+    const readFirst = this.#writeOutcomeUnknown;
     const request = new AbortController();
     const timer = new AbortController();
     type Outcome =
       | { kind: 'released'; lease: ObservedLease }
+      | { kind: 'not-held'; lease: ObservedLease | null }
       | { kind: 'failed'; err: unknown }
       | { kind: 'abandoned' };
-    const update: Promise<Outcome> = (async () =>
-      this.#lock.update(record, observed.resourceVersion, request.signal))().then(
-      (lease) => ({ kind: 'released', lease }),
-      (err: unknown) => ({ kind: 'failed', err }),
-    );
+    const release = async (): Promise<Outcome> => {
+      let base = observed;
+      if (readFirst) {
+        const current = await this.#lock.get(request.signal);
+        if (current === null || current.record.holderIdentity !== this.#identity) {
+          return { kind: 'not-held', lease: current };
+        }
+        base = current;
+      }
+      const stamp = formatMicroTime(this.#wallClock());
+      const record: LeaseRecord = {
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        acquireTime: stamp,
+        renewTime: stamp,
+        leaseTransitions: base.record.leaseTransitions,
+      };
+      const lease = await this.#lock.update(record, base.resourceVersion, request.signal);
+      return { kind: 'released', lease };
+    };
+    const attempt: Promise<Outcome> = release().catch((err: unknown) => ({ kind: 'failed', err }));
     const deadline: Promise<Outcome> = this.#clock
       .sleep(this.#retryPeriodMs, timer.signal)
       .then(() => ({ kind: 'abandoned' }));
-    deadline.catch(() => {}); // cancelled once the update settled
-    const outcome = await Promise.race([update, deadline]);
+    deadline.catch(() => {}); // cancelled once the release settled
+    const outcome = await Promise.race([attempt, deadline]);
     timer.abort();
     if (outcome.kind === 'released') {
+      this.#writeOutcomeUnknown = false;
       this.#observe(outcome.lease, this.#clock.now(), true);
       this.#logger.info(this.#logFields(), 'released leader lease');
+    } else if (outcome.kind === 'not-held') {
+      if (outcome.lease) this.#observe(outcome.lease, this.#clock.now(), false);
+      this.#logger.info(this.#logFields(), 'lease no longer held; nothing to release');
     } else if (outcome.kind === 'failed') {
       this.#logger.warn(
         { err: outcome.err, ...this.#logFields() },

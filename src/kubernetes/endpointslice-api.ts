@@ -103,7 +103,6 @@ export interface KubernetesEndpointSliceApiOptions {
   timeoutMs?: number;
 }
 
-type JsonObject = Record<string, unknown>;
 
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   readonly #connection: ApiConnection;

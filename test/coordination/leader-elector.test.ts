@@ -446,6 +446,45 @@ describe('LeaderElector releasing', () => {
     expect(h.elector.leader()).toBe('a');
   });
 
+  it('reads the Lease first and releases on its resourceVersion when a renewal was abandoned on the wire', async () => {
+    const h = harness();
+    const done = start(h);
+    await settle();
+    const held = h.lock.hold('update', { honourSignal: false });
+    await h.clock.advance(2_000);
+    await held.called;
+    held.release(); // the server applies the renewal; its answer never reaches the elector
+    h.stop.abort();
+    await done;
+    expect(h.lock.sequence()).toEqual([
+      'get',
+      'create(a)',
+      'get',
+      'update(a@1)',
+      'get',
+      'update(@2)',
+    ]);
+    expect(h.store.lease?.record.holderIdentity).toBe('');
+    expect(h.elector.leader()).toBeNull();
+    expect(h.logger.mentioning('released leader lease', 'info')).toHaveLength(1);
+  });
+
+  it('does not release a Lease another elector took while its abandoned renewal was in doubt', async () => {
+    const h = harness();
+    const done = start(h);
+    await settle();
+    const held = h.lock.hold('update');
+    await h.clock.advance(2_000);
+    await held.called;
+    h.store.put(heldBy('b'));
+    h.stop.abort();
+    await done;
+    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.store.lease?.record.holderIdentity).toBe('b');
+    expect(h.elector.leader()).toBe('b');
+    expect(h.logger.mentioning('nothing to release', 'info')).toHaveLength(1);
+  });
+
   it('lets a follower take over within one retry period of a release', async () => {
     const a = harness({ identity: 'a' });
     const b = harness({ identity: 'b' }, { clock: a.clock, store: a.store });

@@ -14,6 +14,7 @@ import {
   type KubernetesLeaseLock,
   LeaderElector,
   LeaseConflictError,
+  type LeaseLock,
 } from '../../src/index.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
@@ -32,6 +33,60 @@ afterAll(async () => {
 
 function lockFor(namespace: string, name: string): Promise<KubernetesLeaseLock> {
   return connectLeaseLock({ kubeconfigPath: env.kubeconfigPath, namespace, name });
+}
+
+/**
+ * The real lock, counting its writes in flight, so a test can cancel the leader either between
+ * two renewals or with one on the wire. The second is the case that once cost a whole lease: the
+ * abandoned renewal had already moved the Lease's resourceVersion on the server, the release sent
+ * on the old one was refused, and the follower waited for expiry.
+ */
+class WriteTrackingLock implements LeaseLock {
+  writesInFlight = 0;
+  lastWriteSettledAt = 0;
+  constructor(private readonly lock: LeaseLock) {}
+  get(signal: AbortSignal) {
+    return this.lock.get(signal);
+  }
+  create(...args: Parameters<LeaseLock['create']>) {
+    return this.#tracked(() => this.lock.create(...args));
+  }
+  update(...args: Parameters<LeaseLock['update']>) {
+    return this.#tracked(() => this.lock.update(...args));
+  }
+  describe(): string {
+    return this.lock.describe();
+  }
+  async #tracked<T>(write: () => Promise<T>): Promise<T> {
+    this.writesInFlight += 1;
+    try {
+      return await write();
+    } finally {
+      this.writesInFlight -= 1;
+      this.lastWriteSettledAt = Date.now();
+    }
+  }
+}
+
+/** Resolves just after a renewal settled, when the next one is most of a retry period away. */
+async function betweenRenewals(lock: WriteTrackingLock): Promise<void> {
+  const deadline = Date.now() + 10 * TIMING.retryPeriodMs;
+  while (Date.now() < deadline) {
+    const sinceWrite = Date.now() - lock.lastWriteSettledAt;
+    if (lock.writesInFlight === 0 && sinceWrite < TIMING.retryPeriodMs / 5) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error('no quiet moment between two renewals in ten retry periods');
+}
+
+/** Resolves as soon as a renewal has been sent and not yet answered. */
+async function duringRenewal(lock: WriteTrackingLock): Promise<void> {
+  const deadline = Date.now() + 10 * TIMING.retryPeriodMs;
+  while (Date.now() < deadline) {
+    if (lock.writesInFlight > 0) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error('no renewal sent in ten retry periods');
 }
 
 describe('KubernetesLeaseLock against kube-apiserver', () => {
@@ -75,63 +130,81 @@ describe('KubernetesLeaseLock against kube-apiserver', () => {
     );
   });
 
-  it('lets exactly one of two electors lead, and hands over within a few retry periods after a release', async () => {
-    const namespace = await env.createNamespace('lease');
-    const leaders: string[] = [];
-    const electors = new Map<
-      string,
-      { elector: LeaderElector; stop: AbortController; done?: Promise<void> }
-    >();
-    for (const identity of ['a', 'b']) {
-      const elector = new LeaderElector({
-        lock: await lockFor(namespace, 'leader'),
-        identity,
-        ...TIMING,
-        logger: new RecordingLogger(),
-        onStartedLeading: () => {
-          leaders.push(identity);
-        },
-      });
-      electors.set(identity, { elector, stop: new AbortController() });
-    }
-    for (const entry of electors.values()) entry.done = entry.elector.run(entry.stop.signal);
-    const leading = (): string[] =>
-      [...electors].filter(([, e]) => e.elector.isLeader()).map(([id]) => id);
-    try {
-      await waitUntil('one elector leads', () => leading().length === 1);
-      const first = leading()[0] as string;
-      const second = first === 'a' ? 'b' : 'a';
-
-      // Several renewals (and several of the follower's attempts): never two, never none.
-      const until = Date.now() + 3 * TIMING.retryPeriodMs * 2;
-      while (Date.now() < until) {
-        expect(leading()).toEqual([first]);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+  it.each([
+    ['between two renewals', betweenRenewals],
+    ['with a renewal on the wire', duringRenewal],
+  ])(
+    'lets exactly one of two electors lead, and hands over within a few retry periods after a release (cancelled %s)',
+    async (_when, cancelMoment) => {
+      const namespace = await env.createNamespace('lease');
+      const leaders: string[] = [];
+      const electors = new Map<
+        string,
+        {
+          elector: LeaderElector;
+          lock: WriteTrackingLock;
+          logger: RecordingLogger;
+          stop: AbortController;
+          done?: Promise<void>;
+        }
+      >();
+      for (const identity of ['a', 'b']) {
+        const lock = new WriteTrackingLock(await lockFor(namespace, 'leader'));
+        const logger = new RecordingLogger();
+        const elector = new LeaderElector({
+          lock,
+          identity,
+          ...TIMING,
+          logger,
+          onStartedLeading: () => {
+            leaders.push(identity);
+          },
+        });
+        electors.set(identity, { elector, lock, logger, stop: new AbortController() });
       }
-      expect(electors.get(second)?.elector.leader()).toBe(first);
+      for (const entry of electors.values()) entry.done = entry.elector.run(entry.stop.signal);
+      const leading = (): string[] =>
+        [...electors].filter(([, e]) => e.elector.isLeader()).map(([id]) => id);
+      try {
+        await waitUntil('one elector leads', () => leading().length === 1);
+        const first = leading()[0] as string;
+        const second = first === 'a' ? 'b' : 'a';
 
-      const api = env.kubeConfig.makeApiClient(CoordinationV1Api);
-      const held = await api.readNamespacedLease({ name: 'leader', namespace });
-      expect(held.spec?.holderIdentity).toBe(first);
-      expect(held.spec?.leaseDurationSeconds).toBe(4);
+        // Several renewals (and several of the follower's attempts): never two, never none.
+        const until = Date.now() + 3 * TIMING.retryPeriodMs * 2;
+        while (Date.now() < until) {
+          expect(leading()).toEqual([first]);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(electors.get(second)?.elector.leader()).toBe(first);
 
-      const releasedAt = Date.now();
-      const leader = electors.get(first);
-      leader?.stop.abort();
-      await leader?.done;
-      expect(leader?.elector.isLeader()).toBe(false);
-      await waitUntil(`${second} takes over`, () => leading().join() === second, {
-        timeoutMs: TIMING.leaseDurationMs * 2,
-      });
-      // Released, not expired: the follower's next jittered attempt (≤ 2.2 retry periods) wins.
-      expect(Date.now() - releasedAt).toBeLessThan(TIMING.leaseDurationMs);
-      const taken = await api.readNamespacedLease({ name: 'leader', namespace });
-      expect(taken.spec?.holderIdentity).toBe(second);
-      expect(taken.spec?.leaseTransitions).toBe(1);
-      expect(leaders).toEqual([first, second]);
-    } finally {
-      for (const entry of electors.values()) entry.stop.abort();
-      await Promise.all([...electors.values()].map((e) => e.done));
-    }
-  });
+        const api = env.kubeConfig.makeApiClient(CoordinationV1Api);
+        const held = await api.readNamespacedLease({ name: 'leader', namespace });
+        expect(held.spec?.holderIdentity).toBe(first);
+        expect(held.spec?.leaseDurationSeconds).toBe(4);
+
+        const leader = electors.get(first);
+        if (!leader) throw new Error(`no elector named ${first}`);
+        await cancelMoment(leader.lock);
+        const releasedAt = Date.now();
+        leader.stop.abort();
+        await leader.done;
+        expect(leader.elector.isLeader()).toBe(false);
+        // The release itself went through (not refused, not abandoned after a retry period).
+        expect(leader.logger.entries.map((e) => e.msg)).toContain('released leader lease');
+        await waitUntil(`${second} takes over`, () => leading().join() === second, {
+          timeoutMs: TIMING.leaseDurationMs * 2,
+        });
+        // Released, not expired: the follower's next jittered attempt (≤ 2.2 retry periods) wins.
+        expect(Date.now() - releasedAt).toBeLessThan(TIMING.leaseDurationMs);
+        const taken = await api.readNamespacedLease({ name: 'leader', namespace });
+        expect(taken.spec?.holderIdentity).toBe(second);
+        expect(taken.spec?.leaseTransitions).toBe(1);
+        expect(leaders).toEqual([first, second]);
+      } finally {
+        for (const entry of electors.values()) entry.stop.abort();
+        await Promise.all([...electors.values()].map((e) => e.done));
+      }
+    },
+  );
 });
