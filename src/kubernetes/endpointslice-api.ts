@@ -103,7 +103,6 @@ export interface KubernetesEndpointSliceApiOptions {
   timeoutMs?: number;
 }
 
-
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   readonly #connection: ApiConnection;
   readonly #timeoutMs: number;
