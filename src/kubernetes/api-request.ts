@@ -14,7 +14,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import http from 'node:http';
 import https from 'node:https';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
-import type { ApiConnection } from './connection.js';
+import { type ApiConnection, releaseRequestAgent } from './connection.js';
 import { safeErrorMessage } from './safe-error.js';
 
 /** What the server answered: any status, the whole (bounded) body. */
@@ -65,7 +65,7 @@ export async function apiRequest(
     if (signal.aborted) throw signal.reason;
     throw new Error(`${what}: ${safeErrorMessage(error)}`);
   }
-  const agent = prepared.agent as { destroy?: () => void } | undefined;
+  const agent = prepared.agent;
   let request: ClientRequest | undefined;
   let refused: Error | undefined;
   const readBody = async (response: IncomingMessage): Promise<string> => {
@@ -120,7 +120,7 @@ export async function apiRequest(
     throw error;
   } finally {
     request?.destroy();
-    agent?.destroy?.();
+    releaseRequestAgent(agent);
   }
 }
 

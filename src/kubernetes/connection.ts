@@ -16,7 +16,8 @@
  * runner), the package itself is imported.
  */
 import { stat } from 'node:fs/promises';
-import type { RequestOptions } from 'node:https';
+import http from 'node:http';
+import https, { type RequestOptions } from 'node:https';
 import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
@@ -47,7 +48,10 @@ export class KubeConfigError extends Error {
   override readonly name = 'KubeConfigError';
 }
 
-/** How HTTP requests reach the API server: its base URL, and fresh auth/TLS options per request. */
+/**
+ * How HTTP requests reach the API server: its base URL, and fresh auth options per request over
+ * kept-alive connections (the options' agent is shared; hand it to `releaseRequestAgent` when done).
+ */
 export interface ApiConnection {
   server: string;
   /**
@@ -55,6 +59,100 @@ export interface ApiConnection {
    * client-node refreshes them in here.
    */
   requestOptions(): Promise<RequestOptions>;
+}
+
+/**
+ * How long a kept-alive connection may sit unused before it is closed: below kube-apiserver's own
+ * idle timeout (90 s, as client-go's transport `IdleConnTimeout`), so a reused connection is not
+ * one the server is closing at the same moment.
+ */
+export const IDLE_CONNECTION_TIMEOUT_MS = 30_000;
+
+/**
+ * The TLS options client-node copies into each request's agent (`applyToHTTPSOptions`): two
+ * requests whose values are all equal may share connections. Anything else in the options
+ * (headers with a rotating token) is per request and does not touch the connection.
+ */
+const AGENT_FIELDS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'rejectUnauthorized',
+  'servername',
+  'ciphers',
+  'honorCipherOrder',
+  'ecdhCurve',
+  'crl',
+  'dhparam',
+  'secureOptions',
+  'secureProtocol',
+  'sessionIdContext',
+] as const;
+
+type AgentField = (typeof AGENT_FIELDS)[number];
+type AgentMaterial = Partial<Record<AgentField, unknown>>;
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((item, index) => sameValue(item, b[index]));
+  }
+  return false;
+}
+
+function sameMaterial(a: AgentMaterial, b: AgentMaterial): boolean {
+  return AGENT_FIELDS.every((field) => sameValue(a[field], b[field]));
+}
+
+/** Agents this module shares between requests: a caller must not destroy them. */
+const sharedAgents = new WeakSet<object>();
+
+/**
+ * Ends what a request's agent holds once the request is done: an agent made for that one request
+ * (a proxy's) is destroyed; a shared keep-alive agent is left to its other requests and its idle
+ * timeout.
+ */
+export function releaseRequestAgent(agent: unknown): void {
+  if (typeof agent !== 'object' || agent === null || sharedAgents.has(agent)) return;
+  (agent as { destroy?: () => void }).destroy?.();
+}
+
+/**
+ * client-node makes a new agent for every request, so every LIST page, watch, Lease renewal and
+ * EndpointSlice write would open a new TCP connection and do a new TLS handshake (on both sides:
+ * the API server pays too). This keeps one keep-alive agent per connection and TLS material and
+ * swaps it in, as client-go's transport reuses its connections. A rotated client certificate
+ * (exec plugins) gives a new agent; the old one's idle connections close on their own. A proxy
+ * agent (a subclass) is left as client-node made it.
+ */
+function sharedAgentCache(): (prepared: RequestOptions) => void {
+  let current: { material: AgentMaterial; kind: 'http' | 'https'; agent: http.Agent } | undefined;
+  return (prepared) => {
+    const fresh = prepared.agent as unknown;
+    if (typeof fresh !== 'object' || fresh === null) return;
+    const proto = Object.getPrototypeOf(fresh) as unknown;
+    const kind =
+      proto === https.Agent.prototype ? 'https' : proto === http.Agent.prototype ? 'http' : null;
+    if (kind === null) return;
+    const material: AgentMaterial = {};
+    const options = (fresh as { options?: Record<string, unknown> }).options ?? {};
+    for (const field of AGENT_FIELDS) material[field] = options[field];
+    if (!current || current.kind !== kind || !sameMaterial(current.material, material)) {
+      const agentOptions = {
+        ...material,
+        keepAlive: true,
+        timeout: IDLE_CONNECTION_TIMEOUT_MS,
+      } as https.AgentOptions;
+      const agent = kind === 'https' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+      sharedAgents.add(agent);
+      current = { material, kind, agent };
+    }
+    (fresh as http.Agent).destroy();
+    prepared.agent = current.agent;
+  };
 }
 
 /** client-node's `loadFromDefault` ends here when it found nothing at all. */
@@ -168,16 +266,17 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
       'no cluster configuration found: KUBECONFIG is unset, ~/.kube/config is missing and this is not a pod with a service account; pass a kubeconfig path',
     );
   }
+  const shareAgent = sharedAgentCache();
   const requestOptions = async (): Promise<RequestOptions> => {
     const prepared: RequestOptions = {};
     await config.applyToHTTPSOptions(prepared);
+    shareAgent(prepared);
     return prepared;
   };
   try {
     // Once up front, so that a missing certificate file or a plain-http server without
     // insecure-skip-tls-verify is a configuration error now rather than a retried failure later.
-    const probe = await requestOptions();
-    (probe.agent as { destroy?: () => void } | undefined)?.destroy?.();
+    releaseRequestAgent((await requestOptions()).agent);
   } catch (error) {
     throw new KubeConfigError(
       `cannot prepare requests to ${cluster.server}: ${safeErrorMessage(error)}`,

@@ -7,7 +7,7 @@
  * without a model-class round trip, and closing the connection itself on every path (client-node's
  * `Watch` parses with a readline interface and hides the request behind a callback).
  */
-import type { Agent, ClientRequest, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
@@ -20,7 +20,12 @@ import {
   statusFromDecodedResponse,
   statusFromResponse,
 } from './api-errors.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  loadApiConnection,
+  releaseRequestAgent,
+} from './connection.js';
 import { MalformedPodError, type Pod, parsePod } from './pod.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 import {
@@ -63,10 +68,6 @@ const TCP_KEEPALIVE_MS = 30_000;
 
 function podsPath(namespace: string | undefined): string {
   return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
-}
-
-function destroyAgent(agent: unknown): void {
-  (agent as Agent | undefined)?.destroy?.();
 }
 
 function bodyOf(response: IncomingMessage): Readable {
@@ -272,7 +273,7 @@ export class HttpPodApi implements PodApi {
             : new ApiConnectionError('LIST', error);
         } finally {
           open.request.destroy();
-          destroyAgent(open.agent);
+          releaseRequestAgent(open.agent);
         }
       } finally {
         resolveHead(undefined);
@@ -335,7 +336,7 @@ export class HttpPodApi implements PodApi {
       request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
       request.on('response', (response) => resolve({ request, response, agent }));
       request.on('error', (error) => {
-        destroyAgent(agent);
+        releaseRequestAgent(agent);
         reject(signal.aborted ? signal.reason : new ApiConnectionError(verb, error));
       });
       request.end();
@@ -352,7 +353,7 @@ export class HttpPodApi implements PodApi {
       // The status code alone still classifies the failure.
     } finally {
       open.request.destroy();
-      destroyAgent(agent);
+      releaseRequestAgent(agent);
     }
     const retryAfter = response.headers['retry-after'];
     const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
@@ -447,7 +448,7 @@ class HttpWatchStream implements WatchStream {
     this.#closed = true;
     this.#open.response.destroy();
     this.#open.request.destroy();
-    destroyAgent(this.#open.agent);
+    releaseRequestAgent(this.#open.agent);
   }
 }
 

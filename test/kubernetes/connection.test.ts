@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   checkClusterConfig,
+  IDLE_CONNECTION_TIMEOUT_MS,
   KubeConfigError,
   loadApiConnection,
+  releaseRequestAgent,
 } from '../../src/kubernetes/connection.js';
 
 const PASSWORD = 'hunter2-very-secret';
@@ -167,5 +169,68 @@ describe('checkClusterConfig', () => {
     const path = file(kubeconfig(['server: https://127.0.0.1:1'], 'gone'));
     const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
     expect(error.message).toMatch(/no usable current context \(current-context: "gone"\)/);
+  });
+});
+
+describe('loadApiConnection: connections are reused', () => {
+  type AgentLike = { keepAlive?: boolean; options?: { timeout?: number } };
+
+  it('hands every request the same keep-alive agent while the TLS material is the same', async () => {
+    const ca = join(dir(), 'ca.crt');
+    writeFileSync(ca, 'ca-one');
+    const connection = await loadApiConnection({
+      kubeconfigPath: file(
+        kubeconfig(['server: https://127.0.0.1:1', `certificate-authority: ${ca}`]),
+      ),
+    });
+    const first = (await connection.requestOptions()).agent as AgentLike;
+    const second = (await connection.requestOptions()).agent as AgentLike;
+    expect(second).toBe(first);
+    expect(first.keepAlive).toBe(true);
+    expect(first.options?.timeout).toBe(IDLE_CONNECTION_TIMEOUT_MS);
+    // Each request carries its own (rotating) token; only the connection is shared.
+    expect((await connection.requestOptions()).headers).toMatchObject({
+      Authorization: `Bearer ${TOKEN}`,
+    });
+  });
+
+  it('makes a new agent when the certificate authority file changes, leaving the old one to its requests', async () => {
+    const ca = join(dir(), 'ca.crt');
+    writeFileSync(ca, 'ca-one');
+    const connection = await loadApiConnection({
+      kubeconfigPath: file(
+        kubeconfig(['server: https://127.0.0.1:1', `certificate-authority: ${ca}`]),
+      ),
+    });
+    const before = (await connection.requestOptions()).agent as AgentLike;
+    writeFileSync(ca, 'ca-two');
+    const after = (await connection.requestOptions()).agent as AgentLike;
+    expect(after).not.toBe(before);
+    let destroyed = false;
+    (before as { destroy(): void }).destroy = () => {
+      destroyed = true;
+    };
+    releaseRequestAgent(before);
+    expect(destroyed).toBe(false);
+    expect((await connection.requestOptions()).agent).toBe(after);
+  });
+
+  it('leaves a proxy’s agent per request, and destroys it when the request is done', async () => {
+    const connection = await loadApiConnection({
+      kubeconfigPath: file(
+        kubeconfig(['server: https://127.0.0.1:1', 'proxy-url: http://127.0.0.1:3128']),
+      ),
+    });
+    const first = (await connection.requestOptions()).agent as AgentLike & { destroy(): void };
+    const second = (await connection.requestOptions()).agent;
+    expect(second).not.toBe(first);
+    let destroyed = false;
+    const destroy = first.destroy.bind(first);
+    first.destroy = () => {
+      destroyed = true;
+      destroy();
+    };
+    releaseRequestAgent(first);
+    expect(destroyed).toBe(true);
   });
 });

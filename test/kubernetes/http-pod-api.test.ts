@@ -46,6 +46,32 @@ async function collect(frames: AsyncIterable<WatchFrame>): Promise<unknown[]> {
   return out;
 }
 
+describe('HttpPodApi connections', () => {
+  it('reuses one kept-alive connection for LISTs one after another and the watch that follows', async () => {
+    server.pods = ['a', 'b'].map((name) => rawPod({ name }));
+    for (let i = 0; i < 3; i += 1) await api.listPods({ signal: signal() });
+    const stream = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 60,
+      signal: signal(),
+    });
+    expect(server.requests).toHaveLength(4);
+    expect(server.connections).toBe(1);
+    stream.close();
+  });
+
+  it('does not give a closed watch’s connection to the next request', async () => {
+    const first = await api.watchPods({
+      resourceVersion: '1',
+      timeoutSeconds: 60,
+      signal: signal(),
+    });
+    first.close();
+    await api.listPods({ signal: signal() });
+    expect(server.connections).toBe(2);
+  });
+});
+
 describe('HttpPodApi LIST', () => {
   it('follows continue pages and returns every pod with the collection version', async () => {
     server.pods = ['a', 'b', 'c', 'd', 'e'].map((name) => rawPod({ name }));

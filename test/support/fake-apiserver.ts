@@ -84,6 +84,8 @@ export class FakeApiServer {
   /** What LIST serves, in order; `resourceVersion` is the collection's version. */
   pods: unknown[] = [];
   resourceVersion = '1';
+  /** TCP connections accepted: a client that reuses its connections opens few. */
+  connections = 0;
   readonly #server: Server;
   readonly #scripts: Record<'LIST' | 'WATCH', Array<ScriptedResponse | 'normal'>> = {
     LIST: [],
@@ -99,6 +101,9 @@ export class FakeApiServer {
     const server = createServer();
     const fake = new FakeApiServer(server);
     server.on('request', (request, response) => fake.#handle(request, response));
+    server.on('connection', () => {
+      fake.connections += 1;
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return fake;
   }
