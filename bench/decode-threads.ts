@@ -10,18 +10,21 @@
  * to the last page decoded.
  */
 import { availableParallelism, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { FakeListServer } from './fake-list-server.js';
 
-const { values } = parseArgs({
-  options: {
+const USAGE =
+  'usage: node dist/bench/decode-threads.js [--pods N (10000)] [--runs N (3)] [--threads 1,2,3]';
+const values = parseBenchArgs(
+  {
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
     threads: { type: 'string', default: '1,2,3' },
   },
-});
+  USAGE,
+);
 const pods = Number(values.pods);
 const runs = Number(values.runs);
 const threadCounts = values.threads.split(',').map(Number);

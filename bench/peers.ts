@@ -23,23 +23,26 @@
  */
 import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { loadApiConnection } from '../src/kubernetes/connection.js';
 import { HttpPodApi } from '../src/kubernetes/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
+import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
 import { clientGoPeer, runClientGo, runNodeVariant } from './peer-runner.js';
 
-const { values } = parseArgs({
-  options: {
+const USAGE =
+  'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]';
+const values = parseBenchArgs(
+  {
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
     json: { type: 'boolean', default: false },
     'list-probe': { type: 'boolean', default: false },
   },
-});
+  USAGE,
+);
 const pods = Number(values.pods);
 const runs = Number(values.runs);
 if (!(Number.isInteger(pods) && pods > 0 && Number.isInteger(runs) && runs > 0)) {

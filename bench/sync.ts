@@ -31,9 +31,9 @@
  */
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { DEFAULT_LIST_PAGE_SIZE } from '../src/kubernetes/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
+import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { FakeListServer } from './fake-list-server.js';
 import { clientGoPeer, latencyOf, runClientGo, runNodeVariant } from './peer-runner.js';
@@ -49,8 +49,10 @@ export const HEAP_FLAT_TOLERANCE = 1.1;
 type Name = VariantName | 'client-go';
 const VARIANTS: readonly Name[] = ['worker', 'parse', 'informer', 'client-go'];
 
-const { values } = parseArgs({
-  options: {
+const USAGE =
+  'usage: npm run bench:sync -- [--pods N[,N…] (10000)] [--runs N (3)] [--variants worker,parse,informer,client-go] [--latency-events N (1000)] [--client-go-qps N] [--tail-ms N (500)] [--page-size N] [--chunk N] [--node-flags "…"] [--json] [--check]';
+const values = parseBenchArgs(
+  {
     pods: { type: 'string', default: '10000' },
     'latency-events': { type: 'string', default: '1000' },
     'client-go-qps': { type: 'string' },
@@ -63,7 +65,8 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     check: { type: 'boolean', default: false },
   },
-});
+  USAGE,
+);
 
 function count(flag: string, raw: string | undefined, min: number): number | undefined {
   if (raw === undefined) return undefined;
