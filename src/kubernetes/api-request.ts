@@ -14,8 +14,14 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import http from 'node:http';
 import https from 'node:https';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
-import { type ApiConnection, releaseRequestAgent } from './connection.js';
+import { type ApiConnection, failedOnStaleConnection, releaseRequestAgent } from './connection.js';
 import { safeErrorMessage } from './safe-error.js';
+
+/**
+ * Methods sent again when a kept-alive connection turns out closed under them: a second GET, PUT
+ * or DELETE has the effect of one (a PUT carries its resourceVersion), a second POST may not.
+ */
+const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 
 /** What the server answered: any status, the whole (bounded) body. */
 export interface ApiAnswer {
@@ -97,24 +103,38 @@ export async function apiRequest(
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
-    return await new Promise<ApiAnswer>((resolve, reject) => {
-      request = transport.request(url, { ...prepared, method, headers, signal: combined });
-      request.on('response', (response: IncomingMessage) => {
-        readBody(response).then(
-          (text) => {
-            const retryAfter = response.headers['retry-after'];
-            resolve({
-              statusCode: response.statusCode ?? 0,
-              body: text,
-              retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-            });
-          },
-          (error: unknown) => reject(error === refused ? error : failure(error)),
-        );
+    const send = (retryStale: boolean): Promise<ApiAnswer> =>
+      new Promise<ApiAnswer>((resolve, reject) => {
+        const current = transport.request(url, { ...prepared, method, headers, signal: combined });
+        request = current;
+        let answered = false;
+        current.on('response', (response: IncomingMessage) => {
+          answered = true;
+          readBody(response).then(
+            (text) => {
+              const retryAfter = response.headers['retry-after'];
+              resolve({
+                statusCode: response.statusCode ?? 0,
+                body: text,
+                retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+              });
+            },
+            (error: unknown) => reject(error === refused ? error : failure(error)),
+          );
+        });
+        current.on('error', (error) => {
+          const resend =
+            retryStale &&
+            !answered &&
+            IDEMPOTENT_METHODS.has(method) &&
+            !combined.aborted &&
+            failedOnStaleConnection(current, error);
+          if (resend) resolve(send(false));
+          else reject(failure(error));
+        });
+        current.end(payload);
       });
-      request.on('error', (error) => reject(failure(error)));
-      request.end(payload);
-    });
+    return await send(true);
   } catch (error) {
     if (error !== refused && combined.aborted) throw failure(error);
     throw error;

@@ -23,6 +23,7 @@ import {
 import {
   type ApiConnection,
   type ClusterOptions,
+  failedOnStaleConnection,
   loadApiConnection,
   releaseRequestAgent,
 } from './connection.js';
@@ -326,21 +327,30 @@ export class HttpPodApi implements PodApi {
     for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
     const transport = url.protocol === 'http:' ? http : https;
     const { agent } = prepared;
-    const open = await new Promise<OpenResponse>((resolve, reject) => {
-      const request = transport.request(url, {
-        ...prepared,
-        method: 'GET',
-        headers: { ...prepared.headers, Accept: this.#accept, ...headers },
-        signal,
+    const send = (retryStale: boolean): Promise<OpenResponse | 'stale'> =>
+      new Promise((resolve, reject) => {
+        const request = transport.request(url, {
+          ...prepared,
+          method: 'GET',
+          headers: { ...prepared.headers, Accept: this.#accept, ...headers },
+          signal,
+        });
+        request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
+        request.on('response', (response) => resolve({ request, response, agent }));
+        request.on('error', (error) => {
+          if (retryStale && !signal.aborted && failedOnStaleConnection(request, error)) {
+            resolve('stale');
+            return;
+          }
+          releaseRequestAgent(agent);
+          reject(signal.aborted ? signal.reason : new ApiConnectionError(verb, error));
+        });
+        request.end();
       });
-      request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
-      request.on('response', (response) => resolve({ request, response, agent }));
-      request.on('error', (error) => {
-        releaseRequestAgent(agent);
-        reject(signal.aborted ? signal.reason : new ApiConnectionError(verb, error));
-      });
-      request.end();
-    });
+    let sent = await send(true);
+    if (sent === 'stale') sent = await send(false);
+    if (sent === 'stale') throw new ApiConnectionError(verb, new Error('connection reset'));
+    const open = sent;
     const { response } = open;
     if (response.statusCode === 200) return open;
     let body = '';

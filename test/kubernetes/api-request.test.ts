@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { apiRequest } from '../../src/kubernetes/api-request.js';
+import { loadApiConnection } from '../../src/kubernetes/connection.js';
+import { FakeApiServer } from '../support/fake-apiserver.js';
 
 const signal = new AbortController().signal;
 const closers: Array<() => Promise<void>> = [];
@@ -55,5 +57,37 @@ describe('apiRequest', () => {
     expect((error as Error).message).toMatch(/^GET Thing ns\/a: exec plugin said/);
     expect((error as Error).message).not.toContain('tok-123');
     expect((error as Error).cause).toBeUndefined();
+  });
+});
+
+describe('apiRequest on kept-alive connections', () => {
+  async function fake(): Promise<{
+    server: FakeApiServer;
+    connection: Awaited<ReturnType<typeof loadApiConnection>>;
+  }> {
+    const server = await FakeApiServer.start();
+    closers.push(() => server.close());
+    const connection = await loadApiConnection({ kubeconfigPath: server.writeKubeconfig() });
+    return { server, connection };
+  }
+  const get = { ...request, path: '/api/v1/pods', maxBodyBytes: 4096 };
+
+  it('sends a GET again at once when the connection it reused was closed under it', async () => {
+    const { server, connection } = await fake();
+    await apiRequest(connection, get);
+    server.cutReusedConnections = 1;
+    await expect(apiRequest(connection, get)).resolves.toMatchObject({ statusCode: 200 });
+    expect(server.cutRequests).toEqual([{ method: 'GET', path: '/api/v1/pods' }]);
+    expect(server.connections).toBe(2);
+  });
+
+  it('does not send a POST again: a second POST may not have the effect of one', async () => {
+    const { server, connection } = await fake();
+    await apiRequest(connection, get);
+    server.cutReusedConnections = 1;
+    const post = { ...get, method: 'POST', what: 'POST Thing ns/a', body: { kind: 'Thing' } };
+    await expect(apiRequest(connection, post)).rejects.toThrow(/^POST Thing ns\/a: /);
+    expect(server.cutRequests).toEqual([{ method: 'POST', path: '/api/v1/pods' }]);
+    expect(server.requests).toHaveLength(1);
   });
 });

@@ -60,6 +60,26 @@ describe('HttpPodApi connections', () => {
     stream.close();
   });
 
+  it('sends a LIST again at once on a new connection when its kept-alive one was closed under it', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    await api.listPods({ signal: signal() });
+    server.cutReusedConnections = 1;
+    const list = await api.listPods({ signal: signal() });
+    expect(names(list.pods)).toEqual(['a']);
+    expect(server.cutRequests).toEqual([{ method: 'GET', path: '/api/v1/pods' }]);
+    expect(server.requests).toHaveLength(2);
+    expect(server.connections).toBe(2);
+  });
+
+  it('sends it again only once: when the resend is cut too, the LIST fails as a connection error', async () => {
+    // Two LISTs side by side leave two kept-alive connections in the pool.
+    await Promise.all([api.listPods({ signal: signal() }), api.listPods({ signal: signal() })]);
+    expect(server.connections).toBe(2);
+    server.cutReusedConnections = 2;
+    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(ApiConnectionError);
+    expect(server.cutRequests).toHaveLength(2);
+  });
+
   it('does not give a closed watch’s connection to the next request', async () => {
     const first = await api.watchPods({
       resourceVersion: '1',

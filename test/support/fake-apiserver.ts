@@ -86,6 +86,14 @@ export class FakeApiServer {
   resourceVersion = '1';
   /** TCP connections accepted: a client that reuses its connections opens few. */
   connections = 0;
+  /**
+   * How many of the next requests that arrive on an already used connection are cut without an
+   * answer, as a server closing an idle kept-alive connection just as the client reuses it.
+   */
+  cutReusedConnections = 0;
+  /** Requests cut that way (not in `requests`: the server never handled them). */
+  cutRequests: Array<{ method: string; path: string }> = [];
+  readonly #usedSockets = new WeakSet<object>();
   readonly #server: Server;
   readonly #scripts: Record<'LIST' | 'WATCH', Array<ScriptedResponse | 'normal'>> = {
     LIST: [],
@@ -170,6 +178,13 @@ export class FakeApiServer {
 
   #handle(request: IncomingMessage, response: ServerResponse): void {
     const url = new URL(request.url ?? '/', 'http://localhost');
+    if (this.#usedSockets.has(request.socket) && this.cutReusedConnections > 0) {
+      this.cutReusedConnections -= 1;
+      this.cutRequests.push({ method: request.method ?? '', path: url.pathname });
+      request.socket.destroy();
+      return;
+    }
+    this.#usedSockets.add(request.socket);
     const query = Object.fromEntries(url.searchParams);
     const verb = query.watch === 'true' ? 'WATCH' : 'LIST';
     const recorded: RecordedHttpRequest = {
