@@ -175,14 +175,20 @@ describe('checkClusterConfig', () => {
 describe('loadApiConnection: connections are reused', () => {
   type AgentLike = { keepAlive?: boolean; options?: { timeout?: number } };
 
-  it('hands every request the same keep-alive agent while the TLS material is the same', async () => {
+  /** A connection to an https server whose CA the kubeconfig names by file, read per request. */
+  async function withCaFile(content: string) {
     const ca = join(dir(), 'ca.crt');
-    writeFileSync(ca, 'ca-one');
+    writeFileSync(ca, content);
     const connection = await loadApiConnection({
       kubeconfigPath: file(
         kubeconfig(['server: https://127.0.0.1:1', `certificate-authority: ${ca}`]),
       ),
     });
+    return { ca, connection };
+  }
+
+  it('hands every request the same keep-alive agent while the TLS material is the same', async () => {
+    const { connection } = await withCaFile('ca-one');
     const first = (await connection.requestOptions()).agent as AgentLike;
     const second = (await connection.requestOptions()).agent as AgentLike;
     expect(second).toBe(first);
@@ -195,13 +201,7 @@ describe('loadApiConnection: connections are reused', () => {
   });
 
   it('makes a new agent when the certificate authority file changes, leaving the old one to its requests', async () => {
-    const ca = join(dir(), 'ca.crt');
-    writeFileSync(ca, 'ca-one');
-    const connection = await loadApiConnection({
-      kubeconfigPath: file(
-        kubeconfig(['server: https://127.0.0.1:1', `certificate-authority: ${ca}`]),
-      ),
-    });
+    const { ca, connection } = await withCaFile('ca-one');
     const before = (await connection.requestOptions()).agent as AgentLike;
     writeFileSync(ca, 'ca-two');
     const after = (await connection.requestOptions()).agent as AgentLike;
