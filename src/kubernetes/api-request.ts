@@ -10,18 +10,11 @@
  * (an exec credential plugin, a token file), whose text may quote credentials, is redacted
  * (./safe-error.ts) and not kept as `cause`, so a bearer token cannot leak into a log line.
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
-import { type ApiConnection, failedOnStaleConnection, releaseRequestAgent } from './connection.js';
+import { openApiExchange } from './api-exchange.js';
+import { type ApiConnection, releaseRequestAgent } from './connection.js';
 import { safeErrorMessage } from './safe-error.js';
-
-/**
- * Methods sent again when a kept-alive connection turns out closed under them: a second GET, PUT
- * or DELETE has the effect of one (a PUT carries its resourceVersion), a second POST may not.
- */
-const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
 
 /** What the server answered: any status, the whole (bounded) body. */
 export interface ApiAnswer {
@@ -89,13 +82,8 @@ export async function apiRequest(
   };
   try {
     combined.throwIfAborted();
-    const url = new URL(connection.server);
-    const [pathname, search] = options.path.split('?', 2) as [string, string | undefined];
-    url.pathname = `${url.pathname.replace(/\/+$/, '')}${pathname}`;
-    if (search) url.search = search;
-    const transport = url.protocol === 'http:' ? http : https;
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string | number> = {
+    const headers: OutgoingHttpHeaders = {
       ...(prepared.headers as Record<string, string>),
       Accept: 'application/json',
     };
@@ -103,38 +91,30 @@ export async function apiRequest(
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = Buffer.byteLength(payload);
     }
-    const send = (retryStale: boolean): Promise<ApiAnswer> =>
-      new Promise<ApiAnswer>((resolve, reject) => {
-        const current = transport.request(url, { ...prepared, method, headers, signal: combined });
-        request = current;
-        let answered = false;
-        current.on('response', (response: IncomingMessage) => {
-          answered = true;
-          readBody(response).then(
-            (text) => {
-              const retryAfter = response.headers['retry-after'];
-              resolve({
-                statusCode: response.statusCode ?? 0,
-                body: text,
-                retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-              });
-            },
-            (error: unknown) => reject(error === refused ? error : failure(error)),
-          );
-        });
-        current.on('error', (error) => {
-          const resend =
-            retryStale &&
-            !answered &&
-            IDEMPOTENT_METHODS.has(method) &&
-            !combined.aborted &&
-            failedOnStaleConnection(current, error);
-          if (resend) resolve(send(false));
-          else reject(failure(error));
-        });
-        current.end(payload);
-      });
-    return await send(true);
+    let response: IncomingMessage;
+    try {
+      ({ request, response } = await openApiExchange(connection.server, prepared, {
+        method,
+        path: options.path,
+        headers,
+        payload,
+        signal: combined,
+      }));
+    } catch (error) {
+      throw failure(error);
+    }
+    let text: string;
+    try {
+      text = await readBody(response);
+    } catch (error) {
+      throw error === refused ? error : failure(error);
+    }
+    const retryAfter = response.headers['retry-after'];
+    return {
+      statusCode: response.statusCode ?? 0,
+      body: text,
+      retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+    };
   } catch (error) {
     if (error !== refused && combined.aborted) throw failure(error);
     throw error;

@@ -155,20 +155,6 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
   };
 }
 
-/**
- * Whether a request failed only because the kept-alive connection it was given had just been
- * closed by the server (an idle close crossing our reuse): reset before any answer, on a reused
- * socket. Such a request never reached the server's handler, so an idempotent one is sent again
- * at once on a new connection, as Go's transport does and node's http documentation advises.
- */
-export function failedOnStaleConnection(
-  request: { reusedSocket?: boolean },
-  error: unknown,
-): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return request.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE');
-}
-
 /** client-node's `loadFromDefault` ends here when it found nothing at all. */
 const FALLBACK_CONTEXT = 'loaded-context';
 const FALLBACK_SERVER = 'http://localhost:8080';

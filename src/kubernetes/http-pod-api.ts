@@ -7,9 +7,7 @@
  * without a model-class round trip, and closing the connection itself on every path (client-node's
  * `Watch` parses with a readline interface and hides the request behind a callback).
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import {
@@ -20,10 +18,10 @@ import {
   statusFromDecodedResponse,
   statusFromResponse,
 } from './api-errors.js';
+import { openApiExchange } from './api-exchange.js';
 import {
   type ApiConnection,
   type ClusterOptions,
-  failedOnStaleConnection,
   loadApiConnection,
   releaseRequestAgent,
 } from './connection.js';
@@ -63,9 +61,6 @@ export const DEFAULT_LIST_PAGE_SIZE = 500;
 
 /** How much of an error body is read: a Status is small; anything bigger is not one. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
-
-/** TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. */
-const TCP_KEEPALIVE_MS = 30_000;
 
 function podsPath(namespace: string | undefined): string {
   return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
@@ -322,35 +317,21 @@ export class HttpPodApi implements PodApi {
     } catch (error) {
       throw new ApiConnectionError(verb, error);
     }
-    const url = new URL(this.#connection.server);
-    url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
-    for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-    const transport = url.protocol === 'http:' ? http : https;
     const { agent } = prepared;
-    const send = (retryStale: boolean): Promise<OpenResponse | 'stale'> =>
-      new Promise((resolve, reject) => {
-        const request = transport.request(url, {
-          ...prepared,
-          method: 'GET',
-          headers: { ...prepared.headers, Accept: this.#accept, ...headers },
-          signal,
-        });
-        request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
-        request.on('response', (response) => resolve({ request, response, agent }));
-        request.on('error', (error) => {
-          if (retryStale && !signal.aborted && failedOnStaleConnection(request, error)) {
-            resolve('stale');
-            return;
-          }
-          releaseRequestAgent(agent);
-          reject(signal.aborted ? signal.reason : new ApiConnectionError(verb, error));
-        });
-        request.end();
+    let open: OpenResponse;
+    try {
+      const exchange = await openApiExchange(this.#connection.server, prepared, {
+        method: 'GET',
+        path,
+        query,
+        headers: { ...(prepared.headers as OutgoingHttpHeaders), Accept: this.#accept, ...headers },
+        signal,
       });
-    let sent = await send(true);
-    if (sent === 'stale') sent = await send(false);
-    if (sent === 'stale') throw new ApiConnectionError(verb, new Error('connection reset'));
-    const open = sent;
+      open = { ...exchange, agent };
+    } catch (error) {
+      releaseRequestAgent(agent);
+      throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error);
+    }
     const { response } = open;
     if (response.statusCode === 200) return open;
     let body = '';

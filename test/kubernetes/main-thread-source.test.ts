@@ -96,6 +96,9 @@ describe('WorkerPodSource', () => {
     const first = drain(source.source());
     await server.watch(1);
     await eventually('the first replace', () => first.items.length === 1);
+    // The server has the WATCH before the worker has its answer and reports it: a crash before
+    // that report would lose the count, so the crash comes after it.
+    await eventually('the first watch in the stats', () => source.stats().watchOpens === 1);
     await source.terminateWorker();
     await eventually('the stream to fail', () => first.done);
     expect(first.error).toBeInstanceOf(Error);

@@ -1,0 +1,99 @@
+/**
+ * One request to the API server, up to its response head: the part every caller shares. It
+ * builds the URL below the server's base, picks `http` or `https`, turns on TCP keepalive, sends
+ * over the connection's kept-alive agent (./connection.ts), and sends an idempotent request again,
+ * once, when the reused connection it was given had just been closed by the server. Reading the
+ * body, and what a status or an error means, stay with the callers: ./api-request.ts reads a
+ * bounded body (Lease, EndpointSlice), ./http-pod-api.ts streams LIST pages and watches.
+ */
+import http, {
+  type ClientRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+} from 'node:http';
+import https, { type RequestOptions } from 'node:https';
+
+/** TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. */
+const TCP_KEEPALIVE_MS = 30_000;
+
+/**
+ * Methods sent again when a kept-alive connection turns out closed under them: a second GET, PUT
+ * or DELETE has the effect of one (a PUT carries its resourceVersion), a second POST may not.
+ */
+const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+
+/**
+ * Whether a request failed only because the kept-alive connection it was given had just been
+ * closed by the server (an idle close crossing our reuse): reset before any answer, on a reused
+ * socket. Such a request never reached the server's handler, so an idempotent one is sent again
+ * at once on a new connection, as Go's transport does and node's http documentation advises.
+ */
+function failedOnStaleConnection(request: { reusedSocket?: boolean }, error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return request.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE');
+}
+
+export interface ApiExchangeOptions {
+  method: string;
+  /** Below the server's base URL, with an optional `?query`. */
+  path: string;
+  /** Query parameters added to the path's own. */
+  query?: Record<string, string>;
+  headers: OutgoingHttpHeaders;
+  /** The whole body, already encoded; none when undefined. */
+  payload?: string;
+  signal: AbortSignal;
+}
+
+/** A request whose response head has arrived; its body is still to be read. */
+export interface ApiExchange {
+  request: ClientRequest;
+  response: IncomingMessage;
+}
+
+/** `server` + `path` + `query`, keeping any path prefix of the server's URL (a proxy's). */
+function requestUrl(server: string, path: string, query: Record<string, string> = {}): URL {
+  const url = new URL(server);
+  const [pathname, search] = path.split('?', 2) as [string, string | undefined];
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${pathname}`;
+  if (search) url.search = search;
+  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+  return url;
+}
+
+/**
+ * Sends the request with `prepared` (the connection's options for this request) and resolves at
+ * the response head, whatever its status. Rejects with the transport's own error, or the
+ * signal's reason; the caller words it. The agent is the caller's to release.
+ */
+export function openApiExchange(
+  server: string,
+  prepared: RequestOptions,
+  options: ApiExchangeOptions,
+): Promise<ApiExchange> {
+  const url = requestUrl(server, options.path, options.query);
+  const transport = url.protocol === 'http:' ? http : https;
+  const { method, headers, payload, signal } = options;
+  const send = (resendIfStale: boolean): Promise<ApiExchange> =>
+    new Promise((resolve, reject) => {
+      const request = transport.request(url, { ...prepared, method, headers, signal });
+      request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
+      let answered = false;
+      request.on('response', (response) => {
+        answered = true;
+        resolve({ request, response });
+      });
+      request.on('error', (error) => {
+        if (answered) return; // the body's reader meets this failure
+        const resend =
+          resendIfStale &&
+          IDEMPOTENT_METHODS.has(method) &&
+          !signal.aborted &&
+          failedOnStaleConnection(request, error);
+        if (resend) resolve(send(false));
+        else reject(signal.aborted ? signal.reason : error);
+      });
+      request.end(payload);
+    });
+  return send(true);
+}
