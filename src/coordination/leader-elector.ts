@@ -438,6 +438,7 @@ export class LeaderElector {
       this.#logger.info(this.#logFields(), 'released leader lease');
     } else if (outcome.kind === 'not-held') {
       if (outcome.lease) this.#observe(outcome.lease, this.#clock.now(), false);
+      else this.#observed = null; // deleted: nobody holds it
       this.#logger.info(this.#logFields(), 'lease no longer held; nothing to release');
     } else if (outcome.kind === 'failed') {
       this.#logger.warn(

@@ -1,8 +1,8 @@
 /**
  * One request to the API server, up to its response head: the part every caller shares. It
  * builds the URL below the server's base, picks `http` or `https`, turns on TCP keepalive, sends
- * over the connection's kept-alive agent (./connection.ts), and sends an idempotent request again,
- * once, when the reused connection it was given had just been closed by the server. Reading the
+ * over the connection's kept-alive agent (./connection.ts), and sends a GET again, once, when the
+ * reused connection it was given had just been closed by the server. Reading the
  * body, and what a status or an error means, stay with the callers: ./api-request.ts reads a
  * bounded body (Lease, EndpointSlice), ./http-pod-api.ts streams LIST pages and watches.
  */
@@ -17,16 +17,19 @@ import https, { type RequestOptions } from 'node:https';
 const TCP_KEEPALIVE_MS = 30_000;
 
 /**
- * Methods sent again when a kept-alive connection turns out closed under them: a second GET, PUT
- * or DELETE has the effect of one (a PUT carries its resourceVersion), a second POST may not.
+ * Methods sent again when a kept-alive connection turns out closed under them, as Go's transport
+ * replays them: reads only. A write reset before its answer may still have been applied (the
+ * server can read the whole request before the connection drops), and a second PUT would then
+ * fail with a conflict that hides that the first one landed; writes are left to their callers'
+ * own retries, which read first.
  */
-const IDEMPOTENT_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+const RESENT_METHODS = new Set(['GET', 'HEAD']);
 
 /**
- * Whether a request failed only because the kept-alive connection it was given had just been
- * closed by the server (an idle close crossing our reuse): reset before any answer, on a reused
- * socket. Such a request never reached the server's handler, so an idempotent one is sent again
- * at once on a new connection, as Go's transport does and node's http documentation advises.
+ * Whether a request failed as a server's idle close crossing our reuse of the connection: reset
+ * before any answer, on a reused socket. A read is then sent once more (node's http documentation
+ * advises it); the agent gives it another pooled connection or a new one, and if that one fails
+ * too, the failure is the caller's to retry.
  */
 function failedOnStaleConnection(request: { reusedSocket?: boolean }, error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
@@ -78,16 +81,17 @@ export function openApiExchange(
     new Promise((resolve, reject) => {
       const request = transport.request(url, { ...prepared, method, headers, signal });
       request.on('socket', (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_MS));
-      let answered = false;
+      let settled = false;
       request.on('response', (response) => {
-        answered = true;
+        settled = true;
         resolve({ request, response });
       });
       request.on('error', (error) => {
-        if (answered) return; // the body's reader meets this failure
+        if (settled) return; // after the head, the body's reader meets this failure
+        settled = true;
         const resend =
           resendIfStale &&
-          IDEMPOTENT_METHODS.has(method) &&
+          RESENT_METHODS.has(method) &&
           !signal.aborted &&
           failedOnStaleConnection(request, error);
         if (resend) resolve(send(false));

@@ -68,6 +68,9 @@ export interface ApiConnection {
  */
 export const IDLE_CONNECTION_TIMEOUT_MS = 30_000;
 
+/** TCP keepalive probes on pooled connections, as on open ones (./api-exchange.ts): 30 s. */
+const TCP_KEEPALIVE_PROBE_MS = 30_000;
+
 /**
  * The TLS options client-node copies into each request's agent (`applyToHTTPSOptions`): two
  * requests whose values are all equal may share connections. Anything else in the options
@@ -144,6 +147,8 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
       const agentOptions = {
         ...material,
         keepAlive: true,
+        // node resets a pooled socket's TCP keepalive to this (1 s by default) when it is freed.
+        keepAliveMsecs: TCP_KEEPALIVE_PROBE_MS,
         timeout: IDLE_CONNECTION_TIMEOUT_MS,
       } as https.AgentOptions;
       const agent = kind === 'https' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);

@@ -485,6 +485,43 @@ describe('LeaderElector releasing', () => {
     expect(h.logger.mentioning('nothing to release', 'info')).toHaveLength(1);
   });
 
+  it('reports no leader when the read before a release finds the Lease deleted', async () => {
+    const h = harness();
+    const done = start(h);
+    await settle();
+    const held = h.lock.hold('update');
+    await h.clock.advance(2_000);
+    await held.called;
+    h.store.delete();
+    h.stop.abort();
+    await done;
+    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.elector.leader()).toBeNull();
+  });
+
+  it('gives the read and the update of a release one retry period between them, then abandons it', async () => {
+    const h = harness();
+    const done = start(h);
+    await settle();
+    const renewal = h.lock.hold('update');
+    await h.clock.advance(2_000);
+    await renewal.called;
+    const read = h.lock.hold('get', { honourSignal: false });
+    let resolved = false;
+    void done.then(() => {
+      resolved = true;
+    });
+    h.stop.abort();
+    const call = await read.called;
+    await h.clock.advance(1_999);
+    expect(resolved).toBe(false);
+    await h.clock.advance(1);
+    expect(resolved).toBe(true);
+    expect(call.signal.aborted).toBe(true);
+    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.logger.mentioning('abandoned', 'warn')).toHaveLength(1);
+  });
+
   it('lets a follower take over within one retry period of a release', async () => {
     const a = harness({ identity: 'a' });
     const b = harness({ identity: 'b' }, { clock: a.clock, store: a.store });

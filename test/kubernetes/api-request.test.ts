@@ -81,13 +81,16 @@ describe('apiRequest on kept-alive connections', () => {
     expect(server.connections).toBe(2);
   });
 
-  it('does not send a POST again: a second POST may not have the effect of one', async () => {
+  it.each([
+    ['POST', 'a second create may not have the effect of one'],
+    ['PUT', 'the first may have landed, and the second would hide it behind a conflict'],
+  ])('does not send a %s again: %s', async (method) => {
     const { server, connection } = await fake();
     await apiRequest(connection, get);
     server.cutReusedConnections = 1;
-    const post = { ...get, method: 'POST', what: 'POST Thing ns/a', body: { kind: 'Thing' } };
-    await expect(apiRequest(connection, post)).rejects.toThrow(/^POST Thing ns\/a: /);
-    expect(server.cutRequests).toEqual([{ method: 'POST', path: '/api/v1/pods' }]);
+    const write = { ...get, method, what: `${method} Thing ns/a`, body: { kind: 'Thing' } };
+    await expect(apiRequest(connection, write)).rejects.toThrow(`${method} Thing ns/a: `);
+    expect(server.cutRequests).toEqual([{ method, path: '/api/v1/pods' }]);
     expect(server.requests).toHaveLength(1);
   });
 });

@@ -107,6 +107,9 @@ export class FakeApiServer {
 
   static async start(): Promise<FakeApiServer> {
     const server = createServer();
+    // Kept-alive connections stay until the test closes them, however slow the machine: tests
+    // count connections, and node's 5 s idle timeout would otherwise close one between requests.
+    server.keepAliveTimeout = 0;
     const fake = new FakeApiServer(server);
     server.on('request', (request, response) => fake.#handle(request, response));
     server.on('connection', () => {
