@@ -4,8 +4,12 @@
  * moment, a release hands the lease over within a few retry periods (not a whole lease), and the
  * MicroTimes written come back from the server byte for byte.
  *
+ * The electors reach the API server through the fault proxy (./fault-proxy.ts), which can hold a
+ * renewal's answer back, so the leader can be cancelled with a renewal applied but not yet answered.
  * Waits poll real time; no assertion rests on a fixed sleep.
  */
+
+import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -18,21 +22,37 @@ import {
 } from '../../src/index.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
+import { FaultProxy } from './fault-proxy.js';
 import { waitUntil } from './support-reflector.js';
 
 /** Short but sane: renew deadline > 1.2 × retry period, lease > renew deadline. */
 const TIMING = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 } as const;
 
+/** How long the proxy holds a renewal's answer back, so the leader can be cancelled mid-renewal. */
+const ANSWER_HELD_MS = 400;
+/** A renewal on the wire this long has been applied by the API server (a few ms on loopback). */
+const APPLIED_AFTER_MS = 150;
+
 let env: KubeEnvironment;
+/** Between the electors and the API server, so a renewal's answer can be held back. */
+let proxy: FaultProxy;
+let proxyKubeconfig: string;
 beforeAll(async () => {
   env = await startKubeEnvironment({ watchCache: true });
+  proxy = await FaultProxy.start({ upstream: env.server, upstreamCaPath: env.caPath });
+  proxyKubeconfig = proxy.writeKubeconfig(join(env.stateDir, 'lease.proxy.json'), env.token);
 });
 afterAll(async () => {
+  await proxy?.close();
   await env?.stop();
 });
 
-function lockFor(namespace: string, name: string): Promise<KubernetesLeaseLock> {
-  return connectLeaseLock({ kubeconfigPath: env.kubeconfigPath, namespace, name });
+function lockFor(
+  namespace: string,
+  name: string,
+  kubeconfigPath = env.kubeconfigPath,
+): Promise<KubernetesLeaseLock> {
+  return connectLeaseLock({ kubeconfigPath, namespace, name });
 }
 
 /**
@@ -43,6 +63,7 @@ function lockFor(namespace: string, name: string): Promise<KubernetesLeaseLock> 
  */
 class WriteTrackingLock implements LeaseLock {
   writesInFlight = 0;
+  lastWriteStartedAt = 0;
   lastWriteSettledAt = 0;
   constructor(private readonly lock: LeaseLock) {}
   get(signal: AbortSignal) {
@@ -59,6 +80,7 @@ class WriteTrackingLock implements LeaseLock {
   }
   async #tracked<T>(write: () => Promise<T>): Promise<T> {
     this.writesInFlight += 1;
+    this.lastWriteStartedAt = Date.now();
     try {
       return await write();
     } finally {
@@ -79,14 +101,24 @@ async function betweenRenewals(lock: WriteTrackingLock): Promise<void> {
   throw new Error('no quiet moment between two renewals in ten retry periods');
 }
 
-/** Resolves as soon as a renewal has been sent and not yet answered. */
+/**
+ * Resolves while a renewal is on the wire, applied by the API server but not yet answered: the
+ * proxy holds answers back for a moment, and the renewal has been out long enough to have landed.
+ */
 async function duringRenewal(lock: WriteTrackingLock): Promise<void> {
-  const deadline = Date.now() + 10 * TIMING.retryPeriodMs;
-  while (Date.now() < deadline) {
-    if (lock.writesInFlight > 0) return;
-    await new Promise((resolve) => setImmediate(resolve));
+  await betweenRenewals(lock);
+  proxy.setFault({ kind: 'delay', ms: ANSWER_HELD_MS });
+  try {
+    const deadline = Date.now() + 10 * TIMING.retryPeriodMs;
+    while (Date.now() < deadline) {
+      const onTheWire = Date.now() - lock.lastWriteStartedAt;
+      if (lock.writesInFlight > 0 && onTheWire >= APPLIED_AFTER_MS) return;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    throw new Error('no renewal on the wire in ten retry periods');
+  } finally {
+    proxy.clear();
   }
-  throw new Error('no renewal sent in ten retry periods');
 }
 
 describe('KubernetesLeaseLock against kube-apiserver', () => {
@@ -149,7 +181,7 @@ describe('KubernetesLeaseLock against kube-apiserver', () => {
         }
       >();
       for (const identity of ['a', 'b']) {
-        const lock = new WriteTrackingLock(await lockFor(namespace, 'leader'));
+        const lock = new WriteTrackingLock(await lockFor(namespace, 'leader', proxyKubeconfig));
         const logger = new RecordingLogger();
         const elector = new LeaderElector({
           lock,
