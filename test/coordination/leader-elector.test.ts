@@ -7,7 +7,7 @@ import {
   type LeaseRecord,
 } from '../../src/index.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
-import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeLeaseLock, FakeLeaseStore, type HeldCall } from '../support/fake-lease-lock.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
 const WALL_START = Date.UTC(2026, 10, 30, 20, 41, 7, 123);
@@ -384,6 +384,19 @@ describe('LeaderElector renewing', () => {
   });
 });
 
+/** Leading since 0, with the renewal sent at 2,000 still unanswered. */
+async function leadingWithRenewalOnTheWire(
+  options: { honourSignal?: boolean } = {},
+): Promise<{ h: Harness; done: Promise<void>; held: HeldCall }> {
+  const h = harness();
+  const done = start(h);
+  await settle();
+  const held = h.lock.hold('update', options);
+  await h.clock.advance(2_000);
+  await held.called;
+  return { h, done, held };
+}
+
 describe('LeaderElector releasing', () => {
   it('releases on cancel: holder "", one second, fresh timestamps, transitions kept; then resolves', async () => {
     const h = harness();
@@ -447,12 +460,7 @@ describe('LeaderElector releasing', () => {
   });
 
   it('reads the Lease first and releases on its resourceVersion when a renewal was abandoned on the wire', async () => {
-    const h = harness();
-    const done = start(h);
-    await settle();
-    const held = h.lock.hold('update', { honourSignal: false });
-    await h.clock.advance(2_000);
-    await held.called;
+    const { h, done, held } = await leadingWithRenewalOnTheWire({ honourSignal: false });
     held.release(); // the server applies the renewal; its answer never reaches the elector
     h.stop.abort();
     await done;
@@ -470,12 +478,7 @@ describe('LeaderElector releasing', () => {
   });
 
   it('does not release a Lease another elector took while its abandoned renewal was in doubt', async () => {
-    const h = harness();
-    const done = start(h);
-    await settle();
-    const held = h.lock.hold('update');
-    await h.clock.advance(2_000);
-    await held.called;
+    const { h, done } = await leadingWithRenewalOnTheWire();
     h.store.put(heldBy('b'));
     h.stop.abort();
     await done;
@@ -486,12 +489,7 @@ describe('LeaderElector releasing', () => {
   });
 
   it('reports no leader when the read before a release finds the Lease deleted', async () => {
-    const h = harness();
-    const done = start(h);
-    await settle();
-    const held = h.lock.hold('update');
-    await h.clock.advance(2_000);
-    await held.called;
+    const { h, done } = await leadingWithRenewalOnTheWire();
     h.store.delete();
     h.stop.abort();
     await done;
@@ -500,12 +498,7 @@ describe('LeaderElector releasing', () => {
   });
 
   it('gives the read and the update of a release one retry period between them, then abandons it', async () => {
-    const h = harness();
-    const done = start(h);
-    await settle();
-    const renewal = h.lock.hold('update');
-    await h.clock.advance(2_000);
-    await renewal.called;
+    const { h, done } = await leadingWithRenewalOnTheWire();
     const read = h.lock.hold('get', { honourSignal: false });
     let resolved = false;
     void done.then(() => {
