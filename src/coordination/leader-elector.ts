@@ -100,7 +100,8 @@ export class LeaderElector {
    * True from the moment a write is sent until it settles while its attempt is still wanted. An
    * abandoned renewal may already have been applied by the server, moving the Lease's
    * resourceVersion past the observed one; a release sent on the observed one would then be
-   * refused and followers would wait out a whole lease. The release reads first when this is set.
+   * refused and followers would wait out a whole lease. A release refused with a conflict while
+   * this is set reads the Lease and releases once more on what it read.
    */
   #writeOutcomeUnknown = false;
 
@@ -389,15 +390,16 @@ export class LeaderElector {
 
   /**
    * Best effort: hands the lease back with a one-second duration so a follower can take over
-   * within about one retry period. Abandoned (its signal aborted) after one retry period. When
-   * the last write's outcome is unknown (a renewal abandoned on the wire), it first reads the
-   * Lease, within the same budget, and releases on the resourceVersion read, and only if the
-   * Lease still names this identity; it is still one update, never a retry.
+   * within about one retry period. Abandoned (its signal aborted) after one retry period. The
+   * update goes on the observed resourceVersion, as client-go's does. Only when it is refused with
+   * a conflict while the last write's outcome was unknown (a renewal abandoned on the wire, which
+   * the server may have applied after all) does it read the Lease and, if the Lease still names
+   * this identity, send the release once more on the resourceVersion read, within the same budget.
    */
   async #release(): Promise<void> {
     const observed = this.#observed;
     if (!observed || observed.record.holderIdentity !== this.#identity) return;
-    const readFirst = this.#writeOutcomeUnknown;
+    const mayHaveMoved = this.#writeOutcomeUnknown;
     const request = new AbortController();
     const timer = new AbortController();
     type Outcome =
@@ -405,15 +407,7 @@ export class LeaderElector {
       | { kind: 'not-held'; lease: ObservedLease | null }
       | { kind: 'failed'; err: unknown }
       | { kind: 'abandoned' };
-    const release = async (): Promise<Outcome> => {
-      let base = observed;
-      if (readFirst) {
-        const current = await this.#lock.get(request.signal);
-        if (current === null || current.record.holderIdentity !== this.#identity) {
-          return { kind: 'not-held', lease: current };
-        }
-        base = current;
-      }
+    const releaseOn = (base: ObservedLease): Promise<ObservedLease> => {
       const stamp = formatMicroTime(this.#wallClock());
       const record: LeaseRecord = {
         holderIdentity: '',
@@ -422,8 +416,19 @@ export class LeaderElector {
         renewTime: stamp,
         leaseTransitions: base.record.leaseTransitions,
       };
-      const lease = await this.#lock.update(record, base.resourceVersion, request.signal);
-      return { kind: 'released', lease };
+      return this.#lock.update(record, base.resourceVersion, request.signal);
+    };
+    const release = async (): Promise<Outcome> => {
+      try {
+        return { kind: 'released', lease: await releaseOn(observed) };
+      } catch (err) {
+        if (!mayHaveMoved || !(err instanceof LeaseConflictError)) throw err;
+      }
+      const current = await this.#lock.get(request.signal);
+      if (current === null || current.record.holderIdentity !== this.#identity) {
+        return { kind: 'not-held', lease: current };
+      }
+      return { kind: 'released', lease: await releaseOn(current) };
     };
     const attempt: Promise<Outcome> = release().catch((err: unknown) => ({ kind: 'failed', err }));
     const deadline: Promise<Outcome> = this.#clock

@@ -459,7 +459,15 @@ describe('LeaderElector releasing', () => {
     expect(h.elector.leader()).toBe('a');
   });
 
-  it('reads the Lease first and releases on its resourceVersion when a renewal was abandoned on the wire', async () => {
+  it('releases once, on the observed resourceVersion, when the renewal abandoned on the wire never landed', async () => {
+    const { h, done } = await leadingWithRenewalOnTheWire();
+    h.stop.abort();
+    await done;
+    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'update(@1)']);
+    expect(h.elector.leader()).toBeNull();
+  });
+
+  it('reads the Lease and releases once more when the first release meets the renewal the server applied after all', async () => {
     const { h, done, held } = await leadingWithRenewalOnTheWire({ honourSignal: false });
     held.release(); // the server applies the renewal; its answer never reaches the elector
     h.stop.abort();
@@ -469,6 +477,7 @@ describe('LeaderElector releasing', () => {
       'create(a)',
       'get',
       'update(a@1)',
+      'update(@1)',
       'get',
       'update(@2)',
     ]);
@@ -482,23 +491,42 @@ describe('LeaderElector releasing', () => {
     h.store.put(heldBy('b'));
     h.stop.abort();
     await done;
-    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.lock.sequence()).toEqual([
+      'get',
+      'create(a)',
+      'get',
+      'update(a@1)',
+      'update(@1)',
+      'get',
+    ]);
     expect(h.store.lease?.record.holderIdentity).toBe('b');
     expect(h.elector.leader()).toBe('b');
     expect(h.logger.mentioning('nothing to release', 'info')).toHaveLength(1);
   });
 
-  it('reports no leader when the read before a release finds the Lease deleted', async () => {
+  it('reports no leader when the read after a refused release finds the Lease deleted', async () => {
     const { h, done } = await leadingWithRenewalOnTheWire();
-    h.store.delete();
+    h.store.put(heldBy('a'));
+    const read = h.lock.hold('get');
     h.stop.abort();
+    await read.called;
+    h.store.delete();
+    read.release();
     await done;
-    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.lock.sequence()).toEqual([
+      'get',
+      'create(a)',
+      'get',
+      'update(a@1)',
+      'update(@1)',
+      'get',
+    ]);
     expect(h.elector.leader()).toBeNull();
   });
 
-  it('gives the read and the update of a release one retry period between them, then abandons it', async () => {
-    const { h, done } = await leadingWithRenewalOnTheWire();
+  it('gives both updates and the read of a release one retry period in all, then abandons it', async () => {
+    const { h, done, held } = await leadingWithRenewalOnTheWire({ honourSignal: false });
+    held.release();
     const read = h.lock.hold('get', { honourSignal: false });
     let resolved = false;
     void done.then(() => {
@@ -511,7 +539,14 @@ describe('LeaderElector releasing', () => {
     await h.clock.advance(1);
     expect(resolved).toBe(true);
     expect(call.signal.aborted).toBe(true);
-    expect(h.lock.sequence()).toEqual(['get', 'create(a)', 'get', 'update(a@1)', 'get']);
+    expect(h.lock.sequence()).toEqual([
+      'get',
+      'create(a)',
+      'get',
+      'update(a@1)',
+      'update(@1)',
+      'get',
+    ]);
     expect(h.logger.mentioning('abandoned', 'warn')).toHaveLength(1);
   });
 
