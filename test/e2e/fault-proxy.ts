@@ -436,15 +436,18 @@ export class FaultProxy {
     headers.host = this.#upstream.host;
     const upstream = https.request(url, { method: req.method, headers, agent: this.#agent });
     let done = false;
+    // Clients keep connections alive across requests: the listener goes when its exchange does.
+    const onClientClose = (): void => {
+      finish();
+      upstream.destroy();
+    };
     const finish = (): void => {
       if (done) return;
       done = true;
       this.#exchanges.delete(exchange);
+      req.socket.off('close', onClientClose);
     };
-    req.socket.once('close', () => {
-      finish();
-      upstream.destroy();
-    });
+    req.socket.once('close', onClientClose);
     upstream.on('error', () => {
       finish();
       if (exchange.stalled) return;
