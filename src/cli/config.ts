@@ -9,6 +9,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { LEADER_ELECTION_JITTER_FACTOR } from '../coordination/leader-elector.js';
 import {
   LabelSelectorError,
@@ -58,6 +59,7 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
  * `--kube-api-content-type` values: kube-controller-manager's flag of that name takes the media
@@ -70,7 +72,6 @@ export const KUBE_API_CONTENT_TYPES = {
   'application/json': 'json',
   json: 'json',
 } as const;
-export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
 export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
@@ -78,11 +79,8 @@ export const DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS = 10_000;
 export const DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS = 2_000;
 /** The Lease's default name: one controller per namespace needs no more than the product name. */
 export const DEFAULT_LEADER_ELECT_RESOURCE_NAME = 'pool-controller';
-/**
- * 60 s: haptic's drift-prevention default. A drift run repairs what no event announces (a router
- * that restarted and forgot its workers, a slice edited by hand) within a minute.
- */
-export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
+/** `--drift-interval`'s default is the coordinator's own (60 s, haptic's). */
+export { DEFAULT_DRIFT_INTERVAL_MS };
 /**
  * Appended to a pool's name to name its EndpointSlices' Service: LeaderWorkerSet already creates
  * a headless Service under the pool's own name, which must never be taken over.

@@ -22,8 +22,9 @@ export const DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS = 1_000;
 /** Retry cap: a persistently failing pipeline is still retried every minute, never given up on. */
 export const DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS = 60_000;
 /**
- * How long the world may have drifted (a router restarted and forgot its workers, someone edited
- * an EndpointSlice) before a run repairs it unprompted; deploy is level-triggered, so it is cheap.
+ * 60 s, haptic's drift-prevention default: how long the world may have drifted (a router restarted
+ * and forgot its workers, someone edited an EndpointSlice) before a run repairs it unprompted;
+ * deploy is level-triggered, so it is cheap. `--drift-interval` defaults to it.
  */
 export const DEFAULT_DRIFT_INTERVAL_MS = 60_000;
 

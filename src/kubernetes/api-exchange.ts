@@ -12,9 +12,7 @@ import http, {
   type OutgoingHttpHeaders,
 } from 'node:http';
 import https, { type RequestOptions } from 'node:https';
-
-/** TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. */
-const TCP_KEEPALIVE_MS = 30_000;
+import { TCP_KEEPALIVE_MS } from './connection.js';
 
 /**
  * Methods sent again when a kept-alive connection turns out closed under them, as Go's transport

@@ -68,8 +68,12 @@ export interface ApiConnection {
  */
 export const IDLE_CONNECTION_TIMEOUT_MS = 30_000;
 
-/** TCP keepalive probes on pooled connections, as on open ones (./api-exchange.ts): 30 s. */
-const TCP_KEEPALIVE_PROBE_MS = 30_000;
+/**
+ * TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. Set on
+ * each request's socket (./api-exchange.ts) and kept by the agent when a socket goes back to its
+ * pool.
+ */
+export const TCP_KEEPALIVE_MS = 30_000;
 
 /**
  * The TLS options client-node copies into each request's agent (`applyToHTTPSOptions`): two
@@ -148,7 +152,7 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
         ...material,
         keepAlive: true,
         // node resets a pooled socket's TCP keepalive to this (1 s by default) when it is freed.
-        keepAliveMsecs: TCP_KEEPALIVE_PROBE_MS,
+        keepAliveMsecs: TCP_KEEPALIVE_MS,
         timeout: IDLE_CONNECTION_TIMEOUT_MS,
       } as https.AgentOptions;
       const agent = kind === 'https' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);

@@ -125,6 +125,12 @@ function readTime(reader: ProtobufReader): string | undefined {
   return rfc3339Seconds(seconds);
 }
 
+/** A `metav1.Time` field under `key`: absent when zero, as JSON's `null` is left out. */
+function putTime(target: Json, key: string, reader: ProtobufReader): void {
+  const at = readTime(reader);
+  if (at !== undefined) target[key] = at;
+}
+
 const pad2 = (value: number): string => (value < 10 ? `0${value}` : String(value));
 
 /** The last time formatted: pods written together share timestamps, and formatting is not free. */
@@ -217,11 +223,9 @@ function readObjectMeta(reader: ProtobufReader): Json {
         case 6:
           put(out, 'resourceVersion', meta.string());
           continue;
-        case 9: {
-          const at = readTime(meta);
-          if (at !== undefined) out.deletionTimestamp = at;
+        case 9:
+          putTime(out, 'deletionTimestamp', meta);
           continue;
-        }
         case 11:
           labels ??= {};
           readMapEntry(meta, labels);
@@ -316,11 +320,9 @@ function readCondition(reader: ProtobufReader): Json {
         case 2:
           out.status = condition.string();
           continue;
-        case 4: {
-          const at = readTime(condition);
-          if (at !== undefined) out.lastTransitionTime = at;
+        case 4:
+          putTime(out, 'lastTransitionTime', condition);
           continue;
-        }
         case 5:
           put(out, 'reason', condition.string());
           continue;
@@ -347,8 +349,7 @@ function readContainerState(reader: ProtobufReader): Json {
       while (running.more()) {
         const [runningField, runningWire] = running.tag();
         if (runningField === 1 && runningWire === WIRE_LENGTH_DELIMITED) {
-          const at = readTime(running);
-          if (at !== undefined) value.startedAt = at;
+          putTime(value, 'startedAt', running);
         } else running.skip(runningWire);
       }
       out.running = value;
@@ -380,8 +381,7 @@ function readTerminated(reader: ProtobufReader): Json {
         continue;
       }
       if (field === 5 || field === 6) {
-        const at = readTime(terminated);
-        if (at !== undefined) out[field === 5 ? 'startedAt' : 'finishedAt'] = at;
+        putTime(out, field === 5 ? 'startedAt' : 'finishedAt', terminated);
         continue;
       }
     }

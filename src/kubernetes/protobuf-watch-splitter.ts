@@ -8,6 +8,8 @@
 import { decodeProtobufWatchEvent } from './pod-protobuf.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
 import {
+  asBuffer,
+  frameTooLarge,
   MAX_WATCH_FRAME_BYTES,
   TruncatedFrameError,
   type WatchFrame,
@@ -47,7 +49,7 @@ export async function* decodeProtobufWatchFrames(
   /** Bytes still to drop of a frame reported as too large. */
   let skipping = 0;
   for await (const raw of chunks) {
-    const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+    const chunk = asBuffer(raw);
     onBytes?.(chunk.length);
     if (skipping >= chunk.length) {
       skipping -= chunk.length;
@@ -71,7 +73,7 @@ export async function* decodeProtobufWatchFrames(
           skipping = frameLength - dropped;
           data = data.subarray(dropped);
           frameLength = undefined;
-          yield { kind: 'garbled', error: `watch frame larger than ${maxFrameBytes} bytes` };
+          yield frameTooLarge(maxFrameBytes);
           if (skipping > 0) break;
           continue;
         }

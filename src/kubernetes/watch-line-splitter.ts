@@ -42,6 +42,16 @@ function decodeLine(line: Buffer): WatchFrame | undefined {
  */
 export const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
 
+/** The frame a splitter yields for one longer than its bound: garbled, so the reflector relists. */
+export function frameTooLarge(maxFrameBytes: number): WatchFrame {
+  return { kind: 'garbled', error: `watch frame larger than ${maxFrameBytes} bytes` };
+}
+
+/** A chunk as a `Buffer` over the same bytes (no copy), whatever view the stream gave. */
+export function asBuffer(chunk: Uint8Array): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+}
+
 /**
  * Frames from a byte stream. `onBytes` hears every chunk as it arrives, before any frame in it is
  * complete: the reflector's idle detection needs "the server sent something", not "a frame
@@ -59,12 +69,8 @@ export async function* decodeWatchFrames(
   let pendingLength = 0;
   /** Inside a frame already reported as too large: skip to its newline. */
   let skipping = false;
-  const tooLarge = (): WatchFrame => ({
-    kind: 'garbled',
-    error: `watch frame larger than ${maxFrameBytes} bytes`,
-  });
   for await (const raw of chunks) {
-    const chunk = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+    const chunk = asBuffer(raw);
     onBytes?.(chunk.length);
     let start = 0;
     for (;;) {
@@ -79,7 +85,7 @@ export async function* decodeWatchFrames(
       if (pendingLength + piece.length > maxFrameBytes) {
         pending = [];
         pendingLength = 0;
-        yield tooLarge();
+        yield frameTooLarge(maxFrameBytes);
         continue;
       }
       const line = pending.length > 0 ? Buffer.concat([...pending, piece]) : piece;
@@ -95,7 +101,7 @@ export async function* decodeWatchFrames(
         pending = [];
         pendingLength = 0;
         skipping = true;
-        yield tooLarge();
+        yield frameTooLarge(maxFrameBytes);
       }
     }
   }

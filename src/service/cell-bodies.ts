@@ -3,9 +3,10 @@
  *
  * A router or a dashboard polls `GET /api/v1/cells` far more often than cells change, so the hot
  * path of a poll is a map lookup and a socket write: each cell is serialized once per change (by
- * the registry, which keeps that JSON to tell a change from none) and each list body is joined once
- * per registry version and filter. This lives on the service side because building HTTP bodies is not the domain's
- * concern; routes reach it through the read-only `CellsView` of the control plane.
+ * the registry, which keeps that JSON to tell a change from none) and each list body is joined
+ * once per registry version and filter. This lives on the service side because building HTTP
+ * bodies is not the domain's concern; routes reach it through the read-only `CellsView` of the
+ * control plane.
  */
 import type { Cell, CellFilter, CellRegistry, PoolSummary } from '../pools/cell-registry.js';
 import type { ParentKey } from '../runtime/source-event.js';

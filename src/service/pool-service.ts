@@ -14,7 +14,7 @@
  * retry period), then the loop (no reconcile runs against a closing source), then the source.
  */
 
-import { DEFAULT_DRIFT_INTERVAL_MS } from '../cli/config.js';
+import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
 import { type Pod, podKey } from '../kubernetes/pod.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
