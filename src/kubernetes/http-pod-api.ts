@@ -315,7 +315,7 @@ export class HttpPodApi implements PodApi {
     try {
       prepared = await this.#connection.requestOptions();
     } catch (error) {
-      throw new ApiConnectionError(verb, error);
+      throw new ApiConnectionError(verb, error, false);
     }
     const { agent } = prepared;
     let open: OpenResponse;
@@ -330,7 +330,7 @@ export class HttpPodApi implements PodApi {
       open = { ...exchange, agent };
     } catch (error) {
       releaseRequestAgent(agent);
-      throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error);
+      throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error, false);
     }
     const { response } = open;
     if (response.statusCode === 200) return open;

@@ -11,9 +11,11 @@
  *   dead (410 / Expired / Gone, 504 / ResourceVersionTooLarge), a frame is unreadable with no
  *   version to skip to, or the LIST itself failed; anything else reconnects the WATCH from the
  *   cursor, and a clean server-side end reconnects at once.
- * - Every failure but that clean end waits first: one `Backoff` per stream covers reconnects and
- *   relists alike, never shorter than a server's Retry-After; once WATCHes have stayed up for its
- *   `resetAfterMs` (clean reconnects do not interrupt that), the next failure starts over.
+ * - Every failure but that clean end waits first: one `Backoff` per stream (./backoff.ts) covers
+ *   reconnects and relists alike. A failure the server answered grows it (800 ms doubling to
+ *   30 s, never shorter than a Retry-After); one it never answered (refused, reset before any
+ *   response) waits a short jittered 1–2 s without growing it; a WATCH that proves itself ends
+ *   the streak. A cursor that expires after a WATCH proved it live is relisted at once.
  * - WATCHes ask for bookmarks (the adapter sets `allowWatchBookmarks`); a bookmark only moves the
  *   cursor, so a quiet watch resumes near the present instead of from an expiring version.
  * - `stats().healthy` is true from the moment a WATCH request is answered until that WATCH ends:
@@ -58,8 +60,9 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 /**
  * A WATCH the server accepted is not yet a healthy one: a server or proxy that ends it at once
- * accepted it too. It counts as healthy once it delivered a frame, or stayed open this long — the
- * same second after which client-go no longer calls an empty watch "very short".
+ * accepted it too. It counts as healthy (proven) once it delivered a frame other than an ERROR,
+ * or stayed open this long — the same second after which client-go no longer calls an empty watch
+ * "very short". A proven WATCH ends the backoff's failure streak and makes its cursor live.
  */
 export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
 /**
@@ -101,8 +104,9 @@ export interface KubernetesReflectorOptions {
   /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
   unhealthyAfterMs?: number;
   /**
-   * Overrides of the stream's backoff; defaults are client-go's (`DEFAULT_BACKOFF_INITIAL_MS`,
-   * `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_RESET_AFTER_MS`, `DEFAULT_BACKOFF_JITTER`).
+   * Overrides of the stream's backoff (./backoff.ts): answered failures as client-go's
+   * (`DEFAULT_BACKOFF_INITIAL_MS`, `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_JITTER`), unanswered
+   * ones `DEFAULT_UNANSWERED_MIN_MS` to `DEFAULT_UNANSWERED_MAX_MS`.
    * Validated in the constructor, not at the first failure.
    */
   backoff?: Partial<Omit<BackoffOptions, 'random'>>;
@@ -173,8 +177,15 @@ export function failureFromError(error: unknown): ReflectorFailure {
   }
   if (error instanceof MalformedListError)
     return { kind: 'malformed-list', message: error.message };
-  if (error instanceof ApiConnectionError) return { kind: 'connection', message: error.message };
-  return { kind: 'connection', message: error instanceof Error ? error.message : String(error) };
+  if (error instanceof ApiConnectionError) {
+    return { kind: 'connection', message: error.message, answered: error.answered };
+  }
+  // Not known to have failed before the server answered: assume it did work.
+  return {
+    kind: 'connection',
+    message: error instanceof Error ? error.message : String(error),
+    answered: true,
+  };
 }
 
 /**
@@ -210,6 +221,11 @@ export class KubernetesReflector {
   #established = false;
   /** The running WATCH delivered a frame or stayed open `WATCH_HEALTHY_AFTER_MS`. */
   #watchProven = false;
+  /**
+   * A WATCH proved itself since the stream's last LIST began: its cursor was live, so a 410 on it
+   * is news (a compaction, an API server restart) and is relisted at once.
+   */
+  #cursorProven = false;
   /** Clock time of the last good progress: a completed LIST, a proven WATCH, a frame. */
   #lastProgressAt: number | undefined;
   /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
@@ -309,6 +325,7 @@ export class KubernetesReflector {
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     this.#setCursor(undefined);
+    this.#cursorProven = false;
     const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
     this.#stats.listProgress = progress;
     this.#enter('listing');
@@ -396,20 +413,23 @@ export class KubernetesReflector {
         },
       });
       const openedAt = this.#clock.now();
-      // The backoff's healthy streak starts with the accepted WATCH; a very short one ends it.
-      backoff.markHealthy(openedAt);
+      // A proven WATCH is a healthy server now: it ends the backoff's failure streak and makes
+      // the cursor live. An accepted WATCH alone proves nothing (a server or proxy that ends it
+      // at once accepted it too), and neither does an ERROR frame.
       const proven = (): void => {
         this.#watchProven = true;
         this.#established = true;
+        this.#cursorProven = true;
+        backoff.reset();
         this.#progress(signal);
       };
       this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
       for await (const frame of stream) {
         frames += 1;
+        const reading = readFrame(frame);
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
-        if (!this.#watchProven) proven();
-        const reading = readFrame(frame);
+        if (!this.#watchProven && reading.kind !== 'failure') proven();
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
@@ -439,9 +459,7 @@ export class KubernetesReflector {
       }
       const lastedMs = this.#clock.now() - openedAt;
       const end: ReflectorFailure =
-        frames === 0 && lastedMs < SHORT_WATCH_MS
-          ? { kind: 'short-watch', lastedMs }
-          : { kind: 'ended' };
+        lastedMs < SHORT_WATCH_MS ? { kind: 'short-watch', lastedMs, frames } : { kind: 'ended' };
       return this.#act('watch', end, position, backoff);
     } catch (error) {
       if (signal.aborted) return STOPPED;
@@ -479,7 +497,8 @@ export class KubernetesReflector {
     position: string | undefined,
     backoff: Backoff,
   ): State {
-    return this.#carryOut(classifyFailure(phase, failure), failure, position, backoff);
+    const action = classifyFailure(phase, failure, { cursorProven: this.#cursorProven });
+    return this.#carryOut(action, failure, position, backoff);
   }
 
   /** Turns a classified failure into the next state, with the wait the action asks for. */
@@ -523,9 +542,18 @@ export class KubernetesReflector {
         next = { kind: 'listing' };
         break;
     }
-    if (action.wait.kind === 'none') return next;
-    const delayMs = Math.max(action.wait.atLeastMs ?? 0, backoff.next(this.#clock.now()));
-    return { kind: 'backoff', delayMs, resume: next };
+    switch (action.wait.kind) {
+      case 'none':
+        return next;
+      case 'unanswered':
+        return { kind: 'backoff', delayMs: backoff.unanswered(), resume: next };
+      case 'backoff':
+        return {
+          kind: 'backoff',
+          delayMs: Math.max(action.wait.atLeastMs ?? 0, backoff.next()),
+          resume: next,
+        };
+    }
   }
 
   /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
