@@ -19,8 +19,10 @@
  * for two minutes of quiet instead, which is what made a restart 25 s after an outage cost ~30 s.
  *
  * Time is passed in rather than read from a clock, and randomness injected, so the rule is pure
- * and tables of (event, time) → wait rows test it completely.
+ * and tables of (event, time) → wait rows test it completely. The doubling itself is the runtime's
+ * one exponential backoff (`exponentialBackoffMs`), shared with the retry scheduler.
  */
+import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 800;
@@ -62,9 +64,6 @@ export const defaultBackoffOptions: BackoffOptions = {
   random: Math.random,
 };
 
-/** Exponent clamp: 2^40 × 800 ms is already astronomically past any cap. */
-const MAX_EXPONENT = 40;
-
 /**
  * Exponential backoff with jitter for answered failures (capped at `maxMs` after jitter too, so
  * no wait exceeds it), a short jittered wait for unanswered ones, and a streak that a proven
@@ -103,8 +102,8 @@ export class Backoff {
   /** The wait after a failure the server answered (or may have): grows the streak. */
   next(): number {
     const { initialMs, maxMs, jitter, random } = this.#options;
-    const base = Math.min(maxMs, initialMs * 2 ** Math.min(this.#failures, MAX_EXPONENT));
     this.#failures += 1;
+    const base = exponentialBackoffMs(initialMs, maxMs, this.#failures);
     return Math.min(maxMs, base * (1 + jitter * random()));
   }
 
