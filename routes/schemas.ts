@@ -178,6 +178,17 @@ export const reflectorSchema = z.object({
   lists: z.number().int(),
   relists: z.record(z.string(), z.number().int()),
   watchOpens: z.number().int(),
+  initialList: z
+    .enum(['watch-list', 'list'])
+    .describe(
+      'How the whole world is read (first sync, relists): one WATCH with the initial events, or LIST then WATCH. `list` after a fallback.',
+    ),
+  watchListFallbacks: z
+    .number()
+    .int()
+    .describe(
+      'Watch-list attempts that fell back to a LIST (the server refused it, or it failed).',
+    ),
   events: z.record(z.string(), z.number().int()),
   lastEventAtMs: z.number().nullable().describe('Epoch ms.'),
   lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),

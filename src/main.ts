@@ -98,6 +98,7 @@ async function createPodSource(
     ...clusterOptions(config),
     apiContentType: config.kubeApiContentType,
     apiCompression: config.kubeApiCompression,
+    initialList: config.initialList,
     logger: logger.child({ component: 'reflector' }),
   });
 }

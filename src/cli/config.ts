@@ -73,6 +73,14 @@ export const KUBE_API_CONTENT_TYPES = {
   json: 'json',
 } as const;
 
+/**
+ * `--initial-list` values and default: watch-list, as client-go's reflectors since 1.35 — one
+ * WATCH served from the API server's watch cache instead of paged LISTs from etcd — falling back
+ * to LIST + WATCH by itself on a server that cannot serve it.
+ */
+export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
+export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
+
 /** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
 export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
 export const DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS = 10_000;
@@ -106,6 +114,8 @@ export interface Config {
   kubeApiContentType: 'protobuf' | 'json';
   /** Ask for gzip on pod LISTs. */
   kubeApiCompression: boolean;
+  /** How the whole world is read: watch-list (falling back by itself) or LIST + WATCH. */
+  initialList: (typeof INITIAL_LIST_VALUES)[number];
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
   namespace: string | undefined;
   selector: string;
@@ -376,6 +386,7 @@ type RawConfig = Record<
   | 'context'
   | 'kubeApiContentType'
   | 'kubeApiCompression'
+  | 'initialList'
   | 'namespace'
   | 'selector'
   | 'poolLabel'
@@ -443,6 +454,14 @@ export const FLAGS: readonly FlagSpec[] = [
     description:
       "Ask the API server to gzip pod LIST pages. Off by default: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
     defaultText: 'false',
+  },
+  {
+    flag: 'initial-list',
+    key: 'initialList',
+    valueName: INITIAL_LIST_VALUES.join('|'),
+    description:
+      "How the first sync and every relist read the pods: 'watch-list' is one WATCH that sends the current pods and goes on as the watch (client-go's default since 1.35; served from the API server's watch cache), falling back to LIST + WATCH by itself when the server cannot serve it (logged once, shown in /api/v1/reflector); 'list' is a paged LIST, then a WATCH.",
+    defaultText: DEFAULT_INITIAL_LIST_FLAG,
   },
   {
     flag: 'namespace',
@@ -669,6 +688,12 @@ const rawSchema = z.object({
     })
     .default('protobuf'),
   kubeApiCompression: booleanFlag.optional(),
+  initialList: z
+    .enum(INITIAL_LIST_VALUES, {
+      error: (issue) =>
+        `expected ${INITIAL_LIST_VALUES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+    })
+    .default(DEFAULT_INITIAL_LIST_FLAG),
   namespace: namespace.optional(),
   selector: labelSelector.optional(),
   poolLabel: labelKey.default(LWS_LABELS.pool),
@@ -805,6 +830,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     context: r.context,
     kubeApiContentType: r.kubeApiContentType,
     kubeApiCompression: r.kubeApiCompression ?? false,
+    initialList: r.initialList,
     namespace: r.namespace,
     selector: r.selector ?? defaultSelector(labels),
     labels,

@@ -290,8 +290,14 @@ export class HttpPodApi implements PodApi {
       watch: 'true',
       allowWatchBookmarks: 'true',
       timeoutSeconds: String(options.timeoutSeconds),
-      resourceVersion: options.resourceVersion,
     };
+    if (options.resourceVersion !== '' || !options.sendInitialEvents) {
+      query.resourceVersion = options.resourceVersion;
+    }
+    if (options.sendInitialEvents) {
+      query.sendInitialEvents = 'true';
+      query.resourceVersionMatch = 'NotOlderThan';
+    }
     if (options.labelSelector) query.labelSelector = options.labelSelector;
     const open = await this.#open('WATCH', podsPath(options.namespace), query, options.signal);
     return new HttpWatchStream(

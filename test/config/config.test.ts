@@ -43,6 +43,20 @@ describe('--kube-api-content-type', () => {
   });
 });
 
+describe('--initial-list', () => {
+  it('defaults to watch-list, as client-go since 1.35, and takes list', () => {
+    expect(parseConfig([], {}).initialList).toBe('watch-list');
+    expect(parseConfig(['--initial-list', 'list'], {}).initialList).toBe('list');
+    expect(parseConfig([], { POOL_CONTROLLER_INITIAL_LIST: 'list' }).initialList).toBe('list');
+  });
+
+  it('refuses anything else, naming the flag and its variable', () => {
+    expect(() => parseConfig(['--initial-list', 'stream'], {})).toThrow(
+      /--initial-list \(POOL_CONTROLLER_INITIAL_LIST\).*expected watch-list or list, got "stream"/,
+    );
+  });
+});
+
 describe('parseConfig defaults', () => {
   it('follows LeaderWorkerSet and listens on 0.0.0.0:8080 with no flags at all', () => {
     const config = parseConfig([], {});
@@ -52,6 +66,7 @@ describe('parseConfig defaults', () => {
       context: undefined,
       kubeApiContentType: 'protobuf',
       kubeApiCompression: false,
+      initialList: 'watch-list',
       namespace: undefined,
       selector: 'leaderworkerset.sigs.k8s.io/name',
       labels: LWS_LABELS,
@@ -104,6 +119,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
       POOL_CONTROLLER_KUBE_API_COMPRESSION: 'true',
+      POOL_CONTROLLER_INITIAL_LIST: 'list',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
       POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
@@ -126,6 +142,7 @@ describe('flags and environment variables', () => {
       context: 'kind-dev',
       kubeApiContentType: 'json',
       kubeApiCompression: true,
+      initialList: 'list',
       namespace: 'serving',
       selector: 'app=engine',
       labels: {

@@ -875,7 +875,8 @@ describe('KubernetesReflector: health through failures', () => {
 
   it('stays healthy through a relist that makes progress', async () => {
     const { api, clock, reflector, stream, changes } = await established();
-    api.watch.push(errorFrame({ code: 410 }));
+    // An ERROR frame 500 relists after the backoff (a 410 on a proven cursor would not wait).
+    api.watch.push(errorFrame({ code: 500 }));
     await settle();
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', healthy: true });
     await clock.advance(800);
@@ -974,7 +975,7 @@ describe('KubernetesReflector: stats', () => {
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } })
-      .push(errorFrame({ code: 410 }));
+      .push(errorFrame({ code: 500 }));
     await settle();
     const stats = reflector.stats();
     expect(stats).toMatchObject({
@@ -982,8 +983,8 @@ describe('KubernetesReflector: stats', () => {
       // Relisting after a proven watch: a stale but correct view, still healthy for a while.
       healthy: true,
       events: { ADDED: 1, BOOKMARK: 1, ERROR: 1 },
-      relists: { expired: 1 },
-      lastError: 'ERROR frame 410',
+      relists: { 'error-frame': 1 },
+      lastError: 'ERROR frame 500',
     });
     expect(stats.cursor).toBeUndefined();
     expect(stats.bytesDecoded).toBeGreaterThan(listed);

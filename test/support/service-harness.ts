@@ -33,6 +33,8 @@ export class DrivenPodSource implements PodSource {
     lists: 1,
     relists: {},
     watchOpens: 1,
+    initialList: 'watch-list',
+    watchListFallbacks: 0,
     events: {},
     bytesDecoded: 0,
   };
