@@ -152,6 +152,7 @@ build() {
   log=$(mktemp)
   buildah bud --isolation chroot --pull=never --layers=false \
     --volume "$npm_home:/root" \
+    --build-arg "POOL_CONTROLLER_REVISION=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)" \
     --file "$repo/Dockerfile" --tag "$image" "$repo" >"$log" 2>&1 ||
     { tail -n 60 "$log" >&2; rm -rf "$npm_home" "$log"; false; }
   rm -rf "$npm_home" "$log"

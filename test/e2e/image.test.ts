@@ -9,7 +9,7 @@
  * step). Without it the file is skipped with the reason printed, except in CI (or with
  * POOL_K8S_REQUIRE=1), where a skip would hide a broken image step, so it fails instead.
  */
-import { chmodSync, copyFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,6 +30,13 @@ const unavailable = IMAGE
   ? undefined
   : 'POOL_CONTROLLER_IMAGE is not set (build the image with `scripts/image.sh build`, then set it to localhost/pool-controller:dev)';
 if (unavailable && !kubeEnvironmentRequired()) console.log(`image e2e: skipped: ${unavailable}`);
+
+/** package.json's version, which the image reports. */
+const PACKAGE_VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
 
 /** Every capability bit clear, as /proc/<pid>/status prints it. */
 const NO_CAPABILITIES = '0000000000000000';
@@ -88,6 +95,16 @@ describe.runIf(IMAGE)('the service image, simulated source', () => {
       return answer.cells.length > 0 ? answer : undefined;
     });
     expect(body.source).toBe('simulated');
+  });
+
+  it('reports its build: the package version, the revision it was built from, Node 24', async () => {
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const line = metrics.split('\n').find((l) => l.startsWith('pool_controller_build_info{'));
+    expect(line).toMatch(
+      new RegExp(
+        `^pool_controller_build_info\\{version="${PACKAGE_VERSION}",revision="[0-9a-f]{12}",node_version="v24\\.[0-9.]+"\\} 1$`,
+      ),
+    );
   });
 
   it('exits 0 on SIGTERM', async () => {
