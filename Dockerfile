@@ -10,6 +10,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY . .
+# The source revision for --version and pool_controller_build_info (the context has no .git).
+ARG POOL_CONTROLLER_REVISION=unknown
 RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime

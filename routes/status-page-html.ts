@@ -82,6 +82,8 @@ export interface StatusCoordinator {
 /** Everything the page shows, read from the control plane at one moment. */
 export interface StatusPageData {
   source: string;
+  /** Which build renders the page (`--version`'s facts). */
+  build: { version: string; revision: string; nodeVersion: string };
   /** The service's monotonic clock at render time, so the script can age clock times later. */
   serverNowMs: number;
   /** Wall-clock ISO time of the render. */
@@ -617,6 +619,13 @@ ${h(
     h('span', { id: 'pools-summary', class: 'badge' }, text(poolsSummary(data.pools))),
     h('span', { id: 'live-status', class: 'badge warn' }, 'connecting\u2026'),
     h('span', { id: 'updated', class: 'muted' }, text(`rendered ${data.renderedAt}`)),
+    h(
+      'span',
+      { id: 'build', class: 'muted' },
+      text(
+        `v${data.build.version} (revision ${data.build.revision}, node ${data.build.nodeVersion})`,
+      ),
+    ),
   ),
   h(
     'main',

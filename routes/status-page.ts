@@ -26,6 +26,7 @@ export function statusPageData(
   const { state } = coordinator;
   return {
     source: plane.sourceKind,
+    build: plane.buildInfo,
     serverNowMs: now,
     renderedAt: wallClock().toISOString(),
     pools: plane.cells.pools().map((p) => ({

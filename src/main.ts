@@ -16,6 +16,7 @@ import {
   loadAdminToken,
   loadSecretFile,
   parseConfig,
+  VersionRequested,
 } from './cli/config.js';
 import {
   chooseSource,
@@ -29,6 +30,7 @@ import { buildServer } from './http/app.js';
 import type { PodSource } from './pools/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
 import { realClock } from './runtime/clock.js';
+import { buildInfo, versionLine } from './service/build-info.js';
 import {
   type Leadership,
   type LeadershipHooks,
@@ -248,10 +250,15 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       process.stdout.write(err.message);
       return 0;
     }
+    if (err instanceof VersionRequested) {
+      process.stdout.write(`${versionLine(buildInfo())}\n`);
+      return 0;
+    }
     return usageExit(err);
   }
 
   const logger = await createLogger(config);
+  logger.info(buildInfo(), 'starting');
   for (const message of startWarnings) logger.warn(message);
   if (choice.kind === 'simulated') {
     process.stderr.write(`${simulatedBanner(choice)}\n`);

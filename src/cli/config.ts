@@ -163,6 +163,11 @@ export class HelpRequested extends Error {
   override readonly name = 'HelpRequested';
 }
 
+/** Thrown for `--version`: main prints the version line and exits 0 instead of starting. */
+export class VersionRequested extends Error {
+  override readonly name = 'VersionRequested';
+}
+
 // ----- value schemas -----
 
 const DURATION_PART = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;
@@ -753,12 +758,16 @@ export function helpText(): string {
     );
   }
   lines.push('  --help', '      Print this text and exit.');
+  lines.push(
+    '  --version',
+    '      Print the version, the source revision and the Node.js version, and exit.',
+  );
   return `${lines.join('\n')}\n`;
 }
 
 /**
  * Reads flags and environment into a validated `Config`. Pure: no file is touched (see
- * `loadAdminToken`). Throws `ConfigError` naming the flag, or `HelpRequested`.
+ * `loadAdminToken`). Throws `ConfigError` naming the flag, `HelpRequested` or `VersionRequested`.
  */
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}): Config {
   let values: Record<string, string | string[] | boolean | undefined>;
@@ -775,6 +784,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
           ]),
         ),
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
       },
       strict: true,
       allowPositionals: false,
@@ -783,6 +793,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     throw new ConfigError(`${(err as Error).message.split('\n')[0]} (see --help)`);
   }
   if (values.help) throw new HelpRequested(helpText());
+  if (values.version) throw new VersionRequested('--version');
 
   const raw: Partial<RawConfig> = {};
   for (const spec of FLAGS) {

@@ -193,7 +193,7 @@ async function checkKubeconfigFile(path: string): Promise<void> {
  * ignored here and reported by the first call that needs the client.
  */
 export function preloadClientNode(): void {
-  void importKubeConfig().catch(() => undefined);
+  void loadKubeConfigClass().catch(() => undefined);
 }
 
 /** client-node's `KubeConfig` class, whichever way it was loaded. */
@@ -212,7 +212,7 @@ let loading: Promise<{ KubeConfig: KubeConfigClass; origin: ClientNodeOrigin }> 
  * package. Only a missing bundle falls back; a bundle that fails to load is an error, so a broken
  * build is seen rather than silently slow.
  */
-export function importKubeConfig(): Promise<{
+function loadKubeConfigClass(): Promise<{
   KubeConfig: KubeConfigClass;
   origin: ClientNodeOrigin;
 }> {
@@ -233,11 +233,21 @@ export function importKubeConfig(): Promise<{
   return loading;
 }
 
+/**
+ * Where this thread's `KubeConfig` came from (loading it if need be). The class itself stays
+ * private: its type would make the published declarations name @kubernetes/client-node, which
+ * a build does not need at run time (it is a development dependency; the bundle carries it).
+ */
+export async function importKubeConfig(): Promise<{ origin: ClientNodeOrigin }> {
+  const { origin } = await loadKubeConfigClass();
+  return { origin };
+}
+
 /** Reads the kubeconfig (or in-cluster config) into a connection; throws `KubeConfigError`. */
 export async function loadApiConnection(options: ClusterOptions = {}): Promise<ApiConnection> {
   let KubeConfig: KubeConfigClass;
   try {
-    ({ KubeConfig } = await importKubeConfig());
+    ({ KubeConfig } = await loadKubeConfigClass());
   } catch (error) {
     throw new KubeConfigError(`cannot load @kubernetes/client-node: ${safeErrorMessage(error)}`);
   }

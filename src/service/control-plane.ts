@@ -15,6 +15,7 @@ import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { SinkTargetStatus } from '../sinks/sink.js';
 import type { AdminDecision } from './admin-auth.js';
+import type { BuildInfo } from './build-info.js';
 import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
 import type { LeadershipView } from './leadership.js';
@@ -93,6 +94,8 @@ export interface ControlPlane {
   readonly shuttingDown: boolean;
   /** Where pods come from; every status response says it (as its `source` field). */
   readonly sourceKind: SourceKind;
+  /** Which build answers: version, revision, Node.js (the status page shows it). */
+  readonly buildInfo: BuildInfo;
   /** The reconciled cells, and their response bodies ready to send. */
   readonly cells: CellsView;
   /** The checks behind `/healthz` and `/readyz`, and their report format. */

@@ -17,6 +17,7 @@ import {
 import type { Clock } from '../runtime/clock.js';
 import type { LoopInstrumentation, ReconcileResult } from '../runtime/instrumentation.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
+import { buildInfo } from './build-info.js';
 
 /**
  * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
@@ -193,6 +194,18 @@ export class ServiceMetrics {
         workDuration.observe(queueLabels, seconds);
       },
     };
+
+    // Prometheus' *_build_info convention: value 1, the build's facts as labels.
+    const build = buildInfo();
+    new Gauge({
+      name: 'pool_controller_build_info',
+      help: 'The running build: package version, source revision and Node.js version; always 1',
+      labelNames: ['version', 'revision', 'node_version'] as const,
+      registers,
+    }).set(
+      { version: build.version, revision: build.revision, node_version: build.nodeVersion },
+      1,
+    );
 
     this.#registerReflectorMetrics(bound);
     this.#transitions = this.#registerPoolMetrics(bound);

@@ -30,6 +30,7 @@ import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loo
 import type { ParentKey } from '../runtime/source-event.js';
 import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
 import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
+import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
 import type {
   CellResolution,
@@ -91,6 +92,7 @@ export const WATCH_STATE_POLL_MS = 1_000;
 
 export class PoolService implements ControlPlane {
   readonly sourceKind: SourceKind;
+  readonly buildInfo: BuildInfo = buildInfo();
   readonly labels: PoolLabels;
   /** The reconciled cells, written by the per-cell reconcile; read by the coordinator's render. */
   readonly registry: CellRegistry;

@@ -13,6 +13,7 @@ import {
   parseDuration,
   parseListen,
   readAdminTokenFile,
+  VersionRequested,
 } from '../../src/cli/config.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 
@@ -368,6 +369,14 @@ describe('--help', () => {
       expect(text).toContain(envName(spec.flag));
     }
     expect(text).toContain('default: 0.0.0.0:8080');
+  });
+});
+
+describe('--version', () => {
+  it('is requested with --version, before any other flag is checked, and listed in --help', () => {
+    expect(() => parseConfig(['--version'], {})).toThrow(VersionRequested);
+    expect(() => parseConfig(['--version', '--listen', 'nowhere'], {})).toThrow(VersionRequested);
+    expect(helpText()).toMatch(/\n {2}--version\n {6}Print the version/);
   });
 });
 

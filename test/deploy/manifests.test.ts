@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { DEFAULT_LEADER_ELECT_RESOURCE_NAME } from '../../src/cli/config.js';
 
 const DEPLOY = new URL('../../deploy/', import.meta.url);
 
@@ -98,7 +99,7 @@ describe('deploy/', () => {
     expect(deployment.spec.selector.matchLabels).toEqual(service.spec.selector);
   });
 
-  it('grants leader election get, create and update on leases, bound to the same account', async () => {
+  it('grants leader election create on leases, get and update on its Lease only, bound to the same account', async () => {
     const [role, binding, account] = await Promise.all([
       manifest('leader-election-role.yaml'),
       manifest('leader-election-rolebinding.yaml'),
@@ -106,10 +107,14 @@ describe('deploy/', () => {
     ]);
     expect(role.kind).toBe('Role');
     expect(role.rules).toEqual([
+      // A create names no object yet: it cannot be narrowed by resourceNames.
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
       {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
-        verbs: ['get', 'create', 'update'],
+        // The service's default --leader-elect-resource-name.
+        resourceNames: [DEFAULT_LEADER_ELECT_RESOURCE_NAME],
+        verbs: ['get', 'update'],
       },
     ]);
     expect(binding.roleRef).toEqual({

@@ -1,6 +1,6 @@
 /**
  * charts/pool-controller with the real helm (built by tools.sh) and a real apiserver:
- * `helm lint --strict`; `helm template` with the default values and the two ci/ values files,
+ * `helm lint --strict`; `helm template` with the default values and each ci/ values file,
  * every rendered object through server-side apply in dry-run mode with strict field validation
  * (support-dry-run.ts). The monitoring objects (PrometheusRule, ServiceMonitor) are dry-run
  * against minimal CRDs registered first (fixtures/monitoring-crds.yaml), whose schemas have no
@@ -24,6 +24,7 @@ const VALUES = {
   default: [],
   'all-namespaces': ['-f', `${CHART}ci/all-namespaces-values.yaml`],
   monitoring: ['-f', `${CHART}ci/monitoring-values.yaml`],
+  'all-features': ['-f', `${CHART}ci/all-features-values.yaml`],
 } as const;
 type ValuesName = keyof typeof VALUES;
 
@@ -205,6 +206,104 @@ describe('charts/pool-controller', () => {
     expect(byKind(objects, 'Secret')).toEqual([]); // an existing Secret is not created
   });
 
+  it('configures routers, their key as a mounted file, EndpointSlices and the rest (all-features values)', async () => {
+    const objects = renders.get('all-features')!;
+    const [deployment] = byKind(objects, 'Deployment');
+    const pod = deployment.spec.template.spec;
+    const [container] = pod.containers;
+    const vars = envOf(deployment);
+    expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER')).toBe(
+      'engine=http://engine-router:30000,trainer=https://trainer-router.inference.svc:8443',
+    );
+    // The key is a file from the Secret, never an environment value or secretKeyRef.
+    expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE')).toBe(
+      '/etc/pool-controller/sglang-router-api-key/api-key',
+    );
+    expect(JSON.stringify(container.env)).not.toContain('secretKeyRef');
+    expect(pod.volumes).toContainEqual({
+      name: 'sglang-router-api-key',
+      secret: { secretName: 'router-credentials', items: [{ key: 'api-key', path: 'api-key' }] },
+    });
+    expect(container.volumeMounts).toContainEqual({
+      name: 'sglang-router-api-key',
+      mountPath: '/etc/pool-controller/sglang-router-api-key',
+      readOnly: true,
+    });
+    expect(vars.get('POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES')).toBe('true');
+    expect(vars.get('POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX')).toBe('-ready');
+    expect(vars.get('POOL_CONTROLLER_DRIFT_INTERVAL')).toBe('30s');
+    expect(container.args).toEqual(['--resync-period=1h']);
+    expect(container.image).toBe(
+      'registry.example/pool-controller@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef',
+    );
+    expect(pod.priorityClassName).toBe('system-cluster-critical');
+    expect(pod.volumes).toContainEqual({ name: 'ca', configMap: { name: 'router-ca' } });
+    expect(container.volumeMounts).toContainEqual({
+      name: 'ca',
+      mountPath: '/etc/pool-controller/ca',
+      readOnly: true,
+    });
+    expect(container.livenessProbe).toEqual({
+      httpGet: { path: '/healthz', port: 'http' },
+      initialDelaySeconds: 5,
+      periodSeconds: 20,
+      timeoutSeconds: 3,
+      failureThreshold: 5,
+    });
+    expect(container.readinessProbe).toMatchObject({ periodSeconds: 3, failureThreshold: 3 });
+
+    // EndpointSlices: a Role where it watches (here the release namespace), bound to the account.
+    const slices = byKind(objects, 'Role').find((r) => r.metadata.name.endsWith('-endpointslices'));
+    expect(slices.metadata.namespace).toBe(namespace);
+    expect(slices.rules).toEqual([
+      {
+        apiGroups: ['discovery.k8s.io'],
+        resources: ['endpointslices'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
+    ]);
+    const binding = byKind(objects, 'RoleBinding').find(
+      (b) => b.roleRef.name === slices.metadata.name,
+    );
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'pool-controller', namespace },
+    ]);
+    // The Lease rule: create on leases; get and update on the one Lease only.
+    const lease = byKind(objects, 'Role').find((r) => r.metadata.name.endsWith('-leader-election'));
+    expect(lease.rules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['pool-controller'],
+        verbs: ['get', 'update'],
+      },
+    ]);
+    // The API port from the release namespace and the monitoring namespaces, nothing else.
+    const [policy] = byKind(objects, 'NetworkPolicy');
+    expect(policy.spec).toEqual({
+      podSelector: { matchLabels: deployment.spec.selector.matchLabels },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          from: [
+            { podSelector: {} },
+            { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+          ],
+          ports: [{ port: 'http', protocol: 'TCP' }],
+        },
+      ],
+    });
+  });
+
+  it('grants EndpointSlices through a ClusterRole when it watches all namespaces', async () => {
+    const objects = await template(VALUES['all-features'], ['--set', 'watch.namespace=*']);
+    const clusterRoles = byKind(objects, 'ClusterRole').map((r) => r.metadata.name);
+    expect(clusterRoles).toEqual(['pool-controller', 'pool-controller-endpointslices']);
+    const bindings = byKind(objects, 'ClusterRoleBinding').map((b) => b.roleRef.name);
+    expect(bindings).toEqual(clusterRoles);
+  });
+
   it('renders the monitoring objects from deploy/monitoring/, and a named namespace a Role there', async () => {
     const objects = renders.get('monitoring')!;
     const monitoring = new URL('deploy/monitoring/', ROOT);
@@ -262,6 +361,11 @@ describe('charts/pool-controller', () => {
       ['replicaCount=0', /\/replicaCount/],
       ['leaderElection.leaseDuration=15', /\/leaderElection\/leaseDuration/],
       ['watch.namespace=Not_A_Namespace', /\/watch\/namespace/],
+      ['image.digest=latest', /\/image\/digest/],
+      ['sglangRouters[0].pool=engine', /\/sglangRouters\/0.*url/],
+      ['sglangRouters[0].url=http://user:pw@router:3000', /\/sglangRouters\/0/],
+      ['endpointSlices.enabeld=true', /additional properties 'enabeld' not allowed/],
+      ['probes.liveness.periodSeconds=0', /\/probes\/liveness\/periodSeconds/],
     ] as const) {
       await expect(template([], ['--set', set]), set).rejects.toThrow(message);
     }

@@ -20,6 +20,7 @@ export const RESOURCE_PATHS: Record<string, string> = {
   ClusterRoleBinding: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
   Deployment: '/apis/apps/v1/namespaces/{ns}/deployments',
   PodDisruptionBudget: '/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets',
+  NetworkPolicy: '/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies',
   PrometheusRule: '/apis/monitoring.coreos.com/v1/namespaces/{ns}/prometheusrules',
   ServiceMonitor: '/apis/monitoring.coreos.com/v1/namespaces/{ns}/servicemonitors',
   CustomResourceDefinition: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',

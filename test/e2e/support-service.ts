@@ -17,7 +17,7 @@ import { type KubeEnvironment, onNode } from './environment/index.js';
 export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 /** The Role the service needs to watch pods (get/list/watch). */
 export const ROLE = new URL('../../deploy/role.yaml', import.meta.url);
-/** The Role leader election needs on its Lease (get/create/update). */
+/** The Role leader election needs: create on leases, get/update on its Lease by name. */
 export const LEADER_ELECTION_ROLE = new URL(
   '../../deploy/leader-election-role.yaml',
   import.meta.url,

@@ -64,6 +64,16 @@ describe('the fuzz step output CI reads', () => {
     );
   });
 
+  it('builds the service image before the e2e step and names it for the image smoke test', () => {
+    const run = readFileSync(`${root}.ci/run`, 'utf8');
+    const exported = run.indexOf('export POOL_CONTROLLER_IMAGE=');
+    const built = run.indexOf('step bash scripts/image.sh build');
+    const e2e = run.indexOf('step npm run test:e2e');
+    expect(exported).toBeGreaterThan(-1);
+    expect(built).toBeGreaterThan(exported);
+    expect(e2e).toBeGreaterThan(built);
+  });
+
   it('ends .ci/run with the plain closing line CI counts', () => {
     const run = readFileSync(`${root}.ci/run`, 'utf8');
     expect(run).toMatch(/console\.log\(`tests: \$\{passed\} passed, \$\{failed\} failed/);

@@ -33,6 +33,16 @@ describe('GET /metrics', () => {
     expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
   });
 
+  it('exports pool_controller_build_info with the version, revision and Node.js as labels', async () => {
+    const { app, service } = await harness({ start: false });
+    const text = (await app.inject({ url: '/metrics' })).body;
+    const { version, revision, nodeVersion } = service.buildInfo;
+    expect(samples(text, 'pool_controller_build_info')).toEqual([
+      [`{version="${version}",revision="${revision}",node_version="${nodeVersion}"}`, 1],
+    ]);
+    expect(nodeVersion).toBe(process.version);
+  });
+
   it("pre-initialises controller-runtime's reconcile metrics before any reconcile", async () => {
     const { app } = await harness({ start: false });
     const text = (await app.inject({ url: '/metrics' })).body;

@@ -50,6 +50,7 @@ async function controlledLoop(): Promise<{
   // Only the queue route is asked here; the other reads answer as an empty service would.
   const plane: ControlPlane = {
     sourceKind: 'kubernetes',
+    buildInfo: { version: '0.0.0', revision: 'unknown', nodeVersion: process.version },
     shuttingDown: false,
     cells: new CellBodies(new CellRegistry()),
     health: {

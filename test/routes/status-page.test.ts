@@ -11,6 +11,13 @@ import { SOURCE_HEADER } from '../../src/http/app.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
 
+/** package.json's version, which the running service reports. */
+const PACKAGE_VERSION = (
+  JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  }
+).version;
+
 afterEach(closeAll);
 
 /** Two engine cells (one alive, one with a not-ready worker) and a trainer cell. */
@@ -160,6 +167,13 @@ describe('GET /', () => {
     expect(body).toContain('&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;');
   });
 
+  it('shows the version of the build that serves it', async () => {
+    const { app, service } = await harness({ pods: world() });
+    const { body } = await app.inject({ url: '/' });
+    expect(body).toContain(`v${service.buildInfo.version} (revision `);
+    expect(service.buildInfo.version).toBe(PACKAGE_VERSION);
+  });
+
   it('says so when there are no cells yet', async () => {
     const { app } = await harness({ start: false });
     const { body, statusCode } = await app.inject({ url: '/' });
@@ -182,6 +196,7 @@ describe('openapi.yaml', () => {
 describe('renderStatusPage', () => {
   const data: StatusPageData = {
     source: 'simulated',
+    build: { version: '1.2.3', revision: '0123456789ab', nodeVersion: 'v24.22.3' },
     serverNowMs: 50_000,
     renderedAt: '2025-06-01T12:00:00.000Z',
     pools: [],
@@ -214,6 +229,13 @@ describe('renderStatusPage', () => {
       lastError: { phase: 'deploy', message: 'router <down>' },
     },
   };
+
+  it('names the build in the header', () => {
+    const header = renderStatusPage(data).match(/<header>.*?<\/header>/s)![0];
+    expect(header).toContain(
+      '<span id="build" class="muted">v1.2.3 (revision 0123456789ab, node v24.22.3)</span>',
+    );
+  });
 
   it('shows in-flight work, retries, the observed leader and the last failed run', () => {
     const html = renderStatusPage(data);

@@ -3,7 +3,7 @@
  * first, covers the shipped JavaScript). Traffic goes to loopback only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +94,20 @@ describe('pool-controller (the built command)', () => {
     expect((await running.exited).code).toBe(0);
     expect(running.stdout.join('')).toContain('Usage: pool-controller [flags]');
     expect(running.stdout.join('')).toContain('POOL_CONTROLLER_ADMIN_TOKEN_FILE');
+  });
+
+  it("prints --version (package version, the build's revision, Node.js) and exits 0", async () => {
+    const running = run(['--version'], await clusterFreeEnv());
+    expect((await running.exited).code).toBe(0);
+    const { version } = JSON.parse(
+      readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+    );
+    const revision = JSON.parse(
+      readFileSync(new URL('../../dist/build-info.json', import.meta.url), 'utf8'),
+    ).revision;
+    expect(running.stdout.join('')).toBe(
+      `pool-controller ${version} (revision ${revision}, node ${process.version})\n`,
+    );
   });
 
   it('exits 2 with a message naming the flag for a bad value', async () => {

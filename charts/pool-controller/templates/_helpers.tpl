@@ -63,3 +63,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-admin-token" (include "pool-controller.fullname" .) }}
 {{- end }}
 {{- end }}
+
+{{/* The image reference: repository@digest when a digest is given, else repository:tag. */}}
+{{- define "pool-controller.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* sglangRouters as the comma-separated POOL=URL list POOL_CONTROLLER_SGLANG_ROUTER takes. */}}
+{{- define "pool-controller.sglangRouters" -}}
+{{- $items := list }}
+{{- range .Values.sglangRouters }}
+{{- $items = append $items (printf "%s=%s" .pool .url) }}
+{{- end }}
+{{- join "," $items }}
+{{- end }}
