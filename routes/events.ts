@@ -8,7 +8,8 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
-import { commonErrors } from './schemas.js';
+import { eventTypesPattern, parseEventTypes } from './event-types-query.js';
+import { commonErrors, documentedPattern } from './schemas.js';
 
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
@@ -28,28 +29,16 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   { plane, eventTypes },
 ) => {
   const known = new Set([...eventTypes, 'events.dropped']);
-  // What `types` accepts, exactly: known types separated by commas, spaces around them allowed,
-  // empty entries ignored. The same pattern is published in the schema, so a client (or a fuzzer)
-  // knows beforehand which values are valid.
-  const alternatives = [...known].map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-  const pattern = `^ *(?:${alternatives})? *(?:, *(?:${alternatives})? *)*$`;
-  const split = (text: string): string[] =>
-    text
-      .split(',')
-      .map((t) => t.trim())
-      .filter(Boolean);
-  const typesQuery = z
-    .string()
-    .regex(new RegExp(pattern), {
-      error: (issue) => {
-        const text = String(issue.input);
-        const unknown = split(text).filter((t) => !known.has(t));
-        return unknown.length > 0
-          ? `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; known: ${[...known].join(', ')}`
-          : `event types must be separated by commas (spaces allowed), got ${JSON.stringify(text)}; known: ${[...known].join(', ')}`;
-      },
+  // Parsed by hand in one pass (event-types-query.ts), never by a backtracking regular
+  // expression: the value is client input of any length. The pattern is only published, so a
+  // client (or a fuzzer) knows beforehand which values are valid.
+  const typesQuery = documentedPattern(z.string(), eventTypesPattern(known))
+    .transform((text, ctx) => {
+      const parsed = parseEventTypes(text, known);
+      if (parsed.ok) return parsed.types;
+      ctx.addIssue({ code: 'custom', message: parsed.message, input: text });
+      return z.NEVER;
     })
-    .transform(split)
     .describe(`Comma-separated event types to receive (default: all): ${[...known].join(', ')}.`)
     .optional();
 
