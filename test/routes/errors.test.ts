@@ -4,7 +4,7 @@
  * unknown routes) and the ones Node raises before there is a request at all.
  */
 import { connect } from 'node:net';
-import type { InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BODY_LIMIT, MAX_PARAM_LENGTH, SOURCE_HEADER } from '../../src/http/app.js';
 import { closeAll, harness } from '../support/service-harness.js';
@@ -292,5 +292,81 @@ describe('requests that arrive while the server closes', () => {
       error: 'Service Unavailable',
       message: 'the control plane is shutting down; retry against another replica',
     });
+  });
+});
+
+describe('request targets and pipelined errors', () => {
+  async function listening(routes: (app: FastifyInstance) => void = () => {}) {
+    const h = await harness();
+    routes(h.app);
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    return { ...h, port: (h.app.server.address() as { port: number }).port };
+  }
+
+  function exchange(port: number, bytes: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        answer += chunk;
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  it('answers GET * and other targets that are not a path with a 400', async () => {
+    const { port } = await listening();
+    for (const line of ['GET *', 'OPTIONS *', 'GET healthz', 'CONNECT localhost:443']) {
+      const answer = await exchange(
+        port,
+        `${line} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer, line).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      // Node's parser refuses some itself (HPE_INVALID_URL); what it lets through, we refuse.
+      if (line.endsWith('*')) {
+        expect(answer).toContain('the request target must be a path such as /healthz, got \\"*\\"');
+      }
+    }
+  });
+
+  it('still serves an absolute-form target, as RFC 9112 requires of a server', async () => {
+    const { port } = await listening();
+    const answer = await exchange(
+      port,
+      'GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it('answers unparsable bytes pipelined behind a request in flight after that request, not into it', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const { app, port } = await listening((app) =>
+      app.get('/test-only/slow', async () => {
+        entered();
+        await held;
+        return 'done';
+      }),
+    );
+    const refused = new Promise<void>((resolve) => app.server.once('clientError', () => resolve()));
+    const answer = exchange(
+      port,
+      'GET /test-only/slow HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n',
+    );
+    await Promise.all([inFlight, refused]);
+    release();
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(text).toContain('\r\n\r\ndone');
+    const second = text.slice(text.indexOf('HTTP/1.1', 1));
+    expect(second).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(second).toContain('malformed HTTP request');
   });
 });

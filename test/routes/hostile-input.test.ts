@@ -83,14 +83,21 @@ describe('hostile parameters', () => {
         for (const value of HOSTILE_VALUES) {
           cases += 1;
           const url = urlWith(op, parameter.name, value);
-          const before = performance.eventLoopUtilization();
-          const [answer, probe] = await Promise.all([
-            app.inject({ method: op.method, url }),
-            app.inject({ url: '/healthz' }),
-          ]);
-          const active = performance.eventLoopUtilization(before).active;
-          expect(answer.statusCode, `${op.method} ${op.path} ${parameter.name}`).toBeLessThan(500);
-          expect(probe.statusCode).toBe(200);
+          // The least of three tries: a GC pause or another process is not the input's cost,
+          // while a request that blocks on its input is slow every time.
+          let active = Number.POSITIVE_INFINITY;
+          for (let attempt = 0; attempt < 3 && active > BUDGET_MS; attempt += 1) {
+            const before = performance.eventLoopUtilization();
+            const [answer, probe] = await Promise.all([
+              app.inject({ method: op.method, url }),
+              app.inject({ url: '/healthz' }),
+            ]);
+            active = Math.min(active, performance.eventLoopUtilization(before).active);
+            expect(answer.statusCode, `${op.method} ${op.path} ${parameter.name}`).toBeLessThan(
+              500,
+            );
+            expect(probe.statusCode).toBe(200);
+          }
           if (active > BUDGET_MS) {
             slow.push(
               `${op.method} ${op.path} ?${parameter.name}=${JSON.stringify(value.slice(0, 12))}…: ${active.toFixed(1)} ms`,
