@@ -286,6 +286,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     portName: config.portName,
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
+    adminAllowedHosts: config.adminAllowedHosts,
     logger: logger.child({ component: 'reconcile' }),
     processMetrics: true,
   });

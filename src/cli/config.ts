@@ -113,6 +113,8 @@ export interface Config {
   portName: string;
   listen: ListenAddress;
   adminTokenFile: string | undefined;
+  /** Host names (lowercase, no port) a loopback-only POST may name besides loopback ones. */
+  adminAllowedHosts: string[];
   /** `null`: resync off. */
   resyncPeriodMs: number | null;
   logLevel: LogLevel;
@@ -385,6 +387,7 @@ type RawConfig = Record<
   | 'portName'
   | 'listen'
   | 'adminTokenFile'
+  | 'adminAllowedHosts'
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
@@ -507,6 +510,14 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'PATH',
     description:
       'File holding the bearer token the POST endpoints require. Without it, POSTs are accepted from loopback clients only.',
+  },
+  {
+    flag: 'admin-allowed-hosts',
+    key: 'adminAllowedHosts',
+    valueName: 'HOST',
+    kind: 'multiple',
+    description:
+      'Without --admin-token-file, a POST must name a loopback host (localhost, 127.0.0.1, [::1]) in its Host header, so a web page reached through DNS rebinding cannot post; these host names (no port) are accepted too. Repeatable; the variable takes a comma-separated list.',
   },
   {
     flag: 'resync-period',
@@ -678,6 +689,24 @@ const rawSchema = z.object({
   portName: portName.default(DEFAULT_PORT_NAME),
   listen: listen.default(() => parseListen(DEFAULT_LISTEN)!),
   adminTokenFile: nonEmpty('a file path').optional(),
+  adminAllowedHosts: z
+    .array(z.string())
+    .transform((items, ctx) => {
+      const hosts = items
+        .flatMap((i) => i.split(','))
+        .map((i) => i.trim().toLowerCase())
+        .filter(Boolean);
+      const bad = hosts.find((h) => h.length > 253 || !/^[a-z0-9.:-]+$/.test(h));
+      if (bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host names or addresses without a port (e.g. ctl.example.internal), got ${JSON.stringify(bad.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return hosts;
+    })
+    .default([]),
   resyncPeriod: resyncPeriod.default(DEFAULT_RESYNC_PERIOD_MS),
   logLevel: z
     .enum(LOG_LEVELS, {
@@ -811,6 +840,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     portName: r.portName,
     listen: r.listen,
     adminTokenFile: r.adminTokenFile,
+    adminAllowedHosts: r.adminAllowedHosts,
     resyncPeriodMs: r.resyncPeriod,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,

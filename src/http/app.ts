@@ -376,6 +376,11 @@ export async function buildServer(
       const decision = plane.authorizeAdmin(
         request.headers.authorization,
         request.socket.remoteAddress,
+        {
+          host: request.headers.host,
+          origin: request.headers.origin,
+          contentType: request.headers['content-type'],
+        },
       );
       if (!decision.allowed) {
         if (decision.status === 401) {

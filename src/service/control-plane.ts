@@ -14,13 +14,14 @@ import type { RoutingState } from '../pools/routing-state.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { SinkTargetStatus } from '../sinks/sink.js';
-import type { AdminDecision } from './admin-auth.js';
+import type { AdminDecision, AdminRequestHeaders } from './admin-auth.js';
 import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
 import type { LeadershipView } from './leadership.js';
 
 export type {
   AdminDecision,
+  AdminRequestHeaders,
   CoordinatorState,
   LeadershipView,
   ParentKey,
@@ -100,11 +101,13 @@ export interface ControlPlane {
   readonly metrics: { readonly contentType: string; render(): Promise<string> };
   /**
    * Whether a request may use the POST endpoints, from its `Authorization` header and socket
-   * peer. The token stays inside the service; routes only learn the decision.
+   * peer, and (in loopback-only mode) the headers a browser controls. The token stays inside the
+   * service; routes only learn the decision.
    */
   authorizeAdmin(
     authorization: string | undefined,
     remoteAddress: string | undefined,
+    headers: AdminRequestHeaders,
   ): AdminDecision;
   /** The loop's clock, to turn its clock times into ages and delays. */
   now(): number;

@@ -29,7 +29,7 @@ import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
-import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
+import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { CellBodies } from './cell-bodies.js';
 import type {
   CellResolution,
@@ -61,6 +61,11 @@ export interface PoolServiceOptions {
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
+  /**
+   * Host names, besides loopback ones, a POST may name in its `Host` header in loopback-only mode
+   * (no `adminToken`): for a port-forward reached under another name.
+   */
+  adminAllowedHosts?: readonly string[];
   clock?: Clock;
   /** Epoch ms for the cells' `lastTransitionTime`. */
   wallClock?: () => number;
@@ -111,6 +116,7 @@ export class PoolService implements ControlPlane {
   #background: Promise<unknown>[] = [];
   /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
   readonly #adminToken: string | undefined;
+  readonly #adminAllowedHosts: ReadonlySet<string>;
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
@@ -122,6 +128,7 @@ export class PoolService implements ControlPlane {
     this.sourceKind = options.sourceKind;
     this.labels = options.labels;
     this.#adminToken = options.adminToken;
+    this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
     const logger = options.logger ?? silentLogger;
@@ -399,8 +406,12 @@ export class PoolService implements ControlPlane {
   authorizeAdmin(
     authorization: string | undefined,
     remoteAddress: string | undefined,
+    headers: AdminRequestHeaders,
   ): AdminDecision {
-    return authorizeAdmin(this.#adminToken, authorization, remoteAddress);
+    return authorizeAdmin(this.#adminToken, authorization, remoteAddress, {
+      headers,
+      allowedHosts: this.#adminAllowedHosts,
+    });
   }
 
   reflector(): PodSourceStats {

@@ -58,6 +58,7 @@ describe('parseConfig defaults', () => {
       portName: 'http',
       listen: { host: '0.0.0.0', port: 8080 },
       adminTokenFile: undefined,
+      adminAllowedHosts: [],
       resyncPeriodMs: 36_000_000,
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
@@ -100,6 +101,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_LOG_LEVEL: 'debug',
       POOL_CONTROLLER_SELECTOR: 'app=engine',
       POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
+      POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'ctl.internal',
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
@@ -137,6 +139,7 @@ describe('flags and environment variables', () => {
       portName: 'grpc',
       listen: { host: '127.0.0.1', port: 9000 },
       adminTokenFile: '/secrets/token',
+      adminAllowedHosts: ['ctl.internal'],
       resyncPeriodMs: 1_800_000,
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
@@ -450,5 +453,23 @@ describe('loadAdminToken', () => {
     expect(await loadAdminToken(await tokenFile('abc', 0o644), (w) => heard.push(w))).toBe('abc');
     expect(heard).toHaveLength(1);
     expect(heard[0]).not.toContain('abc\n');
+  });
+});
+
+describe('--admin-allowed-hosts', () => {
+  it('takes host names, repeated or comma-separated, lowercased', () => {
+    expect(
+      parseConfig(['--admin-allowed-hosts', 'Ctl.Example', '--admin-allowed-hosts', 'a.b,c'], {})
+        .adminAllowedHosts,
+    ).toEqual(['ctl.example', 'a.b', 'c']);
+    expect(
+      parseConfig([], { POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'x.y' }).adminAllowedHosts,
+    ).toEqual(['x.y']);
+  });
+
+  it('refuses a value with a port or a scheme, naming the flag', () => {
+    expect(() => parseConfig(['--admin-allowed-hosts', 'http://x'], {})).toThrow(
+      /^invalid --admin-allowed-hosts \(POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS\): expected host names/,
+    );
   });
 });

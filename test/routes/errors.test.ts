@@ -147,13 +147,26 @@ describe('request bodies on the POSTs', () => {
         415,
         'Unsupported Media Type',
       ),
-    ).toBe('unsupported Content-Type "application/xml"; send application/json, or no body at all');
+    ).toBe(
+      'without --admin-token-file, a POST carries a JSON body (Content-Type: application/json) or none, which a web page on another site cannot send unasked; got Content-Type "application/xml"',
+    );
+  });
+
+  it("with an admin token, answers an unsupported media type with the parser's 415", async () => {
+    const { app } = await harness({ adminToken: 't0k' });
+    const res = await app.inject({
+      ...post({ 'content-type': 'application/xml', authorization: 'Bearer t0k' }, '<a/>'),
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json().message).toBe(
+      'unsupported Content-Type "application/xml"; send application/json, or no body at all',
+    );
   });
 
   it('answers a body over the limit with a 413 naming the limit', async () => {
     expect(
       await errorOf(
-        post({ 'content-type': 'text/plain' }, 'x'.repeat(BODY_LIMIT + 1)),
+        post({ 'content-type': 'application/json' }, 'x'.repeat(BODY_LIMIT + 1)),
         413,
         'Payload Too Large',
       ),
@@ -368,5 +381,36 @@ describe('request targets and pipelined errors', () => {
     const second = text.slice(text.indexOf('HTTP/1.1', 1));
     expect(second).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(second).toContain('malformed HTTP request');
+  });
+});
+
+describe('cross-site requests in loopback-only mode', () => {
+  it('refuses the POST a web page can send: text/plain with a foreign Host and Origin', async () => {
+    const { app } = await harness();
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: {
+        host: 'evil.example:8080',
+        origin: 'http://evil.example:8080',
+        'content-type': 'text/plain',
+      },
+      payload: 'x',
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().message).toContain('want a Host header naming loopback');
+    const rebound = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: { host: 'localhost:8080', origin: 'https://evil.example' },
+    });
+    expect(rebound.statusCode).toBe(403);
+    const form = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: { host: 'localhost:8080', 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    expect(form.statusCode).toBe(415);
   });
 });

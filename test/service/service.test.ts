@@ -126,9 +126,10 @@ describe('PoolService as the control plane', () => {
   });
 
   it('decides admin access itself, without handing out the token', async () => {
+    const CURL = { host: 'localhost:8080', origin: undefined, contentType: undefined };
     const { service } = await harness({ adminToken: 's3cret' });
-    expect(service.authorizeAdmin('Bearer s3cret', '10.0.0.9')).toEqual({ allowed: true });
-    expect(service.authorizeAdmin('Bearer wrong', '127.0.0.1')).toMatchObject({
+    expect(service.authorizeAdmin('Bearer s3cret', '10.0.0.9', CURL)).toEqual({ allowed: true });
+    expect(service.authorizeAdmin('Bearer wrong', '127.0.0.1', CURL)).toMatchObject({
       allowed: false,
       status: 401,
     });
@@ -143,7 +144,7 @@ describe('PoolService as the control plane', () => {
       service.cells.listBody().toString(),
       JSON.stringify(service.health.readyz.report({ verbose: true, exclude: [] })),
       JSON.stringify(service.health.healthz.report({ verbose: true, exclude: [] })),
-      JSON.stringify(service.authorizeAdmin('Bearer wrong', '10.0.0.9')),
+      JSON.stringify(service.authorizeAdmin('Bearer wrong', '10.0.0.9', CURL)),
       await service.metrics.render(),
     ];
     expect(handedOut.filter((text) => text.includes('s3cret'))).toEqual([]);
