@@ -393,6 +393,14 @@ export async function buildServer(
     }
   });
 
+  // Also for a request that began before shutdown (its headers, or all of it, arrived earlier)
+  // and is answered after: kept alive, its connection would hold the server's close until the
+  // keep-alive timeout, and the process would exit 1 at --shutdown-timeout instead of 0.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (plane.shuttingDown) reply.header('connection', 'close');
+    return payload;
+  });
+
   // A body that stalls is cut off after `bodyMs` with a 408 (and the connection closed), timed by
   // the injected clock; Node's `requestTimeout` stays as the backstop. Runs after onRequest, so
   // an unauthorised POST was already refused without reading a byte of its body.
