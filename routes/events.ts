@@ -4,12 +4,17 @@
  * runs through `kubectl port-forward` to watch the controller think:
  * `curl -N localhost:8080/api/v1/events?types=cell.changed,reconciliation.completed`.
  */
-import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { eventTypesPattern, parseEventTypes } from './event-types-query.js';
-import { commonErrors, documentedPattern } from './schemas.js';
+import { commonErrors, documentedPattern, errorSchema } from './schemas.js';
+
+/**
+ * `Retry-After` seconds on the 503 beyond the stream cap: a few reconnect intervals (the
+ * stream's `retry:` is 2 s), so clients waiting for a slot do not hammer the server.
+ */
+export const EVENTS_RETRY_AFTER_S = 10;
 
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
@@ -48,7 +53,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       schema: {
         summary: 'Event stream (SSE)',
         description:
-          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed.',
+          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.',
         tags: ['observability'],
         querystring: z.object({ types: typesQuery }),
         response: {
@@ -58,18 +63,30 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
             // `retry:` and heartbeat comment lines are not events.
             content: { 'text/event-stream': { schema: sseEventSchema } },
           },
+          503: errorSchema,
           ...commonErrors,
         },
       },
     },
     async (request, reply) => {
       const closed = new AbortController();
-      request.raw.once('close', () => closed.abort());
-      reply.raw.once('close', () => closed.abort());
+      const abort = (): void => closed.abort();
+      request.raw.once('close', abort);
+      reply.raw.once('close', abort);
       const { types } = request.query;
-      const stream = Readable.from(
-        plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal }),
-      );
+      const stream = plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal });
+      if (stream === undefined) {
+        request.raw.off('close', abort);
+        reply.raw.off('close', abort);
+        return reply
+          .code(503)
+          .header('retry-after', String(EVENTS_RETRY_AFTER_S))
+          .send({
+            status: 503,
+            error: 'Service Unavailable',
+            message: `${plane.maxEventStreams} event streams are open, the most this server keeps (--max-event-streams); retry later`,
+          });
+      }
       return (
         reply
           .type('text/event-stream; charset=utf-8')

@@ -287,6 +287,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,
+    maxEventStreams: config.maxEventStreams,
     logger: logger.child({ component: 'reconcile' }),
     processMetrics: true,
   });

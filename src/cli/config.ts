@@ -26,6 +26,7 @@ import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
+import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import type { SglangRouterTarget } from '../sinks/sglang-router.js';
 
 export type { SglangRouterTarget };
@@ -51,6 +52,12 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * in-flight and newly routed requests still get answers (the Lease is released at once).
  */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
+
+/**
+ * `--max-event-streams` at most: half the server's connection cap (1,024), so streams can never
+ * take the connections probes, scrapes and API clients need.
+ */
+export const MAX_EVENT_STREAMS_LIMIT = 512;
 
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
@@ -117,6 +124,8 @@ export interface Config {
   adminAllowedHosts: string[];
   /** `null`: resync off. */
   resyncPeriodMs: number | null;
+  /** Open `GET /api/v1/events` streams at most; beyond, 503. */
+  maxEventStreams: number;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
   /** Serving with readiness failing, after SIGTERM and before the listener closes. */
@@ -388,6 +397,7 @@ type RawConfig = Record<
   | 'listen'
   | 'adminTokenFile'
   | 'adminAllowedHosts'
+  | 'maxEventStreams'
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
@@ -518,6 +528,14 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'multiple',
     description:
       'Without --admin-token-file, a POST must name a loopback host (localhost, 127.0.0.1, [::1]) in its Host header, so a web page reached through DNS rebinding cannot post; these host names (no port) are accepted too. Repeatable; the variable takes a comma-separated list.',
+  },
+  {
+    flag: 'max-event-streams',
+    key: 'maxEventStreams',
+    valueName: 'N',
+    description:
+      "Most GET /api/v1/events streams open at once; beyond, 503 with Retry-After. Kept well below the server's 1,024 connections, so streams can never starve probes, scrapes and the API.",
+    defaultText: String(DEFAULT_MAX_EVENT_STREAMS),
   },
   {
     flag: 'resync-period',
@@ -708,6 +726,20 @@ const rawSchema = z.object({
     })
     .default([]),
   resyncPeriod: resyncPeriod.default(DEFAULT_RESYNC_PERIOD_MS),
+  maxEventStreams: z
+    .string()
+    .transform((text, ctx) => {
+      const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN;
+      if (!(n >= 1 && n <= MAX_EVENT_STREAMS_LIMIT)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a whole number from 1 to ${MAX_EVENT_STREAMS_LIMIT} (fewer than the server's connections), got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .default(DEFAULT_MAX_EVENT_STREAMS),
   logLevel: z
     .enum(LOG_LEVELS, {
       error: (issue) =>
@@ -842,6 +874,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     adminTokenFile: r.adminTokenFile,
     adminAllowedHosts: r.adminAllowedHosts,
     resyncPeriodMs: r.resyncPeriod,
+    maxEventStreams: r.maxEventStreams,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
     shutdownGraceMs: r.shutdownGrace,

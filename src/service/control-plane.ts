@@ -6,6 +6,7 @@
  * nothing of `src/` but this file's types (test/routes/imports.test.ts holds it to that).
  */
 
+import type { Readable } from 'node:stream';
 import type { CoordinatorState } from '../coordination/coordinator.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import type { CellMember } from '../pools/cell-state.js';
@@ -131,10 +132,12 @@ export interface ControlPlane {
   /** Per sink target: desired, actual, pending, last apply. */
   sinks(): SinkTargetStatus[];
   /**
-   * The event bus as Server-Sent Events text, chunk by chunk, filtered by `types`; ends when
-   * `signal` aborts or the service shuts down.
+   * The event bus as a Server-Sent Events byte stream, filtered by `types`; ends when `signal`
+   * aborts or the service shuts down. `undefined` when `maxEventStreams` are open already.
    */
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string>;
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined;
+  /** How many event streams may be open at once (`--max-event-streams`). */
+  readonly maxEventStreams: number;
   /** Asks the leader's coordinator for a run now; ignored on a follower. */
   triggerRouting(reason: string): void;
 }

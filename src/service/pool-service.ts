@@ -14,6 +14,7 @@
  * retry period), then the loop (no reconcile runs against a closing source), then the source.
  */
 
+import type { Readable } from 'node:stream';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
 import { type Pod, podKey } from '../kubernetes/pod.js';
@@ -40,7 +41,7 @@ import type {
   StoreSnapshot,
 } from './control-plane.js';
 import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
-import { sseStream } from './event-stream.js';
+import { EventStreams } from './event-stream.js';
 import { HealthEndpoint } from './health.js';
 import {
   type Leadership,
@@ -83,6 +84,8 @@ export interface PoolServiceOptions {
   driftIntervalMs?: number | null;
   /** How often the source's stats are compared for `watch.state` events; default 1 s. */
   watchStatePollMs?: number;
+  /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
+  maxEventStreams?: number;
 }
 
 /** What the service hands a sink it builds: where its events and operation counts go. */
@@ -105,6 +108,8 @@ export class PoolService implements ControlPlane {
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** Everything the service publishes; `GET /api/v1/events` streams it. */
   readonly bus: EventBus<ServiceEvent>;
+  /** The open `GET /api/v1/events` streams, bounded in number and bytes. */
+  readonly eventStreams: EventStreams;
   readonly #leadership: Leadership;
   readonly #routing: RoutingController;
   readonly #lifetime = new AbortController();
@@ -140,6 +145,12 @@ export class PoolService implements ControlPlane {
     });
     this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
     this.bus = new EventBus<ServiceEvent>({ logger });
+    this.eventStreams = new EventStreams({
+      bus: this.bus,
+      clock: this.#clock,
+      ...(options.maxEventStreams !== undefined ? { maxStreams: options.maxEventStreams } : {}),
+      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
+    });
     this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
     const publish = (event: ServiceEvent): void => this.#publish(event);
     const sinks =
@@ -172,7 +183,7 @@ export class PoolService implements ControlPlane {
       });
     this.coordinationMetrics.bind({
       leaseName: this.#leadership.view().lease ?? 'pool-controller',
-      subscribers: () => this.bus.subscriberCount,
+      subscribers: () => this.bus.subscriberCount + this.eventStreams.count,
       sinkStatus: () => this.#routing.sinkStatus(),
     });
     const reconcileCell = createCellReconciler({
@@ -294,7 +305,7 @@ export class PoolService implements ControlPlane {
 
   /** Ends every open event stream now; new ones end at once. */
   closeEventStreams(): void {
-    this.#streamsClosed.abort();
+    this.eventStreams.close();
   }
 
   /**
@@ -305,6 +316,7 @@ export class PoolService implements ControlPlane {
     this.#shuttingDown = true;
     this.#stoppedActing ??= (async () => {
       this.#lifetime.abort(new Error('the service is stopping'));
+      this.eventStreams.close();
       await Promise.allSettled(this.#background);
       await this.#routing.stop();
     })();
@@ -441,19 +453,12 @@ export class PoolService implements ControlPlane {
     return this.#routing.sinkStatus();
   }
 
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string> {
-    const signal = AbortSignal.any([
-      options.signal,
-      this.#lifetime.signal,
-      this.#streamsClosed.signal,
-    ]);
-    return sseStream({
-      bus: this.bus,
-      clock: this.#clock,
-      signal,
-      ...(options.types ? { types: options.types } : {}),
-      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
-    });
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+    return this.eventStreams.open(options);
+  }
+
+  get maxEventStreams(): number {
+    return this.eventStreams.maxStreams;
   }
 
   /** Asks the routing controller for a run now (when this replica acts); for the control plane. */
@@ -464,8 +469,6 @@ export class PoolService implements ControlPlane {
   // ----- internals -----
 
   readonly #watchStatePollMs: number;
-  /** Aborted at the beginning of shutdown: open event streams end so the server can close. */
-  readonly #streamsClosed = new AbortController();
 
   #publish(event: ServiceEvent): void {
     this.coordinationMetrics.observe(event);

@@ -60,6 +60,7 @@ describe('parseConfig defaults', () => {
       adminTokenFile: undefined,
       adminAllowedHosts: [],
       resyncPeriodMs: 36_000_000,
+      maxEventStreams: 256,
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
       shutdownGraceMs: 3_000,
@@ -102,6 +103,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_SELECTOR: 'app=engine',
       POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
       POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'ctl.internal',
+      POOL_CONTROLLER_MAX_EVENT_STREAMS: '32',
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
@@ -141,6 +143,7 @@ describe('flags and environment variables', () => {
       adminTokenFile: '/secrets/token',
       adminAllowedHosts: ['ctl.internal'],
       resyncPeriodMs: 1_800_000,
+      maxEventStreams: 32,
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
       shutdownGraceMs: 0,
@@ -471,5 +474,16 @@ describe('--admin-allowed-hosts', () => {
     expect(() => parseConfig(['--admin-allowed-hosts', 'http://x'], {})).toThrow(
       /^invalid --admin-allowed-hosts \(POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS\): expected host names/,
     );
+  });
+});
+
+describe('--max-event-streams', () => {
+  it('takes a whole number up to half the connection cap', () => {
+    expect(parseConfig(['--max-event-streams', '512'], {}).maxEventStreams).toBe(512);
+    for (const bad of ['0', '513', '1e3', 'many']) {
+      expect(() => parseConfig(['--max-event-streams', bad], {}), bad).toThrow(
+        /^invalid --max-event-streams \(POOL_CONTROLLER_MAX_EVENT_STREAMS\): expected a whole number from 1 to 512/,
+      );
+    }
   });
 });

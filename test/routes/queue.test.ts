@@ -51,6 +51,7 @@ async function controlledLoop(): Promise<{
   const plane: ControlPlane = {
     sourceKind: 'kubernetes',
     shuttingDown: false,
+    maxEventStreams: 0,
     cells: new CellBodies(new CellRegistry()),
     health: {
       healthz: new HealthEndpoint('healthz', []),
