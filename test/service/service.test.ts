@@ -3,7 +3,8 @@ import { LWS_LABELS } from '../../src/pools/labels.js';
 import { PoolService } from '../../src/service/pool-service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { DrivenPodSource, harness, replaceWith } from '../support/service-harness.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { DrivenPodSource, harness, replaceWith, upsert } from '../support/service-harness.js';
 
 function service(podSource = new DrivenPodSource(), clock = new FakeClock()) {
   return new PoolService({
@@ -149,5 +150,29 @@ describe('PoolService as the control plane', () => {
     ];
     expect(handedOut.filter((text) => text.includes('s3cret'))).toEqual([]);
     expect(handedOut.join('\n')).toContain('controller_runtime_reconcile_total'); // reads are real
+  });
+});
+
+describe('a pod with a 200 KB annotation', () => {
+  it('enters the cell list, the cell.changed event, the log and the metrics bounded', async () => {
+    const logger = new RecordingLogger();
+    const h = await harness({ logger });
+    const events: string[] = [];
+    const stop = h.service.bus.listen((event) => events.push(JSON.stringify(event)));
+    const pod = lwsPod({
+      group: 0,
+      worker: 0,
+      size: 'x'.repeat(200_000),
+      phase: 'y'.repeat(200_000),
+    });
+    await h.push(upsert(pod));
+    stop();
+    const cells = await h.app.inject({ url: '/api/v1/cells' });
+    expect(cells.json().count).toBe(1);
+    expect(cells.body.length).toBeLessThan(4_000);
+    expect(events.some((e) => e.includes('"cell.changed"'))).toBe(true);
+    expect(Math.max(...events.map((e) => e.length))).toBeLessThan(4_000);
+    expect(Math.max(...logger.entries.map((e) => JSON.stringify(e).length))).toBeLessThan(4_000);
+    expect((await h.service.metrics.render()).length).toBeLessThan(100_000);
   });
 });
