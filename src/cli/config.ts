@@ -119,6 +119,8 @@ export interface Config {
   labels: PoolLabels;
   portName: string;
   listen: ListenAddress;
+  /** Where `/healthz` and `/readyz` are served on their own too; `undefined`: nowhere else. */
+  healthProbeListen: ListenAddress | undefined;
   adminTokenFile: string | undefined;
   /** Host names (lowercase, no port) a loopback-only POST may name besides loopback ones. */
   adminAllowedHosts: string[];
@@ -395,6 +397,7 @@ type RawConfig = Record<
   | 'cellSizeAnnotation'
   | 'portName'
   | 'listen'
+  | 'healthProbeListen'
   | 'adminTokenFile'
   | 'adminAllowedHosts'
   | 'maxEventStreams'
@@ -513,6 +516,14 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'HOST:PORT',
     description: 'Address of the HTTP control plane (API, health, metrics).',
     defaultText: DEFAULT_LISTEN,
+  },
+  {
+    flag: 'health-probe-listen',
+    key: 'healthProbeListen',
+    valueName: 'HOST:PORT',
+    description:
+      "Also serve /healthz and /readyz on this address, alone, as controller-runtime's --health-probe-bind-address does: no API client or event stream can take the probes' connections there. '0' or 'off': only on --listen.",
+    defaultText: 'off',
   },
   {
     flag: 'admin-token-file',
@@ -706,6 +717,21 @@ const rawSchema = z.object({
   cellSizeAnnotation: labelKey.default(LWS_LABELS.cellSize),
   portName: portName.default(DEFAULT_PORT_NAME),
   listen: listen.default(() => parseListen(DEFAULT_LISTEN)!),
+  healthProbeListen: z
+    .string()
+    .transform((text, ctx) => {
+      if (text === '0' || text === 'off' || text === '') return undefined;
+      const address = parseListen(text);
+      if (!address) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host:port (e.g. 0.0.0.0:8081) or 0/off, got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return address;
+    })
+    .optional(),
   adminTokenFile: nonEmpty('a file path').optional(),
   adminAllowedHosts: z
     .array(z.string())
@@ -855,6 +881,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     retryPeriodMs: r.leaderElectRetryPeriod,
   };
   checkLeaderElectionTimings(leaderElection);
+  if (
+    r.healthProbeListen !== undefined &&
+    r.healthProbeListen.port !== 0 &&
+    r.healthProbeListen.port === r.listen.port
+  ) {
+    throw new ConfigError(
+      `invalid --health-probe-listen (${envName('health-probe-listen')}): port ${r.healthProbeListen.port} is --listen's (${envName('listen')}); the probes need a port of their own`,
+    );
+  }
   if (r.shutdownGrace >= r.shutdownTimeout) {
     throw new ConfigError(
       `invalid --shutdown-grace (${envName('shutdown-grace')}): ${r.shutdownGrace} ms must be shorter than --shutdown-timeout (${envName('shutdown-timeout')}, ${r.shutdownTimeout} ms)`,
@@ -871,6 +906,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     labels,
     portName: r.portName,
     listen: r.listen,
+    healthProbeListen: r.healthProbeListen,
     adminTokenFile: r.adminTokenFile,
     adminAllowedHosts: r.adminAllowedHosts,
     resyncPeriodMs: r.resyncPeriod,

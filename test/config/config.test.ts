@@ -57,6 +57,7 @@ describe('parseConfig defaults', () => {
       labels: LWS_LABELS,
       portName: 'http',
       listen: { host: '0.0.0.0', port: 8080 },
+      healthProbeListen: undefined,
       adminTokenFile: undefined,
       adminAllowedHosts: [],
       resyncPeriodMs: 36_000_000,
@@ -104,6 +105,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
       POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'ctl.internal',
       POOL_CONTROLLER_MAX_EVENT_STREAMS: '32',
+      POOL_CONTROLLER_HEALTH_PROBE_LISTEN: '127.0.0.1:9001',
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
@@ -140,6 +142,7 @@ describe('flags and environment variables', () => {
       },
       portName: 'grpc',
       listen: { host: '127.0.0.1', port: 9000 },
+      healthProbeListen: { host: '127.0.0.1', port: 9001 },
       adminTokenFile: '/secrets/token',
       adminAllowedHosts: ['ctl.internal'],
       resyncPeriodMs: 1_800_000,
@@ -485,5 +488,21 @@ describe('--max-event-streams', () => {
         /^invalid --max-event-streams \(POOL_CONTROLLER_MAX_EVENT_STREAMS\): expected a whole number from 1 to 512/,
       );
     }
+  });
+});
+
+describe('--health-probe-listen', () => {
+  it('takes host:port, or 0/off for none', () => {
+    expect(parseConfig(['--health-probe-listen', ':8081'], {}).healthProbeListen).toEqual({
+      host: '0.0.0.0',
+      port: 8081,
+    });
+    expect(parseConfig(['--health-probe-listen', 'off'], {}).healthProbeListen).toBeUndefined();
+  });
+
+  it("refuses --listen's own port, naming both flags", () => {
+    expect(() => parseConfig(['--health-probe-listen', '127.0.0.1:8080'], {})).toThrow(
+      /^invalid --health-probe-listen \(POOL_CONTROLLER_HEALTH_PROBE_LISTEN\): port 8080 is --listen's/,
+    );
   });
 });

@@ -296,6 +296,25 @@ describe('pool-controller (the built command)', () => {
     expect(Date.now() - started).toBeLessThan(8_000);
   });
 
+  it('serves the probes on --health-probe-listen as well, and nothing else there', async () => {
+    const { running } = await startService([
+      '--source',
+      'simulated',
+      '--health-probe-listen',
+      '127.0.0.1:0',
+    ]);
+    const listening = logLines(running).find((l) => l.msg === 'control plane listening')!;
+    const { port } = listening.healthProbeAddress as { port: number };
+    const probes = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    await waitFor('readiness', async () =>
+      (await fetch(`${probes}/readyz`)).status === 200 ? true : undefined,
+    );
+    expect((await fetch(`${probes}/api/v1/cells`)).status).toBe(404);
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('exits 2 at start for a kubeconfig that can never work, without quoting its contents', async () => {
     const env = await clusterFreeEnv();
     const { writeFile } = await import('node:fs/promises');
