@@ -26,6 +26,7 @@ import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
+import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import type { SglangRouterTarget } from '../sinks/sglang-router.js';
 
 export type { SglangRouterTarget };
@@ -51,6 +52,12 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * in-flight and newly routed requests still get answers (the Lease is released at once).
  */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
+
+/**
+ * `--max-event-streams` at most: half the server's connection cap (1,024), so streams can never
+ * take the connections probes, scrapes and API clients need.
+ */
+export const MAX_EVENT_STREAMS_LIMIT = 512;
 
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
@@ -122,9 +129,15 @@ export interface Config {
   labels: PoolLabels;
   portName: string;
   listen: ListenAddress;
+  /** Where `/healthz` and `/readyz` are served on their own too; `undefined`: nowhere else. */
+  healthProbeListen: ListenAddress | undefined;
   adminTokenFile: string | undefined;
+  /** Host names (lowercase, no port) a loopback-only POST may name besides loopback ones. */
+  adminAllowedHosts: string[];
   /** `null`: resync off. */
   resyncPeriodMs: number | null;
+  /** Open `GET /api/v1/events` streams at most; beyond, 503. */
+  maxEventStreams: number;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
   /** Serving with readiness failing, after SIGTERM and before the listener closes. */
@@ -400,7 +413,10 @@ type RawConfig = Record<
   | 'cellSizeAnnotation'
   | 'portName'
   | 'listen'
+  | 'healthProbeListen'
   | 'adminTokenFile'
+  | 'adminAllowedHosts'
+  | 'maxEventStreams'
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
@@ -526,11 +542,35 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: DEFAULT_LISTEN,
   },
   {
+    flag: 'health-probe-listen',
+    key: 'healthProbeListen',
+    valueName: 'HOST:PORT',
+    description:
+      "Also serve /healthz and /readyz on this address, alone, as controller-runtime's --health-probe-bind-address does: no API client or event stream can take the probes' connections there. '0' or 'off': only on --listen.",
+    defaultText: 'off',
+  },
+  {
     flag: 'admin-token-file',
     key: 'adminTokenFile',
     valueName: 'PATH',
     description:
       'File holding the bearer token the POST endpoints require. Without it, POSTs are accepted from loopback clients only.',
+  },
+  {
+    flag: 'admin-allowed-hosts',
+    key: 'adminAllowedHosts',
+    valueName: 'HOST',
+    kind: 'multiple',
+    description:
+      'Without --admin-token-file, a POST must name a loopback host (localhost, 127.0.0.1, [::1]) in its Host header, so a web page reached through DNS rebinding cannot post; these host names (no port) are accepted too. Repeatable; the variable takes a comma-separated list.',
+  },
+  {
+    flag: 'max-event-streams',
+    key: 'maxEventStreams',
+    valueName: 'N',
+    description:
+      "Most GET /api/v1/events streams open at once; beyond, 503 with Retry-After. Kept well below the server's 1,024 connections, so streams can never starve probes, scrapes and the API.",
+    defaultText: String(DEFAULT_MAX_EVENT_STREAMS),
   },
   {
     flag: 'resync-period',
@@ -707,8 +747,55 @@ const rawSchema = z.object({
   cellSizeAnnotation: labelKey.default(LWS_LABELS.cellSize),
   portName: portName.default(DEFAULT_PORT_NAME),
   listen: listen.default(() => parseListen(DEFAULT_LISTEN)!),
+  healthProbeListen: z
+    .string()
+    .transform((text, ctx) => {
+      if (text === '0' || text === 'off' || text === '') return undefined;
+      const address = parseListen(text);
+      if (!address) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host:port (e.g. 0.0.0.0:8081) or 0/off, got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return address;
+    })
+    .optional(),
   adminTokenFile: nonEmpty('a file path').optional(),
+  adminAllowedHosts: z
+    .array(z.string())
+    .transform((items, ctx) => {
+      const hosts = items
+        .flatMap((i) => i.split(','))
+        .map((i) => i.trim().toLowerCase())
+        .filter(Boolean);
+      const bad = hosts.find((h) => h.length > 253 || !/^[a-z0-9.:-]+$/.test(h));
+      if (bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host names or addresses without a port (e.g. ctl.example.internal), got ${JSON.stringify(bad.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return hosts;
+    })
+    .default([]),
   resyncPeriod: resyncPeriod.default(DEFAULT_RESYNC_PERIOD_MS),
+  maxEventStreams: z
+    .string()
+    .transform((text, ctx) => {
+      const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN;
+      if (!(n >= 1 && n <= MAX_EVENT_STREAMS_LIMIT)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a whole number from 1 to ${MAX_EVENT_STREAMS_LIMIT} (fewer than the server's connections), got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .default(DEFAULT_MAX_EVENT_STREAMS),
   logLevel: z
     .enum(LOG_LEVELS, {
       error: (issue) =>
@@ -830,6 +917,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     retryPeriodMs: r.leaderElectRetryPeriod,
   };
   checkLeaderElectionTimings(leaderElection);
+  if (
+    r.healthProbeListen !== undefined &&
+    r.healthProbeListen.port !== 0 &&
+    r.healthProbeListen.port === r.listen.port
+  ) {
+    throw new ConfigError(
+      `invalid --health-probe-listen (${envName('health-probe-listen')}): port ${r.healthProbeListen.port} is --listen's (${envName('listen')}); the probes need a port of their own`,
+    );
+  }
   if (r.shutdownGrace >= r.shutdownTimeout) {
     throw new ConfigError(
       `invalid --shutdown-grace (${envName('shutdown-grace')}): ${r.shutdownGrace} ms must be shorter than --shutdown-timeout (${envName('shutdown-timeout')}, ${r.shutdownTimeout} ms)`,
@@ -847,8 +943,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     labels,
     portName: r.portName,
     listen: r.listen,
+    healthProbeListen: r.healthProbeListen,
     adminTokenFile: r.adminTokenFile,
+    adminAllowedHosts: r.adminAllowedHosts,
     resyncPeriodMs: r.resyncPeriod,
+    maxEventStreams: r.maxEventStreams,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
     shutdownGraceMs: r.shutdownGrace,
