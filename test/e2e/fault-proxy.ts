@@ -52,6 +52,11 @@ export type ProxyFault =
   | { readonly kind: 'drop-watch' }
   | { readonly kind: 'oversized-frame'; readonly bytes: number }
   | { readonly kind: 'down' }
+  /**
+   * WATCHes asking for the initial events (`sendInitialEvents=true`, a watch-list) answered 422
+   * Invalid, as an API server with the WatchList feature off answers them; the rest forwarded.
+   */
+  | { readonly kind: 'refuse-watch-list' }
   | {
       readonly kind: 'inflate-list';
       readonly pages: number;
@@ -422,6 +427,30 @@ export class FaultProxy {
     if (fault?.kind === 'reset' || (fault?.kind === 'drop-watch' && watch)) {
       this.#count(fault.kind);
       resetSocket(req.socket);
+      return;
+    }
+    const refusedWatchList =
+      fault?.kind === 'refuse-watch-list' &&
+      watch &&
+      url.searchParams.get('sendInitialEvents') === 'true';
+    if (refusedWatchList) {
+      this.#count('refuse-watch-list');
+      const body = JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message:
+          'fault proxy: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+        reason: 'Invalid',
+        code: 422,
+      });
+      req.resume();
+      res.writeHead(422, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      });
+      res.end(body);
       return;
     }
     if (fault?.kind === 'status') {

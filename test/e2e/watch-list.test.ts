@@ -1,10 +1,19 @@
 /**
  * Watch-list against a real kube-apiserver (watch cache on, as in production): the initial sync
  * and every relist as one WATCH with `sendInitialEvents`, its initial-events-end bookmark
- * publishing the world, the same stream then followed as the watch. The fallback forced by the
- * fault proxy lives in fault-matrix.test.ts.
+ * publishing the world, the same stream then followed as the watch; and the built service's
+ * fallback to LIST + WATCH when the fault proxy refuses watch-list as a server with it off would.
  */
-import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FaultProxy } from './fault-proxy.js';
+import {
+  adminCore,
+  Churn,
+  namespaceWithRole,
+  ServiceProcess,
+  waitForConvergence,
+} from './fault-support.js';
 import { managed, useReflectorSuite, waitUntil } from './support-reflector.js';
 
 describe('watch-list on a real apiserver (watch cache on)', () => {
@@ -35,5 +44,44 @@ describe('watch-list on a real apiserver (watch cache on)', () => {
     await watched.waitForMembership({ a: ['a-1'], b: ['b-0'], c: ['c-0'] });
     // Changes came on the stream the sync was read from: still one request in all.
     expect(watched.source.stats()).toMatchObject({ lists: 1, watchOpens: 1 });
+  });
+});
+
+describe('the built service falls back to LIST + WATCH where watch-list is refused', () => {
+  const suite = useReflectorSuite({ watchCache: true }, 'watch-list-fallback');
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it('syncs by LIST + WATCH, says so once in /api/v1/reflector, and follows changes', async () => {
+    const env = suite.env;
+    const core = adminCore(env);
+    const namespace = await namespaceWithRole(env, 'wlf');
+    const churn = new Churn(env.kubeConfig, namespace, { seed: 7, maxOps: 20 });
+    await churn.seed();
+    const proxy = await FaultProxy.start({ upstream: env.server, upstreamCaPath: env.caPath });
+    cleanups.push(() => proxy.close());
+    proxy.setFault({ kind: 'refuse-watch-list' });
+    const kubeconfigPath = proxy.writeKubeconfig(
+      join(env.stateDir, `${namespace}.kubeconfig.json`),
+      env.unprivileged.token,
+    );
+    const service = await ServiceProcess.start({ kubeconfigPath, namespace });
+    cleanups.push(() => service.kill());
+    await waitForConvergence(() => service.store(namespace), core, namespace, 30_000, 'sync');
+    const reflector = await service.json<Record<string, unknown>>('/api/v1/reflector');
+    expect(reflector).toMatchObject({ initialList: 'list', watchListFallbacks: 1 });
+    expect(proxy.counters.injected['refuse-watch-list']).toBe(1);
+    // It stays on LIST + WATCH: changes arrive, and no second watch-list is tried.
+    churn.start();
+    await waitUntil('the churn made 10 changes', () => churn.total >= 10);
+    await churn.stop();
+    await waitForConvergence(() => service.store(namespace), core, namespace, 10_000);
+    expect(proxy.counters.injected['refuse-watch-list']).toBe(1);
+    const warned = service.stdout
+      .split('\n')
+      .filter((line) => line.includes('does not serve watch-list'));
+    expect(warned).toHaveLength(1);
   });
 });
