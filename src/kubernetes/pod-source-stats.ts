@@ -69,7 +69,10 @@ export interface PodSourceStats {
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */
   cursor?: string;
-  /** LISTs completed (each published a `replace`); a failed LIST is not counted. */
+  /**
+   * Whole-world reads completed: LISTs, and watch-lists whose initial events ended (each published
+   * a `replace`); a failed one is not counted.
+   */
   lists: number;
   /**
    * Relists by reason, counted when the relist is decided (before its LIST runs), so a relist

@@ -247,7 +247,7 @@ export class ServiceMetrics {
     };
     new Counter({
       name: 'pool_controller_reflector_lists_total',
-      help: 'LISTs completed by the pod source (each one published a replace).',
+      help: 'Whole-world reads completed by the pod source (a LIST, or a watch-list whose initial events ended); each one published a replace.',
       registers,
       collect() {
         mirror(this, stats()?.lists);
