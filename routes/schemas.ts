@@ -173,7 +173,11 @@ export const queueSchema = z.object({
 export const reflectorSchema = z.object({
   source: sourceKindSchema,
   phase: z.enum(['idle', 'listing', 'watching', 'backoff', 'stopped']),
-  healthy: z.boolean().describe('A watch is open and delivering (what `/readyz` checks).'),
+  healthy: z
+    .boolean()
+    .describe(
+      'The pod watch is healthy (what `/readyz` checks): a WATCH that proved itself (a change or bookmark, open a second, or a watch-list whose initial events ended), or a synced source recovering for under 30 s.',
+    ),
   cursor: z.string().nullable().describe('The resourceVersion the next watch resumes from.'),
   lists: z.number().int(),
   relists: z.record(z.string(), z.number().int()),

@@ -61,10 +61,12 @@ export interface PodSourceStats {
   /** Where the newest stream's state machine is. */
   phase: ReflectorPhase;
   /**
-   * True while a WATCH is open and has proven itself — delivered a frame (a bookmark counts) or
-   * stayed open for `WATCH_HEALTHY_AFTER_MS` — rather than merely been accepted; and, once the
-   * source has synced, through a relist that is making progress, until failures have lasted
-   * `unhealthyAfterMs`: what `/readyz` means by "the watch is healthy".
+   * The one definition of "the watch is healthy" (what `/readyz` checks; the metric's HELP, the
+   * response schema and the docs cite it): true while a WATCH is open and has proven itself —
+   * delivered a frame other than an ERROR (a bookmark counts), stayed open for
+   * `WATCH_HEALTHY_AFTER_MS`, or, for a watch-list, ended its initial events — rather than merely
+   * been accepted; and, once the source has synced, through a relist or reconnect that is making
+   * progress, until failures have lasted `unhealthyAfterMs` (30 s).
    */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */

@@ -311,7 +311,7 @@ export class ServiceMetrics {
     });
     new Gauge({
       name: 'pool_controller_reflector_healthy',
-      help: '1 from the moment a WATCH request is answered until that watch ends (what /readyz checks), else 0.',
+      help: '1 while the pod watch is healthy as PodSourceStats.healthy defines it (what /readyz checks): a WATCH that proved itself (a change or bookmark, open 1 s, or a watch-list whose initial events ended), or a synced source recovering for under 30 s; else 0.',
       registers,
       collect() {
         this.set(stats()?.healthy ? 1 : 0);
