@@ -360,11 +360,7 @@ export class KubernetesReflector {
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
-    this.#setCursor(undefined);
-    this.#cursorProven = false;
-    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
-    this.#stats.listProgress = progress;
-    this.#enter('listing');
+    const progress = this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
     let loggedAt = listStartedAt;
@@ -407,12 +403,7 @@ export class KubernetesReflector {
     delete this.#stats.listProgress;
     const objects = new Map<ObjectKey, Pod>();
     for (const pod of list.pods) objects.set(podKey(pod), pod);
-    // Counted only once the LIST is complete: `lists` is what `..._lists_total` reports.
-    this.#stats.lists += 1;
-    const now = this.#wallClock();
-    this.#stats.lastSyncAtMs = now;
-    this.#stats.lastEventAtMs = now;
-    this.#setCursor(list.resourceVersion);
+    this.#wholeReadDone(list.resourceVersion);
     this.#progress(signal);
     this.#logger.debug(
       { pods: objects.size, resourceVersion: list.resourceVersion },
@@ -436,12 +427,8 @@ export class KubernetesReflector {
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
-    this.#setCursor(undefined);
-    this.#cursorProven = false;
-    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
-    this.#stats.listProgress = progress;
+    const progress = this.#beginWholeRead();
     this.#stats.watchOpens += 1;
-    this.#enter('listing');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
     let loggedAt = listStartedAt;
@@ -497,11 +484,7 @@ export class KubernetesReflector {
           }
           flush();
           delete this.#stats.listProgress;
-          this.#stats.lists += 1;
-          const now = this.#wallClock();
-          this.#stats.lastSyncAtMs = now;
-          this.#stats.lastEventAtMs = now;
-          const cursor = this.#setCursor(reading.resourceVersion);
+          const cursor = this.#wholeReadDone(reading.resourceVersion);
           this.#logger.debug(
             { pods: objects.size, resourceVersion: cursor, pages: page },
             'reflector received the initial events of a watch-list',
@@ -784,6 +767,28 @@ export class KubernetesReflector {
           resume: next,
         };
     }
+  }
+
+  /** A LIST or a watch-list begins: no cursor, none proven, progress from zero. */
+  #beginWholeRead(): ListProgress {
+    this.#setCursor(undefined);
+    this.#cursorProven = false;
+    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
+    this.#stats.listProgress = progress;
+    this.#enter('listing');
+    return progress;
+  }
+
+  /**
+   * A LIST or a watch-list read the whole world at `resourceVersion`: counted only now (`lists`
+   * is what `..._lists_total` reports), and the cursor is its version.
+   */
+  #wholeReadDone(resourceVersion: string): string {
+    this.#stats.lists += 1;
+    const now = this.#wallClock();
+    this.#stats.lastSyncAtMs = now;
+    this.#stats.lastEventAtMs = now;
+    return this.#setCursor(resourceVersion);
   }
 
   /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
