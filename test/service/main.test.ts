@@ -132,7 +132,9 @@ describe('pool-controller (the built command)', () => {
   it('falls back to the simulation without a cluster, says so loudly, and serves changing cells', async () => {
     const { running, base } = await startService(['--simulation-step', '100ms']);
     expect(running.stderr.join('')).toContain('SIMULATED SOURCE');
-    expect(logLines(running).some((l) => l.level === 40 && l.source === 'simulated')).toBe(true);
+    expect(logLines(running).some((l) => l.level === 'warn' && l.source === 'simulated')).toBe(
+      true,
+    );
 
     const res = await fetch(`${base}/api/v1/cells`);
     expect(res.headers.get('x-pool-controller-source')).toBe('simulated');
