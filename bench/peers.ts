@@ -5,9 +5,10 @@
  * their spec and then their status, so the objects match the loopback server's).
  *
  * Variants, interleaved run by run, each a fresh process:
- * - `worker`: our `WorkerPodSource` → `ReconcileLoop` with its defaults (protobuf, paged LIST of
- *   500, then WATCH);
- * - `worker-json`: the same asking for JSON (`--kube-api-content-type application/json`);
+ * - `worker`: our `WorkerPodSource` → `ReconcileLoop` as the service runs it (protobuf,
+ *   watch-list: `--initial-list` defaults to it);
+ * - `worker-list`: the same with a paged LIST of 500, then WATCH (`--initial-list list`);
+ * - `worker-json`: watch-list asking for JSON (`--kube-api-content-type application/json`);
  * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
@@ -143,12 +144,12 @@ try {
   if (values['list-probe']) await listProbe(env.kubeconfigPath, selector);
   type Row = { variant: string; syncedMs: number; heapBytesPerPod: number };
   const rows: Row[] = [];
-  const variants = ['worker', 'worker-json', 'client-go', 'client-go-json'] as const;
+  const variants = ['worker', 'worker-list', 'worker-json', 'client-go', 'client-go-json'] as const;
   for (let run = 1; run <= runs; run += 1) {
     for (const variant of variants) {
       const before = load();
       let row: Row;
-      if (variant === 'worker' || variant === 'worker-json') {
+      if (variant === 'worker' || variant === 'worker-list' || variant === 'worker-json') {
         const result = await runNodeVariant(
           'worker',
           {
@@ -157,7 +158,8 @@ try {
             pods,
             tailMs: 500,
             namespace: ENGINE_NAMESPACE,
-            apiContentType: variant === 'worker' ? 'protobuf' : 'json',
+            apiContentType: variant === 'worker-json' ? 'json' : 'protobuf',
+            initialList: variant === 'worker-list' ? 'list' : 'watch-list',
           },
           [],
         );
@@ -208,8 +210,9 @@ try {
   log('| variant | time to synced (from start) | heap per cached pod |');
   log('|---|---|---|');
   const labels = {
-    worker: '(a) WorkerPodSource → ReconcileLoop, defaults (protobuf, LIST 500 + WATCH)',
-    'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (LIST 500 + WATCH)',
+    worker: '(a) WorkerPodSource → ReconcileLoop, service defaults (protobuf, watch-list)',
+    'worker-list': '(a″) WorkerPodSource → ReconcileLoop, protobuf, LIST 500 + WATCH',
+    'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (watch-list)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
   };

@@ -50,6 +50,8 @@ export interface VariantConfig {
   namespace?: string;
   /** The encoding the worker source asks for (default: its own, protobuf; the loopback server answers JSON). */
   apiContentType?: 'protobuf' | 'json';
+  /** How the worker source reads the world (default: its own, LIST + WATCH). */
+  initialList?: 'watch-list' | 'list';
 }
 
 /** Write → reconcile start (or → handler call) per stamped event, in ms. */
@@ -269,6 +271,7 @@ async function startWorker(
     ...(config.listPageSize ? { listPageSize: config.listPageSize } : {}),
     ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
     ...(config.apiContentType ? { apiContentType: config.apiContentType } : {}),
+    ...(config.initialList ? { initialList: config.initialList } : {}),
   });
   let reconciles = 0;
   const timed = timingReplace(source.source, pulled);

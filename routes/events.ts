@@ -4,11 +4,17 @@
  * runs through `kubectl port-forward` to watch the controller think:
  * `curl -N localhost:8080/api/v1/events?types=cell.changed,reconciliation.completed`.
  */
-import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
-import { commonErrors } from './schemas.js';
+import { eventTypesPattern, parseEventTypes } from './event-types-query.js';
+import { commonErrors, documentedPattern, errorSchema } from './schemas.js';
+
+/**
+ * `Retry-After` seconds on the 503 beyond the stream cap: a few reconnect intervals (the
+ * stream's `retry:` is 2 s), so clients waiting for a slot do not hammer the server.
+ */
+export const EVENTS_RETRY_AFTER_S = 10;
 
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
@@ -28,28 +34,16 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   { plane, eventTypes },
 ) => {
   const known = new Set([...eventTypes, 'events.dropped']);
-  // What `types` accepts, exactly: known types separated by commas, spaces around them allowed,
-  // empty entries ignored. The same pattern is published in the schema, so a client (or a fuzzer)
-  // knows beforehand which values are valid.
-  const alternatives = [...known].map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|');
-  const pattern = `^ *(?:${alternatives})? *(?:, *(?:${alternatives})? *)*$`;
-  const split = (text: string): string[] =>
-    text
-      .split(',')
-      .map((t) => t.trim())
-      .filter(Boolean);
-  const typesQuery = z
-    .string()
-    .regex(new RegExp(pattern), {
-      error: (issue) => {
-        const text = String(issue.input);
-        const unknown = split(text).filter((t) => !known.has(t));
-        return unknown.length > 0
-          ? `unknown event type ${unknown.map((t) => JSON.stringify(t)).join(', ')}; known: ${[...known].join(', ')}`
-          : `event types must be separated by commas (spaces allowed), got ${JSON.stringify(text)}; known: ${[...known].join(', ')}`;
-      },
+  // Parsed by hand in one pass (event-types-query.ts), never by a backtracking regular
+  // expression: the value is client input of any length. The pattern is only published, so a
+  // client (or a fuzzer) knows beforehand which values are valid.
+  const typesQuery = documentedPattern(z.string(), eventTypesPattern(known))
+    .transform((text, ctx) => {
+      const parsed = parseEventTypes(text, known);
+      if (parsed.ok) return parsed.types;
+      ctx.addIssue({ code: 'custom', message: parsed.message, input: text });
+      return z.NEVER;
     })
-    .transform(split)
     .describe(`Comma-separated event types to receive (default: all): ${[...known].join(', ')}.`)
     .optional();
 
@@ -59,7 +53,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       schema: {
         summary: 'Event stream (SSE)',
         description:
-          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed.',
+          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.',
         tags: ['observability'],
         querystring: z.object({ types: typesQuery }),
         response: {
@@ -69,18 +63,30 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
             // `retry:` and heartbeat comment lines are not events.
             content: { 'text/event-stream': { schema: sseEventSchema } },
           },
+          503: errorSchema,
           ...commonErrors,
         },
       },
     },
     async (request, reply) => {
       const closed = new AbortController();
-      request.raw.once('close', () => closed.abort());
-      reply.raw.once('close', () => closed.abort());
+      const abort = (): void => closed.abort();
+      request.raw.once('close', abort);
+      reply.raw.once('close', abort);
       const { types } = request.query;
-      const stream = Readable.from(
-        plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal }),
-      );
+      const stream = plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal });
+      if (stream === undefined) {
+        request.raw.off('close', abort);
+        reply.raw.off('close', abort);
+        return reply
+          .code(503)
+          .header('retry-after', String(EVENTS_RETRY_AFTER_S))
+          .send({
+            status: 503,
+            error: 'Service Unavailable',
+            message: `${plane.maxEventStreams} event streams are open, the most this server keeps (--max-event-streams); retry later`,
+          });
+      }
       return (
         reply
           .type('text/event-stream; charset=utf-8')

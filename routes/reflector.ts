@@ -32,6 +32,8 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
           Object.entries(s.relists).map(([reason, count]) => [reason, count ?? 0]),
         ),
         watchOpens: s.watchOpens,
+        initialList: s.initialList,
+        watchListFallbacks: s.watchListFallbacks,
         events: s.events,
         lastEventAtMs: s.lastEventAtMs ?? null,
         lastSyncAtMs: s.lastSyncAtMs ?? null,

@@ -26,6 +26,11 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
     const decision = plane.authorizeAdmin(
       request.headers.authorization,
       request.socket.remoteAddress,
+      {
+        host: request.headers.host,
+        origin: request.headers.origin,
+        contentType: request.headers['content-type'],
+      },
     );
     if (!decision.allowed) {
       if (decision.status === 401)

@@ -14,7 +14,7 @@ import { z } from 'zod';
  * The named schemas that become `components/schemas` in the OpenAPI document. A registry of our
  * own rather than zod's global one, so nothing else in the process can add to the contract.
  */
-export const apiSchemas = z.registry<{ id: string }>();
+export const apiSchemas = z.registry<{ id?: string; pattern?: string }>();
 
 /** Registers `schema` under `id` in `apiSchemas` and returns it. */
 function named<S extends z.ZodType>(schema: S, id: string): S {
@@ -178,6 +178,17 @@ export const reflectorSchema = z.object({
   lists: z.number().int(),
   relists: z.record(z.string(), z.number().int()),
   watchOpens: z.number().int(),
+  initialList: z
+    .enum(['watch-list', 'list'])
+    .describe(
+      'How the whole world is read (first sync, relists): one WATCH with the initial events, or LIST then WATCH. `list` after a fallback.',
+    ),
+  watchListFallbacks: z
+    .number()
+    .int()
+    .describe(
+      'Watch-list attempts that fell back to a LIST (the server refused it, or it failed).',
+    ),
   events: z.record(z.string(), z.number().int()),
   lastEventAtMs: z.number().nullable().describe('Epoch ms.'),
   lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),
@@ -213,6 +224,16 @@ export function booleanQuery(name: string) {
       error: (issue) => `${name} must be true or false, got ${JSON.stringify(issue.input)}`,
     })
     .transform((v) => v === 'true');
+}
+
+/**
+ * `schema` documented with `pattern` in the OpenAPI document without zod running it: for values
+ * a hand-written linear parser validates (client input must never meet a backtracking regular
+ * expression), while clients and fuzzers still learn which values are valid.
+ */
+export function documentedPattern<S extends z.ZodType>(schema: S, pattern: string): S {
+  apiSchemas.add(schema, { pattern });
+  return schema;
 }
 
 /** Error responses every route can give, for the OpenAPI document. */

@@ -108,6 +108,7 @@ export type {
   SourceEvent,
 } from './runtime/source-event.js';
 export {
+  DEFAULT_SOURCE_RETRY_MAX_DELAY_MS,
   SourceStreamDriver,
   type SourceStreamDriverOptions,
   StreamDidNotOpenWithReplaceError,

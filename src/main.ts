@@ -28,6 +28,7 @@ import {
   type SourceChoice,
 } from './cli/source-choice.js';
 import { buildServer } from './http/app.js';
+import { buildProbeServer } from './http/probe-app.js';
 import type { PodSource } from './pools/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
 import { realClock } from './runtime/clock.js';
@@ -101,6 +102,7 @@ async function createPodSource(
     ...clusterOptions(config),
     apiContentType: config.kubeApiContentType,
     apiCompression: config.kubeApiCompression,
+    initialList: config.initialList,
     logger: logger.child({ component: 'reflector' }),
   });
 }
@@ -297,10 +299,13 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     portName: config.portName,
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
+    adminAllowedHosts: config.adminAllowedHosts,
+    maxEventStreams: config.maxEventStreams,
     logger: logger.child({ component: 'reconcile' }),
     processMetrics: true,
   });
   const app = await buildServer(service, { logger: logger.child({ component: 'http' }) });
+  const probes = config.healthProbeListen ? await buildProbeServer(service) : undefined;
 
   let exitCode = 0;
   let shutdown: Promise<void> | undefined;
@@ -329,7 +334,10 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
         );
         await realClock.sleep(config.shutdownGraceMs);
       }
-      await app.close().catch((err) => logger.error({ err }, 'closing the HTTP server failed'));
+      await Promise.all([
+        app.close().catch((err) => logger.error({ err }, 'closing the HTTP server failed')),
+        probes?.close().catch((err) => logger.error({ err }, 'closing the probe listener failed')),
+      ]);
       await stoppedActing;
       await service.stop().catch((err) => logger.error({ err }, 'stopping the service failed'));
       clearTimeout(deadline);
@@ -348,8 +356,15 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  let listening = '--listen, POOL_CONTROLLER_LISTEN';
+  let address = config.listen;
   try {
     await app.listen({ host: config.listen.host, port: config.listen.port });
+    if (probes && config.healthProbeListen) {
+      listening = '--health-probe-listen, POOL_CONTROLLER_HEALTH_PROBE_LISTEN';
+      address = config.healthProbeListen;
+      await probes.listen({ host: address.host, port: address.port });
+    }
   } catch (err) {
     // A port in use or an address this host does not have: a configuration error, said in one line.
     const code = (err as NodeJS.ErrnoException).code;
@@ -362,13 +377,19 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
             ? 'permission denied (a port below 1024 needs privileges)'
             : (err as Error).message;
     process.stderr.write(
-      `pool-controller: cannot listen on ${config.listen.host}:${config.listen.port} (--listen, POOL_CONTROLLER_LISTEN): ${why}\n`,
+      `pool-controller: cannot listen on ${address.host}:${address.port} (${listening}): ${why}\n`,
     );
+    await app.close().catch(() => {});
     await service.stop();
     return EXIT_USAGE;
   }
   logger.info(
-    { address: app.server.address(), source: choice.kind, namespace: namespace ?? '*' },
+    {
+      address: app.server.address(),
+      ...(probes ? { healthProbeAddress: probes.server.address() } : {}),
+      source: choice.kind,
+      namespace: namespace ?? '*',
+    },
     'control plane listening',
   );
 

@@ -26,6 +26,7 @@ import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
+import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import type { SglangRouterTarget } from '../sinks/sglang-router.js';
 
 export type { SglangRouterTarget };
@@ -52,6 +53,12 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
 
+/**
+ * `--max-event-streams` at most: half the server's connection cap (1,024), so streams can never
+ * take the connections probes, scrapes and API clients need.
+ */
+export const MAX_EVENT_STREAMS_LIMIT = 512;
+
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
 
@@ -72,6 +79,14 @@ export const KUBE_API_CONTENT_TYPES = {
   'application/json': 'json',
   json: 'json',
 } as const;
+
+/**
+ * `--initial-list` values and default: watch-list, as client-go's reflectors since 1.35 — one
+ * WATCH served from the API server's watch cache instead of paged LISTs from etcd — falling back
+ * to LIST + WATCH by itself on a server that cannot serve it.
+ */
+export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
+export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
 
 /** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
 export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
@@ -106,15 +121,23 @@ export interface Config {
   kubeApiContentType: 'protobuf' | 'json';
   /** Ask for gzip on pod LISTs. */
   kubeApiCompression: boolean;
+  /** How the whole world is read: watch-list (falling back by itself) or LIST + WATCH. */
+  initialList: (typeof INITIAL_LIST_VALUES)[number];
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
   namespace: string | undefined;
   selector: string;
   labels: PoolLabels;
   portName: string;
   listen: ListenAddress;
+  /** Where `/healthz` and `/readyz` are served on their own too; `undefined`: nowhere else. */
+  healthProbeListen: ListenAddress | undefined;
   adminTokenFile: string | undefined;
+  /** Host names (lowercase, no port) a loopback-only POST may name besides loopback ones. */
+  adminAllowedHosts: string[];
   /** `null`: resync off. */
   resyncPeriodMs: number | null;
+  /** Open `GET /api/v1/events` streams at most; beyond, 503. */
+  maxEventStreams: number;
   logLevel: LogLevel;
   shutdownTimeoutMs: number;
   /** Serving with readiness failing, after SIGTERM and before the listener closes. */
@@ -381,6 +404,7 @@ type RawConfig = Record<
   | 'context'
   | 'kubeApiContentType'
   | 'kubeApiCompression'
+  | 'initialList'
   | 'namespace'
   | 'selector'
   | 'poolLabel'
@@ -389,7 +413,10 @@ type RawConfig = Record<
   | 'cellSizeAnnotation'
   | 'portName'
   | 'listen'
+  | 'healthProbeListen'
   | 'adminTokenFile'
+  | 'adminAllowedHosts'
+  | 'maxEventStreams'
   | 'resyncPeriod'
   | 'logLevel'
   | 'shutdownTimeout'
@@ -450,6 +477,14 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: 'false',
   },
   {
+    flag: 'initial-list',
+    key: 'initialList',
+    valueName: INITIAL_LIST_VALUES.join('|'),
+    description:
+      "How the first sync and every relist read the pods: 'watch-list' is one WATCH that sends the current pods and goes on as the watch (client-go's default since 1.35; served from the API server's watch cache), falling back to LIST + WATCH by itself when the server cannot serve it (logged once, shown in /api/v1/reflector); 'list' is a paged LIST, then a WATCH.",
+    defaultText: DEFAULT_INITIAL_LIST_FLAG,
+  },
+  {
     flag: 'namespace',
     key: 'namespace',
     valueName: 'NAME',
@@ -507,11 +542,35 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: DEFAULT_LISTEN,
   },
   {
+    flag: 'health-probe-listen',
+    key: 'healthProbeListen',
+    valueName: 'HOST:PORT',
+    description:
+      "Also serve /healthz and /readyz on this address, alone, as controller-runtime's --health-probe-bind-address does: no API client or event stream can take the probes' connections there. '0' or 'off': only on --listen.",
+    defaultText: 'off',
+  },
+  {
     flag: 'admin-token-file',
     key: 'adminTokenFile',
     valueName: 'PATH',
     description:
       'File holding the bearer token the POST endpoints require. Without it, POSTs are accepted from loopback clients only.',
+  },
+  {
+    flag: 'admin-allowed-hosts',
+    key: 'adminAllowedHosts',
+    valueName: 'HOST',
+    kind: 'multiple',
+    description:
+      'Without --admin-token-file, a POST must name a loopback host (localhost, 127.0.0.1, [::1]) in its Host header, so a web page reached through DNS rebinding cannot post; these host names (no port) are accepted too. Repeatable; the variable takes a comma-separated list.',
+  },
+  {
+    flag: 'max-event-streams',
+    key: 'maxEventStreams',
+    valueName: 'N',
+    description:
+      "Most GET /api/v1/events streams open at once; beyond, 503 with Retry-After. Kept well below the server's 1,024 connections, so streams can never starve probes, scrapes and the API.",
+    defaultText: String(DEFAULT_MAX_EVENT_STREAMS),
   },
   {
     flag: 'resync-period',
@@ -674,6 +733,12 @@ const rawSchema = z.object({
     })
     .default('protobuf'),
   kubeApiCompression: booleanFlag.optional(),
+  initialList: z
+    .enum(INITIAL_LIST_VALUES, {
+      error: (issue) =>
+        `expected ${INITIAL_LIST_VALUES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+    })
+    .default(DEFAULT_INITIAL_LIST_FLAG),
   namespace: namespace.optional(),
   selector: labelSelector.optional(),
   poolLabel: labelKey.default(LWS_LABELS.pool),
@@ -682,8 +747,55 @@ const rawSchema = z.object({
   cellSizeAnnotation: labelKey.default(LWS_LABELS.cellSize),
   portName: portName.default(DEFAULT_PORT_NAME),
   listen: listen.default(() => parseListen(DEFAULT_LISTEN)!),
+  healthProbeListen: z
+    .string()
+    .transform((text, ctx) => {
+      if (text === '0' || text === 'off' || text === '') return undefined;
+      const address = parseListen(text);
+      if (!address) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host:port (e.g. 0.0.0.0:8081) or 0/off, got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return address;
+    })
+    .optional(),
   adminTokenFile: nonEmpty('a file path').optional(),
+  adminAllowedHosts: z
+    .array(z.string())
+    .transform((items, ctx) => {
+      const hosts = items
+        .flatMap((i) => i.split(','))
+        .map((i) => i.trim().toLowerCase())
+        .filter(Boolean);
+      const bad = hosts.find((h) => h.length > 253 || !/^[a-z0-9.:-]+$/.test(h));
+      if (bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected host names or addresses without a port (e.g. ctl.example.internal), got ${JSON.stringify(bad.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return hosts;
+    })
+    .default([]),
   resyncPeriod: resyncPeriod.default(DEFAULT_RESYNC_PERIOD_MS),
+  maxEventStreams: z
+    .string()
+    .transform((text, ctx) => {
+      const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : Number.NaN;
+      if (!(n >= 1 && n <= MAX_EVENT_STREAMS_LIMIT)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a whole number from 1 to ${MAX_EVENT_STREAMS_LIMIT} (fewer than the server's connections), got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .default(DEFAULT_MAX_EVENT_STREAMS),
   logLevel: z
     .enum(LOG_LEVELS, {
       error: (issue) =>
@@ -805,6 +917,15 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     retryPeriodMs: r.leaderElectRetryPeriod,
   };
   checkLeaderElectionTimings(leaderElection);
+  if (
+    r.healthProbeListen !== undefined &&
+    r.healthProbeListen.port !== 0 &&
+    r.healthProbeListen.port === r.listen.port
+  ) {
+    throw new ConfigError(
+      `invalid --health-probe-listen (${envName('health-probe-listen')}): port ${r.healthProbeListen.port} is --listen's (${envName('listen')}); the probes need a port of their own`,
+    );
+  }
   if (r.shutdownGrace >= r.shutdownTimeout) {
     throw new ConfigError(
       `invalid --shutdown-grace (${envName('shutdown-grace')}): ${r.shutdownGrace} ms must be shorter than --shutdown-timeout (${envName('shutdown-timeout')}, ${r.shutdownTimeout} ms)`,
@@ -816,13 +937,17 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     context: r.context,
     kubeApiContentType: r.kubeApiContentType,
     kubeApiCompression: r.kubeApiCompression ?? false,
+    initialList: r.initialList,
     namespace: r.namespace,
     selector: r.selector ?? defaultSelector(labels),
     labels,
     portName: r.portName,
     listen: r.listen,
+    healthProbeListen: r.healthProbeListen,
     adminTokenFile: r.adminTokenFile,
+    adminAllowedHosts: r.adminAllowedHosts,
     resyncPeriodMs: r.resyncPeriod,
+    maxEventStreams: r.maxEventStreams,
     logLevel: r.logLevel,
     shutdownTimeoutMs: r.shutdownTimeout,
     shutdownGraceMs: r.shutdownGrace,

@@ -171,6 +171,7 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
 export class EventBus<E extends { type: string }> {
   readonly #logger: Logger;
   readonly #subscriptions = new Set<BusSubscription<E>>();
+  readonly #listeners = new Set<(event: E) => void>();
 
   constructor(options: EventBusOptions = {}) {
     this.#logger = options.logger ?? silentLogger;
@@ -186,6 +187,13 @@ export class EventBus<E extends { type: string }> {
    * Synchronous; never throws and never waits, whatever the subscribers do.
    */
   publish(event: E): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#logger.error({ err }, 'event bus: a listener failed');
+      }
+    }
     for (const subscription of [...this.#subscriptions]) {
       try {
         subscription.offer(event);
@@ -193,6 +201,19 @@ export class EventBus<E extends { type: string }> {
         this.#logger.error({ err }, 'event bus: delivering an event failed');
       }
     }
+  }
+
+  /**
+   * Calls `listener` synchronously with every event published from now on, until the returned
+   * function is called. For a consumer that bounds its own buffers (the event streams bound theirs
+   * in bytes and share one listener); it must not wait or throw, and its errors are logged.
+   */
+  listen(listener: (event: E) => void): () => void {
+    const own = (event: E): void => listener(event);
+    this.#listeners.add(own);
+    return () => {
+      this.#listeners.delete(own);
+    };
   }
 
   /** A new subscription receiving events published from now on. */

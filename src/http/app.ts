@@ -2,7 +2,7 @@
  * The Fastify app of the control plane, built from the service's public objects. It does not
  * listen: `main.ts` listens, tests call `app.inject()`, the OpenAPI generator only reads routes.
  */
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { PassThrough, type Readable } from 'node:stream';
 import swagger from '@fastify/swagger';
@@ -164,6 +164,11 @@ function clientErrorResponse(error: NodeJS.ErrnoException, source: string): stri
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'the request headers are too large']
         : [400, `malformed HTTP request (${error.code ?? error.message})`];
+  return rawErrorResponse(status, message, source);
+}
+
+/** An error response in the API's shape, as bytes for a socket no reply object owns. */
+function rawErrorResponse(status: number, message: string, source: string): string {
   const body = JSON.stringify(errorBody(status, message));
   return [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
@@ -174,6 +179,22 @@ function clientErrorResponse(error: NodeJS.ErrnoException, source: string): stri
     '',
     body,
   ].join('\r\n');
+}
+
+/** An origin-form (`/path`) or absolute-form (`http://host/path`) request target. */
+function isResourceTarget(target: string): boolean {
+  if (target.startsWith('/')) return true;
+  const lower = target.slice(0, 8).toLowerCase();
+  return lower.startsWith('http://') || lower.startsWith('https://');
+}
+
+/** Longest part of a request target quoted back in an error. */
+const QUOTED_TARGET_LENGTH = 64;
+
+function quoteTarget(target: string): string {
+  return target.length <= QUOTED_TARGET_LENGTH
+    ? JSON.stringify(target)
+    : `${JSON.stringify(target.slice(0, QUOTED_TARGET_LENGTH))}…`;
 }
 
 /** Whether a request announces a body (Content-Length > 0, or chunked). */
@@ -214,6 +235,8 @@ export async function buildServer(
 ): Promise<FastifyInstance> {
   const timeouts: ServerTimeouts = { ...SERVER_TIMEOUTS, ...options.timeouts };
   const clock = options.clock ?? realClock;
+  /** The response each connection is writing now, for the client-error handler. */
+  const responding = new WeakMap<Socket, ServerResponse>();
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // Node answers an HTTP/1.1 request without Host with a bare, empty 400 before any handler
@@ -238,10 +261,36 @@ export async function buildServer(
     clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
       // A reset connection has no one left to answer.
       if (error.code === 'ECONNRESET' || socket.destroyed) return;
-      if (socket.writable) socket.write(clientErrorResponse(error, plane.sourceKind));
-      socket.destroy(error);
+      const answer = (): void => {
+        if (socket.writable) socket.write(clientErrorResponse(error, plane.sourceKind));
+        socket.destroy(error);
+      };
+      // A pipelined request behind one still being answered: the 400 goes after that answer,
+      // which writing it now would cut into (and destroying the socket would lose).
+      const inFlight = responding.get(socket);
+      if (inFlight === undefined) return answer();
+      inFlight.once('finish', answer);
+      inFlight.once('close', () => socket.destroy(error));
     },
   }).withTypeProvider<ZodTypeProvider>();
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket;
+    responding.set(socket, response);
+    response.once('close', () => {
+      if (responding.get(socket) === response) responding.delete(socket);
+    });
+  });
+  // CONNECT (authority-form) is for proxies; Node hands its socket to whoever listens, and with
+  // no one listening drops it without a word.
+  app.server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+    socket.end(
+      rawErrorResponse(
+        400,
+        'the request target must be a path such as /healthz; this server is no proxy (CONNECT)',
+        plane.sourceKind,
+      ),
+    );
+  });
   app.server.maxConnections = timeouts.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -290,6 +339,18 @@ export async function buildServer(
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header(SOURCE_HEADER, plane.sourceKind);
+    // `GET *` (asterisk-form) or `CONNECT host:443` (authority-form) name no resource here; the
+    // router would serve them as `/`. Absolute-form (`http://host/path`) is a path to it.
+    if (!isResourceTarget(request.raw.url ?? '')) {
+      return reply
+        .code(400)
+        .send(
+          errorBody(
+            400,
+            `the request target must be a path such as /healthz, got ${quoteTarget(request.raw.url ?? '')}`,
+          ),
+        );
+    }
     // From SIGTERM on, every response closes its connection: a kept-alive idle socket would hold
     // the server's close open until the shutdown timeout.
     if (plane.shuttingDown) reply.header('connection', 'close');
@@ -315,6 +376,11 @@ export async function buildServer(
       const decision = plane.authorizeAdmin(
         request.headers.authorization,
         request.socket.remoteAddress,
+        {
+          host: request.headers.host,
+          origin: request.headers.origin,
+          contentType: request.headers['content-type'],
+        },
       );
       if (!decision.allowed) {
         if (decision.status === 401) {
@@ -325,6 +391,14 @@ export async function buildServer(
         return reply.code(decision.status).send(errorBody(decision.status, decision.message));
       }
     }
+  });
+
+  // Also for a request that began before shutdown (its headers, or all of it, arrived earlier)
+  // and is answered after: kept alive, its connection would hold the server's close until the
+  // keep-alive timeout, and the process would exit 1 at --shutdown-timeout instead of 0.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (plane.shuttingDown) reply.header('connection', 'close');
+    return payload;
   });
 
   // A body that stalls is cut off after `bodyMs` with a 408 (and the connection closed), timed by

@@ -48,6 +48,12 @@ export class ApiConnectionError extends Error {
   constructor(
     readonly verb: 'LIST' | 'WATCH',
     cause: unknown,
+    /**
+     * False when the request failed before any response head arrived (refused, reset, TLS,
+     * unpreparable): the server spent nothing on it, so the reflector may retry soon without
+     * growing its backoff. True (the default) when the answer broke off midway.
+     */
+    readonly answered = true,
   ) {
     super(`${verb}: ${safeErrorMessage(cause)}`);
   }

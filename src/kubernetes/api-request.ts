@@ -2,8 +2,9 @@
  * One JSON request to the API server through an `ApiConnection` (./connection.ts): the raw
  * `node:http(s)` request that the EndpointSlice API and the Lease lock share.
  *
- * It asks the connection for fresh auth/TLS options, sends an optional JSON body, reads a bounded
- * body and resolves with any status: what a status means is the caller's. It rejects on transport
+ * It asks the connection for fresh auth/TLS options, sends an optional JSON body, reads a body
+ * bounded in size and, within a timeout on the injected clock, in time (every caller must give
+ * both), and resolves with any status: what a status means is the caller's. It rejects on transport
  * errors only, with `<what>: <detail>` (e.g. `GET Lease ns/leader: connect ECONNREFUSED ...`), with
  * the signal's reason when the caller aborted, and with `<what>: no answer within N ms` when its
  * timeout ran out. An error never quotes a request header, and a failure to prepare the request
@@ -11,6 +12,7 @@
  * (./safe-error.ts) and not kept as `cause`, so a bearer token cannot leak into a log line.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { type Clock, realClock } from '../runtime/clock.js';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
 import { openApiExchange } from './api-exchange.js';
 import { type ApiConnection, releaseRequestAgent } from './connection.js';
@@ -32,8 +34,13 @@ export interface ApiRequest {
   /** Of the body; default `application/json`. */
   contentType?: string;
   signal: AbortSignal;
-  /** Gives up after this long; no timeout of its own when undefined. */
-  timeoutMs?: number;
+  /**
+   * Gives up after this long, the body's reading included. Required: every answer from the API
+   * server is bounded in time as well as in size (`maxBodyBytes`).
+   */
+  timeoutMs: number;
+  /** Where the timeout is measured; default the real clock. */
+  clock?: Clock;
   /** The request in words, for errors: `LIST EndpointSlice ns/*`. Never a header. */
   what: string;
   /** A larger body is refused, not buffered... */
@@ -49,11 +56,17 @@ export async function apiRequest(
 ): Promise<ApiAnswer> {
   const { method, signal, timeoutMs, what } = options;
   signal.throwIfAborted();
-  const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
-  const combined = timeout ? AbortSignal.any([signal, timeout]) : signal;
+  if (!(timeoutMs > 0)) throw new RangeError(`${what}: timeoutMs must be positive`);
+  const timeout = new AbortController();
+  const stopTimer = new AbortController();
+  (options.clock ?? realClock).sleep(timeoutMs, stopTimer.signal).then(
+    () => timeout.abort(),
+    () => {},
+  );
+  const combined = AbortSignal.any([signal, timeout.signal]);
   const failure = (error: unknown): unknown => {
     if (signal.aborted) return signal.reason;
-    if (timeout?.aborted) return new Error(`${what}: no answer within ${timeoutMs} ms`);
+    if (timeout.signal.aborted) return new Error(`${what}: no answer within ${timeoutMs} ms`);
     const detail = error instanceof Error ? error.message : String(error);
     return new Error(`${what}: ${detail}`, { cause: error });
   };
@@ -61,6 +74,7 @@ export async function apiRequest(
   try {
     prepared = await connection.requestOptions();
   } catch (error) {
+    stopTimer.abort();
     if (signal.aborted) throw signal.reason;
     throw new Error(`${what}: ${safeErrorMessage(error)}`);
   }
@@ -119,6 +133,7 @@ export async function apiRequest(
     if (error !== refused && combined.aborted) throw failure(error);
     throw error;
   } finally {
+    stopTimer.abort();
     request?.destroy();
     releaseRequestAgent(agent);
   }

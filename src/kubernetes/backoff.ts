@@ -1,26 +1,56 @@
 /**
- * The reflector's wait between a failure and the next LIST or WATCH.
+ * The reflector's wait between a failure and the next LIST or WATCH: its retry policy.
  *
- * One backoff per reflector stream covers both reconnects and relists: an API server that keeps
- * failing is protected from a hot loop whichever way it fails. The numbers are client-go's
- * (`NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)` in `NewReflector`).
+ * One `Backoff` per reflector stream covers reconnects and relists alike, so an API server that
+ * keeps failing is protected from a hot loop whichever way it fails. It tells two kinds of
+ * failure apart, because they cost the server very differently:
+ * - **answered** failures (a 429 or 5xx, an in-stream ERROR, a watch that ended at once, a
+ *   connection that broke after the server began answering): the server did work, so the waits
+ *   grow as client-go's do (800 ms doubling to 30 s, jitter 1.0), never shorter than a
+ *   Retry-After;
+ * - **unanswered** failures (connection refused, a reset or a TLS failure before any response):
+ *   the server spent nothing, so the wait stays short and jittered (`DEFAULT_UNANSWERED_MIN_MS`
+ *   to `DEFAULT_UNANSWERED_MAX_MS`), and does not grow the answered streak: an API server that
+ *   was down for minutes is found again within two seconds of listening, and its first answers
+ *   are not met with a 30 s wait earned while it was gone.
+ *
+ * The streak ends when a WATCH proves itself (it delivered a change or a bookmark, or stayed open
+ * `WATCH_HEALTHY_AFTER_MS`): the server is healthy now, whatever happened before. client-go waits
+ * for two minutes of quiet instead, which is what made a restart 25 s after an outage cost ~30 s.
+ *
+ * Time is passed in rather than read from a clock, and randomness injected, so the rule is pure
+ * and tables of (event, time) → wait rows test it completely. The doubling itself is the runtime's
+ * one exponential backoff (`exponentialBackoffMs`), shared with the retry scheduler.
  */
+import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 800;
-/** client-go's `maxBackoff`: a dead server is still probed twice a minute, never given up on. */
+/** client-go's `maxBackoff`: a server that keeps failing is still probed twice a minute. */
 export const DEFAULT_BACKOFF_MAX_MS = 30_000;
-/** client-go's `backoffReset`: a watch healthy this long means earlier trouble is over. */
-export const DEFAULT_BACKOFF_RESET_AFTER_MS = 120_000;
 /** client-go's jitter factor 1.0: a wait lands anywhere in [base, 2 × base), so replicas spread out. */
 export const DEFAULT_BACKOFF_JITTER = 1.0;
+/**
+ * Shortest wait after an unanswered failure. With the maximum below, the mean wait is 1.5 s, so
+ * a replica sends a server that is down at most one request (of each kind) per second on average.
+ */
+export const DEFAULT_UNANSWERED_MIN_MS = 1_000;
+/**
+ * Longest wait after an unanswered failure: a server that starts listening again is reached
+ * within this long, which leaves room in a 5 s recovery budget for the LIST and the WATCH.
+ */
+export const DEFAULT_UNANSWERED_MAX_MS = 2_000;
 
 export interface BackoffOptions {
+  /** First wait after an answered failure; doubles per further one. */
   initialMs: number;
+  /** Cap of the answered waits, jitter included. */
   maxMs: number;
-  resetAfterMs: number;
-  /** Fraction of the base delay added at random: 0 is deterministic. */
+  /** Fraction of the answered base delay added at random: 0 is deterministic. */
   jitter: number;
+  /** Unanswered failures wait uniformly in [`unansweredMinMs`, `unansweredMaxMs`). */
+  unansweredMinMs: number;
+  unansweredMaxMs: number;
   /** `[0, 1)`, injectable so tests can pin the jitter. */
   random: () => number;
 }
@@ -28,24 +58,20 @@ export interface BackoffOptions {
 export const defaultBackoffOptions: BackoffOptions = {
   initialMs: DEFAULT_BACKOFF_INITIAL_MS,
   maxMs: DEFAULT_BACKOFF_MAX_MS,
-  resetAfterMs: DEFAULT_BACKOFF_RESET_AFTER_MS,
   jitter: DEFAULT_BACKOFF_JITTER,
+  unansweredMinMs: DEFAULT_UNANSWERED_MIN_MS,
+  unansweredMaxMs: DEFAULT_UNANSWERED_MAX_MS,
   random: Math.random,
 };
 
 /**
- * Exponential backoff with jitter, doubling from `initialMs` and capped at `maxMs` (the cap holds
- * after jitter too, so no wait ever exceeds it), reset once the reflector has been watching
- * healthily for `resetAfterMs`.
- *
- * Time is passed in (`now`) rather than read from a clock, so the rule is pure and a table of
- * (event, time) rows tests it completely.
+ * Exponential backoff with jitter for answered failures (capped at `maxMs` after jitter too, so
+ * no wait exceeds it), a short jittered wait for unanswered ones, and a streak that a proven
+ * watch ends.
  */
 export class Backoff {
   readonly #options: BackoffOptions;
   #failures = 0;
-  /** When the current healthy streak began; undefined while there is none. */
-  #healthySince: number | undefined;
 
   constructor(options: Partial<BackoffOptions> = {}) {
     const merged = { ...defaultBackoffOptions, ...options };
@@ -54,35 +80,36 @@ export class Backoff {
         `backoff needs 0 < initialMs <= maxMs, got ${merged.initialMs} and ${merged.maxMs}`,
       );
     }
-    if (!(merged.resetAfterMs > 0) || !(merged.jitter >= 0)) {
-      throw new RangeError('backoff needs resetAfterMs > 0 and jitter >= 0');
+    if (!(merged.jitter >= 0)) throw new RangeError('backoff needs jitter >= 0');
+    if (!(merged.unansweredMinMs > 0 && merged.unansweredMinMs <= merged.unansweredMaxMs)) {
+      throw new RangeError(
+        `backoff needs 0 < unansweredMinMs <= unansweredMaxMs, got ${merged.unansweredMinMs} and ${merged.unansweredMaxMs}`,
+      );
     }
     this.#options = merged;
   }
 
-  /** Failures since the last reset: 0 means the next wait is the initial one. */
+  /** Answered failures since the streak last ended: 0 means the next wait is the initial one. */
   get failures(): number {
     return this.#failures;
   }
 
-  /**
-   * A WATCH opened (or a clean reconnect followed a healthy one): the streak continues if one
-   * is running, else starts now. A clean server-side timeout does not break a streak.
-   */
-  markHealthy(now: number): void {
-    this.#healthySince ??= now;
+  /** A WATCH proved itself: the server is healthy now, so the next failure starts over. */
+  reset(): void {
+    this.#failures = 0;
   }
 
-  /** The wait for the failure that happened at `now`; ends any healthy streak. */
-  next(now: number): number {
-    const { initialMs, maxMs, resetAfterMs, jitter, random } = this.#options;
-    if (this.#healthySince !== undefined && now - this.#healthySince >= resetAfterMs) {
-      this.#failures = 0;
-    }
-    this.#healthySince = undefined;
-    // Clamp the exponent: 2^40 × 800 ms is already astronomically past any cap.
-    const base = Math.min(maxMs, initialMs * 2 ** Math.min(this.#failures, 40));
+  /** The wait after a failure the server answered (or may have): grows the streak. */
+  next(): number {
+    const { initialMs, maxMs, jitter, random } = this.#options;
     this.#failures += 1;
+    const base = exponentialBackoffMs(initialMs, maxMs, this.#failures);
     return Math.min(maxMs, base * (1 + jitter * random()));
+  }
+
+  /** The wait after a failure the server never answered: short, jittered, the streak untouched. */
+  unanswered(): number {
+    const { unansweredMinMs, unansweredMaxMs, random } = this.#options;
+    return unansweredMinMs + (unansweredMaxMs - unansweredMinMs) * random();
   }
 }

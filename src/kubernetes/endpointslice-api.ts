@@ -8,6 +8,7 @@
  * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
  * into a log line or an event.
  */
+import type { Clock } from '../runtime/clock.js';
 import { isRecord } from './api-errors.js';
 import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
@@ -21,7 +22,7 @@ export const ENDPOINTSLICE_REQUEST_TIMEOUT_MS = 10_000;
 /** Slices per LIST page: a controller's slices are few; paging only bounds a surprise. */
 export const ENDPOINTSLICE_LIST_PAGE_SIZE = 500;
 /** A page of 500 slices of a few KiB each fits easily; anything bigger is refused, not buffered. */
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
+export const ENDPOINTSLICE_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
 export type EndpointSliceAddressType = 'IPv4' | 'IPv6' | 'FQDN';
 
@@ -99,16 +100,20 @@ export class MalformedEndpointSliceError extends Error {
 
 export interface KubernetesEndpointSliceApiOptions {
   connection: ApiConnection;
-  /** Per request; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
+  /** Per request, the answer's body included; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
   timeoutMs?: number;
+  /** Where the request timeout is measured; default the real clock. */
+  clock?: Clock;
 }
 
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   readonly #connection: ApiConnection;
   readonly #timeoutMs: number;
+  readonly #clock: Clock | undefined;
 
   constructor(options: KubernetesEndpointSliceApiOptions) {
     this.#connection = options.connection;
+    this.#clock = options.clock;
     this.#timeoutMs = options.timeoutMs ?? ENDPOINTSLICE_REQUEST_TIMEOUT_MS;
     if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
   }
@@ -213,9 +218,13 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
       ...(method === 'PATCH' ? { contentType: 'application/apply-patch+yaml' } : {}),
       signal,
       timeoutMs: this.#timeoutMs,
+      ...(this.#clock ? { clock: this.#clock } : {}),
       what: `${verb} EndpointSlice ${target}`,
-      maxBodyBytes: MAX_BODY_BYTES,
-      tooLarge: () => new MalformedEndpointSliceError('EndpointSlice response is too large'),
+      maxBodyBytes: ENDPOINTSLICE_MAX_RESPONSE_BYTES,
+      tooLarge: () =>
+        new MalformedEndpointSliceError(
+          `${verb} EndpointSlice ${target}: response larger than ${ENDPOINTSLICE_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
     });
   }
 }

@@ -290,8 +290,14 @@ export class HttpPodApi implements PodApi {
       watch: 'true',
       allowWatchBookmarks: 'true',
       timeoutSeconds: String(options.timeoutSeconds),
-      resourceVersion: options.resourceVersion,
     };
+    if (options.resourceVersion !== '' || !options.sendInitialEvents) {
+      query.resourceVersion = options.resourceVersion;
+    }
+    if (options.sendInitialEvents) {
+      query.sendInitialEvents = 'true';
+      query.resourceVersionMatch = 'NotOlderThan';
+    }
     if (options.labelSelector) query.labelSelector = options.labelSelector;
     const open = await this.#open('WATCH', podsPath(options.namespace), query, options.signal);
     return new HttpWatchStream(
@@ -315,7 +321,7 @@ export class HttpPodApi implements PodApi {
     try {
       prepared = await this.#connection.requestOptions();
     } catch (error) {
-      throw new ApiConnectionError(verb, error);
+      throw new ApiConnectionError(verb, error, false);
     }
     const { agent } = prepared;
     let open: OpenResponse;
@@ -330,7 +336,7 @@ export class HttpPodApi implements PodApi {
       open = { ...exchange, agent };
     } catch (error) {
       releaseRequestAgent(agent);
-      throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error);
+      throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error, false);
     }
     const { response } = open;
     if (response.statusCode === 200) return open;

@@ -18,14 +18,15 @@ import {
   type LeaseRecord,
   type ObservedLease,
 } from '../coordination/lease-record.js';
+import type { Clock } from '../runtime/clock.js';
 import { isRecord } from './api-errors.js';
 import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 
-/** A Lease is a few hundred bytes; anything much bigger is not one. */
-const MAX_BODY_BYTES = 1024 * 1024;
+/** A Lease is a few hundred bytes; anything much bigger is not one, and is refused unread. */
+export const LEASE_MAX_RESPONSE_BYTES = 1024 * 1024;
 
 /**
  * 5 s: client-go bounds each Lease request by half the renew deadline (10 s by default), so a
@@ -38,8 +39,10 @@ export interface KubernetesLeaseLockOptions {
   connection: ApiConnection;
   namespace: string;
   name: string;
-  /** Per request; default `DEFAULT_LEASE_REQUEST_TIMEOUT_MS`. */
+  /** Per request, the answer's body included; default `DEFAULT_LEASE_REQUEST_TIMEOUT_MS`. */
   requestTimeoutMs?: number;
+  /** Where the request timeout is measured; default the real clock. */
+  clock?: Clock;
 }
 
 /** The API server answered a Lease request with an unexpected status (not 404 on GET, not 409). */
@@ -64,6 +67,7 @@ type JsonObject = Record<string, unknown>;
 export class KubernetesLeaseLock implements LeaseLock {
   readonly #connection: ApiConnection;
   readonly #requestTimeoutMs: number;
+  readonly #clock: Clock | undefined;
   readonly #namespace: string;
   readonly #name: string;
   /** The last Lease object read or written, to carry its metadata and unknown fields into a PUT. */
@@ -75,6 +79,10 @@ export class KubernetesLeaseLock implements LeaseLock {
     }
     this.#connection = options.connection;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_LEASE_REQUEST_TIMEOUT_MS;
+    if (!(this.#requestTimeoutMs > 0)) {
+      throw new RangeError('KubernetesLeaseLock: requestTimeoutMs must be positive');
+    }
+    this.#clock = options.clock;
     this.#namespace = options.namespace;
     this.#name = options.name;
   }
@@ -169,8 +177,12 @@ export class KubernetesLeaseLock implements LeaseLock {
       signal,
       what: `${method} Lease ${this.describe()}`,
       timeoutMs: this.#requestTimeoutMs,
-      maxBodyBytes: MAX_BODY_BYTES,
-      tooLarge: () => new MalformedLeaseError('Lease response is too large'),
+      ...(this.#clock ? { clock: this.#clock } : {}),
+      maxBodyBytes: LEASE_MAX_RESPONSE_BYTES,
+      tooLarge: () =>
+        new MalformedLeaseError(
+          `${method} Lease ${this.describe()}: response larger than ${LEASE_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
     });
   }
 }

@@ -36,7 +36,14 @@ export interface PodList {
 export interface WatchPodsOptions {
   namespace?: string;
   labelSelector?: string;
+  /** The cursor; `''` with `sendInitialEvents` asks for the freshest state (a consistent read). */
   resourceVersion: string;
+  /**
+   * Watch-list (KEP-3157): the server first sends the whole world as ADDED events, then a
+   * BOOKMARK annotated `k8s.io/initial-events-end`, and the stream goes on as a watch. Sent with
+   * `resourceVersionMatch=NotOlderThan`, as the API requires.
+   */
+  sendInitialEvents?: boolean;
   /** Always sent: the server ends the watch cleanly after this long, and the reflector reconnects. */
   timeoutSeconds: number;
   /** Aborting closes the connection and makes a pending read reject with the signal's reason. */

@@ -38,6 +38,22 @@ export const RELIST_REASONS: readonly RelistReason[] = [
 ];
 
 /**
+ * How a stream reads the whole world (its first sync and every relist): `watch-list`, one WATCH
+ * that sends the initial state as events and then goes on as the watch (KEP-3157, client-go's
+ * default since 1.35), or `list`, a paged LIST and then a WATCH from its version.
+ */
+export type InitialListMode = 'watch-list' | 'list';
+
+/**
+ * The library's default: LIST + WATCH works with every API server, proxy and fake. The service's
+ * `--initial-list` defaults to `watch-list` instead, as client-go does since 1.35.
+ */
+export const DEFAULT_INITIAL_LIST: InitialListMode = 'list';
+
+/** Both modes, for the flag's parser and the response schema. */
+export const INITIAL_LIST_MODES: readonly InitialListMode[] = ['watch-list', 'list'];
+
+/**
  * A pod source's account of itself: counters since the source was made (they only grow, so the
  * metrics can mirror them into Prometheus counters) and the state of its newest stream.
  */
@@ -61,8 +77,18 @@ export interface PodSourceStats {
    * completed: retries of a failed first LIST are not relists.
    */
   relists: Partial<Record<RelistReason, number>>;
-  /** WATCH requests sent, whether or not the server then accepted them. */
+  /** WATCH requests sent, whether or not the server then accepted them (watch-lists included). */
   watchOpens: number;
+  /**
+   * How the newest stream reads the whole world now: what was asked for, or `list` once the
+   * server showed it cannot serve watch-list (the fallback, logged once per stream).
+   */
+  initialList: InitialListMode;
+  /**
+   * Watch-list attempts that fell back to a LIST: a server that refused it, or a stream that
+   * failed before its initial events ended.
+   */
+  watchListFallbacks: number;
   /**
    * Frames seen, by watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, and OTHER for an
    * unknown type or a frame that is not JSON), skipped unreadable ones included.
@@ -92,13 +118,15 @@ export interface ListProgress {
 }
 
 /** Stats of a source that has not started a stream yet. */
-export function initialReflectorStats(): PodSourceStats {
+export function initialReflectorStats(initialList: InitialListMode = 'list'): PodSourceStats {
   return {
     phase: 'idle',
     healthy: false,
     lists: 0,
     relists: {},
     watchOpens: 0,
+    initialList,
+    watchListFallbacks: 0,
     events: {},
     bytesDecoded: 0,
   };
@@ -134,6 +162,8 @@ export function foldReflectorStats(base: PodSourceStats, current: PodSourceStats
     lists: base.lists + current.lists,
     relists: addCounts(base.relists, current.relists),
     watchOpens: base.watchOpens + current.watchOpens,
+    initialList: current.initialList,
+    watchListFallbacks: base.watchListFallbacks + current.watchListFallbacks,
     events: addCounts(base.events, current.events) as Record<string, number>,
     bytesDecoded: base.bytesDecoded + current.bytesDecoded,
   };

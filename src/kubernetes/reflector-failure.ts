@@ -20,30 +20,50 @@ export type ReflectorFailure =
   | { kind: 'malformed-frame'; message: string }
   /** A LIST whose body or some item is unreadable. */
   | { kind: 'malformed-list'; message: string }
-  /** No connection, a reset, a TLS failure, a request that could not even be prepared. */
-  | { kind: 'connection'; message: string }
+  /**
+   * No connection, a reset, a TLS failure, a request that could not even be prepared.
+   * `answered` is false when the server is known to have sent nothing (the request failed before
+   * any response head): such a failure cost it nothing, and is retried soon.
+   */
+  | { kind: 'connection'; message: string; answered: boolean }
   /** No bytes for longer than the idle limit (Node has no HTTP/2 ping to notice a dead peer). */
   | { kind: 'idle'; idleMs: number }
   /** The server ended the WATCH cleanly: its `timeoutSeconds` ran out. */
   | { kind: 'ended' }
   /**
-   * The server ended the WATCH cleanly, but within `SHORT_WATCH_MS` of opening it and before a
-   * single frame: not a timeout running out, but a server (or a proxy) that will not keep it open.
+   * The server ended the WATCH cleanly, but within `SHORT_WATCH_MS` of opening it: not a timeout
+   * running out, but a server (or a proxy) that will not keep it open. `frames` it delivered
+   * first, if any, do not make it a healthy end: reconnecting at once would be a hot loop.
    */
-  | { kind: 'short-watch'; lastedMs: number };
+  | { kind: 'short-watch'; lastedMs: number; frames: number };
 
 /**
- * client-go's "very short watch": a watch that ends cleanly within a second having delivered
- * nothing is a failure (`Unexpected watch close - watch lasted less than a second and no items
- * received`), so it is retried after the backoff instead of at once, forever.
+ * client-go's "very short watch": a watch that ends cleanly within a second is a failure, so it is
+ * retried after the backoff instead of at once, forever. client-go excuses one that delivered
+ * items; here it counts too, so no server can make the reflector send more than one WATCH a second.
  */
 export const SHORT_WATCH_MS = 1_000;
 
-/** How long to wait before acting. */
+/** How long to wait before acting (./backoff.ts has the numbers). */
 export type Wait =
   | { kind: 'none' }
-  /** The reflector's backoff step, but never less than `atLeastMs` (a server's Retry-After). */
-  | { kind: 'backoff'; atLeastMs?: number };
+  /**
+   * The reflector's growing backoff step, but never less than `atLeastMs` (a server's
+   * Retry-After): the server answered, or may have, so it did work.
+   */
+  | { kind: 'backoff'; atLeastMs?: number }
+  /** A short jittered wait that does not grow the backoff: the server never answered. */
+  | { kind: 'unanswered' };
+
+/** What the classification needs to know of the stream beyond the failure itself. */
+export interface FailureContext {
+  /**
+   * A WATCH has proven itself since the last LIST: the cursor was live, so its expiry (a
+   * compaction, an API server restart) is news, and relisting at once costs one LIST. Without
+   * it, an expiry right after a LIST would loop LIST → WATCH → 410 with no wait.
+   */
+  cursorProven?: boolean;
+}
 
 export type ReflectorAction =
   /** Log the frame, drop it, and move the cursor past it. */
@@ -60,6 +80,11 @@ const TOO_LARGE_CAUSE = 'ResourceVersionTooLarge';
 const HTTP_GONE = 410;
 const HTTP_TOO_MANY_REQUESTS = 429;
 const HTTP_GATEWAY_TIMEOUT = 504;
+
+/** The wait after a failed connection: short when the server is known to have sent nothing. */
+function afterConnectionFailure(failure: { answered: boolean }): Wait {
+  return failure.answered ? backoff() : { kind: 'unanswered' };
+}
 
 function backoff(status?: ApiStatus): Wait {
   return status?.retryAfterMs !== undefined
@@ -94,10 +119,13 @@ function tooManyRequests(status: ApiStatus): boolean {
 
 /**
  * The reflector's rules, in one place:
+ * - Whatever failed before the server sent a single byte (connection refused, a reset or TLS
+ *   failure before the response head) waits the short unanswered wait, LIST or WATCH.
  * - LIST: whatever failed, the cursor stays empty and the next attempt lists again, after the
  *   backoff (or the server's Retry-After, if longer).
- * - WATCH, cursor dead (410 / Expired / Gone, 504 / ResourceVersionTooLarge), as a response or an
- *   in-stream ERROR: relist.
+ * - WATCH, cursor expired (410 / Expired / Gone), as a response or an in-stream ERROR, after a
+ *   WATCH proved the cursor live (`context.cursorProven`): relist at once. Otherwise, and for a
+ *   cursor from the future (504 / ResourceVersionTooLarge): relist after the backoff.
  * - WATCH, a pod frame that does not validate but has a resourceVersion: skip it and advance.
  *   Reconnecting instead would replay the same frame from the same cursor forever.
  * - WATCH, an unreadable frame with no version: relist, since there is no cursor to advance to.
@@ -105,22 +133,32 @@ function tooManyRequests(status: ApiStatus): boolean {
  *   backoff, as client-go's reflector does (its watch loop returns and `ListAndWatch` lists
  *   again). Resuming from the cursor would meet the same failure from the same place forever.
  * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
- * - WATCH, a clean end within `SHORT_WATCH_MS` and before any frame: reconnect from the cursor,
- *   but after the backoff (client-go's "very short watch").
+ * - WATCH, a clean end within `SHORT_WATCH_MS`, frames or not: reconnect from the cursor, but
+ *   after the backoff (client-go's "very short watch").
  * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
  *   connections): reconnect from the same cursor after the backoff.
  */
-export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure): ReflectorAction {
+export function classifyFailure(
+  phase: RequestPhase,
+  failure: ReflectorFailure,
+  context: FailureContext = {},
+): ReflectorAction {
   if (phase === 'list') {
     return {
       kind: 'relist',
       reason: 'list-failed',
-      wait: backoff(failure.kind === 'status' ? failure.status : undefined),
+      wait:
+        failure.kind === 'connection'
+          ? afterConnectionFailure(failure)
+          : backoff(failure.kind === 'status' ? failure.status : undefined),
     };
   }
   switch (failure.kind) {
     case 'status': {
       const reason = deadCursor(failure.status);
+      if (reason === 'expired' && context.cursorProven) {
+        return { kind: 'relist', reason, wait: { kind: 'none' } };
+      }
       if (reason) return { kind: 'relist', reason, wait: backoff(failure.status) };
       if (failure.inStream && !tooManyRequests(failure.status)) {
         return { kind: 'relist', reason: 'error-frame', wait: backoff(failure.status) };
@@ -137,6 +175,7 @@ export function classifyFailure(phase: RequestPhase, failure: ReflectorFailure):
     case 'ended':
       return { kind: 'reconnect', wait: { kind: 'none' } };
     case 'connection':
+      return { kind: 'reconnect', wait: afterConnectionFailure(failure) };
     case 'idle':
     case 'short-watch':
       return { kind: 'reconnect', wait: backoff() };
@@ -169,6 +208,8 @@ function describeRaw(failure: ReflectorFailure): string {
     case 'ended':
       return 'watch ended by the server';
     case 'short-watch':
-      return `watch ended by the server after ${failure.lastedMs} ms without a single frame`;
+      return failure.frames === 0
+        ? `watch ended by the server after ${failure.lastedMs} ms without a single frame`
+        : `watch ended by the server after ${failure.lastedMs} ms (${failure.frames} frames)`;
   }
 }

@@ -11,9 +11,11 @@
  *   dead (410 / Expired / Gone, 504 / ResourceVersionTooLarge), a frame is unreadable with no
  *   version to skip to, or the LIST itself failed; anything else reconnects the WATCH from the
  *   cursor, and a clean server-side end reconnects at once.
- * - Every failure but that clean end waits first: one `Backoff` per stream covers reconnects and
- *   relists alike, never shorter than a server's Retry-After; once WATCHes have stayed up for its
- *   `resetAfterMs` (clean reconnects do not interrupt that), the next failure starts over.
+ * - Every failure but that clean end waits first: one `Backoff` per stream (./backoff.ts) covers
+ *   reconnects and relists alike. A failure the server answered grows it (800 ms doubling to
+ *   30 s, never shorter than a Retry-After); one it never answered (refused, reset before any
+ *   response) waits a short jittered 1–2 s without growing it; a WATCH that proves itself ends
+ *   the streak. A cursor that expires after a WATCH proved it live is relisted at once.
  * - WATCHes ask for bookmarks (the adapter sets `allowWatchBookmarks`); a bookmark only moves the
  *   cursor, so a quiet watch resumes near the present instead of from an expiring version.
  * - `stats().healthy` is true from the moment a WATCH request is answered until that WATCH ends:
@@ -28,6 +30,8 @@ import { IdleWatchdog } from './idle-watchdog.js';
 import { type Pod, podKey } from './pod.js';
 import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
+  DEFAULT_INITIAL_LIST,
+  type InitialListMode,
   initialReflectorStats,
   type ListProgress,
   type PodSourceStats,
@@ -42,6 +46,7 @@ import {
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
 import { frameTypeKey, readFrame } from './watch-frame-parser.js';
+import type { WatchFrame } from './watch-line-splitter.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
@@ -58,8 +63,9 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 /**
  * A WATCH the server accepted is not yet a healthy one: a server or proxy that ends it at once
- * accepted it too. It counts as healthy once it delivered a frame, or stayed open this long — the
- * same second after which client-go no longer calls an empty watch "very short".
+ * accepted it too. It counts as healthy (proven) once it delivered a frame other than an ERROR,
+ * or stayed open this long — the same second after which client-go no longer calls an empty watch
+ * "very short". A proven WATCH ends the backoff's failure streak and makes its cursor live.
  */
 export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
 /**
@@ -101,8 +107,9 @@ export interface KubernetesReflectorOptions {
   /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
   unhealthyAfterMs?: number;
   /**
-   * Overrides of the stream's backoff; defaults are client-go's (`DEFAULT_BACKOFF_INITIAL_MS`,
-   * `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_RESET_AFTER_MS`, `DEFAULT_BACKOFF_JITTER`).
+   * Overrides of the stream's backoff (./backoff.ts): answered failures as client-go's
+   * (`DEFAULT_BACKOFF_INITIAL_MS`, `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_JITTER`), unanswered
+   * ones `DEFAULT_UNANSWERED_MIN_MS` to `DEFAULT_UNANSWERED_MAX_MS`.
    * Validated in the constructor, not at the first failure.
    */
   backoff?: Partial<Omit<BackoffOptions, 'random'>>;
@@ -124,7 +131,23 @@ export interface KubernetesReflectorOptions {
    * that fails yields nothing.
    */
   onListPage?: (pods: readonly Pod[], page: number) => void;
+  /**
+   * How the whole world is read: `watch-list` (one WATCH with `sendInitialEvents`, whose
+   * initial-events-end bookmark publishes the `replace` and proves the watch; it falls back to
+   * LIST + WATCH when the server cannot serve it) or `list`. Default `DEFAULT_INITIAL_LIST`.
+   */
+  initialList?: InitialListMode;
 }
+
+/** Pods per `onListPage` batch while a watch-list's initial events arrive: a LIST page's worth. */
+const WATCH_LIST_BATCH = 500;
+
+/**
+ * Status codes that say the server (or a proxy) does not serve watch-list at all: the request is
+ * malformed to it (400, 422 for a server with the feature off), or the verb or media type is not
+ * allowed. Such a stream falls back to LIST + WATCH for good; anything else falls back once.
+ */
+const WATCH_LIST_UNSUPPORTED_CODES = new Set([400, 403, 404, 405, 406, 415, 422, 501]);
 
 /**
  * The states of one stream. Each is carried out by one step method of `KubernetesReflector`,
@@ -137,6 +160,11 @@ type State =
    * yielded; a failed LIST leads to `backoff`, resuming into `listing` again.
    */
   | { kind: 'listing' }
+  /**
+   * A plain LIST (`#list`) whatever `initialList` says: the fallback after a watch-list failed.
+   * Leads where `listing` does.
+   */
+  | { kind: 'list-once' }
   /**
    * One WATCH from `cursor` (`#watch`); the cursor advances with every frame that carries a
    * resourceVersion (changes, bookmarks, skipped unreadable pods). Leads to `watching` again at once when the server ends it cleanly, to
@@ -173,8 +201,15 @@ export function failureFromError(error: unknown): ReflectorFailure {
   }
   if (error instanceof MalformedListError)
     return { kind: 'malformed-list', message: error.message };
-  if (error instanceof ApiConnectionError) return { kind: 'connection', message: error.message };
-  return { kind: 'connection', message: error instanceof Error ? error.message : String(error) };
+  if (error instanceof ApiConnectionError) {
+    return { kind: 'connection', message: error.message, answered: error.answered };
+  }
+  // Not known to have failed before the server answered: assume it did work.
+  return {
+    kind: 'connection',
+    message: error instanceof Error ? error.message : String(error),
+    answered: true,
+  };
 }
 
 /**
@@ -201,7 +236,11 @@ export class KubernetesReflector {
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
   readonly #onListPage: ((pods: readonly Pod[], page: number) => void) | undefined;
-  readonly #stats: PodSourceStats = initialReflectorStats();
+  readonly #stats: PodSourceStats;
+  /** What `listing` does now: the option, until the server shows it cannot serve watch-list. */
+  #initialList: InitialListMode;
+  /** The first fallback is logged at warn, later ones at debug: once per reflector. */
+  #fallbackLogged = false;
   readonly #unhealthyAfterMs: number;
   /**
    * The running stream has been in steady state: a LIST published, then a WATCH proven. From then
@@ -210,6 +249,11 @@ export class KubernetesReflector {
   #established = false;
   /** The running WATCH delivered a frame or stayed open `WATCH_HEALTHY_AFTER_MS`. */
   #watchProven = false;
+  /**
+   * A WATCH proved itself since the stream's last LIST began: its cursor was live, so a 410 on it
+   * is news (a compaction, an API server restart) and is relisted at once.
+   */
+  #cursorProven = false;
   /** Clock time of the last good progress: a completed LIST, a proven WATCH, a frame. */
   #lastProgressAt: number | undefined;
   /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
@@ -239,6 +283,8 @@ export class KubernetesReflector {
     this.#logger = options.logger ?? silentLogger;
     this.#onStatsChange = options.onStatsChange ?? (() => {});
     this.#onListPage = options.onListPage;
+    this.#initialList = options.initialList ?? DEFAULT_INITIAL_LIST;
+    this.#stats = initialReflectorStats(this.#initialList);
   }
 
   /**
@@ -282,6 +328,12 @@ export class KubernetesReflector {
       while (!signal.aborted) {
         switch (state.kind) {
           case 'listing':
+            state =
+              this.#initialList === 'watch-list'
+                ? yield* this.#watchList(signal, backoff)
+                : yield* this.#list(signal, backoff);
+            break;
+          case 'list-once':
             state = yield* this.#list(signal, backoff);
             break;
           case 'watching':
@@ -309,6 +361,7 @@ export class KubernetesReflector {
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
     this.#setCursor(undefined);
+    this.#cursorProven = false;
     const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
     this.#stats.listProgress = progress;
     this.#enter('listing');
@@ -369,20 +422,174 @@ export class KubernetesReflector {
     return { kind: 'watching', cursor: list.resourceVersion };
   }
 
+  /**
+   * `listing` by watch-list: one WATCH with `sendInitialEvents` from the freshest state; its
+   * ADDED events are the world, streamed to `onListPage` in batches as a LIST's pages are; the
+   * bookmark annotated `k8s.io/initial-events-end` publishes them as one `replace` at its version
+   * and proves the watch, which then goes on as the watch (`#follow`). An API server that cannot
+   * serve it (refuses the request, or sends a bookmark without the annotation) makes the stream
+   * fall back to LIST + WATCH for good; any other failure before the end falls back once, at
+   * once, as client-go does. A request nothing answered is retried as watch-list after the short
+   * wait: the server is down, not lacking the feature.
+   */
+  async *#watchList(
+    signal: AbortSignal,
+    backoff: Backoff,
+  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+    this.#setCursor(undefined);
+    this.#cursorProven = false;
+    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
+    this.#stats.listProgress = progress;
+    this.#stats.watchOpens += 1;
+    this.#enter('listing');
+    const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    const listStartedAt = this.#clock.now();
+    let loggedAt = listStartedAt;
+    let stream: WatchStream | undefined;
+    let handedOn = false;
+    try {
+      stream = await this.#api.watchPods({
+        namespace: this.#namespace,
+        labelSelector: this.#labelSelector,
+        resourceVersion: '',
+        sendInitialEvents: true,
+        timeoutSeconds: this.#timeoutSeconds(),
+        signal: watchdog.signal,
+        onBytes: (count) => {
+          watchdog.touch();
+          this.#countBytes(count);
+        },
+      });
+      const frames = stream[Symbol.asyncIterator]();
+      const objects = new Map<ObjectKey, Pod>();
+      let batch: Pod[] = [];
+      let page = 0;
+      const flush = (): void => {
+        if (batch.length === 0) return;
+        page += 1;
+        progress.pages = page;
+        progress.pods = objects.size;
+        this.#onListPage?.(batch, page);
+        batch = [];
+        this.#notify();
+      };
+      for (;;) {
+        const next = await frames.next();
+        if (next.done) {
+          return this.#fallBack('the watch ended before its initial events did', false);
+        }
+        const reading = readFrame(next.value);
+        this.#countFrame(reading.type);
+        if (reading.kind === 'failure') {
+          const why = describeFailure(reading.failure);
+          const unsupported =
+            reading.failure.kind === 'status' &&
+            WATCH_LIST_UNSUPPORTED_CODES.has(reading.failure.status.code ?? 0);
+          return this.#fallBack(why, unsupported);
+        }
+        if (reading.kind === 'bookmark') {
+          if (!reading.initialEventsEnd) {
+            // A server that ignored sendInitialEvents: its bookmarks never end the initial events.
+            return this.#fallBack('a bookmark without the initial-events-end annotation', true);
+          }
+          if (reading.resourceVersion === undefined) {
+            return this.#fallBack('the initial-events-end bookmark has no resourceVersion', false);
+          }
+          flush();
+          delete this.#stats.listProgress;
+          this.#stats.lists += 1;
+          const now = this.#wallClock();
+          this.#stats.lastSyncAtMs = now;
+          this.#stats.lastEventAtMs = now;
+          const cursor = this.#setCursor(reading.resourceVersion);
+          this.#logger.debug(
+            { pods: objects.size, resourceVersion: cursor, pages: page },
+            'reflector received the initial events of a watch-list',
+          );
+          yield { type: 'replace', objects };
+          handedOn = true;
+          return yield* this.#follow(stream, frames, cursor, {
+            signal,
+            backoff,
+            watchdog,
+            proven: true,
+          });
+        }
+        if (reading.kind !== 'change') continue;
+        const event = reading.event;
+        if (event.type === 'upsert') {
+          objects.set(event.key, event.object);
+          batch.push(event.object);
+          if (batch.length >= WATCH_LIST_BATCH) flush();
+        } else if (event.type === 'delete' && objects.delete(event.key)) {
+          // Not sent during initial events; if it is, the pages heard so far are void: start over.
+          batch = [...objects.values()];
+          page = 0;
+        }
+        const now = this.#clock.now();
+        if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
+          loggedAt = now;
+          this.#logger.info(
+            { pages: page, pods: objects.size, elapsedMs: Math.round(now - listStartedAt) },
+            'reflector watch-list in progress',
+          );
+        }
+      }
+    } catch (error) {
+      if (signal.aborted) return STOPPED;
+      const failure: ReflectorFailure = watchdog.timedOut
+        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
+        : failureFromError(error);
+      if (failure.kind === 'connection' && !failure.answered) {
+        // Nothing answered: the server is away, not lacking the feature. Watch-list again soon.
+        return this.#act('list', failure, undefined, backoff);
+      }
+      const unsupported =
+        failure.kind === 'status' && WATCH_LIST_UNSUPPORTED_CODES.has(failure.status.code ?? 0);
+      return this.#fallBack(describeFailure(failure), unsupported);
+    } finally {
+      if (!handedOn) {
+        delete this.#stats.listProgress;
+        stream?.close();
+        await watchdog.release();
+        this.#updateHealth(signal);
+      }
+    }
+  }
+
+  /**
+   * A watch-list that did not end its initial events: LIST + WATCH now, as client-go falls back
+   * ("making progress is better than deadlocking"), and for good when the server showed it does
+   * not serve watch-list. Logged at warn once, then at debug.
+   */
+  #fallBack(why: string, forGood: boolean): State {
+    this.#stats.watchListFallbacks += 1;
+    this.#stats.lastError = `watch-list: ${why}`;
+    if (forGood) {
+      this.#initialList = 'list';
+      this.#stats.initialList = 'list';
+    }
+    const entry = { error: why, forGood };
+    const message = forGood
+      ? 'reflector: the API server does not serve watch-list; using LIST + WATCH'
+      : 'reflector: watch-list failed; falling back to one LIST + WATCH';
+    if (this.#fallbackLogged) this.#logger.debug(entry, message);
+    else this.#logger.warn(entry, message);
+    this.#fallbackLogged = true;
+    this.#notify();
+    return { kind: 'list-once' };
+  }
+
   /** `watching`: one WATCH from `cursor`, until it ends, fails or brings the cursor's death. */
   async *#watch(
     cursor: string,
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
-    let position = cursor;
-    let stream: WatchStream | undefined;
-    let frames = 0;
-    // Ends with this WATCH: cancels the timer that would call it healthy.
-    const watchScope = new AbortController();
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
+    let stream: WatchStream;
     try {
       stream = await this.#api.watchPods({
         namespace: this.#namespace,
@@ -395,21 +602,62 @@ export class KubernetesReflector {
           this.#countBytes(count);
         },
       });
+    } catch (error) {
+      await watchdog.release();
+      this.#updateHealth(signal);
+      if (signal.aborted) return STOPPED;
+      const failure: ReflectorFailure = watchdog.timedOut
+        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
+        : failureFromError(error);
+      return this.#act('watch', failure, cursor, backoff);
+    }
+    return yield* this.#follow(stream, stream[Symbol.asyncIterator](), cursor, {
+      signal,
+      backoff,
+      watchdog,
+      proven: false,
+    });
+  }
+
+  /**
+   * Follows an open WATCH from `cursor` until it ends, fails or brings the cursor's death: the
+   * rest of `#watch`, and of `#watchList` once its initial events are in. `proven` says the
+   * stream already proved itself (a watch-list's initial-events-end bookmark does).
+   */
+  async *#follow(
+    stream: WatchStream,
+    frames: AsyncIterator<WatchFrame>,
+    cursor: string,
+    scope: { signal: AbortSignal; backoff: Backoff; watchdog: IdleWatchdog; proven: boolean },
+  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+    const { signal, backoff, watchdog } = scope;
+    let position = cursor;
+    let count = 0;
+    // Ends with this WATCH: cancels the timer that would call it healthy.
+    const watchScope = new AbortController();
+    this.#enter('watching');
+    try {
       const openedAt = this.#clock.now();
-      // The backoff's healthy streak starts with the accepted WATCH; a very short one ends it.
-      backoff.markHealthy(openedAt);
+      // A proven WATCH is a healthy server now: it ends the backoff's failure streak and makes
+      // the cursor live. An accepted WATCH alone proves nothing (a server or proxy that ends it
+      // at once accepted it too), and neither does an ERROR frame.
       const proven = (): void => {
         this.#watchProven = true;
         this.#established = true;
+        this.#cursorProven = true;
+        backoff.reset();
         this.#progress(signal);
       };
-      this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
-      for await (const frame of stream) {
-        frames += 1;
+      if (scope.proven) proven();
+      else this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
+      for (;;) {
+        const next = await frames.next();
+        if (next.done) break;
+        count += 1;
+        const reading = readFrame(next.value);
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
-        if (!this.#watchProven) proven();
-        const reading = readFrame(frame);
+        if (!this.#watchProven && reading.kind !== 'failure') proven();
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
@@ -433,14 +681,14 @@ export class KubernetesReflector {
               position = this.#setCursor(action.advanceTo);
               break;
             }
-            return this.#carryOut(action, reading.failure, position, backoff);
+            return this.#act('watch', reading.failure, position, backoff);
           }
         }
       }
       const lastedMs = this.#clock.now() - openedAt;
       const end: ReflectorFailure =
-        frames === 0 && lastedMs < SHORT_WATCH_MS
-          ? { kind: 'short-watch', lastedMs }
+        lastedMs < SHORT_WATCH_MS
+          ? { kind: 'short-watch', lastedMs, frames: count }
           : { kind: 'ended' };
       return this.#act('watch', end, position, backoff);
     } catch (error) {
@@ -453,7 +701,7 @@ export class KubernetesReflector {
       // Every path ends here: the connection is closed explicitly, whether the watch ended,
       // failed, went idle, met an ERROR frame, or the consumer closed the stream mid-frame.
       watchScope.abort();
-      stream?.close();
+      stream.close();
       await watchdog.release();
       // A proven watch was good until this moment: the grace for what follows starts now.
       if (this.#watchProven) this.#lastProgressAt = this.#clock.now();
@@ -479,7 +727,8 @@ export class KubernetesReflector {
     position: string | undefined,
     backoff: Backoff,
   ): State {
-    return this.#carryOut(classifyFailure(phase, failure), failure, position, backoff);
+    const action = classifyFailure(phase, failure, { cursorProven: this.#cursorProven });
+    return this.#carryOut(action, failure, position, backoff);
   }
 
   /** Turns a classified failure into the next state, with the wait the action asks for. */
@@ -523,9 +772,18 @@ export class KubernetesReflector {
         next = { kind: 'listing' };
         break;
     }
-    if (action.wait.kind === 'none') return next;
-    const delayMs = Math.max(action.wait.atLeastMs ?? 0, backoff.next(this.#clock.now()));
-    return { kind: 'backoff', delayMs, resume: next };
+    switch (action.wait.kind) {
+      case 'none':
+        return next;
+      case 'unanswered':
+        return { kind: 'backoff', delayMs: backoff.unanswered(), resume: next };
+      case 'backoff':
+        return {
+          kind: 'backoff',
+          delayMs: Math.max(action.wait.atLeastMs ?? 0, backoff.next()),
+          resume: next,
+        };
+    }
   }
 
   /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */

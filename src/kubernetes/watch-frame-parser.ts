@@ -19,7 +19,11 @@ export const OTHER_FRAME_TYPE = 'OTHER';
 export type FrameReading =
   /** `resourceVersion` absent: the frame is applied but the cursor stays where it was. */
   | { kind: 'change'; type: ChangeType; event: SourceEvent<Pod>; resourceVersion?: string }
-  | { kind: 'bookmark'; type: 'BOOKMARK'; resourceVersion?: string }
+  /**
+   * `initialEventsEnd`: the bookmark that closes a watch-list's initial events (annotated
+   * `k8s.io/initial-events-end: "true"`); its version is the one the initial state is at.
+   */
+  | { kind: 'bookmark'; type: 'BOOKMARK'; resourceVersion?: string; initialEventsEnd?: true }
   /** An unknown type: nothing to apply, but its resourceVersion (if any) still moves the cursor. */
   | { kind: 'ignored'; type: string; resourceVersion?: string }
   | { kind: 'failure'; type: string; failure: ReflectorFailure };
@@ -29,6 +33,15 @@ function resourceVersionOf(object: unknown): string | undefined {
   if (!isRecord(object) || !isRecord(object.metadata)) return undefined;
   const version = object.metadata.resourceVersion;
   return typeof version === 'string' && version !== '' ? version : undefined;
+}
+
+/** The annotation the API server puts on the bookmark that ends a watch-list's initial events. */
+export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
+
+function initialEventsEnd(object: unknown): boolean {
+  if (!isRecord(object) || !isRecord(object.metadata)) return false;
+  const annotations = object.metadata.annotations;
+  return isRecord(annotations) && annotations[INITIAL_EVENTS_END_ANNOTATION] === 'true';
 }
 
 function withVersion<T extends object>(reading: T, resourceVersion: string | undefined): T {
@@ -104,7 +117,12 @@ export function readFrame(frame: WatchFrame): FrameReading {
       return withVersion({ kind: 'change' as const, type, event }, resourceVersion);
     }
     case 'BOOKMARK':
-      return withVersion({ kind: 'bookmark' as const, type }, resourceVersion);
+      return withVersion(
+        initialEventsEnd(object)
+          ? { kind: 'bookmark' as const, type, initialEventsEnd: true as const }
+          : { kind: 'bookmark' as const, type },
+        resourceVersion,
+      );
     case 'ERROR':
       return {
         kind: 'failure',

@@ -13,6 +13,7 @@
 import type { Pod } from '../kubernetes/pod.js';
 import type { KeyMap, ParentKey } from '../runtime/source-event.js';
 import type { PoolLabels } from './labels.js';
+import { boundPodText, MAX_POOL_NAME_LENGTH } from './pod-text.js';
 
 /** Zero-padding width of a cell index: 5 digits sorts 100,000 cells lexically in index order. */
 export const CELL_INDEX_DIGITS = 5;
@@ -40,13 +41,18 @@ export class UnmappablePodError extends Error {
 export function cellIdOf(pod: Pod, labels: PoolLabels): string | undefined {
   const pool = pod.metadata.labels[labels.pool];
   if (pool === undefined || pool === '') return undefined;
+  if (pool.length > MAX_POOL_NAME_LENGTH) {
+    throw new UnmappablePodError(
+      `pod ${pod.metadata.namespace}/${pod.metadata.name}: label ${labels.pool} is ${pool.length} characters long, more than a label value may be (${MAX_POOL_NAME_LENGTH}): ${JSON.stringify(boundPodText(pool))}`,
+    );
+  }
   const rawIndex = pod.metadata.labels[labels.cellIndex];
   if (rawIndex === undefined) return pod.metadata.name;
   const index = parseIndex(rawIndex);
   if (index === undefined) {
     // A throw, not `undefined`: the store logs it, so a mislabelled pod is visible, not silently ignored.
     throw new UnmappablePodError(
-      `pod ${pod.metadata.namespace}/${pod.metadata.name}: label ${labels.cellIndex}=${JSON.stringify(rawIndex)} is not a non-negative integer`,
+      `pod ${pod.metadata.namespace}/${pod.metadata.name}: label ${labels.cellIndex}=${JSON.stringify(boundPodText(rawIndex))} is not a non-negative integer`,
     );
   }
   return cellId(pool, index);

@@ -8,6 +8,7 @@ import type { Pod } from '../kubernetes/pod.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import { parseIndex, splitParentKey } from './cell-key.js';
 import type { PoolLabels } from './labels.js';
+import { boundOptionalPodText, boundPodText } from './pod-text.js';
 
 /** One pod of a cell, as the API shows it. `null` rather than absent, so every field is always there. */
 export interface CellMember {
@@ -89,14 +90,16 @@ export function memberOf(pod: Pod, labels: PoolLabels): CellMember {
   return {
     name: pod.metadata.name,
     uid: pod.metadata.uid,
-    phase: status.phase ?? null,
+    // Texts from the pod's status and spec are bounded (pod-text.ts): each is copied into
+    // every event, log line and response that shows the cell.
+    phase: boundOptionalPodText(status.phase) ?? null,
     ready: isReady(pod),
-    podIP: status.podIP ?? null,
+    podIP: boundOptionalPodText(status.podIP) ?? null,
     restarts: pod.status.containerStatuses.reduce((sum, c) => sum + c.restartCount, 0),
     deleting: pod.metadata.deletionTimestamp !== undefined,
     // Absent means 0: a one-pod cell (or a workload without the label) is its own leader.
     workerIndex: rawIndex === undefined ? 0 : (parseIndex(rawIndex) ?? null),
-    node: spec.nodeName ?? null,
+    node: boundOptionalPodText(spec.nodeName) ?? null,
   };
 }
 
@@ -166,7 +169,7 @@ export function deriveCellState(
   const leaderEntry = entries.find((e) => e.member.workerIndex === 0);
   const reference = (leaderEntry ?? entries[0])!.pod;
   const { namespace, id } = splitParentKey(key);
-  const pool = reference.metadata.labels[labels.pool] ?? '';
+  const pool = boundPodText(reference.metadata.labels[labels.pool] ?? '');
 
   const whyNotAlive: NotAliveReason[] = [];
   const notReady = members.filter((m) => !m.ready).map((m) => m.name);
@@ -204,7 +207,7 @@ export function deriveCellState(
     if (parsed === undefined) {
       whyNotAlive.push({
         reason: 'SizeInvalid',
-        message: `annotation ${labels.cellSize}=${JSON.stringify(rawSize)} is not a positive integer`,
+        message: `annotation ${labels.cellSize}=${JSON.stringify(boundPodText(rawSize))} is not a positive integer`,
       });
     } else {
       size = parsed;

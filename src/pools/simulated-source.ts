@@ -143,6 +143,9 @@ export class SimulatedPodSource implements PodSource {
       lists: c.lists,
       relists: c.relists > 0 ? { other: c.relists } : {},
       watchOpens: c.watchOpens,
+      // The simulated world hands out its state directly: there is no watch-list to fall back from.
+      initialList: 'list',
+      watchListFallbacks: 0,
       events: { ...c.events },
       lastEventAtMs: c.lastEventAtMs,
       lastSyncAtMs: c.lastSyncAtMs,

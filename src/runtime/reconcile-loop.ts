@@ -19,7 +19,7 @@ import { isInsideReconcileOf, runAsReconcile } from './reconcile-context.js';
 import { ResyncTimer } from './resync-timer.js';
 import { type PendingRetry, RetryScheduler } from './retry-scheduler.js';
 import type { KeyMap, ParentKey, Source } from './source-event.js';
-import { SourceStreamDriver } from './source-stream-driver.js';
+import { DEFAULT_SOURCE_RETRY_MAX_DELAY_MS, SourceStreamDriver } from './source-stream-driver.js';
 import { WorkQueue } from './work-queue.js';
 
 /** client-go's default resync period (10 h): a backstop, not a heartbeat. */
@@ -75,8 +75,16 @@ export interface ReconcileLoopOptions<T> {
    * `DEFAULT_FAILURE_MAX_DELAY_MS`.
    */
   failureMaxDelayMs?: number;
-  /** Wait before reopening a source stream that ended or failed. Default `DEFAULT_SOURCE_RETRY_DELAY_MS`. */
+  /**
+   * Wait before reopening a source stream after a first failure; doubles per consecutive
+   * failure. Default `DEFAULT_SOURCE_RETRY_DELAY_MS`.
+   */
   sourceRetryDelayMs?: number;
+  /**
+   * Cap of that doubling wait, and how long a stream must stay open after its `replace` to end a
+   * failure streak. Default `DEFAULT_SOURCE_RETRY_MAX_DELAY_MS`; at least `sourceRetryDelayMs`.
+   */
+  sourceRetryMaxDelayMs?: number;
   /** Every wait (retry poller, resync, source reopen, the worker's yields) goes through it. */
   clock?: Clock;
   /** Failed reconciles and source trouble are logged here; silent by default. */
@@ -193,6 +201,16 @@ export class ReconcileLoop<T> implements AsyncDisposable {
       options.sourceRetryDelayMs,
       DEFAULT_SOURCE_RETRY_DELAY_MS,
     );
+    const sourceRetryMaxDelayMs = positiveFinite(
+      'sourceRetryMaxDelayMs',
+      options.sourceRetryMaxDelayMs,
+      DEFAULT_SOURCE_RETRY_MAX_DELAY_MS,
+    );
+    if (sourceRetryMaxDelayMs < sourceRetryDelayMs) {
+      throw new RangeError(
+        `ReconcileLoop: sourceRetryMaxDelayMs (${sourceRetryMaxDelayMs}) must be >= sourceRetryDelayMs (${sourceRetryDelayMs})`,
+      );
+    }
     this.#reconcile = options.reconcile;
     this.#clock = options.clock ?? realClock;
     this.#sliceClock = options.sliceClock ?? (() => performance.now());
@@ -206,6 +224,7 @@ export class ReconcileLoop<T> implements AsyncDisposable {
         for (const parent of parents) this.#add(parent);
       },
       retryDelayMs: sourceRetryDelayMs,
+      retryMaxDelayMs: sourceRetryMaxDelayMs,
       clock: this.#clock,
       logger: this.#logger,
     });

@@ -26,11 +26,20 @@ export interface SourceStreamDriverOptions<T> {
    */
   onAffected: (parents: ParentKey[]) => void;
   /**
-   * Wait before reopening a stream that ended or failed, so a dead backend is not hammered; a
-   * source with its own backoff (the reflector) needs little here. `ReconcileLoop` passes its
+   * Wait before reopening a stream after a first failure (an end, a throw, a bad first event),
+   * doubling with each consecutive failure up to `retryMaxDelayMs`, so a source that fails at
+   * once every time (a worker that keeps crashing, a consumer that keeps falling behind) costs a
+   * relist every `retryMaxDelayMs` at most, not one per `retryDelayMs`. `ReconcileLoop` passes its
    * `sourceRetryDelayMs` (default `DEFAULT_SOURCE_RETRY_DELAY_MS`). Non-negative, finite.
    */
   retryDelayMs: number;
+  /**
+   * Cap of the doubling reopen wait, and how long a stream must stay open after its first
+   * `replace` for the failure streak to end (a stream that lived that long was a success, so the
+   * next failure waits `retryDelayMs` again). Default `DEFAULT_SOURCE_RETRY_MAX_DELAY_MS`; at
+   * least `retryDelayMs`. `ReconcileLoop` passes its `sourceRetryMaxDelayMs`.
+   */
+  retryMaxDelayMs?: number;
   /** Times the reopen delay and the yields between slices of a large `replace`. */
   clock?: Clock;
   /** Where failed, ended and unclosable streams are reported; silent by default. */
@@ -44,6 +53,19 @@ export interface SourceStreamDriverOptions<T> {
  */
 export const REPLACE_SLICE_SIZE = 1_000;
 
+/**
+ * The reopen wait's cap (RUNTIME.md's default): the reflector's own backoff cap, so a source that
+ * fails on every open is reopened twice a minute, and the same span of healthy streaming ends a
+ * failure streak.
+ */
+export const DEFAULT_SOURCE_RETRY_MAX_DELAY_MS = 30_000;
+
+/**
+ * Exponent clamp of the reopen wait: `retryDelayMs × 2^40` is past any cap already, and the
+ * clamp keeps the product finite however long a streak runs.
+ */
+const MAX_REOPEN_EXPONENT = 40;
+
 /** Why a stream was rejected before anything of it was applied. */
 export class StreamDidNotOpenWithReplaceError extends Error {
   override readonly name = 'StreamDidNotOpenWithReplaceError';
@@ -54,7 +76,8 @@ export class StreamDidNotOpenWithReplaceError extends Error {
  * reports which parents each event affected.
  *
  * It never gives up and never rejects: a stream that ends, throws, or does not open with a
- * `replace` is closed, logged and reopened after `retryDelayMs`, because the new stream's
+ * `replace` is closed, logged and reopened after a wait that doubles from `retryDelayMs` to
+ * `retryMaxDelayMs` while streams keep failing, because the new stream's
  * `replace` repairs whatever was missed. `synced` and `waitForSync` tell the loop when the first
  * whole world is in the store, which is when reconciling can start. A large `replace` (more than
  * `REPLACE_SLICE_SIZE` objects) is applied in slices of that size, upserts first and the
@@ -66,9 +89,14 @@ export class SourceStreamDriver<T> {
   readonly #store: ObjectStore<T>;
   readonly #onAffected: (parents: ParentKey[]) => void;
   readonly #retryDelayMs: number;
+  readonly #retryMaxDelayMs: number;
   readonly #clock: Clock;
   readonly #logger: Logger;
   #synced = false;
+  /** Consecutive failed streams: sets the next reopen wait. */
+  #failures = 0;
+  /** Clock time the open stream's first `replace` was fully applied; undefined before that. */
+  #openedAt: number | undefined;
   #syncWaiters = new Set<() => void>();
 
   constructor(options: SourceStreamDriverOptions<T>) {
@@ -86,7 +114,14 @@ export class SourceStreamDriver<T> {
     this.#source = options.source;
     this.#store = options.store;
     this.#onAffected = options.onAffected;
+    const retryMaxDelayMs = options.retryMaxDelayMs ?? DEFAULT_SOURCE_RETRY_MAX_DELAY_MS;
+    if (!(Number.isFinite(retryMaxDelayMs) && retryMaxDelayMs >= options.retryDelayMs)) {
+      throw new RangeError(
+        `SourceStreamDriver: retryMaxDelayMs must be a finite number >= retryDelayMs (${options.retryDelayMs}), got ${retryMaxDelayMs}`,
+      );
+    }
     this.#retryDelayMs = options.retryDelayMs;
+    this.#retryMaxDelayMs = retryMaxDelayMs;
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
   }
@@ -121,14 +156,33 @@ export class SourceStreamDriver<T> {
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
+      this.#openedAt = undefined;
       await this.#pumpOneStream(signal);
       if (signal.aborted) return;
       try {
-        await this.#clock.sleep(this.#retryDelayMs, signal);
+        await this.#clock.sleep(this.#nextReopenDelayMs(), signal);
       } catch {
         return;
       }
     }
+  }
+
+  /**
+   * The wait after the stream that just failed: `retryDelayMs × 2^(streak)` capped at
+   * `retryMaxDelayMs`, where a stream that stayed open `retryMaxDelayMs` after its first
+   * `replace` ended the streak before failing. Exact, no jitter: the reflector jitters its own
+   * requests, and a test can pin every wait.
+   */
+  #nextReopenDelayMs(): number {
+    if (
+      this.#openedAt !== undefined &&
+      this.#clock.now() - this.#openedAt >= this.#retryMaxDelayMs
+    ) {
+      this.#failures = 0;
+    }
+    const exponent = Math.min(this.#failures, MAX_REOPEN_EXPONENT);
+    this.#failures += 1;
+    return Math.min(this.#retryDelayMs * 2 ** exponent, this.#retryMaxDelayMs);
   }
 
   async #pumpOneStream(signal: AbortSignal): Promise<void> {
@@ -150,6 +204,7 @@ export class SourceStreamDriver<T> {
             `source stream opened with ${JSON.stringify(event?.type)} instead of a replace; reopening`,
           );
         }
+        const first = !opened;
         opened = true;
         if (event.type === 'replace' && isLargeReplace(event.objects)) {
           // Events arriving meanwhile wait: the stream is not read until the replace is done.
@@ -157,6 +212,7 @@ export class SourceStreamDriver<T> {
         } else {
           this.#deliver(event);
         }
+        if (first) this.#openedAt = this.#clock.now();
       }
     } catch (err) {
       if (signal.aborted) return;

@@ -10,7 +10,108 @@ import { timingSafeEqual } from 'node:crypto';
 
 export type AdminDecision =
   | { allowed: true }
-  | { allowed: false; status: 401 | 403; message: string };
+  | { allowed: false; status: 401 | 403 | 415; message: string };
+
+/**
+ * What a browser controls of a request, for the loopback-only mode: a web page opened by someone
+ * with a port-forward running reaches 127.0.0.1 too, so the peer address alone does not tell a
+ * person's `curl` from a cross-site form post or a DNS-rebound script.
+ */
+export interface AdminRequestHeaders {
+  host: string | undefined;
+  origin: string | undefined;
+  contentType: string | undefined;
+}
+
+/**
+ * `Host` names that can only mean this machine's loopback: `localhost` and its subdomains (RFC
+ * 6761; browsers resolve them to loopback themselves), and 127.0.0.0/8 and ::1 literals. A
+ * rebound DNS name pointing at 127.0.0.1 still arrives with its own name, and is refused.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const name = hostname.toLowerCase();
+  if (name === 'localhost' || name.endsWith('.localhost')) return true;
+  if (name === '::1' || name === '0:0:0:0:0:0:0:1') return true;
+  const v4 = name.startsWith('::ffff:') ? name.slice(7) : name;
+  const parts = v4.split('.');
+  return (
+    parts.length === 4 &&
+    parts[0] === '127' &&
+    parts.every((p) => p.length > 0 && p.length <= 3 && [...p].every((c) => c >= '0' && c <= '9'))
+  );
+}
+
+/** The host name of a `Host` header value (`name:port`, `[v6]:port`), lowercased; `undefined` if malformed. */
+export function hostnameOf(host: string): string | undefined {
+  if (host.startsWith('[')) {
+    const end = host.indexOf(']');
+    if (end < 0) return undefined;
+    const rest = host.slice(end + 1);
+    if (rest !== '' && !rest.startsWith(':')) return undefined;
+    return host.slice(1, end).toLowerCase();
+  }
+  const colon = host.indexOf(':');
+  const name = colon < 0 ? host : host.slice(0, colon);
+  return name === '' ? undefined : name.toLowerCase();
+}
+
+/** Longest piece of a client's header quoted back in a refusal. */
+const QUOTED_HEADER_LENGTH = 64;
+
+function quoteHeader(value: string): string {
+  return JSON.stringify(
+    value.length <= QUOTED_HEADER_LENGTH ? value : `${value.slice(0, QUOTED_HEADER_LENGTH)}…`,
+  );
+}
+
+/**
+ * The loopback-only mode's checks of what a browser sends: a `Host` that names loopback (or one of
+ * `allowedHosts`), no `Origin` but the server's own, and a JSON body or none — the content types a
+ * page may send across sites without a CORS preflight are `text/plain`, forms and multipart, so a
+ * JSON-or-nothing rule leaves a cross-site page only the body-less POST, which the `Origin` check
+ * then refuses.
+ */
+export function checkBrowserRequest(
+  headers: AdminRequestHeaders,
+  allowedHosts: ReadonlySet<string>,
+): AdminDecision {
+  const flag = 'see --admin-allowed-hosts, or use --admin-token-file';
+  const hostname = headers.host === undefined ? undefined : hostnameOf(headers.host.trim());
+  if (hostname === undefined || !(isLoopbackHost(hostname) || allowedHosts.has(hostname))) {
+    return {
+      allowed: false,
+      status: 403,
+      message: `without --admin-token-file, POST endpoints want a Host header naming loopback (localhost, 127.0.0.1, [::1]), as kubectl port-forward clients send; got ${headers.host === undefined ? 'none' : quoteHeader(headers.host)} (${flag})`,
+    };
+  }
+  if (headers.origin !== undefined) {
+    let origin: string | undefined;
+    try {
+      const url = new URL(headers.origin);
+      origin = url.protocol === 'http:' || url.protocol === 'https:' ? url.host : undefined;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined || origin.toLowerCase() !== headers.host!.trim().toLowerCase()) {
+      return {
+        allowed: false,
+        status: 403,
+        message: `without --admin-token-file, POST endpoints refuse requests a web page on another origin sends: Origin ${quoteHeader(headers.origin)} is not this server (${quoteHeader(headers.host!)})`,
+      };
+    }
+  }
+  if (headers.contentType !== undefined) {
+    const type = headers.contentType.split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json') {
+      return {
+        allowed: false,
+        status: 415,
+        message: `without --admin-token-file, a POST carries a JSON body (Content-Type: application/json) or none, which a web page on another site cannot send unasked; got Content-Type ${quoteHeader(headers.contentType)}`,
+      };
+    }
+  }
+  return { allowed: true };
+}
 
 /**
  * The peer addresses that mean "this pod's own loopback": exactly 127.0.0.1 and ::1, plus 127.0.0.1
@@ -40,12 +141,14 @@ function sameToken(given: string, expected: string): boolean {
 
 /**
  * Decides one request. `remoteAddress` is the socket's peer, never a forwarded-for header: a
- * header is whatever the client says it is.
+ * header is whatever the client says it is. Without a token, a loopback peer must also pass
+ * `checkBrowserRequest` when `browser` gives its headers.
  */
 export function authorizeAdmin(
   adminToken: string | undefined,
   authorization: string | undefined,
   remoteAddress: string | undefined,
+  browser?: { headers: AdminRequestHeaders; allowedHosts: ReadonlySet<string> },
 ): AdminDecision {
   if (adminToken !== undefined) {
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? '');
@@ -62,7 +165,9 @@ export function authorizeAdmin(
     }
     return { allowed: true };
   }
-  if (isLoopback(remoteAddress)) return { allowed: true };
+  if (isLoopback(remoteAddress)) {
+    return browser ? checkBrowserRequest(browser.headers, browser.allowedHosts) : { allowed: true };
+  }
   return {
     allowed: false,
     status: 403,

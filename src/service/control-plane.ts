@@ -6,6 +6,7 @@
  * nothing of `src/` but this file's types (test/routes/imports.test.ts holds it to that).
  */
 
+import type { Readable } from 'node:stream';
 import type { CoordinatorState } from '../coordination/coordinator.js';
 import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
 import type { CellMember } from '../pools/cell-state.js';
@@ -14,7 +15,7 @@ import type { RoutingState } from '../pools/routing-state.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { SinkTargetStatus } from '../sinks/sink.js';
-import type { AdminDecision } from './admin-auth.js';
+import type { AdminDecision, AdminRequestHeaders } from './admin-auth.js';
 import type { BuildInfo } from './build-info.js';
 import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
@@ -22,6 +23,7 @@ import type { LeadershipView } from './leadership.js';
 
 export type {
   AdminDecision,
+  AdminRequestHeaders,
   CoordinatorState,
   LeadershipView,
   ParentKey,
@@ -103,11 +105,13 @@ export interface ControlPlane {
   readonly metrics: { readonly contentType: string; render(): Promise<string> };
   /**
    * Whether a request may use the POST endpoints, from its `Authorization` header and socket
-   * peer. The token stays inside the service; routes only learn the decision.
+   * peer, and (in loopback-only mode) the headers a browser controls. The token stays inside the
+   * service; routes only learn the decision.
    */
   authorizeAdmin(
     authorization: string | undefined,
     remoteAddress: string | undefined,
+    headers: AdminRequestHeaders,
   ): AdminDecision;
   /** The loop's clock, to turn its clock times into ages and delays. */
   now(): number;
@@ -131,10 +135,12 @@ export interface ControlPlane {
   /** Per sink target: desired, actual, pending, last apply. */
   sinks(): SinkTargetStatus[];
   /**
-   * The event bus as Server-Sent Events text, chunk by chunk, filtered by `types`; ends when
-   * `signal` aborts or the service shuts down.
+   * The event bus as a Server-Sent Events byte stream, filtered by `types`; ends when `signal`
+   * aborts or the service shuts down. `undefined` when `maxEventStreams` are open already.
    */
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string>;
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined;
+  /** How many event streams may be open at once (`--max-event-streams`). */
+  readonly maxEventStreams: number;
   /** Asks the leader's coordinator for a run now; ignored on a follower. */
   triggerRouting(reason: string): void;
 }

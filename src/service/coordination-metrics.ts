@@ -31,6 +31,10 @@ export interface CoordinationMetricsBindings {
   sinkStatus: () => SinkTargetStatus[];
 }
 
+function targetKey(sink: string, target: string): string {
+  return `${sink}\u0000${target}`;
+}
+
 export class CoordinationMetrics {
   readonly #masterStatus: Gauge<'name'>;
   readonly #transitions: Counter;
@@ -40,6 +44,10 @@ export class CoordinationMetrics {
   readonly #dropped: Counter<'subscriber'>;
   readonly #sinkOperations: Counter<'sink' | 'target' | 'operation' | 'result'>;
   #bindings: CoordinationMetricsBindings | undefined;
+  /** Per sink target (`targetKey`), the label sets of its operation series. */
+  readonly #operationSeries = new Map<string, Map<string, SinkOperationCount>>();
+  /** Targets that were missing from the sinks' status at the last scrape. */
+  readonly #absentOnce = new Set<string>();
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -90,11 +98,15 @@ export class CoordinationMetrics {
         this.set(bound()?.subscribers() ?? 0);
       },
     });
+    const forgetVanished = (): void => this.#forgetVanishedTargets();
     this.#sinkOperations = new Counter({
       name: 'pool_controller_sink_operations_total',
       help: 'Calls a sink made to its targets (list, check, add, remove, apply, delete), by result.',
       labelNames: ['sink', 'target', 'operation', 'result'] as const,
       registers,
+      collect() {
+        forgetVanished();
+      },
     });
     new Gauge({
       name: 'pool_controller_sink_workers',
@@ -130,6 +142,39 @@ export class CoordinationMetrics {
 
   sinkOperation(record: SinkOperationCount): void {
     this.#sinkOperations.inc(record);
+    // A LIST's target is a namespace scope (`ns/*`), bounded by the namespaces watched; every
+    // other target is one object, which may vanish (an EndpointSlice of a pool that went away).
+    if (record.operation === 'list') return;
+    const key = targetKey(record.sink, record.target);
+    let series = this.#operationSeries.get(key);
+    if (!series) {
+      series = new Map();
+      this.#operationSeries.set(key, series);
+    }
+    series.set(`${record.operation}\u0000${record.result}`, record);
+    this.#absentOnce.delete(key);
+  }
+
+  /**
+   * Removes the operation series of targets the sinks no longer report: a target absent at one
+   * scrape (so its last counts, a delete's say, are scraped once) and still absent at the next.
+   * Without this, every EndpointSlice that ever existed kept its series for the process's life.
+   */
+  #forgetVanishedTargets(): void {
+    const status = this.#bindings?.sinkStatus();
+    if (!status) return;
+    const present = new Set(status.map((s) => targetKey(s.kind, s.target)));
+    for (const [key, series] of this.#operationSeries) {
+      if (present.has(key)) {
+        this.#absentOnce.delete(key);
+      } else if (!this.#absentOnce.has(key)) {
+        this.#absentOnce.add(key);
+      } else {
+        for (const labels of series.values()) this.#sinkOperations.remove(labels);
+        this.#operationSeries.delete(key);
+        this.#absentOnce.delete(key);
+      }
+    }
   }
 
   /** Reads the coordinator's events as they are published (synchronously, before any subscriber). */

@@ -2,11 +2,22 @@
  * The event bus as Server-Sent Events, for `GET /api/v1/events`: what a person watches through
  * `kubectl port-forward` with `curl -N` to see the controller think.
  *
- * One bounded subscription per client: a slow client loses the oldest events, never holds the
- * publisher back, and is told how many it lost with an `events.dropped` event. A comment line
- * every `heartbeatMs` keeps proxies and port-forwards from closing an idle stream. Nothing here
- * outlives `signal`: shutdown aborts it and the stream ends at once.
+ * `EventStreams` owns every open stream, and bounds them three ways, because a client is anyone
+ * who can reach the port and a pod's texts are written by anyone who can create pods:
+ * - at most `maxStreams` at once (the route answers 503 beyond), so streams cannot use up the
+ *   server's connections;
+ * - each event is serialized once, into one buffer every stream shares (a stream adds only its
+ *   `id:` line), so a thousand clients do not stringify it a thousand times;
+ * - each stream holds at most `maxBytes` not yet taken by its socket; past that the oldest queued
+ *   events are dropped and the client is told how many with an `events.dropped` event before the
+ *   next one it gets. Bytes, not events: one event can be large.
+ *
+ * A comment line every `heartbeatMs` keeps proxies and port-forwards from closing an idle stream.
+ * Nothing outlives a stream: its bus listener, its timer and its signal listener are removed when
+ * it ends, however it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for
+ * as long as the long-lived signals it combines live).
  */
+import { Readable } from 'node:stream';
 import type { EventBus } from '../coordination/event-bus.js';
 import type { Clock } from '../runtime/clock.js';
 import type { ServiceEvent } from './service-events.js';
@@ -14,79 +25,263 @@ import type { ServiceEvent } from './service-events.js';
 /** 15 s: well inside the idle timeouts of common proxies (60 s) and of kubectl port-forward. */
 export const SSE_HEARTBEAT_MS = 15_000;
 /**
- * Events one client may fall behind by before the oldest are dropped: a few seconds of a busy
- * controller (a relist of thousands of cells publishes one `cell.changed` each), bounded memory.
+ * Bytes one client may fall behind by before its oldest events are dropped: thousands of events
+ * of a few hundred bytes (a relist of thousands of cells publishes one `cell.changed` each), and
+ * at most 256 MiB counted over the default 256 streams — counted, since the event buffers are
+ * shared between streams and a stream adds only its id lines.
  */
-export const SSE_BUFFER_SIZE = 2_048;
+export const SSE_MAX_CLIENT_BYTES = 1_048_576;
+/**
+ * Open streams at most: far more than people watching and dashboards need, far fewer than the
+ * server's connection cap (`SERVER_TIMEOUTS.maxConnections`, 1,024), so streams held open by one
+ * client can never starve probes, scrapes and the API.
+ */
+export const DEFAULT_MAX_EVENT_STREAMS = 256;
 /** How long a client waits before reconnecting, sent once as the stream's `retry:` field. */
 export const SSE_RETRY_MS = 2_000;
+/**
+ * What the socket side of a stream buffers before the stream waits (Readable `highWaterMark`):
+ * small, so nearly everything a slow client has not taken is in the counted, droppable queue.
+ */
+const STREAM_HIGH_WATER_MARK = 16_384;
 
-export interface EventStreamOptions {
+export interface EventStreamsOptions {
   bus: EventBus<ServiceEvent>;
   clock: Clock;
-  signal: AbortSignal;
-  /** Only these event types; absent: every type. */
-  types?: readonly string[];
+  maxStreams?: number;
+  maxBytes?: number;
   heartbeatMs?: number;
-  bufferSize?: number;
-  /** Told each time events were dropped for this client (for the metric). */
+  /** Told each time events were dropped for a client (for the metric). */
   onDropped?: (count: number) => void;
 }
 
 /** One SSE message: `id`, `event` and one `data` line of JSON. */
 export function formatSseEvent(id: number, type: string, data: unknown): string {
-  return `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return `id: ${id}\n${eventBody(type, data)}`;
 }
 
-/** The stream's text, chunk by chunk; ends when `signal` aborts. */
-export async function* sseStream(options: EventStreamOptions): AsyncGenerator<string> {
-  const { bus, clock, signal } = options;
-  const heartbeatMs = options.heartbeatMs ?? SSE_HEARTBEAT_MS;
-  const subscription = bus.subscribe({
-    ...(options.types ? { types: options.types } : {}),
-    bufferSize: options.bufferSize ?? SSE_BUFFER_SIZE,
-    signal,
-  });
-  const events = subscription[Symbol.asyncIterator]();
-  let id = 0;
-  let reportedDropped = 0;
-  let next: Promise<IteratorResult<ServiceEvent>> | undefined;
-  try {
-    yield `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every ${heartbeatMs / 1000}s\n\n`;
-    while (!signal.aborted) {
-      next ??= events.next();
-      const heartbeat = new AbortController();
-      const onAbort = (): void => heartbeat.abort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      const tick = clock.sleep(heartbeatMs, heartbeat.signal).then(
-        () => 'heartbeat' as const,
-        () => 'aborted' as const,
-      );
-      const winner = await Promise.race([next.then((result) => ({ result })), tick]);
-      heartbeat.abort();
-      signal.removeEventListener('abort', onAbort);
-      if (winner === 'aborted') return;
-      if (winner === 'heartbeat') {
-        yield ': heartbeat\n\n';
+function eventBody(type: string, data: unknown): string {
+  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** A queued message: the shared bytes after its `id:` line (none for a comment). */
+interface Queued {
+  body: Buffer;
+  /** Comments (heartbeats) have no id and are never counted as dropped events. */
+  event: boolean;
+}
+
+/** One client's stream. */
+class EventStream extends Readable {
+  readonly #types: ReadonlySet<string> | undefined;
+  readonly #maxBytes: number;
+  readonly #onDropped: ((count: number) => void) | undefined;
+  readonly #queue: Queued[] = [];
+  #head = 0;
+  #queuedBytes = 0;
+  #id = 0;
+  #dropped = 0;
+  #totalDropped = 0;
+  #wanting = false;
+  #ending = false;
+
+  constructor(
+    types: readonly string[] | undefined,
+    maxBytes: number,
+    onDropped: ((count: number) => void) | undefined,
+  ) {
+    super({ highWaterMark: STREAM_HIGH_WATER_MARK });
+    this.#types = types === undefined ? undefined : new Set(types);
+    this.#maxBytes = maxBytes;
+    this.#onDropped = onDropped;
+  }
+
+  wants(type: string): boolean {
+    return this.#types === undefined || this.#types.has(type);
+  }
+
+  /** Queues `body`, dropping the oldest queued events while over the byte bound. */
+  offer(body: Buffer, event = true): void {
+    if (this.#ending || this.destroyed) return;
+    this.#queue.push({ body, event });
+    this.#queuedBytes += body.length;
+    while (this.#queuedBytes > this.#maxBytes && this.#head < this.#queue.length - 1) {
+      const oldest = this.#queue[this.#head]!;
+      this.#queue[this.#head] = undefined as never;
+      this.#head += 1;
+      this.#queuedBytes -= oldest.body.length;
+      if (oldest.event) this.#dropped += 1;
+    }
+    this.#compact();
+    if (this.#wanting) this.#flush();
+  }
+
+  /** Whether anything is queued that the client has not taken. */
+  get pending(): boolean {
+    return this.#head < this.#queue.length || this.#dropped > 0;
+  }
+
+  /** Ends the stream once what is queued is sent; at once when nothing is. */
+  finish(): void {
+    if (this.#ending) return;
+    this.#ending = true;
+    if (!this.pending) this.push(null);
+    else if (this.#wanting) this.#flush();
+  }
+
+  override _read(): void {
+    this.#wanting = true;
+    this.#flush();
+  }
+
+  #flush(): void {
+    while (this.#wanting) {
+      if (this.#dropped > 0) {
+        const dropped = this.#dropped;
+        this.#dropped = 0;
+        this.#totalDropped += dropped;
+        this.#onDropped?.(dropped);
+        this.#id += 1;
+        const notice = { type: 'events.dropped', dropped, totalDropped: this.#totalDropped };
+        this.#wanting = this.push(formatSseEvent(this.#id, 'events.dropped', notice));
         continue;
       }
-      next = undefined;
-      if (winner.result.done) return;
-      const dropped = subscription.dropped - reportedDropped;
-      if (dropped > 0) {
-        reportedDropped = subscription.dropped;
-        options.onDropped?.(dropped);
-        id += 1;
-        yield formatSseEvent(id, 'events.dropped', {
-          type: 'events.dropped',
-          dropped,
-          totalDropped: subscription.dropped,
-        });
+      if (this.#head === this.#queue.length) {
+        if (this.#ending) this.push(null);
+        return;
       }
-      id += 1;
-      yield formatSseEvent(id, winner.result.value.type, winner.result.value);
+      const next = this.#queue[this.#head]!;
+      this.#queue[this.#head] = undefined as never;
+      this.#head += 1;
+      this.#queuedBytes -= next.body.length;
+      this.#compact();
+      if (next.event) {
+        this.#id += 1;
+        this.push(`id: ${this.#id}\n`);
+      }
+      this.#wanting = this.push(next.body);
     }
-  } finally {
-    subscription.close();
+  }
+
+  /** Drops the consumed front of the queue once it is most of it, so the array stays small. */
+  #compact(): void {
+    if (this.#head > 1_024 && this.#head * 2 > this.#queue.length) {
+      this.#queue.splice(0, this.#head);
+      this.#head = 0;
+    }
+  }
+}
+
+/** Every open event stream of the service, and the limits they share. */
+export class EventStreams {
+  readonly #bus: EventBus<ServiceEvent>;
+  readonly #clock: Clock;
+  readonly #maxStreams: number;
+  readonly #maxBytes: number;
+  readonly #heartbeatMs: number;
+  readonly #onDropped: ((count: number) => void) | undefined;
+  readonly #streams = new Set<EventStream>();
+  readonly #ends = new Map<EventStream, () => void>();
+  #unlisten: (() => void) | undefined;
+  #closed = false;
+  readonly #heartbeat: Buffer = Buffer.from(': heartbeat\n\n');
+
+  constructor(options: EventStreamsOptions) {
+    this.#bus = options.bus;
+    this.#clock = options.clock;
+    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_EVENT_STREAMS;
+    this.#maxBytes = options.maxBytes ?? SSE_MAX_CLIENT_BYTES;
+    this.#heartbeatMs = options.heartbeatMs ?? SSE_HEARTBEAT_MS;
+    this.#onDropped = options.onDropped;
+  }
+
+  /** Streams open now. */
+  get count(): number {
+    return this.#streams.size;
+  }
+
+  get maxStreams(): number {
+    return this.#maxStreams;
+  }
+
+  /**
+   * A new stream of events published from now on (filtered by `types`), ending when `signal`
+   * aborts, when its consumer destroys it, or at `close()`. `undefined` when `maxStreams` are
+   * open already.
+   */
+  open(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+    if (this.#streams.size >= this.#maxStreams) return undefined;
+    const stream = new EventStream(options.types, this.#maxBytes, this.#onDropped);
+    stream.offer(
+      Buffer.from(
+        `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every ${this.#heartbeatMs / 1000}s\n\n`,
+      ),
+      false,
+    );
+    if (this.#closed || options.signal.aborted) {
+      stream.finish();
+      return stream;
+    }
+    this.#streams.add(stream);
+    this.#listen();
+    const heartbeat = new AbortController();
+    const { signal } = options;
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      signal.removeEventListener('abort', end);
+      heartbeat.abort();
+      this.#streams.delete(stream);
+      this.#ends.delete(stream);
+      if (this.#streams.size === 0) this.#unlistenNow();
+      stream.finish();
+    };
+    this.#ends.set(stream, end);
+    signal.addEventListener('abort', end, { once: true });
+    stream.once('close', end);
+    void this.#beat(stream, heartbeat.signal);
+    return stream;
+  }
+
+  /**
+   * Ends every open stream; streams opened later end at once. A stream whose client has not
+   * taken what is queued is destroyed instead: shutdown never waits on a client that does not read.
+   */
+  close(): void {
+    this.#closed = true;
+    for (const [stream, end] of [...this.#ends]) {
+      end();
+      if (stream.pending) stream.destroy();
+    }
+  }
+
+  async #beat(stream: EventStream, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.#clock.sleep(this.#heartbeatMs, signal);
+      } catch {
+        return;
+      }
+      stream.offer(this.#heartbeat, false);
+    }
+  }
+
+  /** One bus listener for all streams, while any is open: each event serialized once. */
+  #listen(): void {
+    if (this.#unlisten) return;
+    this.#unlisten = this.#bus.listen((event) => {
+      let body: Buffer | undefined;
+      for (const stream of this.#streams) {
+        if (!stream.wants(event.type)) continue;
+        body ??= Buffer.from(eventBody(event.type, event));
+        stream.offer(body);
+      }
+    });
+  }
+
+  #unlistenNow(): void {
+    this.#unlisten?.();
+    this.#unlisten = undefined;
   }
 }

@@ -14,6 +14,7 @@
  * retry period), then the loop (no reconcile runs against a closing source), then the source.
  */
 
+import type { Readable } from 'node:stream';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
 import { type Pod, podKey } from '../kubernetes/pod.js';
@@ -29,7 +30,7 @@ import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
-import { type AdminDecision, authorizeAdmin } from './admin-auth.js';
+import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
 import type {
@@ -41,7 +42,7 @@ import type {
   StoreSnapshot,
 } from './control-plane.js';
 import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
-import { sseStream } from './event-stream.js';
+import { EventStreams } from './event-stream.js';
 import { HealthEndpoint } from './health.js';
 import {
   type Leadership,
@@ -62,6 +63,11 @@ export interface PoolServiceOptions {
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
+  /**
+   * Host names, besides loopback ones, a POST may name in its `Host` header in loopback-only mode
+   * (no `adminToken`): for a port-forward reached under another name.
+   */
+  adminAllowedHosts?: readonly string[];
   clock?: Clock;
   /** Epoch ms for the cells' `lastTransitionTime`. */
   wallClock?: () => number;
@@ -79,6 +85,8 @@ export interface PoolServiceOptions {
   driftIntervalMs?: number | null;
   /** How often the source's stats are compared for `watch.state` events; default 1 s. */
   watchStatePollMs?: number;
+  /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
+  maxEventStreams?: number;
 }
 
 /** What the service hands a sink it builds: where its events and operation counts go. */
@@ -102,6 +110,8 @@ export class PoolService implements ControlPlane {
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** Everything the service publishes; `GET /api/v1/events` streams it. */
   readonly bus: EventBus<ServiceEvent>;
+  /** The open `GET /api/v1/events` streams, bounded in number and bytes. */
+  readonly eventStreams: EventStreams;
   readonly #leadership: Leadership;
   readonly #routing: RoutingController;
   readonly #lifetime = new AbortController();
@@ -113,6 +123,7 @@ export class PoolService implements ControlPlane {
   #background: Promise<unknown>[] = [];
   /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
   readonly #adminToken: string | undefined;
+  readonly #adminAllowedHosts: ReadonlySet<string>;
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
@@ -124,6 +135,7 @@ export class PoolService implements ControlPlane {
     this.sourceKind = options.sourceKind;
     this.labels = options.labels;
     this.#adminToken = options.adminToken;
+    this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
     const logger = options.logger ?? silentLogger;
@@ -135,6 +147,12 @@ export class PoolService implements ControlPlane {
     });
     this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
     this.bus = new EventBus<ServiceEvent>({ logger });
+    this.eventStreams = new EventStreams({
+      bus: this.bus,
+      clock: this.#clock,
+      ...(options.maxEventStreams !== undefined ? { maxStreams: options.maxEventStreams } : {}),
+      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
+    });
     this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
     const publish = (event: ServiceEvent): void => this.#publish(event);
     const sinks =
@@ -167,7 +185,7 @@ export class PoolService implements ControlPlane {
       });
     this.coordinationMetrics.bind({
       leaseName: this.#leadership.view().lease ?? 'pool-controller',
-      subscribers: () => this.bus.subscriberCount,
+      subscribers: () => this.bus.subscriberCount + this.eventStreams.count,
       sinkStatus: () => this.#routing.sinkStatus(),
     });
     const reconcileCell = createCellReconciler({
@@ -289,7 +307,7 @@ export class PoolService implements ControlPlane {
 
   /** Ends every open event stream now; new ones end at once. */
   closeEventStreams(): void {
-    this.#streamsClosed.abort();
+    this.eventStreams.close();
   }
 
   /**
@@ -300,6 +318,7 @@ export class PoolService implements ControlPlane {
     this.#shuttingDown = true;
     this.#stoppedActing ??= (async () => {
       this.#lifetime.abort(new Error('the service is stopping'));
+      this.eventStreams.close();
       await Promise.allSettled(this.#background);
       await this.#routing.stop();
     })();
@@ -401,8 +420,12 @@ export class PoolService implements ControlPlane {
   authorizeAdmin(
     authorization: string | undefined,
     remoteAddress: string | undefined,
+    headers: AdminRequestHeaders,
   ): AdminDecision {
-    return authorizeAdmin(this.#adminToken, authorization, remoteAddress);
+    return authorizeAdmin(this.#adminToken, authorization, remoteAddress, {
+      headers,
+      allowedHosts: this.#adminAllowedHosts,
+    });
   }
 
   reflector(): PodSourceStats {
@@ -432,19 +455,12 @@ export class PoolService implements ControlPlane {
     return this.#routing.sinkStatus();
   }
 
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): AsyncIterable<string> {
-    const signal = AbortSignal.any([
-      options.signal,
-      this.#lifetime.signal,
-      this.#streamsClosed.signal,
-    ]);
-    return sseStream({
-      bus: this.bus,
-      clock: this.#clock,
-      signal,
-      ...(options.types ? { types: options.types } : {}),
-      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
-    });
+  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+    return this.eventStreams.open(options);
+  }
+
+  get maxEventStreams(): number {
+    return this.eventStreams.maxStreams;
   }
 
   /** Asks the routing controller for a run now (when this replica acts); for the control plane. */
@@ -455,8 +471,6 @@ export class PoolService implements ControlPlane {
   // ----- internals -----
 
   readonly #watchStatePollMs: number;
-  /** Aborted at the beginning of shutdown: open event streams end so the server can close. */
-  readonly #streamsClosed = new AbortController();
 
   #publish(event: ServiceEvent): void {
     this.coordinationMetrics.observe(event);

@@ -2,14 +2,22 @@
  * The HTTP calls the SGLang router sink makes, one method per call of the router's worker API
  * (smg >= 1.x and sglang-router >= 0.3: `GET/POST /workers`, `GET/DELETE /workers/{id}`).
  *
- * Every call has a bounded timeout measured on the injected clock and honours the caller's signal;
- * errors name the call and what went wrong, never the API key.
+ * Every call is bounded in time (a timeout on the injected clock that covers the whole answer, body
+ * included) and in size (the body is read as a stream and refused past `ROUTER_MAX_RESPONSE_BYTES`),
+ * and honours the caller's signal; errors name the call and what went wrong, never the API key.
  */
 import { isRecord } from '../kubernetes/api-errors.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 
 /** How long one call to a router may take before it counts as failed. */
 export const ROUTER_REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * 16 MiB per answer. A worker is about 300 bytes of JSON in `GET /workers`, so even a router with
+ * thousands of workers answers a few hundred KiB; a larger answer is a broken or hostile router.
+ * The body is counted as it streams in and the call fails as soon as it passes the cap: a router
+ * once answered 1.5 GB, which, buffered whole, grew the process to 3.2 GB.
+ */
+export const ROUTER_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** How much of an error body goes into an error message. */
 const ERROR_BODY_LIMIT = 200;
 
@@ -49,6 +57,8 @@ export interface SglangRouterClientOptions {
   /** Sent as `Authorization: Bearer <key>`. */
   apiKey?: string;
   timeoutMs?: number;
+  /** Largest answer read; default `ROUTER_MAX_RESPONSE_BYTES`. */
+  maxResponseBytes?: number;
   clock?: Clock;
 }
 
@@ -62,12 +72,15 @@ export class SglangRouterClient {
   readonly url: string;
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
   readonly #clock: Clock;
 
   constructor(options: SglangRouterClientOptions) {
     this.url = options.url.replace(/\/+$/, '');
     this.#apiKey = options.apiKey || undefined;
     this.#timeoutMs = options.timeoutMs ?? ROUTER_REQUEST_TIMEOUT_MS;
+    this.#maxResponseBytes = options.maxResponseBytes ?? ROUTER_MAX_RESPONSE_BYTES;
+    if (!(this.#maxResponseBytes > 0)) throw new RangeError('maxResponseBytes must be positive');
     this.#clock = options.clock ?? realClock;
   }
 
@@ -160,6 +173,8 @@ export class SglangRouterClient {
         timeout.abort(new RouterRequestError(`${call}: no answer within ${this.#timeoutMs} ms`)),
       () => {},
     );
+    // Aborted when the answer passes the size cap, so the connection is dropped, not drained.
+    const refusal = new AbortController();
     const headers: Record<string, string> = { accept: 'application/json' };
     if (json !== undefined) headers['content-type'] = 'application/json';
     if (this.#apiKey !== undefined) headers.authorization = `Bearer ${this.#apiKey}`;
@@ -168,9 +183,15 @@ export class SglangRouterClient {
         method,
         headers,
         ...(json === undefined ? {} : { body: JSON.stringify(json) }),
-        signal: AbortSignal.any([signal, timeout.signal]),
+        signal: AbortSignal.any([signal, timeout.signal, refusal.signal]),
       });
-      const raw = await response.text();
+      const raw = await readBounded(response, this.#maxResponseBytes, () => {
+        const error = new RouterRequestError(
+          `${call}: the answer is larger than ${describeBytes(this.#maxResponseBytes)}; refused`,
+        );
+        refusal.abort(error);
+        return error;
+      });
       let body: unknown = raw;
       try {
         body = raw === '' ? undefined : JSON.parse(raw);
@@ -181,6 +202,7 @@ export class SglangRouterClient {
     } catch (error) {
       if (signal.aborted) throw abortReason(signal);
       if (timeout.signal.aborted) throw timeout.signal.reason;
+      if (refusal.signal.aborted) throw refusal.signal.reason;
       throw new RouterRequestError(`${call}: ${this.#redact(describeFetchError(error))}`, {
         cause: error,
       });
@@ -209,6 +231,45 @@ export class SglangRouterClient {
   #redact(message: string): string {
     return this.#apiKey === undefined ? message : message.replaceAll(this.#apiKey, '[redacted]');
   }
+}
+
+/**
+ * The body as text, counted as it streams in: past `limit` bytes (or a `Content-Length` saying
+ * so) `tooLarge()` is thrown and the rest is never read, so at most `limit` bytes are held.
+ */
+async function readBounded(
+  response: Response,
+  limit: number,
+  tooLarge: () => Error,
+): Promise<string> {
+  const body = response.body;
+  if (body === null) return '';
+  if (Number(response.headers.get('content-length')) > limit) {
+    const error = tooLarge();
+    await body.cancel(error).catch(() => {});
+    throw error;
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > limit) {
+      const error = tooLarge();
+      await reader.cancel(error).catch(() => {});
+      throw error;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, length).toString('utf8');
+}
+
+/** `16 MiB`, or the byte count when it is not a whole number of MiB. */
+function describeBytes(bytes: number): string {
+  const mib = bytes / (1024 * 1024);
+  return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
 }
 
 /** fetch's "fetch failed" hides the reason (ECONNREFUSED, …) in `cause`. */

@@ -44,6 +44,20 @@ describe('--kube-api-content-type', () => {
   });
 });
 
+describe('--initial-list', () => {
+  it('defaults to watch-list, as client-go since 1.35, and takes list', () => {
+    expect(parseConfig([], {}).initialList).toBe('watch-list');
+    expect(parseConfig(['--initial-list', 'list'], {}).initialList).toBe('list');
+    expect(parseConfig([], { POOL_CONTROLLER_INITIAL_LIST: 'list' }).initialList).toBe('list');
+  });
+
+  it('refuses anything else, naming the flag and its variable', () => {
+    expect(() => parseConfig(['--initial-list', 'stream'], {})).toThrow(
+      /--initial-list \(POOL_CONTROLLER_INITIAL_LIST\).*expected watch-list or list, got "stream"/,
+    );
+  });
+});
+
 describe('parseConfig defaults', () => {
   it('follows LeaderWorkerSet and listens on 0.0.0.0:8080 with no flags at all', () => {
     const config = parseConfig([], {});
@@ -53,13 +67,17 @@ describe('parseConfig defaults', () => {
       context: undefined,
       kubeApiContentType: 'protobuf',
       kubeApiCompression: false,
+      initialList: 'watch-list',
       namespace: undefined,
       selector: 'leaderworkerset.sigs.k8s.io/name',
       labels: LWS_LABELS,
       portName: 'http',
       listen: { host: '0.0.0.0', port: 8080 },
+      healthProbeListen: undefined,
       adminTokenFile: undefined,
+      adminAllowedHosts: [],
       resyncPeriodMs: 36_000_000,
+      maxEventStreams: 256,
       logLevel: 'info',
       shutdownTimeoutMs: 10_000,
       shutdownGraceMs: 3_000,
@@ -101,10 +119,14 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_LOG_LEVEL: 'debug',
       POOL_CONTROLLER_SELECTOR: 'app=engine',
       POOL_CONTROLLER_ADMIN_TOKEN_FILE: '/secrets/token',
+      POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'ctl.internal',
+      POOL_CONTROLLER_MAX_EVENT_STREAMS: '32',
+      POOL_CONTROLLER_HEALTH_PROBE_LISTEN: '127.0.0.1:9001',
       POOL_CONTROLLER_KUBECONFIG: '/k/config',
       POOL_CONTROLLER_CONTEXT: 'kind-dev',
       POOL_CONTROLLER_KUBE_API_CONTENT_TYPE: 'application/json',
       POOL_CONTROLLER_KUBE_API_COMPRESSION: 'true',
+      POOL_CONTROLLER_INITIAL_LIST: 'list',
       POOL_CONTROLLER_SHUTDOWN_TIMEOUT: '5s',
       POOL_CONTROLLER_SHUTDOWN_GRACE: 'off',
       POOL_CONTROLLER_SIMULATION_STEP: '500ms',
@@ -127,6 +149,7 @@ describe('flags and environment variables', () => {
       context: 'kind-dev',
       kubeApiContentType: 'json',
       kubeApiCompression: true,
+      initialList: 'list',
       namespace: 'serving',
       selector: 'app=engine',
       labels: {
@@ -137,8 +160,11 @@ describe('flags and environment variables', () => {
       },
       portName: 'grpc',
       listen: { host: '127.0.0.1', port: 9000 },
+      healthProbeListen: { host: '127.0.0.1', port: 9001 },
       adminTokenFile: '/secrets/token',
+      adminAllowedHosts: ['ctl.internal'],
       resyncPeriodMs: 1_800_000,
+      maxEventStreams: 32,
       logLevel: 'debug',
       shutdownTimeoutMs: 5_000,
       shutdownGraceMs: 0,
@@ -459,5 +485,50 @@ describe('loadAdminToken', () => {
     expect(await loadAdminToken(await tokenFile('abc', 0o644), (w) => heard.push(w))).toBe('abc');
     expect(heard).toHaveLength(1);
     expect(heard[0]).not.toContain('abc\n');
+  });
+});
+
+describe('--admin-allowed-hosts', () => {
+  it('takes host names, repeated or comma-separated, lowercased', () => {
+    expect(
+      parseConfig(['--admin-allowed-hosts', 'Ctl.Example', '--admin-allowed-hosts', 'a.b,c'], {})
+        .adminAllowedHosts,
+    ).toEqual(['ctl.example', 'a.b', 'c']);
+    expect(
+      parseConfig([], { POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS: 'x.y' }).adminAllowedHosts,
+    ).toEqual(['x.y']);
+  });
+
+  it('refuses a value with a port or a scheme, naming the flag', () => {
+    expect(() => parseConfig(['--admin-allowed-hosts', 'http://x'], {})).toThrow(
+      /^invalid --admin-allowed-hosts \(POOL_CONTROLLER_ADMIN_ALLOWED_HOSTS\): expected host names/,
+    );
+  });
+});
+
+describe('--max-event-streams', () => {
+  it('takes a whole number up to half the connection cap', () => {
+    expect(parseConfig(['--max-event-streams', '512'], {}).maxEventStreams).toBe(512);
+    for (const bad of ['0', '513', '1e3', 'many']) {
+      expect(() => parseConfig(['--max-event-streams', bad], {}), bad).toThrow(
+        /^invalid --max-event-streams \(POOL_CONTROLLER_MAX_EVENT_STREAMS\): expected a whole number from 1 to 512/,
+      );
+    }
+  });
+});
+
+describe('--health-probe-listen', () => {
+  it('takes host:port, or 0/off for none', () => {
+    expect(parseConfig(['--health-probe-listen', ':8081'], {}).healthProbeListen).toEqual({
+      host: '0.0.0.0',
+      port: 8081,
+    });
+    expect(parseConfig(['--health-probe-listen', 'off'], {}).healthProbeListen).toBeUndefined();
+  });
+
+  it("refuses --listen's own port, naming both flags", () => {
+    expect(() => parseConfig(['--health-probe-listen', '127.0.0.1:8080'], {})).toThrow(
+      /^invalid --health-probe-listen \(POOL_CONTROLLER_HEALTH_PROBE_LISTEN\): port 8080 is --listen's/,
+    );
   });
 });

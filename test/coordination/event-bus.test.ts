@@ -220,3 +220,29 @@ describe('EventBus subscription lifetime', () => {
     expect((await take(iterator, 100)).map((e) => e.n)).toEqual([...Array(100).keys()]);
   });
 });
+
+describe('EventBus.listen', () => {
+  it('calls a listener synchronously with every event from then on, until it is removed', () => {
+    const bus = new EventBus<{ type: string; n: number }>();
+    bus.publish({ type: 'a', n: 0 });
+    const seen: number[] = [];
+    const stop = bus.listen((event) => seen.push(event.n));
+    bus.publish({ type: 'a', n: 1 });
+    expect(seen).toEqual([1]);
+    stop();
+    bus.publish({ type: 'a', n: 2 });
+    expect(seen).toEqual([1]);
+    expect(bus.subscriberCount).toBe(0);
+  });
+
+  it('keeps publishing to others when a listener throws', () => {
+    const bus = new EventBus<{ type: string }>();
+    const seen: string[] = [];
+    bus.listen(() => {
+      throw new Error('boom');
+    });
+    bus.listen((event) => seen.push(event.type));
+    bus.publish({ type: 'a' });
+    expect(seen).toEqual(['a']);
+  });
+});

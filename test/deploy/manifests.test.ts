@@ -50,14 +50,18 @@ describe('deploy/', () => {
     expect(deployment.spec.template.spec.serviceAccountName).toBe(account.metadata.name);
   });
 
-  it('probes /healthz for liveness and /readyz for readiness, on the served port', async () => {
+  it('probes /healthz for liveness and /readyz for readiness, on the probe listener of their own', async () => {
     const deployment = await manifest('deployment.yaml');
     const [container] = deployment.spec.template.spec.containers;
-    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-    expect(container.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
-    const listen = container.env.find((e: Manifest) => e.name === 'POOL_CONTROLLER_LISTEN');
-    expect(listen.value).toBe('0.0.0.0:8080');
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'probes' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'probes' });
+    expect(container.ports).toEqual([
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+      { name: 'probes', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    const env = (name: string) => container.env.find((e: Manifest) => e.name === name).value;
+    expect(env('POOL_CONTROLLER_LISTEN')).toBe('0.0.0.0:8080');
+    expect(env('POOL_CONTROLLER_HEALTH_PROBE_LISTEN')).toBe('0.0.0.0:8081');
   });
 
   it('runs non-root, read-only, without privilege escalation, with resources set', async () => {

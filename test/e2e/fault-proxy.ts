@@ -23,10 +23,17 @@
  * - `oversized-frame`: once, into an open WATCH response (or the next one), a single frame of
  *   `bytes` bytes: what it takes to run a reflector worker thread out of its heap. The fault then
  *   clears itself.
+ * - `down`: the apiserver unreachable, as the proxy shows it while the apiserver process is
+ *   stopped: every open connection is reset, and every new request is read (and counted by kind)
+ *   and its connection reset without an answer. What it costs the apiserver: nothing.
  * - `inflate-list`: the next LIST of pods is answered by the proxy with up to `pages` pages of
  *   made-up pods (each with a `paddingBytes` annotation), chained by `continue` tokens only the
  *   proxy understands: a LIST too big for a small worker heap, growing page by page as a real
  *   one would. The next LIST that starts over (no `continue`) ends the fault and is forwarded.
+ *
+ * Every request is also recorded with its arrival time and kind (`arrivals`: LIST and WATCH of
+ * pods, Lease, other), whatever the fault, so a test can count what a client sent in a window
+ * (`countArrivals`): the request rate while the apiserver is down is one of the bounds checked.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +51,7 @@ export type ProxyFault =
   | { readonly kind: 'delay'; readonly ms: number }
   | { readonly kind: 'drop-watch' }
   | { readonly kind: 'oversized-frame'; readonly bytes: number }
+  | { readonly kind: 'down' }
   | {
       readonly kind: 'inflate-list';
       readonly pages: number;
@@ -59,6 +67,19 @@ export interface FaultProxyOptions {
   /** PEM of the CA that signs the apiserver's serving certificate. */
   readonly upstreamCaPath: string;
 }
+
+/** What a request asked for, as the request-rate bound counts them: each kind on its own. */
+export type RequestKind = 'list' | 'watch' | 'lease' | 'other';
+
+/** One request as it reached the proxy. */
+export interface Arrival {
+  /** `Date.now()` when its head was read. */
+  readonly at: number;
+  readonly kind: RequestKind;
+}
+
+/** Arrivals kept; far more than any scenario sends, so a runaway client cannot grow the list. */
+const MAX_ARRIVALS = 1_000_000;
 
 /** What the proxy has seen and done, for assertions and diagnostics. */
 export interface FaultProxyCounters {
@@ -94,6 +115,17 @@ function isWatchRequest(url: URL): boolean {
   return watch === 'true' || watch === '1';
 }
 
+function requestKind(method: string | undefined, url: URL, watch: boolean): RequestKind {
+  if (
+    url.pathname.startsWith('/apis/coordination.k8s.io/') &&
+    /\/leases(\/|$)/.test(url.pathname)
+  ) {
+    return 'lease';
+  }
+  if (method === 'GET' && /\/pods$/.test(url.pathname)) return watch ? 'watch' : 'list';
+  return 'other';
+}
+
 /** Resets a connection (RST, not FIN) where the platform allows it, else destroys it. */
 function resetSocket(socket: Socket): void {
   if (socket.destroyed) return;
@@ -110,6 +142,8 @@ export class FaultProxy {
   /** The proxy's own certificate, self-signed for 127.0.0.1: the CA its clients trust. */
   readonly caPath: string;
   readonly counters: FaultProxyCounters = { requests: 0, watches: 0, lists: 0, injected: {} };
+  /** Every request in arrival order (see the file comment), up to `MAX_ARRIVALS`. */
+  readonly arrivals: Arrival[] = [];
   readonly #server: https.Server;
   readonly #upstream: URL;
   readonly #agent: https.Agent;
@@ -207,8 +241,9 @@ export class FaultProxy {
     this.#inflating = false;
     switch (fault.kind) {
       case 'reset':
+      case 'down':
         for (const socket of this.#sockets) {
-          this.#count('reset');
+          this.#count(fault.kind);
           resetSocket(socket);
         }
         break;
@@ -253,6 +288,15 @@ export class FaultProxy {
     for (const socket of this.#sockets) {
       count += 1;
       resetSocket(socket);
+    }
+    return count;
+  }
+
+  /** Requests of `kind` that arrived in `[from, to)` (`Date.now()` times). */
+  countArrivals(kind: RequestKind, from: number, to: number): number {
+    let count = 0;
+    for (const arrival of this.arrivals) {
+      if (arrival.kind === kind && arrival.at >= from && arrival.at < to) count += 1;
     }
     return count;
   }
@@ -364,8 +408,17 @@ export class FaultProxy {
     this.counters.requests += 1;
     if (watch) this.counters.watches += 1;
     else if (req.method === 'GET') this.counters.lists += 1;
+    if (this.arrivals.length < MAX_ARRIVALS) {
+      this.arrivals.push({ at: Date.now(), kind: requestKind(req.method, url, watch) });
+    }
     const exchange: Exchange = { socket: req.socket, watch, stalled: false, cut: false };
     const fault = this.#fault;
+    if (fault?.kind === 'down') {
+      this.#count('down');
+      req.resume();
+      resetSocket(req.socket);
+      return;
+    }
     if (fault?.kind === 'reset' || (fault?.kind === 'drop-watch' && watch)) {
       this.#count(fault.kind);
       resetSocket(req.socket);

@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -30,6 +31,7 @@ function repoRoot(): string {
 }
 export const MAIN = join(repoRoot(), 'dist', 'src', 'main.js');
 const ROLE = join(repoRoot(), 'deploy', 'role.yaml');
+const LEADER_ELECTION_ROLE = join(repoRoot(), 'deploy', 'leader-election-role.yaml');
 export const LWS = 'leaderworkerset.sigs.k8s.io';
 export const POOL_LABEL = `${LWS}/name`;
 export const GROUP_LABEL = `${LWS}/group-index`;
@@ -347,28 +349,144 @@ export class Churn {
 
 /**
  * A fresh namespace whose unprivileged user holds exactly deploy/role.yaml, as the service's
- * ServiceAccount would in a cluster.
+ * ServiceAccount would in a cluster, and deploy/leader-election-role.yaml too with
+ * `leaderElection` (the Lease lives in the same namespace).
  */
-export async function namespaceWithRole(env: KubeEnvironment, prefix: string): Promise<string> {
+export async function namespaceWithRole(
+  env: KubeEnvironment,
+  prefix: string,
+  options: { leaderElection?: boolean } = {},
+): Promise<string> {
   const namespace = await env.createNamespace(prefix);
-  const role = parse(readFileSync(ROLE, 'utf8')) as V1Role;
   const rbac = env.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace, body: role });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'pool-controller' },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'Role',
-        name: role.metadata?.name ?? 'pool-controller',
+  const roles = options.leaderElection ? [ROLE, LEADER_ELECTION_ROLE] : [ROLE];
+  for (const file of roles) {
+    const role = parse(readFileSync(file, 'utf8')) as V1Role;
+    const name = role.metadata?.name ?? 'pool-controller';
+    await rbac.createNamespacedRole({ namespace, body: role });
+    await rbac.createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [
+          { kind: 'User', name: env.unprivileged.user, apiGroup: 'rbac.authorization.k8s.io' },
+        ],
       },
-      subjects: [
-        { kind: 'User', name: env.unprivileged.user, apiGroup: 'rbac.authorization.k8s.io' },
-      ],
-    },
-  });
+    });
+  }
   return namespace;
+}
+
+/**
+ * "The API server answers requests again", observed from beside the controller: a probe client
+ * sends `GET /readyz` (admin token) through the same proxy the controller uses, one request every
+ * `intervalMs` (each with a 1 s timeout, on a new connection), and records when each answered 200.
+ * A fault's recovery time is the first 200 among the probes sent after the fault was lifted.
+ */
+export class AnswerProbe {
+  /** `Date.now()` of every probe sent, and of its answer when it answered 200. */
+  readonly #probes: Array<{ sentAt: number; answeredAt: number | undefined }> = [];
+  readonly #stop = new AbortController();
+  readonly #done: Promise<void>;
+
+  constructor(options: { url: string; caPath: string; token: string; intervalMs?: number }) {
+    const ca = readFileSync(options.caPath);
+    const interval = options.intervalMs ?? 100;
+    const probeOnce = (): Promise<boolean> =>
+      new Promise((resolve) => {
+        const req = httpsRequest(
+          `${options.url}/readyz`,
+          {
+            ca,
+            agent: false,
+            headers: { authorization: `Bearer ${options.token}` },
+            timeout: 1_000,
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode === 200));
+            res.on('error', () => resolve(false));
+          },
+        );
+        req.on('timeout', () => req.destroy(new Error('probe timed out')));
+        req.on('error', () => resolve(false));
+        req.end();
+      });
+    this.#done = (async () => {
+      while (!this.#stop.signal.aborted) {
+        const probe = { sentAt: Date.now(), answeredAt: undefined as number | undefined };
+        this.#probes.push(probe);
+        if (await probeOnce()) probe.answeredAt = Date.now();
+        await delay(interval, this.#stop.signal);
+      }
+    })();
+  }
+
+  /**
+   * When the API server answered again after `liftedAt`: the answer time of the first probe sent
+   * at or after it that got a 200. Waits for one, up to `timeoutMs`.
+   */
+  async answeringAfter(liftedAt: number, timeoutMs = 180_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const first = this.#probes.find((p) => p.sentAt >= liftedAt && p.answeredAt !== undefined);
+      if (first?.answeredAt !== undefined) return first.answeredAt;
+      if (Date.now() > deadline) {
+        throw new Error(`the API server did not answer within ${timeoutMs / 1000} s of the lift`);
+      }
+      await delay(50);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#done;
+  }
+}
+
+/** A pause that ends early (resolving) when `signal` aborts. */
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Recovered: the store equals the API server's LIST and the service's `/readyz` answers 200, both
+ * in one poll (every 100 ms). Resolves with the time from `since` to the end of that poll, or
+ * `undefined` when `until` (a `Date.now()` time) passed first; `last` says what differed then.
+ */
+export async function waitForRecovery(
+  service: ServiceProcess,
+  core: CoreV1Api,
+  namespace: string,
+  since: number,
+  until: number,
+): Promise<{ ms: number | undefined; last: string }> {
+  let last = 'nothing compared yet';
+  for (;;) {
+    try {
+      const truth = await apiTruth(core, namespace);
+      const store = await service.store(namespace);
+      const ready = await fetch(`${service.base}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      await ready.text();
+      if (sameIdentities(store, truth) && ready.status === 200) {
+        return { ms: Date.now() - since, last: 'converged' };
+      }
+      last = `${difference(store, truth)}; /readyz ${ready.status}`;
+    } catch (error) {
+      last = `comparison failed: ${error}`;
+    }
+    if (Date.now() > until) return { ms: undefined, last };
+    await delay(100);
+  }
 }
 
 export interface ServiceExit {

@@ -2,9 +2,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ENDPOINTSLICE_MAX_RESPONSE_BYTES,
+  ENDPOINTSLICE_REQUEST_TIMEOUT_MS,
+  type EndpointSliceApi,
   EndpointSliceApiError,
   KubernetesEndpointSliceApi,
+  MalformedEndpointSliceError,
 } from '../../src/kubernetes/endpointslice-api.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeEndpointSliceApiServer } from '../support/fake-endpointslice-apiserver.js';
 
 const signal = new AbortController().signal;
@@ -107,4 +112,72 @@ describe('KubernetesEndpointSliceApi', () => {
     controller.abort(new Error('stop'));
     await expect(pending).rejects.toThrow('stop');
   });
+
+  const calls: Array<
+    [string, string, (api: EndpointSliceApi, s: AbortSignal) => Promise<unknown>]
+  > = [
+    ['LIST', 'ns/*', (api, s) => api.list('ns', 'a=b', s)],
+    ['APPLY', 'ns/s1', (api, s) => api.apply(slice('s1'), s)],
+    ['DELETE', 'ns/s1', (api, s) => api.delete('ns', 's1', 'uid-1', s)],
+  ];
+
+  it.each(calls)(
+    'refuses a %s answer past 32 MiB without reading the rest',
+    async (verb, target, call) => {
+      let closedConnection = false;
+      const piece = Buffer.alloc(256 * 1024, ' ');
+      const url = await raw((request, response) => {
+        request.resume();
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.once('close', () => {
+          closedConnection = true;
+        });
+        const pump = (): void => {
+          while (!response.destroyed)
+            if (!response.write(piece)) return void response.once('drain', pump);
+        };
+        pump();
+      });
+      const api = new KubernetesEndpointSliceApi({
+        connection: { server: url, requestOptions: async () => ({}) },
+        clock: new FakeClock(),
+      });
+      expect(await call(api, signal).catch((e: unknown) => e)).toEqual(
+        new MalformedEndpointSliceError(
+          `${verb} EndpointSlice ${target}: response larger than ${ENDPOINTSLICE_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
+      );
+      expect(ENDPOINTSLICE_MAX_RESPONSE_BYTES).toBe(32 * 1024 * 1024);
+      while (!closedConnection) await settle(1);
+    },
+  );
+
+  it.each(calls)(
+    'gives up on a %s answer that stops after its head, on the injected clock',
+    async (verb, target, call) => {
+      let answered = false;
+      const url = await raw((request, response) => {
+        request.resume();
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"kind":"EndpointSlice', () => {
+          answered = true;
+        });
+      });
+      const clock = new FakeClock();
+      const api = new KubernetesEndpointSliceApi({
+        connection: { server: url, requestOptions: async () => ({}) },
+        clock,
+      });
+      const pending = call(api, signal).catch((e: unknown) => e);
+      while (!answered) await settle(1);
+      await clock.advance(ENDPOINTSLICE_REQUEST_TIMEOUT_MS - 1);
+      expect(clock.pendingTimers).toBe(1);
+      await clock.advance(1);
+      expect(await pending).toEqual(
+        new Error(
+          `${verb} EndpointSlice ${target}: no answer within ${ENDPOINTSLICE_REQUEST_TIMEOUT_MS} ms`,
+        ),
+      );
+    },
+  );
 });

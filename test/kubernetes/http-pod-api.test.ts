@@ -267,9 +267,11 @@ describe('HttpPodApi LIST', () => {
     expect(bytes).toBe(Buffer.byteLength(body));
   });
 
-  it('reports a response that breaks off as a connection failure', async () => {
+  it('reports a response that breaks off as a connection failure the server answered', async () => {
     server.script('LIST', { status: 200, body: '{"metadata":{', breakAfterBody: true });
-    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(ApiConnectionError);
+    const failure = await api.listPods({ signal: signal() }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ApiConnectionError);
+    expect(failure).toMatchObject({ answered: true });
   });
 
   it('rejects with the signal reason when aborted', async () => {
@@ -279,9 +281,15 @@ describe('HttpPodApi LIST', () => {
     await expect(api.listPods({ signal: controller.signal })).rejects.toBe(reason);
   });
 
-  it('reports an unreachable server as a connection failure', async () => {
+  it('reports an unreachable server as a connection failure nothing answered', async () => {
     await server.close();
-    await expect(api.listPods({ signal: signal() })).rejects.toBeInstanceOf(ApiConnectionError);
+    const failure = await api.listPods({ signal: signal() }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ApiConnectionError);
+    expect(failure).toMatchObject({ answered: false, message: expect.stringMatching(/^LIST: /) });
+    const watch = await api
+      .watchPods({ resourceVersion: '1', timeoutSeconds: 300, signal: signal() })
+      .catch((error: unknown) => error);
+    expect(watch).toMatchObject({ name: 'ApiConnectionError', answered: false });
     server = await FakeApiServer.start();
   });
 });
@@ -337,7 +345,9 @@ describe('HttpPodApi WATCH', () => {
     const watch = await server.watch();
     watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
     setTimeout(() => watch.destroy(), 20);
-    await expect(collect(stream)).rejects.toBeInstanceOf(ApiConnectionError);
+    const failure = await collect(stream).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ApiConnectionError);
+    expect(failure).toMatchObject({ answered: true });
   });
 
   it('reports a refused WATCH as ApiStatusError before any frame', async () => {

@@ -1,9 +1,13 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseConflictError, type LeaseRecord } from '../../src/index.js';
 import {
   DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
   KubernetesLeaseLock,
+  LEASE_MAX_RESPONSE_BYTES,
   LeaseApiError,
+  MalformedLeaseError,
 } from '../../src/kubernetes/lease-lock.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
@@ -156,6 +160,15 @@ describe('KubernetesLeaseLock', () => {
 
   it('bounds every request by default (client-go: half the default renew deadline)', () => {
     expect(DEFAULT_LEASE_REQUEST_TIMEOUT_MS).toBe(5_000);
+    expect(
+      () =>
+        new KubernetesLeaseLock({
+          connection: server.connection(),
+          namespace: 'ns',
+          name: 'leader',
+          requestTimeoutMs: 0,
+        }),
+    ).toThrow(RangeError);
   });
 
   it('carries a LeaderElector through acquire, renew and release with the expected requests', async () => {
@@ -184,4 +197,95 @@ describe('KubernetesLeaseLock', () => {
     expect(server.lease).toMatchObject({ spec: { holderIdentity: '', leaseDurationSeconds: 1 } });
     expect(elector.leader()).toBeNull();
   });
+});
+
+describe('KubernetesLeaseLock bounds every answer', () => {
+  const raws: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    await Promise.all(raws.splice(0).map((close) => close()));
+  });
+
+  /** A raw server for what the fake does not model: endless and stalled bodies. */
+  async function raw(
+    handler: (request: IncomingMessage, response: ServerResponse) => void,
+  ): Promise<string> {
+    const http = createServer(handler);
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    raws.push(async () => {
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    });
+    return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  }
+
+  const calls: Array<[string, (lock: KubernetesLeaseLock, s: AbortSignal) => Promise<unknown>]> = [
+    ['GET', (l, s) => l.get(s)],
+    ['POST', (l, s) => l.create(record('a'), s)],
+    ['PUT', (l, s) => l.update(record('a'), '7', s)],
+  ];
+
+  it.each(calls)(
+    'refuses a %s answer past 1 MiB without reading the rest',
+    async (method, call) => {
+      let closedConnection = false;
+      const piece = Buffer.alloc(64 * 1024, ' ');
+      const url = await raw((request, response) => {
+        request.resume();
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.once('close', () => {
+          closedConnection = true;
+        });
+        const pump = (): void => {
+          while (!response.destroyed)
+            if (!response.write(piece)) return void response.once('drain', pump);
+        };
+        pump();
+      });
+      const bounded = new KubernetesLeaseLock({
+        connection: { server: url, requestOptions: async () => ({}) },
+        namespace: 'ns',
+        name: 'leader',
+        clock: new FakeClock(),
+      });
+      const error = await call(bounded, signal).catch((e: unknown) => e);
+      expect(error).toEqual(
+        new MalformedLeaseError(
+          `${method} Lease ns/leader: response larger than ${LEASE_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
+      );
+      expect(LEASE_MAX_RESPONSE_BYTES).toBe(1024 * 1024);
+      while (!closedConnection) await settle(1);
+    },
+  );
+
+  it.each(calls)(
+    'gives up on a %s answer that stops after its head, on the injected clock',
+    async (method, call) => {
+      let answered = false;
+      const url = await raw((request, response) => {
+        request.resume();
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"kind":"Lease","metadata":', () => {
+          answered = true;
+        });
+      });
+      const clock = new FakeClock();
+      const bounded = new KubernetesLeaseLock({
+        connection: { server: url, requestOptions: async () => ({}) },
+        namespace: 'ns',
+        name: 'leader',
+        clock,
+      });
+      const pending = call(bounded, signal).catch((e: unknown) => e);
+      while (!answered) await settle(1);
+      await clock.advance(DEFAULT_LEASE_REQUEST_TIMEOUT_MS - 1);
+      expect(clock.pendingTimers).toBe(1);
+      await clock.advance(1);
+      expect(await pending).toEqual(
+        new Error(
+          `${method} Lease ns/leader: no answer within ${DEFAULT_LEASE_REQUEST_TIMEOUT_MS} ms`,
+        ),
+      );
+    },
+  );
 });

@@ -645,7 +645,13 @@ describe('decodeProtobufWatchEvent, then readFrame: as the JSON frame reads', ()
       event: { type: 'delete', key: 'pools/d' },
       resourceVersion: '99',
     });
-    expect(read(3)).toEqual({ kind: 'bookmark', type: 'BOOKMARK', resourceVersion: '12345' });
+    // The fixture's bookmark is a watch-list's last one: its annotation survives the decoder.
+    expect(read(3)).toEqual({
+      kind: 'bookmark',
+      type: 'BOOKMARK',
+      resourceVersion: '12345',
+      initialEventsEnd: true,
+    });
     expect(read(4)).toEqual({
       kind: 'failure',
       type: 'ERROR',

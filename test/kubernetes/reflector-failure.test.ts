@@ -109,13 +109,30 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
     relist('malformed-frame'),
   ],
   // The connection.
-  ['connection dropped', 'watch', { kind: 'connection', message: 'reset' }, reconnect()],
+  [
+    'connection dropped after the server answered',
+    'watch',
+    { kind: 'connection', message: 'reset', answered: true },
+    reconnect(),
+  ],
+  [
+    'connection refused, or reset before any answer',
+    'watch',
+    { kind: 'connection', message: 'ECONNREFUSED', answered: false },
+    reconnect({ kind: 'unanswered' }),
+  ],
   ['idle for too long', 'watch', { kind: 'idle', idleMs: 1 }, reconnect()],
   ['clean end (server timeout)', 'watch', { kind: 'ended' }, reconnect({ kind: 'none' })],
   [
     'clean end within a second, no frame (very short watch)',
     'watch',
-    { kind: 'short-watch', lastedMs: 5 },
+    { kind: 'short-watch', lastedMs: 5, frames: 0 },
+    reconnect(),
+  ],
+  [
+    'clean end within a second after frames: still a short watch, no hot loop',
+    'watch',
+    { kind: 'short-watch', lastedMs: 5, frames: 3 },
     reconnect(),
   ],
   // LIST: whatever happened, list again.
@@ -140,7 +157,13 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
   [
     'LIST connection refused',
     'list',
-    { kind: 'connection', message: 'ECONNREFUSED' },
+    { kind: 'connection', message: 'ECONNREFUSED', answered: false },
+    relist('list-failed', { kind: 'unanswered' }),
+  ],
+  [
+    'LIST body broke off midway',
+    'list',
+    { kind: 'connection', message: 'aborted', answered: true },
     relist('list-failed'),
   ],
   ['LIST idle', 'list', { kind: 'idle', idleMs: 1 }, relist('list-failed')],
@@ -149,6 +172,32 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
 describe('classifyFailure', () => {
   it.each(rows)('%s → the row action', (_, phase, failure, action) => {
     expect(classifyFailure(phase, failure)).toEqual(action);
+  });
+});
+
+describe('classifyFailure with a cursor a WATCH proved live', () => {
+  const proven = { cursorProven: true };
+
+  it.each<[string, ReflectorFailure]>([
+    ['WATCH answered 410', status({ code: 410 })],
+    ['ERROR frame 410 Expired', status({ code: 410, reason: 'Expired' }, true)],
+    ['ERROR frame reason Gone', status({ code: 500, reason: 'Gone' }, true)],
+  ])('%s → relist at once', (_, failure) => {
+    expect(classifyFailure('watch', failure, proven)).toEqual(relist('expired', { kind: 'none' }));
+  });
+
+  it('still backs off before relisting a cursor from the future (504)', () => {
+    expect(classifyFailure('watch', status({ code: 504 }), proven)).toEqual(relist('too-large'));
+  });
+
+  it('backs off before relisting an expiry that met the first WATCH after a LIST', () => {
+    expect(classifyFailure('watch', status({ code: 410 }), { cursorProven: false })).toEqual(
+      relist('expired'),
+    );
+  });
+
+  it('changes nothing for a LIST', () => {
+    expect(classifyFailure('list', status({ code: 410 }), proven)).toEqual(relist('list-failed'));
   });
 });
 
@@ -162,6 +211,14 @@ describe('describeFailure', () => {
     [{ kind: 'malformed-pod', resourceVersion: '9', message: 'bad' }, 'bad (at resourceVersion 9)'],
     [{ kind: 'idle', idleMs: 300_000 }, 'no bytes from the API server for 300000 ms'],
     [{ kind: 'ended' }, 'watch ended by the server'],
+    [
+      { kind: 'short-watch', lastedMs: 12, frames: 0 },
+      'watch ended by the server after 12 ms without a single frame',
+    ],
+    [
+      { kind: 'short-watch', lastedMs: 12, frames: 2 },
+      'watch ended by the server after 12 ms (2 frames)',
+    ],
   ])('says %j in one line', (failure, line) => {
     expect(describeFailure(failure)).toBe(line);
   });

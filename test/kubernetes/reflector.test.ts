@@ -131,7 +131,8 @@ describe('KubernetesReflector: listing and watching', () => {
   });
 
   it('moves the cursor to each frame version in event order, never by numeric comparison', async () => {
-    const { api, reflector, stream } = await watching();
+    const { api, clock, reflector, stream } = await watching();
+    await clock.advance(1_000); // a watch that lasted a second: its clean end reconnects at once
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '20' }) })
       .push({ type: 'MODIFIED', object: rawPod({ name: 'b', resourceVersion: '15' }) });
@@ -144,7 +145,8 @@ describe('KubernetesReflector: listing and watching', () => {
   });
 
   it('keeps the cursor when a valid frame carries no resourceVersion, and still publishes it', async () => {
-    const { api, stream } = await watching();
+    const { api, clock, stream } = await watching();
+    await clock.advance(1_000);
     const versionless = rawPod({ name: 'b' });
     delete (versionless.metadata as Record<string, unknown>).resourceVersion;
     api.watch.push({ type: 'ADDED', object: versionless }).end();
@@ -155,7 +157,8 @@ describe('KubernetesReflector: listing and watching', () => {
   });
 
   it('advances the cursor on a bookmark and publishes nothing', async () => {
-    const { api, stream } = await watching();
+    const { api, clock, stream } = await watching();
+    await clock.advance(1_000);
     api.watch
       .push({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '42' } } })
       .end();
@@ -166,7 +169,8 @@ describe('KubernetesReflector: listing and watching', () => {
   });
 
   it('keeps the cursor on a bookmark without a version', async () => {
-    const { api, stream } = await watching();
+    const { api, clock, stream } = await watching();
+    await clock.advance(1_000);
     api.watch.push({ type: 'BOOKMARK', object: { metadata: {} } }).end();
     await settle();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
@@ -174,7 +178,8 @@ describe('KubernetesReflector: listing and watching', () => {
   });
 
   it('ignores frames of unknown type but still advances past their version', async () => {
-    const { api, reflector, stream } = await watching();
+    const { api, clock, reflector, stream } = await watching();
+    await clock.advance(1_000);
     api.watch.push({ type: 'SURPRISE', object: { metadata: { resourceVersion: '33' } } }).end();
     await settle();
     expect(stream.items).toHaveLength(1);
@@ -376,10 +381,15 @@ describe('KubernetesReflector: a watch the server ends at once', () => {
     await stream.close();
   });
 
-  it('is not a failure when it delivered a frame, however short it was', async () => {
-    const { api, stream } = await watching();
+  it('is a failure even when it delivered a frame: reconnects after the backoff, not at once', async () => {
+    const { api, clock, stream } = await watching();
     api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } }).end();
     await settle();
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    // The bookmark proved the watch (the streak starts over), so the wait is the first one.
+    await clock.advance(799);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
+    await clock.advance(1);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=12']);
     await stream.close();
   });
@@ -511,7 +521,8 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
 
 describe('KubernetesReflector: unreadable frames', () => {
   it('skips a pod frame that does not validate but carries a version, logs it, and advances past it', async () => {
-    const { api, logger, reflector, stream } = await watching();
+    const { api, clock, logger, reflector, stream } = await watching();
+    await clock.advance(1_000);
     const broken = rawPod({ name: 'broken', resourceVersion: '11' });
     delete (broken.metadata as Record<string, unknown>).uid;
     api.watch
@@ -535,7 +546,8 @@ describe('KubernetesReflector: unreadable frames', () => {
   });
 
   it('advances past a skipped frame even when it is the last one before the end', async () => {
-    const { api, stream } = await watching();
+    const { api, clock, stream } = await watching();
+    await clock.advance(1_000);
     api.watch
       .push({ type: 'MODIFIED', object: { metadata: { name: 7, resourceVersion: '19' } } })
       .end();
@@ -660,17 +672,14 @@ describe('KubernetesReflector: backoff', () => {
     await stream.close();
   });
 
-  it('resets the backoff after two minutes of healthy watching', async () => {
+  it('starts the backoff over once a WATCH stayed open a second', async () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(503), status(503), status(503));
     const stream = drain(reflector.watch());
     await clock.advance(800 + 1_600 + 3_200);
     expect(api.log).toHaveLength(5);
-    // Healthy for two minutes (a bookmark a minute keeps it alive), then the connection drops.
-    await clock.advance(60_000);
-    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
-    await clock.advance(60_000);
+    await clock.advance(1_000); // the fourth WATCH proves itself by staying open
     api.watch.fail();
     await settle();
     const droppedAt = clock.now();
@@ -679,18 +688,38 @@ describe('KubernetesReflector: backoff', () => {
     await stream.close();
   });
 
-  it('keeps growing the backoff when the watch was healthy for less than two minutes', async () => {
+  it('starts the backoff over once a WATCH delivered a change or a bookmark', async () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
-    api.queueWatch(status(503));
+    api.queueWatch(status(503), status(503));
     const stream = drain(reflector.watch());
-    await clock.advance(800);
-    await clock.advance(119_000);
-    api.watch.fail();
+    await clock.advance(800 + 1_600);
+    api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } }).fail();
     await settle();
     const droppedAt = clock.now();
-    await clock.advance(1_600);
-    expect(api.requests.at(-1)?.at).toBe(droppedAt + 1_600);
+    await clock.advance(800);
+    expect(api.requests.at(-1)).toMatchObject({ at: droppedAt + 800 });
+    expect(api.log.at(-1)).toBe('WATCH rv=11');
+    await stream.close();
+  });
+
+  it('keeps growing the backoff while WATCHes fail before proving themselves', async () => {
+    const { api, clock, reflector } = setup();
+    api.queueList({ pods: [], resourceVersion: '10' });
+    const stream = drain(reflector.watch());
+    await settle();
+    // Each WATCH is accepted, then answered with an ERROR frame at once: no proof.
+    for (const wait of [0, 800, 1_600, 3_200]) {
+      await clock.advance(wait);
+      api.watch.push(errorFrame({ code: 429, reason: 'TooManyRequests' }));
+      await settle();
+    }
+    const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
+    expect(times).toEqual([0, 800, 2_400, 5_600]);
+    await clock.advance(6_399);
+    expect(api.requests.filter((r) => r.verb === 'WATCH')).toHaveLength(4);
+    await clock.advance(1);
+    expect(api.requests.filter((r) => r.verb === 'WATCH')).toHaveLength(5);
     await stream.close();
   });
 
@@ -776,8 +805,8 @@ describe('KubernetesReflector: closing', () => {
     await clock.advance(3_200);
     api.watch.push({ type: 'ADDED', object: {} }); // malformed without a version
     await clock.advance(6_400);
-    await clock.advance(5_000); // idle
-    await clock.advance(12_800);
+    await clock.advance(5_000); // idle, after it proved itself: the backoff started over
+    await clock.advance(800);
     expect(api.watches).toHaveLength(7);
     await stream.close(); // consumer closes mid-watch
     expect(api.watches.every((w) => w.released)).toBe(true);
@@ -846,7 +875,8 @@ describe('KubernetesReflector: health through failures', () => {
 
   it('stays healthy through a relist that makes progress', async () => {
     const { api, clock, reflector, stream, changes } = await established();
-    api.watch.push(errorFrame({ code: 410 }));
+    // An ERROR frame 500 relists after the backoff (a 410 on a proven cursor would not wait).
+    api.watch.push(errorFrame({ code: 500 }));
     await settle();
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', healthy: true });
     await clock.advance(800);
@@ -945,7 +975,7 @@ describe('KubernetesReflector: stats', () => {
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } })
-      .push(errorFrame({ code: 410 }));
+      .push(errorFrame({ code: 500 }));
     await settle();
     const stats = reflector.stats();
     expect(stats).toMatchObject({
@@ -953,8 +983,8 @@ describe('KubernetesReflector: stats', () => {
       // Relisting after a proven watch: a stale but correct view, still healthy for a while.
       healthy: true,
       events: { ADDED: 1, BOOKMARK: 1, ERROR: 1 },
-      relists: { expired: 1 },
-      lastError: 'ERROR frame 410',
+      relists: { 'error-frame': 1 },
+      lastError: 'ERROR frame 500',
     });
     expect(stats.cursor).toBeUndefined();
     expect(stats.bytesDecoded).toBeGreaterThan(listed);

@@ -68,9 +68,9 @@ describe('errors that reach stats and logs are redacted', () => {
         status: { code: 401, message: 'proxy says: password=letmein', causes: [] },
       }),
     ).toBe('HTTP 401: proxy says: password=[redacted]');
-    expect(describeFailure({ kind: 'connection', message: 'Bearer abc.def rejected' })).toBe(
-      'Bearer [redacted] rejected',
-    );
+    expect(
+      describeFailure({ kind: 'connection', message: 'Bearer abc.def rejected', answered: true }),
+    ).toBe('Bearer [redacted] rejected');
     expect(
       new ApiStatusError('WATCH', { code: 500, message: 'token: abc', causes: [] }).message,
     ).toBe('WATCH failed: HTTP 500: token: [redacted]');

@@ -65,6 +65,30 @@ describe('readFrame', () => {
       { kind: 'bookmark', type: 'BOOKMARK', resourceVersion: '99' },
     ],
     [
+      'BOOKMARK closing a watch-list’s initial events → its version, marked',
+      {
+        type: 'BOOKMARK',
+        object: {
+          kind: 'Pod',
+          metadata: {
+            resourceVersion: '120',
+            annotations: { 'k8s.io/initial-events-end': 'true' },
+          },
+        },
+      },
+      { kind: 'bookmark', type: 'BOOKMARK', resourceVersion: '120', initialEventsEnd: true },
+    ],
+    [
+      'BOOKMARK with the annotation not "true" → an ordinary bookmark',
+      {
+        type: 'BOOKMARK',
+        object: {
+          metadata: { resourceVersion: '121', annotations: { 'k8s.io/initial-events-end': 'yes' } },
+        },
+      },
+      { kind: 'bookmark', type: 'BOOKMARK', resourceVersion: '121' },
+    ],
+    [
       'BOOKMARK without a version → nothing',
       { type: 'BOOKMARK', object: { metadata: { resourceVersion: '' } } },
       { kind: 'bookmark', type: 'BOOKMARK' },

@@ -1,7 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatSseEvent } from '../../src/service/event-stream.js';
 import { settle } from '../support/fake-clock.js';
 import { FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { FakeSink, targetStatus } from '../support/fake-sink.js';
@@ -301,36 +300,53 @@ describe('GET /api/v1/events', () => {
   it('tells a client that fell behind how many events it lost, and counts them in the metric', async () => {
     const h = await harness({ driftIntervalMs: null });
     const client = await connect(h, '/api/v1/events?types=leader.changed');
-    // Published in one go, faster than any client can read: the subscription keeps the newest 2048.
+    // 20 MiB published in one go, faster than any client can read and more than the socket
+    // buffers hold: the stream keeps its newest 1 MiB.
+    const padding = 'x'.repeat(10_000);
     for (let i = 0; i < 2_100; i += 1) {
-      h.service.bus.publish({ type: 'leader.changed', identity: `r${i}` });
+      h.service.bus.publish({ type: 'leader.changed', identity: `r${i}-${padding}` });
     }
-    const text = await client.until((t) => t.includes('"identity":"r2099"'));
-    expect(text).toContain(
-      formatSseEvent(1, 'events.dropped', {
-        type: 'events.dropped',
-        dropped: 52,
-        totalDropped: 52,
-      }),
-    );
-    expect(text).toContain(
-      formatSseEvent(2, 'leader.changed', { type: 'leader.changed', identity: 'r52' }),
-    );
-    expect(text).not.toContain('"identity":"r51"');
+    const text = await client.until((t) => t.includes('"identity":"r2099-'));
+    const notice = /event: events\.dropped\ndata: (.*)\n/.exec(text);
+    expect(notice).not.toBeNull();
+    const { dropped, totalDropped } = JSON.parse(notice![1]!);
+    expect(dropped).toBeGreaterThan(1_000);
+    expect(totalDropped).toBe(dropped);
+    const kept = text.match(/^event: leader\.changed$/gm)!.length;
+    expect(kept + dropped).toBe(2_100);
     const metrics = await h.app.inject({ url: '/metrics' });
-    expect(metrics.body).toContain('pool_controller_events_dropped_total{subscriber="sse"} 52');
+    expect(metrics.body).toContain(
+      `pool_controller_events_dropped_total{subscriber="sse"} ${dropped}`,
+    );
   });
 
-  it('gives each client its own subscription, and drops it when the client goes away', async () => {
+  it('answers 503 with Retry-After beyond --max-event-streams, and serves probes meanwhile', async () => {
+    const h = await harness({ driftIntervalMs: null, maxEventStreams: 2 });
+    const a = await connect(h);
+    await connect(h);
+    const refused = await h.app.inject({ url: '/api/v1/events' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('10');
+    expect(refused.json().message).toBe(
+      '2 event streams are open, the most this server keeps (--max-event-streams); retry later',
+    );
+    expect((await h.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+    a.response.destroy();
+    while (h.service.eventStreams.count > 1) await settle(1);
+    const again = await connect(h);
+    await again.until((t) => t.includes(': connected'));
+  });
+
+  it('gives each client its own stream, and drops it when the client goes away', async () => {
     const h = await harness({ driftIntervalMs: null });
     const a = await connect(h);
     const b = await connect(h);
-    expect(h.service.bus.subscriberCount).toBe(2);
+    expect(h.service.eventStreams.count).toBe(2);
     a.response.destroy();
-    while (h.service.bus.subscriberCount > 1) await settle(1);
+    while (h.service.eventStreams.count > 1) await settle(1);
     h.service.bus.publish({ type: 'leader.changed', identity: 'x' });
     await b.until((t) => t.includes('event: leader.changed'));
-    expect(h.service.bus.subscriberCount).toBe(1);
+    expect(h.service.eventStreams.count).toBe(1);
   });
 
   it('ends open streams on closeEventStreams, so the server closes without waiting on them', async () => {
@@ -341,6 +357,6 @@ describe('GET /api/v1/events', () => {
     await client.until(() => false); // returns once the stream has ended
     expect(client.ended).toBe(true);
     await h.app.close();
-    expect(h.service.bus.subscriberCount).toBe(0);
+    expect(h.service.eventStreams.count).toBe(0);
   });
 });

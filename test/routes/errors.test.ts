@@ -4,7 +4,7 @@
  * unknown routes) and the ones Node raises before there is a request at all.
  */
 import { connect } from 'node:net';
-import type { InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BODY_LIMIT, MAX_PARAM_LENGTH, SOURCE_HEADER } from '../../src/http/app.js';
 import { closeAll, harness } from '../support/service-harness.js';
@@ -147,13 +147,26 @@ describe('request bodies on the POSTs', () => {
         415,
         'Unsupported Media Type',
       ),
-    ).toBe('unsupported Content-Type "application/xml"; send application/json, or no body at all');
+    ).toBe(
+      'without --admin-token-file, a POST carries a JSON body (Content-Type: application/json) or none, which a web page on another site cannot send unasked; got Content-Type "application/xml"',
+    );
+  });
+
+  it("with an admin token, answers an unsupported media type with the parser's 415", async () => {
+    const { app } = await harness({ adminToken: 't0k' });
+    const res = await app.inject({
+      ...post({ 'content-type': 'application/xml', authorization: 'Bearer t0k' }, '<a/>'),
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json().message).toBe(
+      'unsupported Content-Type "application/xml"; send application/json, or no body at all',
+    );
   });
 
   it('answers a body over the limit with a 413 naming the limit', async () => {
     expect(
       await errorOf(
-        post({ 'content-type': 'text/plain' }, 'x'.repeat(BODY_LIMIT + 1)),
+        post({ 'content-type': 'application/json' }, 'x'.repeat(BODY_LIMIT + 1)),
         413,
         'Payload Too Large',
       ),
@@ -292,5 +305,112 @@ describe('requests that arrive while the server closes', () => {
       error: 'Service Unavailable',
       message: 'the control plane is shutting down; retry against another replica',
     });
+  });
+});
+
+describe('request targets and pipelined errors', () => {
+  async function listening(routes: (app: FastifyInstance) => void = () => {}) {
+    const h = await harness();
+    routes(h.app);
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    return { ...h, port: (h.app.server.address() as { port: number }).port };
+  }
+
+  function exchange(port: number, bytes: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        answer += chunk;
+      });
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+  }
+
+  it('answers GET * and other targets that are not a path with a 400', async () => {
+    const { port } = await listening();
+    for (const line of ['GET *', 'OPTIONS *', 'GET healthz', 'CONNECT localhost:443']) {
+      const answer = await exchange(
+        port,
+        `${line} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+      );
+      expect(answer, line).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      // Node's parser refuses some itself (HPE_INVALID_URL); what it lets through, we refuse.
+      if (line.endsWith('*')) {
+        expect(answer).toContain('the request target must be a path such as /healthz, got \\"*\\"');
+      }
+    }
+  });
+
+  it('still serves an absolute-form target, as RFC 9112 requires of a server', async () => {
+    const { port } = await listening();
+    const answer = await exchange(
+      port,
+      'GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it('answers unparsable bytes pipelined behind a request in flight after that request, not into it', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const { app, port } = await listening((app) =>
+      app.get('/test-only/slow', async () => {
+        entered();
+        await held;
+        return 'done';
+      }),
+    );
+    const refused = new Promise<void>((resolve) => app.server.once('clientError', () => resolve()));
+    const answer = exchange(
+      port,
+      'GET /test-only/slow HTTP/1.1\r\nHost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n',
+    );
+    await Promise.all([inFlight, refused]);
+    release();
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(text).toContain('\r\n\r\ndone');
+    const second = text.slice(text.indexOf('HTTP/1.1', 1));
+    expect(second).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(second).toContain('malformed HTTP request');
+  });
+});
+
+describe('cross-site requests in loopback-only mode', () => {
+  it('refuses the POST a web page can send: text/plain with a foreign Host and Origin', async () => {
+    const { app } = await harness();
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: {
+        host: 'evil.example:8080',
+        origin: 'http://evil.example:8080',
+        'content-type': 'text/plain',
+      },
+      payload: 'x',
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.json().message).toContain('want a Host header naming loopback');
+    const rebound = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: { host: 'localhost:8080', origin: 'https://evil.example' },
+    });
+    expect(rebound.statusCode).toBe(403);
+    const form = await app.inject({
+      method: 'POST',
+      url: '/api/v1/reconcile',
+      headers: { host: 'localhost:8080', 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    expect(form.statusCode).toBe(415);
   });
 });

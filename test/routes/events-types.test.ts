@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { eventTypesPattern, parseEventTypes } from '../../routes/event-types-query.js';
 import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
@@ -34,5 +36,46 @@ describe('GET /api/v1/events?types=', () => {
     });
     expect(tab.statusCode).toBe(400);
     expect(tab.json().message).toContain('separated by commas');
+  });
+});
+
+describe('parseEventTypes', () => {
+  const known = new Set(['cell.changed', 'store.synced', 'events.dropped']);
+  const samples = [
+    'cell.changed',
+    ' cell.changed , store.synced ',
+    ',,',
+    '',
+    'events.dropped,',
+    'cell.exploded',
+    '\tcell.changed',
+    'cell.changed store.synced',
+    `${',  '.repeat(40)}!`,
+    `${' '.repeat(50)}x`,
+  ];
+
+  it('accepts exactly what the published pattern accepts', () => {
+    const pattern = new RegExp(eventTypesPattern(known));
+    for (const text of samples) {
+      expect(parseEventTypes(text, known).ok, JSON.stringify(text)).toBe(pattern.test(text));
+    }
+  });
+
+  it('publishes a pattern a backtracking engine runs in linear time on hostile input', () => {
+    const pattern = new RegExp(eventTypesPattern(known));
+    // The old pattern took seconds on 127 bytes of this; here 30,000 characters are nothing.
+    for (const text of [`${',  '.repeat(10_000)}!`, `${' '.repeat(30_000)}!`]) {
+      const started = performance.now();
+      expect(pattern.test(text)).toBe(false);
+      expect(performance.now() - started).toBeLessThan(50);
+    }
+  });
+
+  it('quotes at most a bounded part of a long unknown value', () => {
+    const parsed = parseEventTypes('x'.repeat(10_000), known);
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(parsed.message.length).toBeLessThan(400);
+    expect(parsed.message).toContain('(9936 more characters)');
   });
 });

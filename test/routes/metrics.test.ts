@@ -143,6 +143,8 @@ describe('GET /metrics', () => {
       lists: 3,
       relists: { expired: 2 },
       watchOpens: 4,
+      initialList: 'watch-list',
+      watchListFallbacks: 0,
       events: { ADDED: 5, DELETED: 1 },
       lastSyncAtMs: 1_700_000_000_000,
       lastEventAtMs: 1_700_000_001_000,

@@ -52,6 +52,7 @@ async function controlledLoop(): Promise<{
     sourceKind: 'kubernetes',
     buildInfo: { version: '0.0.0', revision: 'unknown', nodeVersion: process.version },
     shuttingDown: false,
+    maxEventStreams: 0,
     cells: new CellBodies(new CellRegistry()),
     health: {
       healthz: new HealthEndpoint('healthz', []),

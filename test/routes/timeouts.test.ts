@@ -46,7 +46,7 @@ async function until(predicate: () => boolean): Promise<void> {
 
 /** Headers of a POST announcing a 20-byte JSON body, and its first 3 bytes: then nothing. */
 function stalledPost(extraHeaders = ''): string {
-  return `POST /api/v1/reconcile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n${extraHeaders}\r\n{"a`;
+  return `POST /api/v1/reconcile HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 20\r\n${extraHeaders}\r\n{"a`;
 }
 
 function parse(answer: string) {

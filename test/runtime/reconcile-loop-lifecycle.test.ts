@@ -47,10 +47,24 @@ describe('ReconcileLoop construction', () => {
     ).toThrow(RangeError);
   });
 
+  it('throws RangeError when the source retry max is below its base, defaults applied', () => {
+    expect(() => new ReconcileLoop<Obj>({ ...base(), sourceRetryMaxDelayMs: 999 })).toThrow(
+      /sourceRetryMaxDelayMs \(999\) must be >= sourceRetryDelayMs \(1000\)/,
+    );
+    expect(() => new ReconcileLoop<Obj>({ ...base(), sourceRetryDelayMs: 30_001 })).toThrow(
+      RangeError,
+    );
+    expect(
+      () =>
+        new ReconcileLoop<Obj>({ ...base(), sourceRetryDelayMs: 500, sourceRetryMaxDelayMs: 500 }),
+    ).not.toThrow();
+  });
+
   const options = [
     'failureBaseDelayMs',
     'failureMaxDelayMs',
     'sourceRetryDelayMs',
+    'sourceRetryMaxDelayMs',
     'resyncPeriodMs',
   ] as const;
   const badValues = [0, -1, -0.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];

@@ -36,6 +36,7 @@ function harness(
   options: {
     keyMap?: KeyMap<Obj>;
     retryDelayMs?: number;
+    retryMaxDelayMs?: number;
     onAffected?: (parents: ParentKey[], store: ObjectStore<Obj>) => void;
   } = {},
 ): Harness {
@@ -52,6 +53,7 @@ function harness(
       options.onAffected?.(parents, store);
     },
     retryDelayMs: options.retryDelayMs ?? 1000,
+    ...(options.retryMaxDelayMs === undefined ? {} : { retryMaxDelayMs: options.retryMaxDelayMs }),
     clock,
     logger,
   });
@@ -206,7 +208,9 @@ describe('SourceStreamDriver sync', () => {
     expect(h.store.has('p2')).toBe(false);
     expect(h.affected).toEqual([['c1']]);
     expect(h.fake.streams[1]?.isOpen).toBe(false);
-    await h.clock.advance(1000);
+    await h.clock.advance(1999); // the second failure in a row waits twice as long
+    expect(h.fake.opens).toBe(2);
+    await h.clock.advance(1);
     expect(h.fake.opens).toBe(3);
   });
 
@@ -296,7 +300,7 @@ describe('SourceStreamDriver reopening', () => {
     expect(h.fake.opens).toBe(2);
   });
 
-  it('reopens retryDelayMs after the source factory itself throws, and logs the error', async () => {
+  it('reopens after the source factory itself throws, backing off, and logs the error', async () => {
     const h = harness({ retryDelayMs: 1000 });
     const error = new Error('cannot open');
     h.fake.throwOnOpen(error, 2);
@@ -308,7 +312,7 @@ describe('SourceStreamDriver reopening', () => {
     await h.clock.advance(1000);
     expect(h.fake.factoryCalls).toBe(2);
     expect(h.fake.opens).toBe(0);
-    await h.clock.advance(999);
+    await h.clock.advance(1999); // a second failure in a row: twice the wait
     expect(h.fake.factoryCalls).toBe(2);
     await h.clock.advance(1);
     expect(h.fake.opens).toBe(1);
@@ -499,16 +503,106 @@ describe('SourceStreamDriver without a logger', () => {
     const run = driver.run(controller.signal);
     await clock.advance(10);
     fake.push(upsertOf('a', {})); // not a replace
-    await clock.advance(10);
+    await clock.advance(20);
     fake.push(replaceOf({ a: {} }));
     fake.fail(new Error('dropped'));
-    await clock.advance(10);
+    await clock.advance(40);
     fake.end();
-    await clock.advance(10);
+    await clock.advance(80);
     controller.abort();
     await run;
     expect(fake.opens).toBe(4);
     expect(driver.synced).toBe(true);
     for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+  });
+});
+
+describe('SourceStreamDriver reopen backoff', () => {
+  /**
+   * Fails each stream the moment it opens (before any replace) and returns the clock times of
+   * the opens: the waits between them are the reopen delays.
+   */
+  async function opensWhileFailing(h: Harness, count: number): Promise<number[]> {
+    const times: number[] = [];
+    for (let i = 0; i < count; i += 1) {
+      await h.clock.advanceUntil(() => h.fake.opens > i);
+      times.push(h.clock.now());
+      h.fake.fail(new Error(`open ${i} failed`));
+    }
+    return times;
+  }
+
+  function gaps(times: number[]): number[] {
+    return times.slice(1).map((t, i) => t - (times[i] as number));
+  }
+
+  it('doubles the wait with each consecutive failure, up to retryMaxDelayMs, exactly', async () => {
+    const h = harness({ retryDelayMs: 1000, retryMaxDelayMs: 10_000 });
+    h.run();
+    const times = await opensWhileFailing(h, 7);
+    expect(gaps(times)).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
+  });
+
+  it('defaults retryMaxDelayMs to 30 s', async () => {
+    const h = harness({ retryDelayMs: 1000 });
+    h.run();
+    const times = await opensWhileFailing(h, 8);
+    expect(gaps(times)).toEqual([1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
+  });
+
+  it('counts a stream that ends by itself or opens without a replace as a failure too', async () => {
+    const h = harness({ retryDelayMs: 100, retryMaxDelayMs: 10_000 });
+    h.run();
+    await h.clock.advanceUntil(() => h.fake.opens === 1);
+    h.fake.end();
+    await h.clock.advanceUntil(() => h.fake.opens === 2);
+    const second = h.clock.now();
+    h.fake.push(upsertOf('a', {}));
+    await h.clock.advanceUntil(() => h.fake.opens === 3);
+    expect(second).toBe(100);
+    expect(h.clock.now() - second).toBe(200);
+  });
+
+  it('ends the streak once a stream stayed open retryMaxDelayMs after its replace', async () => {
+    const h = harness({ retryDelayMs: 1000, retryMaxDelayMs: 8000 });
+    h.run();
+    await opensWhileFailing(h, 4); // waits 1, 2, 4 and 8 s: the next one would be 8 s (capped)
+    await h.clock.advanceUntil(() => h.fake.opens === 5);
+    h.fake.push(replaceOf({ a: {} }));
+    await h.clock.advance(8000);
+    const failedAt = h.clock.now();
+    h.fake.fail(new Error('dropped after a long healthy stream'));
+    await h.clock.advanceUntil(() => h.fake.opens === 6);
+    expect(h.clock.now() - failedAt).toBe(1000);
+  });
+
+  it('keeps the streak when the stream failed before staying open that long', async () => {
+    const h = harness({ retryDelayMs: 1000, retryMaxDelayMs: 8000 });
+    h.run();
+    await opensWhileFailing(h, 3); // waits 1 s, 2 s, 4 s: the next one is 8 s
+    await h.clock.advanceUntil(() => h.fake.opens === 4);
+    h.fake.push(replaceOf({ a: {} }));
+    await h.clock.advance(7999);
+    const failedAt = h.clock.now();
+    h.fake.fail(new Error('dropped too soon'));
+    await h.clock.advanceUntil(() => h.fake.opens === 5);
+    expect(h.clock.now() - failedAt).toBe(8000);
+  });
+
+  it('throws RangeError when retryMaxDelayMs is below retryDelayMs or not finite', () => {
+    const store = new ObjectStore<Obj>();
+    const make = (retryDelayMs: number, retryMaxDelayMs: number) => () =>
+      new SourceStreamDriver<Obj>({
+        source: new FakeSource<Obj>().source,
+        store,
+        onAffected: () => {},
+        retryDelayMs,
+        retryMaxDelayMs,
+      });
+    expect(make(1000, 999)).toThrow(RangeError);
+    expect(make(1000, Number.POSITIVE_INFINITY)).toThrow(RangeError);
+    expect(make(1000, Number.NaN)).toThrow(RangeError);
+    expect(make(31_000, Number.NaN)).toThrow(RangeError);
+    expect(make(1000, 1000)).not.toThrow();
   });
 });

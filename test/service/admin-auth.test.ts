@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { authorizeAdmin, isLoopback } from '../../src/service/admin-auth.js';
+import { authorizeAdmin, checkBrowserRequest, isLoopback } from '../../src/service/admin-auth.js';
 
 describe('isLoopback', () => {
   it('accepts exactly 127.0.0.1 and ::1, also IPv4-mapped', () => {
@@ -49,5 +49,84 @@ describe('authorizeAdmin', () => {
       allowed: false,
       status: 403,
     });
+  });
+});
+
+describe('checkBrowserRequest (loopback-only mode)', () => {
+  const none = new Set<string>();
+  const curl = { host: 'localhost:8080', origin: undefined, contentType: undefined };
+
+  it('admits what curl and kubectl port-forward clients send', () => {
+    for (const host of [
+      'localhost:8080',
+      'LOCALHOST',
+      '127.0.0.1:9000',
+      '[::1]:8080',
+      'app.localhost',
+    ]) {
+      expect(checkBrowserRequest({ ...curl, host }, none), host).toEqual({ allowed: true });
+    }
+    expect(
+      checkBrowserRequest({ ...curl, contentType: 'application/json; charset=utf-8' }, none),
+    ).toEqual({ allowed: true });
+    expect(checkBrowserRequest({ ...curl, origin: 'http://localhost:8080' }, none)).toEqual({
+      allowed: true,
+    });
+  });
+
+  it('refuses a Host that does not name loopback, as a DNS-rebound page sends, with a 403', () => {
+    for (const host of [
+      'evil.example:8080',
+      '127.0.0.1.nip.io',
+      'localhost.evil.example',
+      '',
+      undefined,
+    ]) {
+      const decision = checkBrowserRequest({ ...curl, host }, none);
+      expect(decision, String(host)).toMatchObject({ allowed: false, status: 403 });
+      expect((decision as { message: string }).message).toContain(
+        'want a Host header naming loopback',
+      );
+    }
+  });
+
+  it('admits a configured host name too', () => {
+    expect(
+      checkBrowserRequest({ ...curl, host: 'ctl.internal:80' }, new Set(['ctl.internal'])),
+    ).toEqual({
+      allowed: true,
+    });
+  });
+
+  it('refuses an Origin other than the server itself with a 403', () => {
+    for (const origin of ['https://evil.example', 'null', 'http://localhost:3000', 'file://']) {
+      const decision = checkBrowserRequest({ ...curl, origin }, none);
+      expect(decision, origin).toMatchObject({ allowed: false, status: 403 });
+      expect((decision as { message: string }).message).toContain('on another origin');
+    }
+  });
+
+  it('refuses a body a cross-site form can send (text/plain, forms, multipart) with a 415', () => {
+    for (const contentType of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+    ]) {
+      const decision = checkBrowserRequest({ ...curl, contentType }, none);
+      expect(decision, contentType).toMatchObject({ allowed: false, status: 415 });
+    }
+  });
+
+  it('is not asked when a token is configured', () => {
+    expect(
+      authorizeAdmin('t0k', 'Bearer t0k', '127.0.0.1', {
+        headers: {
+          host: 'evil.example',
+          origin: 'https://evil.example',
+          contentType: 'text/plain',
+        },
+        allowedHosts: none,
+      }),
+    ).toEqual({ allowed: true });
   });
 });

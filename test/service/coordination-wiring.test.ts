@@ -546,59 +546,48 @@ describe('coordination metrics', () => {
     expect(value(text, 'pool_controller_phase_duration_seconds_count{phase="validate"}')).toBe(1);
   });
 
-  it('count the open event-bus subscriptions', async () => {
+  it('count the open event-bus subscriptions, event streams included', async () => {
     const h = await harness();
     const a = new AbortController();
-    const stream = h.service.eventStream({ signal: a.signal })[Symbol.asyncIterator]();
-    await stream.next();
+    const stream = h.service.eventStream({ signal: a.signal })!;
     expect(value(await h.service.metrics.render(), 'pool_controller_event_subscribers')).toBe(1);
+    const closed = new Promise((resolve) => stream.once('close', resolve));
+    stream.resume();
     a.abort();
-    await stream.next();
+    await closed;
     expect(value(await h.service.metrics.render(), 'pool_controller_event_subscribers')).toBe(0);
   });
 });
 
 describe('event streams and shutdown', () => {
+  /** Resolves when `stream` has ended (read to its end) or closed. */
+  function ended(stream: import('node:stream').Readable): Promise<void> {
+    stream.resume();
+    return new Promise((resolve) => stream.once('close', () => resolve()));
+  }
+
   it('closeEventStreams ends every open stream at once, and a new one ends at once too', async () => {
     const h = await harness();
-    const stream = h.service.eventStream({ signal: new AbortController().signal });
-    const iterator = stream[Symbol.asyncIterator]();
-    await iterator.next();
-    const pending = iterator.next();
+    const stream = h.service.eventStream({ signal: new AbortController().signal })!;
+    const done = ended(stream);
     h.service.closeEventStreams();
-    expect((await pending).done).toBe(true);
-    const later = h.service
-      .eventStream({ signal: new AbortController().signal })
-      [Symbol.asyncIterator]();
-    await later.next();
-    expect((await later.next()).done).toBe(true);
-    expect(h.service.bus.subscriberCount).toBe(0);
+    await done;
+    await ended(h.service.eventStream({ signal: new AbortController().signal })!);
+    expect(h.service.eventStreams.count).toBe(0);
   });
 
   it('beginShutdown ends open streams, as it says, so closing the server never waits on a listener', async () => {
     const h = await harness();
-    const iterator = h.service
-      .eventStream({ signal: new AbortController().signal })
-      [Symbol.asyncIterator]();
-    await iterator.next();
-    let ended = false;
-    void iterator.next().then((r) => {
-      ended = r.done === true;
-    });
+    const done = ended(h.service.eventStream({ signal: new AbortController().signal })!);
     h.service.beginShutdown();
-    await settle();
-    expect(ended).toBe(true);
-    expect(h.service.bus.subscriberCount).toBe(0);
+    await done;
+    expect(h.service.eventStreams.count).toBe(0);
   });
 
   it('stop ends open streams instead of waiting on them', async () => {
     const h = await harness();
-    const iterator = h.service
-      .eventStream({ signal: new AbortController().signal })
-      [Symbol.asyncIterator]();
-    await iterator.next();
-    const pending = iterator.next();
+    const done = ended(h.service.eventStream({ signal: new AbortController().signal })!);
     await h.service.stop();
-    expect((await pending).done).toBe(true);
+    await done;
   });
 });

@@ -1,10 +1,12 @@
+import { getEventListeners } from 'node:events';
+import type { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { EventBus } from '../../src/coordination/event-bus.js';
 import {
+  EventStreams,
   formatSseEvent,
   SSE_HEARTBEAT_MS,
   SSE_RETRY_MS,
-  sseStream,
 } from '../../src/service/event-stream.js';
 import { SERVICE_EVENT_TYPES, type ServiceEvent } from '../../src/service/service-events.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
@@ -15,36 +17,55 @@ function leader(identity: string): ServiceEvent {
   return { type: 'leader.changed', identity };
 }
 
-function setup(options: { types?: string[]; bufferSize?: number; heartbeatMs?: number } = {}) {
-  const bus = new EventBus<ServiceEvent>();
-  const clock = new FakeClock();
-  const abort = new AbortController();
-  const dropped: number[] = [];
-  const stream = sseStream({
-    bus,
-    clock,
-    signal: abort.signal,
-    ...options,
-    onDropped: (count) => dropped.push(count),
-  });
-  /** Chunks received so far, pulled by a reader that runs like an HTTP response would. */
+/** A stream's consumer: reads whenever `reading` is on, as a socket that drains would. */
+function consume(stream: Readable) {
   const chunks: string[] = [];
   let ended = false;
-  const reading = (async () => {
-    for await (const chunk of stream) chunks.push(chunk);
+  const waiters: Array<() => void> = [];
+  const wake = (): void => {
+    for (const w of waiters.splice(0)) w();
+  };
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    chunks.push(chunk);
+    wake();
+  });
+  stream.on('end', () => {
     ended = true;
-  })();
+    wake();
+  });
+  stream.on('close', () => {
+    ended = true;
+    wake();
+  });
   return {
-    bus,
-    clock,
-    abort,
-    dropped,
-    chunks,
-    reading,
+    get text() {
+      return chunks.join('');
+    },
     get ended() {
       return ended;
     },
+    /** Resolves once the text received satisfies `check`, or the stream ends. */
+    async until(check: (text: string) => boolean): Promise<string> {
+      while (!check(chunks.join('')) && !ended) {
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+      return chunks.join('');
+    },
   };
+}
+
+function setup(options: { maxBytes?: number; maxStreams?: number; heartbeatMs?: number } = {}) {
+  const bus = new EventBus<ServiceEvent>();
+  const clock = new FakeClock();
+  const dropped: number[] = [];
+  const streams = new EventStreams({
+    bus,
+    clock,
+    ...options,
+    onDropped: (count) => dropped.push(count),
+  });
+  return { bus, clock, dropped, streams };
 }
 
 describe('formatSseEvent', () => {
@@ -61,130 +82,167 @@ describe('formatSseEvent', () => {
   });
 });
 
-describe('sseStream', () => {
+describe('EventStreams', () => {
   it('opens with the retry field and a comment, then sends every event in publish order with increasing ids', async () => {
     const s = setup();
-    await settle();
-    expect(s.chunks).toEqual([HELLO]);
+    const abort = new AbortController();
+    const client = consume(s.streams.open({ signal: abort.signal })!);
+    await client.until((t) => t === HELLO);
     s.bus.publish(leader('a'));
     s.bus.publish({ type: 'store.synced', objects: 2, cells: 1 });
-    await settle();
-    expect(s.chunks.slice(1)).toEqual([
-      formatSseEvent(1, 'leader.changed', leader('a')),
-      formatSseEvent(2, 'store.synced', { type: 'store.synced', objects: 2, cells: 1 }),
-    ]);
-    s.abort.abort();
-    await s.reading;
+    const text = await client.until((t) => t.includes('store.synced'));
+    expect(text).toBe(
+      HELLO +
+        formatSseEvent(1, 'leader.changed', leader('a')) +
+        formatSseEvent(2, 'store.synced', { type: 'store.synced', objects: 2, cells: 1 }),
+    );
+    abort.abort();
+    await client.until(() => false);
+    expect(client.ended).toBe(true);
   });
 
   it('sends only the asked-for types', async () => {
-    const s = setup({ types: ['store.synced'] });
-    await settle();
+    const s = setup();
+    const client = consume(
+      s.streams.open({ types: ['store.synced'], signal: new AbortController().signal })!,
+    );
     s.bus.publish(leader('a'));
     s.bus.publish({ type: 'store.synced', objects: 0, cells: 0 });
     s.bus.publish(leader('b'));
-    await settle();
-    expect(s.chunks.slice(1)).toEqual([
-      formatSseEvent(1, 'store.synced', { type: 'store.synced', objects: 0, cells: 0 }),
-    ]);
-    s.abort.abort();
-    await s.reading;
+    s.bus.publish({ type: 'store.synced', objects: 1, cells: 1 });
+    const text = await client.until((t) => t.includes('"objects":1'));
+    expect(text).toBe(
+      HELLO +
+        formatSseEvent(1, 'store.synced', { type: 'store.synced', objects: 0, cells: 0 }) +
+        formatSseEvent(2, 'store.synced', { type: 'store.synced', objects: 1, cells: 1 }),
+    );
+    s.streams.close();
   });
 
   it('does not replay events published before the client connected', async () => {
-    const bus = new EventBus<ServiceEvent>();
-    bus.publish(leader('early'));
-    const abort = new AbortController();
-    const stream = sseStream({ bus, clock: new FakeClock(), signal: abort.signal });
-    expect((await stream.next()).value).toBe(HELLO);
-    const next = stream.next();
-    bus.publish(leader('late'));
-    expect((await next).value).toBe(formatSseEvent(1, 'leader.changed', leader('late')));
-    abort.abort();
-    expect((await stream.next()).done).toBe(true);
+    const s = setup();
+    s.bus.publish(leader('early'));
+    const client = consume(s.streams.open({ signal: new AbortController().signal })!);
+    s.bus.publish(leader('late'));
+    const text = await client.until((t) => t.includes('late'));
+    expect(text).toBe(HELLO + formatSseEvent(1, 'leader.changed', leader('late')));
+    s.streams.close();
   });
 
-  it('sends a heartbeat comment every 15 s while idle, by the injected clock', async () => {
+  it('sends a heartbeat comment every 15 s while open, by the injected clock', async () => {
     const s = setup();
-    await settle();
+    const client = consume(s.streams.open({ signal: new AbortController().signal })!);
+    await client.until((t) => t === HELLO);
     await s.clock.advance(SSE_HEARTBEAT_MS - 1);
-    expect(s.chunks).toEqual([HELLO]);
+    expect(client.text).toBe(HELLO);
     await s.clock.advance(1);
-    expect(s.chunks).toEqual([HELLO, ': heartbeat\n\n']);
+    await client.until((t) => t.endsWith(': heartbeat\n\n'));
     await s.clock.advance(SSE_HEARTBEAT_MS);
-    expect(s.chunks).toEqual([HELLO, ': heartbeat\n\n', ': heartbeat\n\n']);
-    s.abort.abort();
-    await s.reading;
+    const text = await client.until((t) => t.split(': heartbeat').length === 3);
+    expect(text).toBe(`${HELLO}: heartbeat\n\n: heartbeat\n\n`);
+    s.streams.close();
   });
 
-  it('counts the heartbeat from the last message sent', async () => {
-    const s = setup({ heartbeatMs: 1_000 });
-    await settle();
-    await s.clock.advance(600);
-    s.bus.publish(leader('a'));
-    await s.clock.advance(600);
-    expect(s.chunks.filter((c) => c.startsWith(': heartbeat'))).toEqual([]);
-    await s.clock.advance(400);
-    expect(s.chunks.at(-1)).toBe(': heartbeat\n\n');
-    s.abort.abort();
-    await s.reading;
-  });
-
-  it('tells a slow client how many events it lost before the oldest it still gets', async () => {
-    const s = setup({ bufferSize: 2 });
-    await settle();
-    for (const id of ['1', '2', '3', '4', '5']) s.bus.publish(leader(id));
-    await settle();
-    expect(s.chunks.slice(1)).toEqual([
-      formatSseEvent(1, 'events.dropped', { type: 'events.dropped', dropped: 3, totalDropped: 3 }),
-      formatSseEvent(2, 'leader.changed', leader('4')),
-      formatSseEvent(3, 'leader.changed', leader('5')),
-    ]);
-    expect(s.dropped).toEqual([3]);
-
-    for (const id of ['6', '7', '8']) s.bus.publish(leader(id));
-    await settle();
-    expect(s.chunks.slice(4)).toEqual([
-      formatSseEvent(4, 'events.dropped', { type: 'events.dropped', dropped: 1, totalDropped: 4 }),
-      formatSseEvent(5, 'leader.changed', leader('7')),
-      formatSseEvent(6, 'leader.changed', leader('8')),
-    ]);
-    expect(s.dropped).toEqual([3, 1]);
-    s.abort.abort();
-    await s.reading;
-  });
-
-  it('ends at once when its signal aborts, leaving no subscription and no timer behind', async () => {
+  it('serializes each event once, into bytes every stream shares', async () => {
     const s = setup();
-    await settle();
-    expect(s.bus.subscriberCount).toBe(1);
+    const clients = [1, 2, 3].map(() =>
+      consume(s.streams.open({ signal: new AbortController().signal })!),
+    );
+    let serialized = 0;
+    const event = {
+      ...leader('a'),
+      toJSON() {
+        serialized += 1;
+        return { type: 'leader.changed', identity: 'a' };
+      },
+    } as unknown as ServiceEvent;
+    s.bus.publish(event);
+    for (const client of clients) await client.until((t) => t.includes('"identity":"a"'));
+    expect(serialized).toBe(1);
+    s.streams.close();
+  });
+
+  it('bounds a client that does not read in bytes, drops its oldest events, and tells it how many before the next', async () => {
+    const s = setup({ maxBytes: 2_000 });
+    const stream = s.streams.open({ signal: new AbortController().signal })!;
+    // Not read yet: everything stays queued, up to the bound.
+    const big = (i: number): ServiceEvent => ({
+      type: 'leader.changed',
+      identity: `${i}`.padEnd(300, 'x'),
+    });
+    for (let i = 0; i < 100; i += 1) s.bus.publish(big(i));
+    const client = consume(stream);
+    const text = await client.until((t) => t.includes('"identity":"99'));
+    const notice = /event: events\.dropped\ndata: (.*)\n/.exec(text);
+    expect(notice).not.toBeNull();
+    const { dropped, totalDropped } = JSON.parse(notice![1]!);
+    expect(dropped).toBe(totalDropped);
+    // What is left fits the bound (plus the one event that was queued last).
+    const kept = text.match(/^event: leader\.changed$/gm)!.length;
+    expect(kept + dropped).toBe(100);
+    expect(kept * 330).toBeLessThanOrEqual(2_000 + 330);
+    expect(s.dropped).toEqual([dropped]);
+    // The notice comes first, with the next id; then the newest events in order.
+    expect(text.indexOf('event: events.dropped')).toBeLessThan(
+      text.indexOf('event: leader.changed'),
+    );
+    expect(text).toContain(`id: 1\nevent: events.dropped`);
+    s.streams.close();
+  });
+
+  it('refuses a stream beyond the cap, and has room again once one ends', () => {
+    const s = setup({ maxStreams: 2 });
+    const a = new AbortController();
+    expect(s.streams.open({ signal: a.signal })).toBeDefined();
+    expect(s.streams.open({ signal: new AbortController().signal })).toBeDefined();
+    expect(s.streams.open({ signal: new AbortController().signal })).toBeUndefined();
+    a.abort();
+    expect(s.streams.count).toBe(1);
+    expect(s.streams.open({ signal: new AbortController().signal })).toBeDefined();
+    s.streams.close();
+  });
+
+  it('leaves nothing behind when a stream ends: no listener on its signal or the bus, no timer', async () => {
+    const s = setup();
+    const abort = new AbortController();
+    const client = consume(s.streams.open({ signal: abort.signal })!);
+    expect(getEventListeners(abort.signal, 'abort')).toHaveLength(1);
     expect(s.clock.pendingTimers).toBe(1);
-    s.abort.abort();
-    await s.reading;
-    expect(s.ended).toBe(true);
-    expect(s.bus.subscriberCount).toBe(0);
+    expect(s.streams.count).toBe(1);
+    abort.abort();
+    await client.until(() => false);
+    expect(getEventListeners(abort.signal, 'abort')).toHaveLength(0);
+    expect(s.streams.count).toBe(0);
+    await settle();
+    expect(s.clock.pendingTimers).toBe(0);
+    // The bus has no listener left: a publish reaches no stream.
+    const other = new AbortController();
+    const stream = s.streams.open({ signal: other.signal })!;
+    stream.destroy();
+    await settle();
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+    expect(s.streams.count).toBe(0);
+  });
+
+  it('ends at once when opened with an aborted signal, or after close()', async () => {
+    const s = setup();
+    const early = consume(s.streams.open({ signal: AbortSignal.abort() })!);
+    expect(await early.until(() => false)).toBe(HELLO);
+    s.streams.close();
+    const late = consume(s.streams.open({ signal: new AbortController().signal })!);
+    expect(await late.until(() => false)).toBe(HELLO);
+    expect(s.streams.count).toBe(0);
     expect(s.clock.pendingTimers).toBe(0);
   });
 
-  it('ends when the consumer stops reading it, and unsubscribes', async () => {
-    const bus = new EventBus<ServiceEvent>();
-    const stream = sseStream({ bus, clock: new FakeClock(), signal: new AbortController().signal });
-    await stream.next();
-    expect(bus.subscriberCount).toBe(1);
-    await stream.return(undefined);
-    expect(bus.subscriberCount).toBe(0);
-  });
-
-  it('ends at once when created with an aborted signal', async () => {
-    const bus = new EventBus<ServiceEvent>();
-    const clock = new FakeClock();
-    const chunks: string[] = [];
-    for await (const chunk of sseStream({ bus, clock, signal: AbortSignal.abort() })) {
-      chunks.push(chunk);
-    }
-    expect(chunks).toEqual([HELLO]);
-    expect(bus.subscriberCount).toBe(0);
-    expect(clock.pendingTimers).toBe(0);
+  it('close() destroys a stream whose client has not taken what is queued, so shutdown never waits on it', async () => {
+    const s = setup();
+    const stream = s.streams.open({ signal: new AbortController().signal })!;
+    s.bus.publish(leader('a'));
+    const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    s.streams.close();
+    await closed;
+    expect(stream.destroyed).toBe(true);
   });
 });
 

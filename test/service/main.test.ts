@@ -271,6 +271,66 @@ describe('pool-controller (the built command)', () => {
     agent.destroy();
   });
 
+  it('closes the connection of a request begun before SIGTERM and answered after it, and exits 0 after the grace', async () => {
+    const { connect } = await import('node:net');
+    const { running, base } = await startService([
+      '--source',
+      'simulated',
+      '--shutdown-grace',
+      '1s',
+      '--shutdown-timeout',
+      '20s',
+    ]);
+    const { port } = new URL(base);
+    const socket = connect(Number(port), '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      answer += chunk;
+    });
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // The headers now, the body after SIGTERM: the request began before shutdown.
+    socket.write(
+      'POST /api/v1/reconcile HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n',
+    );
+    await waitFor('the request to be logged', () =>
+      logLines(running).find(
+        (l) => l.msg === 'incoming request' && (l.req as { method?: string })?.method === 'POST',
+      ),
+    );
+    const started = Date.now();
+    running.child.kill('SIGTERM');
+    await waitFor('shutdown to begin', () =>
+      logLines(running).find((l) => l.msg === 'shutting down'),
+    );
+    socket.write('{}');
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 202 Accepted\r\n/);
+    expect(answer.toLowerCase()).toContain('\r\nconnection: close\r\n');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+    // The grace (1 s) and the request; the 20 s timeout would mean the socket held the close.
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  it('serves the probes on --health-probe-listen as well, and nothing else there', async () => {
+    const { running } = await startService([
+      '--source',
+      'simulated',
+      '--health-probe-listen',
+      '127.0.0.1:0',
+    ]);
+    const listening = logLines(running).find((l) => l.msg === 'control plane listening')!;
+    const { port } = listening.healthProbeAddress as { port: number };
+    const probes = `http://127.0.0.1:${port}`;
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    await waitFor('readiness', async () =>
+      (await fetch(`${probes}/readyz`)).status === 200 ? true : undefined,
+    );
+    expect((await fetch(`${probes}/api/v1/cells`)).status).toBe(404);
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('exits 2 at start for a kubeconfig that can never work, without quoting its contents', async () => {
     const env = await clusterFreeEnv();
     const { writeFile } = await import('node:fs/promises');

@@ -3,7 +3,8 @@ import { LWS_LABELS } from '../../src/pools/labels.js';
 import { PoolService } from '../../src/service/pool-service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { DrivenPodSource, harness, replaceWith } from '../support/service-harness.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+import { DrivenPodSource, harness, replaceWith, upsert } from '../support/service-harness.js';
 
 function service(podSource = new DrivenPodSource(), clock = new FakeClock()) {
   return new PoolService({
@@ -126,9 +127,10 @@ describe('PoolService as the control plane', () => {
   });
 
   it('decides admin access itself, without handing out the token', async () => {
+    const CURL = { host: 'localhost:8080', origin: undefined, contentType: undefined };
     const { service } = await harness({ adminToken: 's3cret' });
-    expect(service.authorizeAdmin('Bearer s3cret', '10.0.0.9')).toEqual({ allowed: true });
-    expect(service.authorizeAdmin('Bearer wrong', '127.0.0.1')).toMatchObject({
+    expect(service.authorizeAdmin('Bearer s3cret', '10.0.0.9', CURL)).toEqual({ allowed: true });
+    expect(service.authorizeAdmin('Bearer wrong', '127.0.0.1', CURL)).toMatchObject({
       allowed: false,
       status: 401,
     });
@@ -143,10 +145,34 @@ describe('PoolService as the control plane', () => {
       service.cells.listBody().toString(),
       JSON.stringify(service.health.readyz.report({ verbose: true, exclude: [] })),
       JSON.stringify(service.health.healthz.report({ verbose: true, exclude: [] })),
-      JSON.stringify(service.authorizeAdmin('Bearer wrong', '10.0.0.9')),
+      JSON.stringify(service.authorizeAdmin('Bearer wrong', '10.0.0.9', CURL)),
       await service.metrics.render(),
     ];
     expect(handedOut.filter((text) => text.includes('s3cret'))).toEqual([]);
     expect(handedOut.join('\n')).toContain('controller_runtime_reconcile_total'); // reads are real
+  });
+});
+
+describe('a pod with a 200 KB annotation', () => {
+  it('enters the cell list, the cell.changed event, the log and the metrics bounded', async () => {
+    const logger = new RecordingLogger();
+    const h = await harness({ logger });
+    const events: string[] = [];
+    const stop = h.service.bus.listen((event) => events.push(JSON.stringify(event)));
+    const pod = lwsPod({
+      group: 0,
+      worker: 0,
+      size: 'x'.repeat(200_000),
+      phase: 'y'.repeat(200_000),
+    });
+    await h.push(upsert(pod));
+    stop();
+    const cells = await h.app.inject({ url: '/api/v1/cells' });
+    expect(cells.json().count).toBe(1);
+    expect(cells.body.length).toBeLessThan(4_000);
+    expect(events.some((e) => e.includes('"cell.changed"'))).toBe(true);
+    expect(Math.max(...events.map((e) => e.length))).toBeLessThan(4_000);
+    expect(Math.max(...logger.entries.map((e) => JSON.stringify(e).length))).toBeLessThan(4_000);
+    expect((await h.service.metrics.render()).length).toBeLessThan(100_000);
   });
 });

@@ -86,6 +86,29 @@ export class FakeClock implements Clock {
     await settle();
   }
 
+  /**
+   * Fires pending sleepers one at a time, earliest first, until `condition` holds, and leaves
+   * time at the wake-up that made it true: a test reads the exact moment something happened
+   * (a reopen, a retry) without knowing the delay beforehand. Throws when nothing is pending and
+   * the condition still fails, or after `limitMs` of fake time, so a wrong expectation fails fast.
+   */
+  async advanceUntil(condition: () => boolean, limitMs = 3_600_000): Promise<void> {
+    const deadline = this.#now + limitMs;
+    for (;;) {
+      await settle();
+      if (condition()) return;
+      const next = this.#earliestDueBy(deadline);
+      if (!next) {
+        throw new Error(
+          `FakeClock.advanceUntil: condition still false at ${this.#now} ms with no sleeper due by ${deadline} ms`,
+        );
+      }
+      this.#timers.delete(next);
+      this.#now = Math.max(this.#now, next.dueAt);
+      next.resolve();
+    }
+  }
+
   #earliestDueBy(limit: number): Timer | undefined {
     let best: Timer | undefined;
     for (const timer of this.#timers) {

@@ -20,6 +20,8 @@ export interface RecordedRequest {
   limit?: number;
   resourceVersion?: string;
   timeoutSeconds?: number;
+  /** A watch-list: the WATCH asked for the initial events first. */
+  sendInitialEvents?: boolean;
   /** The fake clock's time when the request was made (0 without a clock). */
   at: number;
 }
@@ -151,10 +153,14 @@ export class FakePodApi implements PodApi {
     return this;
   }
 
-  /** The requests as one line each: `LIST`, `WATCH rv=12`. */
+  /** The requests as one line each: `LIST`, `WATCH rv=12`, `WATCH-LIST` (initial events first). */
   get log(): string[] {
     return this.requests.map((r) =>
-      r.verb === 'LIST' ? 'LIST' : `WATCH rv=${r.resourceVersion ?? ''}`,
+      r.verb === 'LIST'
+        ? 'LIST'
+        : r.sendInitialEvents
+          ? 'WATCH-LIST'
+          : `WATCH rv=${r.resourceVersion ?? ''}`,
     );
   }
 
@@ -188,6 +194,7 @@ export class FakePodApi implements PodApi {
       labelSelector: options.labelSelector,
       resourceVersion: options.resourceVersion,
       timeoutSeconds: options.timeoutSeconds,
+      ...(options.sendInitialEvents ? { sendInitialEvents: true } : {}),
       at: this.#clock?.now() ?? 0,
     });
     const outcome = this.#watchScript.shift() ?? 'open';

@@ -33,6 +33,8 @@ export class DrivenPodSource implements PodSource {
     lists: 1,
     relists: {},
     watchOpens: 1,
+    initialList: 'watch-list',
+    watchListFallbacks: 0,
     events: {},
     bytesDecoded: 0,
   };
@@ -64,6 +66,7 @@ export interface HarnessOptions {
   driftIntervalMs?: number | null;
   watchStatePollMs?: number;
   logger?: Logger;
+  maxEventStreams?: number;
 }
 
 /**
@@ -134,6 +137,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
       ? { watchStatePollMs: options.watchStatePollMs }
       : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.maxEventStreams !== undefined ? { maxEventStreams: options.maxEventStreams } : {}),
   });
   const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {

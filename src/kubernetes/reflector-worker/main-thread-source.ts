@@ -16,6 +16,7 @@ import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../connection.js';
 import type { Pod } from '../pod.js';
 import {
+  DEFAULT_INITIAL_LIST,
   foldReflectorStats,
   initialReflectorStats,
   type PodSourceStats,
@@ -113,7 +114,7 @@ export class WorkerPodSource {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #open = new Set<OpenStream>();
-  #finished: PodSourceStats = initialReflectorStats();
+  #finished: PodSourceStats;
   #closing: Promise<void> | undefined;
 
   constructor(options: WorkerPodSourceOptions = {}) {
@@ -126,6 +127,7 @@ export class WorkerPodSource {
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? realClock;
     this.#maxBufferedEvents = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
+    this.#finished = initialReflectorStats(options.initialList ?? DEFAULT_INITIAL_LIST);
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#taskOptions = {
       cluster: {
@@ -140,6 +142,7 @@ export class WorkerPodSource {
       ...(options.watchTimeoutSeconds ? { watchTimeoutSeconds: options.watchTimeoutSeconds } : {}),
       ...(options.idleTimeoutMs ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
       ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.initialList ? { initialList: options.initialList } : {}),
       replaceChunkSize: options.replaceChunkSize ?? DEFAULT_REPLACE_CHUNK_SIZE,
     };
     this.#pool = new Piscina<ReflectorTask, unknown>({

@@ -22,6 +22,7 @@ export type ReflectorSettings = Pick<
   | 'watchTimeoutSeconds'
   | 'idleTimeoutMs'
   | 'backoff'
+  | 'initialList'
 >;
 
 /** What a stream's reflector is configured with; everything a worker needs besides the port. */

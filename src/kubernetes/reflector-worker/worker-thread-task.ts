@@ -155,6 +155,7 @@ export async function runReflectorTask(
       watchTimeoutSeconds: options.watchTimeoutSeconds,
       idleTimeoutMs: options.idleTimeoutMs,
       backoff: options.backoff,
+      ...(options.initialList ? { initialList: options.initialList } : {}),
       logger: portLogger(port),
       onStatsChange: scheduleFlush,
       onListPage,

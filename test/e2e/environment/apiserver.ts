@@ -103,6 +103,14 @@ export class Apiserver {
     await this.process.stop();
   }
 
+  /**
+   * Starts it again after `stop()`, with the same flags (same port, certificates and etcd), and
+   * resolves once /readyz answers ok: the second half of a restart with an outage in between.
+   */
+  async startAgain(): Promise<void> {
+    await this.#startAndWait();
+  }
+
   async #startAndWait(): Promise<void> {
     this.process.start();
     const deadline = Date.now() + this.#options.readyTimeoutMs;

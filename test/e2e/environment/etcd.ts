@@ -1,8 +1,9 @@
 /**
- * One single-member etcd on free loopback ports with its own data folder, plus the two things tests
- * need from it directly: its current revision and a physical compaction.
+ * One single-member etcd on free loopback ports with its own data folder, plus the things tests
+ * need from it directly: its current revision, a physical compaction and deleting a key.
  *
- * Both go through etcd's JSON gateway on the client port (`/v3/kv/range`, `/v3/kv/compaction`),
+ * They go through etcd's JSON gateway on the client port (`/v3/kv/range`, `/v3/kv/compaction`,
+ * `/v3/kv/deleterange`),
  * the same gRPC calls etcdctl makes, so no etcdctl binary has to be built.
  */
 import { join } from 'node:path';
@@ -107,6 +108,14 @@ export class Etcd {
       if (!String(error).includes('required revision has been compacted')) throw error;
     }
     return revision;
+  }
+
+  /** Deletes one key (no range); resolves with how many keys were deleted (0 or 1). */
+  async deleteKey(key: string): Promise<number> {
+    const reply = await this.#post<{ deleted?: string }>('/v3/kv/deleterange', {
+      key: Buffer.from(key).toString('base64'),
+    });
+    return Number(reply.deleted ?? 0);
   }
 
   /**

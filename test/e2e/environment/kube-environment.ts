@@ -81,6 +81,15 @@ export interface KubeEnvironment {
   createNamespace(prefix?: string): Promise<string>;
   /** Stops the apiserver and starts it again on the same port with the same etcd data. */
   restartApiserver(): Promise<void>;
+  /** Stops the apiserver (gracefully) and leaves it stopped: an outage, until `startApiserver()`. */
+  stopApiserver(): Promise<void>;
+  /** Starts the stopped apiserver again (same port, etcd data); resolves once /readyz is ok. */
+  startApiserver(): Promise<void>;
+  /**
+   * Deletes a pod's object in etcd, behind the apiserver's back: what another apiserver of an HA
+   * control plane would do while this one is stopped. Resolves with whether the pod was there.
+   */
+  deletePodInEtcd(namespace: string, name: string): Promise<boolean>;
   /** Stops etcd and starts it again on the same ports with the same data; the apiserver stays up. */
   restartEtcd(): Promise<void>;
   /** etcd's current revision (the newest resourceVersion the apiserver can have issued). */
@@ -267,6 +276,16 @@ export async function startKubeEnvironment(
     },
     async restartApiserver() {
       await startedApiserver.restart();
+    },
+    async stopApiserver() {
+      await startedApiserver.stop();
+    },
+    async startApiserver() {
+      await startedApiserver.startAgain();
+    },
+    async deletePodInEtcd(namespace, name) {
+      // The apiserver's default --etcd-prefix (/registry) and its key layout for namespaced kinds.
+      return (await startedEtcd.deleteKey(`/registry/pods/${namespace}/${name}`)) === 1;
     },
     async restartEtcd() {
       await startedEtcd.restart();

@@ -1,0 +1,204 @@
+/**
+ * The reflector's watch-list (`initialList: 'watch-list'`): the world read from one WATCH's
+ * initial events, published at the initial-events-end bookmark, the stream then followed as the
+ * watch; and every way it falls back to LIST + WATCH. Request sequences on the fake clock.
+ */
+import { describe, expect, it } from 'vitest';
+import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/api-errors.js';
+import { type Pod, podKey } from '../../src/kubernetes/pod.js';
+import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import type { SourceEvent } from '../../src/runtime/source-event.js';
+import { drain } from '../support/drain.js';
+import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakePodApi } from '../support/fake-pod-api.js';
+import { rawPod } from '../support/pods.js';
+import { RecordingLogger } from '../support/recording-logger.js';
+
+/** `script` queues the fake's answers before the stream opens its first request. */
+function setup(script: (api: FakePodApi) => void = () => {}) {
+  const clock = new FakeClock();
+  const api = new FakePodApi(clock);
+  script(api);
+  const logger = new RecordingLogger();
+  const pages: Array<[number, string[]]> = [];
+  const reflector = new KubernetesReflector({
+    api,
+    clock,
+    logger,
+    random: () => 0,
+    initialList: 'watch-list',
+    onListPage: (pods, page) => pages.push([page, pods.map((p) => podKey(p))]),
+  });
+  const stream = drain(reflector.watch());
+  return { clock, api, logger, reflector, stream, pages };
+}
+
+const added = (name: string, resourceVersion: string) => ({
+  type: 'ADDED',
+  object: rawPod({ name, resourceVersion }),
+});
+const endBookmark = (resourceVersion: string) => ({
+  type: 'BOOKMARK',
+  object: {
+    kind: 'Pod',
+    metadata: { resourceVersion, annotations: { 'k8s.io/initial-events-end': 'true' } },
+  },
+});
+
+function keysOf(event: SourceEvent<Pod> | undefined): string[] {
+  return event?.type === 'replace' ? [...event.objects.keys()].sort() : [];
+}
+
+describe('KubernetesReflector watch-list', () => {
+  it('opens with one WATCH asking for the initial events, from the freshest state', async () => {
+    const { api, stream } = setup();
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST']);
+    expect(api.requests[0]).toMatchObject({ resourceVersion: '', sendInitialEvents: true });
+    await stream.close();
+  });
+
+  it('publishes the initial events as one replace at the end bookmark, then follows the same stream', async () => {
+    const { api, reflector, stream, pages } = setup();
+    await settle();
+    api.watch.push(added('a', '11')).push(added('b', '12')).push(endBookmark('20'));
+    await settle();
+    expect(stream.items).toHaveLength(1);
+    expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b']);
+    expect(pages).toEqual([[1, ['default/a', 'default/b']]]);
+    // The same stream is the watch now: no second request, and it is proven (healthy) at once.
+    expect(reflector.stats()).toMatchObject({
+      phase: 'watching',
+      healthy: true,
+      cursor: '20',
+      lists: 1,
+      watchOpens: 1,
+      initialList: 'watch-list',
+      watchListFallbacks: 0,
+    });
+    api.watch.push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '21' }) });
+    await settle();
+    expect(stream.items[1]).toMatchObject({ type: 'delete', key: 'default/a' });
+    expect(api.log).toEqual(['WATCH-LIST']);
+    expect(reflector.stats().cursor).toBe('21');
+    await stream.close();
+    expect(api.watches[0]?.released).toBe(true);
+  });
+
+  it('streams the initial events to onListPage in pages of 500 before the end', async () => {
+    const { api, stream, pages } = setup();
+    await settle();
+    for (let i = 0; i < 1_001; i += 1) api.watch.push(added(`p${i}`, String(100 + i)));
+    await settle();
+    expect(pages.map(([page, names]) => [page, names.length])).toEqual([
+      [1, 500],
+      [2, 500],
+    ]);
+    expect(stream.items).toHaveLength(0);
+    api.watch.push(endBookmark('2000'));
+    await settle();
+    expect(pages.map(([page, names]) => [page, names.length])).toEqual([
+      [1, 500],
+      [2, 500],
+      [3, 1],
+    ]);
+    expect(keysOf(stream.items[0])).toHaveLength(1_001);
+    await stream.close();
+  });
+
+  it('relists by watch-list again after the cursor expires', async () => {
+    const { api, stream } = setup();
+    await settle();
+    api.watch.push(endBookmark('20'));
+    await settle();
+    api.watch.push({
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', status: 'Failure' },
+    });
+    await settle(); // the cursor was proven live: at once
+    expect(api.log).toEqual(['WATCH-LIST', 'WATCH-LIST']);
+    await stream.close();
+  });
+
+  it('falls back to LIST + WATCH for good when the server refuses the request (422)', async () => {
+    const { api, clock, logger, reflector, stream } = setup((fake) => {
+      fake.queueWatch(new ApiStatusError('WATCH', { code: 422, reason: 'Invalid', causes: [] }));
+      fake.queueList({ pods: [], resourceVersion: '30' });
+    });
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
+    expect(reflector.stats()).toMatchObject({ initialList: 'list', watchListFallbacks: 1 });
+    expect(logger.entries.filter((e) => e.level === 'warn')).toHaveLength(1);
+    // A later relist stays on LIST (after the backoff: that WATCH had not proven its cursor).
+    api.watch.push({ type: 'ERROR', object: { kind: 'Status', code: 410, status: 'Failure' } });
+    await clock.advance(800);
+    expect(api.log.slice(3)).toEqual(['LIST', 'WATCH rv=1']);
+    await stream.close();
+  });
+
+  it('falls back for good on a bookmark without the end annotation (a server that ignored it)', async () => {
+    const { api, reflector, stream } = setup();
+    api.queueList({ pods: [], resourceVersion: '30' });
+    await settle();
+    api.watch
+      .push(added('a', '11'))
+      .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } });
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
+    expect(api.watches[0]?.released).toBe(true);
+    expect(reflector.stats()).toMatchObject({ initialList: 'list', watchListFallbacks: 1 });
+    expect(keysOf(stream.items[0])).toEqual([]);
+    await stream.close();
+  });
+
+  it('falls back once, at once, when the watch-list fails midway; the next relist tries it again', async () => {
+    const { api, clock, logger, reflector, stream } = setup();
+    api.queueList({ pods: [], resourceVersion: '30' });
+    await settle();
+    api.watch.push(added('a', '11')).fail(new Error('socket hang up'));
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
+    expect(reflector.stats()).toMatchObject({ initialList: 'watch-list', watchListFallbacks: 1 });
+    expect(keysOf(stream.items[0])).toEqual([]); // the LIST's world, not the partial watch-list
+    await clock.advance(1_000);
+    api.watch.push({ type: 'ERROR', object: { kind: 'Status', code: 410, status: 'Failure' } });
+    await settle();
+    expect(api.log.at(-1)).toBe('WATCH-LIST');
+    // Logged at warn once; later fallbacks at debug.
+    api.watch.fail(new Error('socket hang up'));
+    await settle();
+    expect(
+      logger.entries.filter((e) => e.level === 'warn' && /watch-list/.test(e.msg ?? '')),
+    ).toHaveLength(1);
+    await stream.close();
+  });
+
+  it('retries watch-list after the short wait when nothing answered: the server is down', async () => {
+    const { api, clock, reflector, stream } = setup((fake) =>
+      fake.queueWatch(new ApiConnectionError('WATCH', new Error('connect ECONNREFUSED'), false)),
+    );
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST']);
+    await clock.advance(999);
+    expect(api.log).toEqual(['WATCH-LIST']);
+    await clock.advance(1);
+    expect(api.log).toEqual(['WATCH-LIST', 'WATCH-LIST']);
+    expect(reflector.stats().watchListFallbacks).toBe(0);
+    await stream.close();
+  });
+
+  it('falls back once when the watch ends before its initial events did', async () => {
+    const { api, reflector, stream } = setup();
+    api.queueList({ pods: [], resourceVersion: '30' });
+    await settle();
+    api.watch.push(added('a', '11')).end();
+    await settle();
+    expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
+    expect(reflector.stats()).toMatchObject({
+      initialList: 'watch-list',
+      watchListFallbacks: 1,
+      lastError: 'watch-list: the watch ended before its initial events did',
+    });
+    await stream.close();
+  });
+});

@@ -1,0 +1,78 @@
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { CoordinationMetrics } from '../../src/service/coordination-metrics.js';
+import type { SinkTargetStatus } from '../../src/sinks/sink.js';
+
+function status(target: string): SinkTargetStatus {
+  return {
+    kind: 'endpointslice',
+    target,
+    pool: 'engine',
+    desired: [],
+    actual: [],
+    pending: [],
+    lastAppliedAt: null,
+    lastError: null,
+  };
+}
+
+describe('pool_controller_sink_operations_total', () => {
+  it('drops the series of a target the sinks stopped reporting, one scrape after it vanished', async () => {
+    const registry = new Registry();
+    const metrics = new CoordinationMetrics(registry);
+    let targets = [status('ns/a-alive-http-ipv4'), status('ns/b-alive-http-ipv4')];
+    metrics.bind({ leaseName: 'l', subscribers: () => 0, sinkStatus: () => targets });
+    const sink = 'endpointslice';
+    metrics.sinkOperation({ sink, target: 'ns/*', operation: 'list', result: 'success' });
+    for (const target of ['ns/a-alive-http-ipv4', 'ns/b-alive-http-ipv4']) {
+      metrics.sinkOperation({ sink, target, operation: 'apply', result: 'success' });
+    }
+    const series = async () =>
+      (await registry.getSingleMetric('pool_controller_sink_operations_total')!.get()).values.map(
+        (v) => `${v.labels.target} ${v.labels.operation}`,
+      );
+    expect(await series()).toHaveLength(3);
+    // Pool b goes: its slice is deleted and no longer reported.
+    metrics.sinkOperation({
+      sink,
+      target: 'ns/b-alive-http-ipv4',
+      operation: 'delete',
+      result: 'success',
+    });
+    targets = [status('ns/a-alive-http-ipv4')];
+    // Scraped once more with its last count...
+    expect(await series()).toContain('ns/b-alive-http-ipv4 delete');
+    // ...then gone; the live target and the namespace's LIST stay.
+    expect((await series()).sort()).toEqual(['ns/* list', 'ns/a-alive-http-ipv4 apply']);
+  });
+
+  it('stays bounded over 4,000 pools that came and went', async () => {
+    const registry = new Registry();
+    const metrics = new CoordinationMetrics(registry);
+    let targets: SinkTargetStatus[] = [];
+    metrics.bind({ leaseName: 'l', subscribers: () => 0, sinkStatus: () => targets });
+    const count = async () =>
+      (await registry.getSingleMetric('pool_controller_sink_operations_total')!.get()).values
+        .length;
+    for (let i = 0; i < 4_000; i += 1) {
+      const target = `ns/p${i}-alive-http-ipv4`;
+      targets = [status(target)];
+      metrics.sinkOperation({
+        sink: 'endpointslice',
+        target,
+        operation: 'apply',
+        result: 'success',
+      });
+      await count();
+      metrics.sinkOperation({
+        sink: 'endpointslice',
+        target,
+        operation: 'delete',
+        result: 'success',
+      });
+      targets = [];
+      await count();
+    }
+    expect(await count()).toBeLessThanOrEqual(4);
+  });
+});
