@@ -280,6 +280,9 @@ describe('pool-controller (the built command)', () => {
       '1s',
       '--shutdown-timeout',
       '20s',
+      // Request logs are at debug: the test waits for the request's own log line.
+      '--log-level',
+      'debug',
     ]);
     const { port } = new URL(base);
     const socket = connect(Number(port), '127.0.0.1');
