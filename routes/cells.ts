@@ -103,7 +103,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     },
     async (request, reply) => {
       const { pool, alive, namespace } = request.query;
-      return sendJsonBytes(reply, plane.cells.listBody({ pool, alive, namespace }));
+      return sendJsonBytes(reply, plane.cells.listBody({ pool, alive, namespace }, plane.synced));
     },
   );
 

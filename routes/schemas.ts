@@ -90,6 +90,11 @@ export const cellSchema = named(
 
 export const cellListSchema = z.object({
   source: sourceKindSchema,
+  synced: z
+    .boolean()
+    .describe(
+      'Whether the store has synced (the first full list is applied). Until it has, an empty or short list means "not synced yet", not "no cells".',
+    ),
   count: z.number().int(),
   cells: z.array(cellSchema),
 });

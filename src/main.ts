@@ -18,6 +18,7 @@ import {
   parseConfig,
   VersionRequested,
 } from './cli/config.js';
+import { PRETTY_OPTIONS, serviceLoggerOptions } from './cli/log-options.js';
 import {
   chooseSource,
   type HostFacts,
@@ -210,12 +211,15 @@ async function createSinks(
  * stdout is a terminal, so `npm start` reads well and a pod's log stays JSON.
  */
 async function createLogger(config: Config): Promise<pino.Logger> {
-  const options = { name: 'pool-controller', level: config.logLevel };
   const format = config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json');
+  const options = serviceLoggerOptions(config.logLevel, format);
   if (format === 'json') return pino(options);
   const { default: pretty } = await import('pino-pretty');
   // Synchronous, so lines keep their order with the banner on stderr and none is lost at exit.
-  return pino(options, pretty({ sync: true, colorize: Boolean(process.stdout.isTTY) }));
+  return pino(
+    options,
+    pretty({ ...PRETTY_OPTIONS, sync: true, colorize: Boolean(process.stdout.isTTY) }),
+  );
 }
 
 async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {

@@ -12,7 +12,6 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
-  LogController,
 } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
@@ -36,6 +35,7 @@ import { type Clock, realClock } from '../runtime/clock.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { SERVICE_EVENT_TYPES } from '../service/service-events.js';
 import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
+import { DebugRequestLog } from './request-log.js';
 import { RouteMethods } from './route-methods.js';
 
 /** Sent on every response, so simulated data is recognisable even in a bare `curl -i`. */
@@ -250,7 +250,7 @@ export async function buildServer(
     bodyLimit: BODY_LIMIT,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Probes and scrapes arrive every few seconds; logging each would drown the cell transitions.
-    logController: new LogController({
+    logController: new DebugRequestLog({
       disableRequestLogging: (request) => QUIET_PATHS.test(request.url),
     }),
     // The router's own refusals (a bad percent-encoding, an over-long parameter) bypass the

@@ -26,8 +26,12 @@ export interface CellsView {
   keysForId(id: string): ParentKey[];
   list(filter?: CellFilter): Cell[];
   pools(): PoolSummary[];
-  /** `{…envelope, "count": n, "cells": [...]}`, cached until the next change. */
-  listBody(filter?: CellFilter): Buffer;
+  /**
+   * `{…envelope, "synced": s, "count": n, "cells": [...]}`, cached until the next change.
+   * `synced`: whether the store has synced, so an empty list before the first LIST is told
+   * apart from a world with no cells.
+   */
+  listBody(filter?: CellFilter, synced?: boolean): Buffer;
   /** `{…envelope, "cell": {...}}`, or `undefined` when no cell has that key. */
   cellBody(key: ParentKey): Buffer | undefined;
 }
@@ -72,17 +76,17 @@ export class CellBodies implements CellsView {
     return this.#registry.pools();
   }
 
-  listBody(filter: CellFilter = {}): Buffer {
+  listBody(filter: CellFilter = {}, synced = true): Buffer {
     if (this.#bodiesVersion !== this.#registry.version) {
       this.#listBodies = new Map();
       this.#bodiesVersion = this.#registry.version;
     }
-    const cacheKey = `${filter.namespace ?? '\0'}|${filter.pool ?? '\0'}|${filter.alive ?? '\0'}`;
+    const cacheKey = `${synced}|${filter.namespace ?? '\0'}|${filter.pool ?? '\0'}|${filter.alive ?? '\0'}`;
     const cached = this.#listBodies.get(cacheKey);
     if (cached) return cached;
     const cells = this.#registry.listJson(filter);
     const body = Buffer.from(
-      `{${this.#envelopeJson}"count":${cells.length},"cells":[${cells.join(',')}]}`,
+      `{${this.#envelopeJson}"synced":${synced},"count":${cells.length},"cells":[${cells.join(',')}]}`,
     );
     if (this.#listBodies.size >= MAX_CACHED_LIST_BODIES) this.#listBodies.clear();
     this.#listBodies.set(cacheKey, body);

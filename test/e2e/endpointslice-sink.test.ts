@@ -239,7 +239,7 @@ describe('EndpointSlice sink against a real apiserver', () => {
     it('removes the slice of a pool whose pods are all gone', async () => {
       for (const name of ['spare-0', 'spare-0-1']) await kubelet.finalizeDeletion(namespace, name);
       await expectSlices({ 'engine-alive-30000': [`${await ipOf('engine-1')}:30000`] });
-      expect(service.output()).not.toContain('"level":50');
+      expect(service.output()).not.toContain('"level":"error"');
     });
   });
 });

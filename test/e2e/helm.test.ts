@@ -244,7 +244,7 @@ describe('charts/pool-controller', () => {
       readOnly: true,
     });
     expect(container.livenessProbe).toEqual({
-      httpGet: { path: '/healthz', port: 'http' },
+      httpGet: { path: '/healthz', port: 'probes' },
       initialDelaySeconds: 5,
       periodSeconds: 20,
       timeoutSeconds: 3,

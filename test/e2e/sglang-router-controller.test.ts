@@ -805,12 +805,13 @@ describe.skipIf(unavailable !== undefined)(
         // its own log (same machine clock as the proxy's): the elector logs 'stopped leading'
         // just before the hook that aborts the routing, and 'acquired leader lease' before the
         // next term begins; the SSE events can arrive later than requests sent after them.
-        const logTime = (msg: string, after: number): number | undefined => {
-          const line = third.controller
+        // `time` is ISO 8601 in the JSON log lines.
+        const logTime = (msg: string, after: number): number | undefined =>
+          third.controller
             .logLines()
-            .find((l) => l.msg === msg && typeof l.time === 'number' && l.time >= after);
-          return line?.time as number | undefined;
-        };
+            .filter((l) => l.msg === msg && typeof l.time === 'string')
+            .map((l) => Date.parse(l.time as string))
+            .find((t) => t >= after);
         const steppedDownAt = logTime('stopped leading', stolenAt);
         expect(steppedDownAt).toBeDefined();
         const reacquiredAt = logTime('acquired leader lease', steppedDownAt!) ?? Infinity;

@@ -25,6 +25,7 @@ describe('GET /api/v1/cells', () => {
     expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
     const body = res.json();
     expect(body.source).toBe('kubernetes');
+    expect(body.synced).toBe(true);
     expect(body.count).toBe(3);
     expect(body.cells.map((c: { id: string }) => c.id)).toEqual([
       'engine-00000',
@@ -41,6 +42,15 @@ describe('GET /api/v1/cells', () => {
     expect(body.cells[1].whyNotAlive).toEqual([
       { reason: 'PodsNotReady', message: 'engine-1-1 is not ready', pods: ['engine-1-1'] },
     ]);
+  });
+
+  it('says whether the store has synced, so "no cells yet" differs from "no cells"', async () => {
+    const h = await harness({ start: false });
+    const before = (await h.app.inject({ url: '/api/v1/cells' })).json();
+    expect(before).toEqual({ source: 'kubernetes', synced: false, count: 0, cells: [] });
+    await h.start([]);
+    const after = (await h.app.inject({ url: '/api/v1/cells' })).json();
+    expect(after).toEqual({ source: 'kubernetes', synced: true, count: 0, cells: [] });
   });
 
   it('filters by pool and by aliveness', async () => {

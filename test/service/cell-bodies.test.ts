@@ -38,9 +38,19 @@ describe('CellBodies', () => {
     expect(JSON.parse(cells.listBody().toString()).count).toBe(2);
     expect(JSON.parse(cells.listBody({ alive: false }).toString())).toEqual({
       source: 'simulated',
+      synced: true,
       count: 0,
       cells: [],
     });
+  });
+
+  it('keeps one body per synced state: the same cells before and after the sync differ', () => {
+    const { reg, cells } = bodies();
+    reg.publish('ns/engine-00000', state(0));
+    const unsynced = cells.listBody({}, false);
+    expect(JSON.parse(unsynced.toString()).synced).toBe(false);
+    expect(JSON.parse(cells.listBody({}, true).toString()).synced).toBe(true);
+    expect(cells.listBody({}, false)).toBe(unsynced);
   });
 
   it('bounds the number of cached filtered bodies', () => {

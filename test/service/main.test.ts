@@ -132,7 +132,9 @@ describe('pool-controller (the built command)', () => {
   it('falls back to the simulation without a cluster, says so loudly, and serves changing cells', async () => {
     const { running, base } = await startService(['--simulation-step', '100ms']);
     expect(running.stderr.join('')).toContain('SIMULATED SOURCE');
-    expect(logLines(running).some((l) => l.level === 40 && l.source === 'simulated')).toBe(true);
+    expect(logLines(running).some((l) => l.level === 'warn' && l.source === 'simulated')).toBe(
+      true,
+    );
 
     const res = await fetch(`${base}/api/v1/cells`);
     expect(res.headers.get('x-pool-controller-source')).toBe('simulated');
@@ -278,6 +280,9 @@ describe('pool-controller (the built command)', () => {
       '1s',
       '--shutdown-timeout',
       '20s',
+      // Request logs are at debug: the test waits for the request's own log line.
+      '--log-level',
+      'debug',
     ]);
     const { port } = new URL(base);
     const socket = connect(Number(port), '127.0.0.1');
