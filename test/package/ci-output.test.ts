@@ -67,11 +67,20 @@ describe('the fuzz step output CI reads', () => {
   it('builds the service image before the e2e step and names it for the image smoke test', () => {
     const run = readFileSync(`${root}.ci/run`, 'utf8');
     const exported = run.indexOf('export POOL_CONTROLLER_IMAGE=');
-    const built = run.indexOf('step bash scripts/image.sh build');
-    const e2e = run.indexOf('step npm run test:e2e');
+    const built = run.search(/step \d+ bash scripts\/image\.sh build/);
+    const e2e = run.search(/step \d+ npx vitest run --config vitest\.e2e\.config\.ts/);
     expect(exported).toBeGreaterThan(-1);
     expect(built).toBeGreaterThan(exported);
     expect(e2e).toBeGreaterThan(built);
+  });
+
+  it('bounds every step in time and counts failed steps in the closing line', () => {
+    const run = readFileSync(`${root}.ci/run`, 'utf8');
+    const steps = run.split('\n').filter((line) => /^step /.test(line));
+    expect(steps.length).toBeGreaterThan(8);
+    for (const line of steps) expect(line).toMatch(/^step \d+ /);
+    expect(run).toMatch(/timeout --kill-after=30s "\$\{minutes\}m"/);
+    expect(run).toMatch(/failed \+= failedSteps;/);
   });
 
   it('ends .ci/run with the plain closing line CI counts', () => {
