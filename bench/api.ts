@@ -9,10 +9,17 @@
  * replaces"), and the longest main-thread stall (event-loop delay max) ≤ 15 ms.
  *
  * `BENCH_DURATION_S` (default 10) sets each measurement's length; `--strict` exits 1 on a missed target.
+ * `--hostile` runs bench/hostile-load.ts instead (60 s by default).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+
+// `--hostile`: the bounded hostile-load run instead (bench/hostile-load.ts).
+if (process.argv.includes('--hostile')) {
+  await import('./hostile-load.js');
+  process.exit();
+}
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP_S = 2;

@@ -98,16 +98,25 @@ export class FakeListServer {
   }
 
   /**
-   * Writes `count` MODIFIED events (pods 0, 1, … in turn, so 4 per cell) to every open WATCH in
-   * one go, each stamped with its own write time just before it is serialized and written.
+   * Writes `count` MODIFIED events (pods `first`, `first + 1`, … in turn, so 4 per cell) to every
+   * open WATCH in one go, each stamped with its own write time just before it is serialized and
+   * written; `annotate` may add annotations of its own (a hostile pod's, say).
    * Returns how many watches received them.
    */
-  burst(count: number): number {
+  burst(
+    count: number,
+    options: { first?: number; annotate?: (annotations: Record<string, string>) => void } = {},
+  ): number {
+    const first = options.first ?? 0;
     const pods = Array.from({ length: count }, (_, i) => {
-      const pod = enginePod(i % Math.max(1, this.pods), this.#nextResourceVersion + i) as {
+      const pod = enginePod(
+        (first + i) % Math.max(1, this.pods),
+        this.#nextResourceVersion + i,
+      ) as {
         metadata: { annotations?: Record<string, string> };
       };
       pod.metadata.annotations ??= {};
+      options.annotate?.(pod.metadata.annotations);
       return pod;
     });
     this.#nextResourceVersion += count;

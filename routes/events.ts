@@ -16,6 +16,9 @@ import { commonErrors, documentedPattern, errorSchema } from './schemas.js';
  */
 export const EVENTS_RETRY_AFTER_S = 10;
 
+/** Why a stream's signal aborts: its client went away. */
+const CLIENT_GONE = new Error('the client closed the event stream');
+
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
   id: z.string().describe('Position of the event on this connection.'),
@@ -70,7 +73,8 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
     },
     async (request, reply) => {
       const closed = new AbortController();
-      const abort = (): void => closed.abort();
+      // One reason for every stream: without one, each abort builds a DOMException and its stack.
+      const abort = (): void => closed.abort(CLIENT_GONE);
       request.raw.once('close', abort);
       reply.raw.once('close', abort);
       const { types } = request.query;

@@ -189,6 +189,27 @@ function shapeState(state: WireState): ContainerState | undefined {
   return out;
 }
 
+/**
+ * The longest annotation value the cache keeps: 1 KiB. Anyone who may create a pod writes its
+ * annotations (256 KiB in all), and every cached pod is held, cloned from the worker thread and
+ * compared; the annotations this project reads (a cell size) are a few characters, so a longer
+ * value is cut, marked with how much was cut, and stays as invalid as it was.
+ */
+export const MAX_CACHED_ANNOTATION_LENGTH = 1_024;
+
+/** `annotations` itself, or a copy with every value over the limit cut. */
+function boundAnnotations(annotations: Record<string, string>): Record<string, string> {
+  let out: Record<string, string> | undefined;
+  for (const key in annotations) {
+    const value = annotations[key]!;
+    if (value.length <= MAX_CACHED_ANNOTATION_LENGTH) continue;
+    out ??= { ...annotations };
+    out[key] =
+      `${value.slice(0, MAX_CACHED_ANNOTATION_LENGTH)}… (${value.length - MAX_CACHED_ANNOTATION_LENGTH} more characters)`;
+  }
+  return out ?? annotations;
+}
+
 function shape(wire: Wire): Pod {
   const { metadata } = wire;
   const spec = wire.spec ?? {};
@@ -200,7 +221,7 @@ function shape(wire: Wire): Pod {
       uid: metadata.uid,
       ...strings(metadata, ['resourceVersion', 'deletionTimestamp']),
       labels: metadata.labels ?? {},
-      annotations: metadata.annotations ?? {},
+      annotations: metadata.annotations ? boundAnnotations(metadata.annotations) : {},
     },
     spec: {
       ...strings(spec, ['nodeName', 'subdomain']),

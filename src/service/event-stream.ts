@@ -71,11 +71,19 @@ interface Queued {
   event: boolean;
 }
 
+/**
+ * Most bytes one write to a client carries: what is queued is sent in pieces of this size at
+ * most, each one `push` (one socket write), instead of two writes per event.
+ */
+const WRITE_BATCH_BYTES = 65_536;
+
 /** One client's stream. */
 class EventStream extends Readable {
   readonly #types: ReadonlySet<string> | undefined;
   readonly #maxBytes: number;
   readonly #onDropped: ((count: number) => void) | undefined;
+  /** Asks the owner to call `flush()` soon (batched with the other streams' flushes). */
+  readonly #schedule: (stream: EventStream) => void;
   readonly #queue: Queued[] = [];
   #head = 0;
   #queuedBytes = 0;
@@ -89,11 +97,13 @@ class EventStream extends Readable {
     types: readonly string[] | undefined,
     maxBytes: number,
     onDropped: ((count: number) => void) | undefined,
+    schedule: (stream: EventStream) => void,
   ) {
     super({ highWaterMark: STREAM_HIGH_WATER_MARK });
     this.#types = types === undefined ? undefined : new Set(types);
     this.#maxBytes = maxBytes;
     this.#onDropped = onDropped;
+    this.#schedule = schedule;
   }
 
   wants(type: string): boolean {
@@ -113,7 +123,7 @@ class EventStream extends Readable {
       if (oldest.event) this.#dropped += 1;
     }
     this.#compact();
-    if (this.#wanting) this.#flush();
+    if (this.#wanting) this.#schedule(this);
   }
 
   /** Whether anything is queued that the client has not taken. */
@@ -126,16 +136,23 @@ class EventStream extends Readable {
     if (this.#ending) return;
     this.#ending = true;
     if (!this.pending) this.push(null);
-    else if (this.#wanting) this.#flush();
+    else if (this.#wanting) this.#schedule(this);
   }
 
   override _read(): void {
     this.#wanting = true;
-    this.#flush();
+    this.flush();
   }
 
-  #flush(): void {
-    while (this.#wanting) {
+  /** Hands what is queued to the socket side, in batches of up to `WRITE_BATCH_BYTES`. */
+  flush(): void {
+    while (this.#wanting && !this.destroyed) {
+      if (!this.pending) {
+        if (this.#ending) this.push(null);
+        return;
+      }
+      const pieces: Buffer[] = [];
+      let bytes = 0;
       if (this.#dropped > 0) {
         const dropped = this.#dropped;
         this.#dropped = 0;
@@ -143,34 +160,50 @@ class EventStream extends Readable {
         this.#onDropped?.(dropped);
         this.#id += 1;
         const notice = { type: 'events.dropped', dropped, totalDropped: this.#totalDropped };
-        this.#wanting = this.push(formatSseEvent(this.#id, 'events.dropped', notice));
-        continue;
+        const text = Buffer.from(formatSseEvent(this.#id, 'events.dropped', notice));
+        pieces.push(text);
+        bytes += text.length;
       }
-      if (this.#head === this.#queue.length) {
-        if (this.#ending) this.push(null);
-        return;
+      while (this.#head < this.#queue.length && bytes < WRITE_BATCH_BYTES) {
+        const next = this.#queue[this.#head]!;
+        this.#queue[this.#head] = undefined as never;
+        this.#head += 1;
+        this.#queuedBytes -= next.body.length;
+        if (next.event) {
+          this.#id += 1;
+          const idLine = Buffer.from(`id: ${this.#id}\n`);
+          pieces.push(idLine);
+          bytes += idLine.length;
+        }
+        pieces.push(next.body);
+        bytes += next.body.length;
       }
-      const next = this.#queue[this.#head]!;
-      this.#queue[this.#head] = undefined as never;
-      this.#head += 1;
-      this.#queuedBytes -= next.body.length;
       this.#compact();
-      if (next.event) {
-        this.#id += 1;
-        this.push(`id: ${this.#id}\n`);
-      }
-      this.#wanting = this.push(next.body);
+      this.#wanting = this.push(pieces.length === 1 ? pieces[0] : Buffer.concat(pieces, bytes));
     }
   }
 
   /** Drops the consumed front of the queue once it is most of it, so the array stays small. */
   #compact(): void {
-    if (this.#head > 1_024 && this.#head * 2 > this.#queue.length) {
+    if (this.#head === this.#queue.length) {
+      this.#queue.length = 0;
+      this.#head = 0;
+    } else if (this.#head > 1_024 && this.#head * 2 > this.#queue.length) {
       this.#queue.splice(0, this.#head);
       this.#head = 0;
     }
   }
 }
+
+/**
+ * Streams flushed per turn of the event loop: one publish reaches every stream at once, and
+ * writing to hundreds of sockets in one go would hold the loop (and so the probes) for tens of
+ * milliseconds; a few dozen at a time, with I/O in between, keep each turn short.
+ */
+const FLUSHES_PER_TURN = 32;
+
+/** Aborts a stream's heartbeat: one reason for all, since each `DOMException` costs a stack. */
+const STREAM_ENDED = new Error('the event stream ended');
 
 /** Every open event stream of the service, and the limits they share. */
 export class EventStreams {
@@ -184,6 +217,9 @@ export class EventStreams {
   readonly #ends = new Map<EventStream, () => void>();
   #unlisten: (() => void) | undefined;
   #closed = false;
+  /** Streams with something to send, flushed `FLUSHES_PER_TURN` per turn. */
+  readonly #dirty = new Set<EventStream>();
+  #flushing = false;
   readonly #heartbeat: Buffer = Buffer.from(': heartbeat\n\n');
 
   constructor(options: EventStreamsOptions) {
@@ -211,7 +247,9 @@ export class EventStreams {
    */
   open(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
     if (this.#streams.size >= this.#maxStreams) return undefined;
-    const stream = new EventStream(options.types, this.#maxBytes, this.#onDropped);
+    const stream = new EventStream(options.types, this.#maxBytes, this.#onDropped, (s) =>
+      this.#markDirty(s),
+    );
     stream.offer(
       Buffer.from(
         `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every ${this.#heartbeatMs / 1000}s\n\n`,
@@ -231,7 +269,7 @@ export class EventStreams {
       if (ended) return;
       ended = true;
       signal.removeEventListener('abort', end);
-      heartbeat.abort();
+      heartbeat.abort(STREAM_ENDED);
       this.#streams.delete(stream);
       this.#ends.delete(stream);
       if (this.#streams.size === 0) this.#unlistenNow();
@@ -254,6 +292,26 @@ export class EventStreams {
       end();
       if (stream.pending) stream.destroy();
     }
+  }
+
+  #markDirty(stream: EventStream): void {
+    this.#dirty.add(stream);
+    if (this.#flushing) return;
+    this.#flushing = true;
+    // A turn of the event loop, not a timer: I/O (a probe, a request) runs between batches.
+    setImmediate(() => this.#flushSome());
+  }
+
+  #flushSome(): void {
+    let budget = FLUSHES_PER_TURN;
+    for (const stream of this.#dirty) {
+      if (budget === 0) break;
+      budget -= 1;
+      this.#dirty.delete(stream);
+      stream.flush();
+    }
+    if (this.#dirty.size > 0) setImmediate(() => this.#flushSome());
+    else this.#flushing = false;
   }
 
   async #beat(stream: EventStream, signal: AbortSignal): Promise<void> {

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MalformedPodError, parsePod, podKey } from '../../src/kubernetes/pod.js';
+import {
+  MAX_CACHED_ANNOTATION_LENGTH,
+  MalformedPodError,
+  parsePod,
+  podKey,
+} from '../../src/kubernetes/pod.js';
 import { rawPod } from '../support/pods.js';
 
 type Json = Record<string, unknown>;
@@ -111,5 +116,21 @@ describe('podKey', () => {
   it('is namespace/name, or the name alone for a pod without namespace', () => {
     expect(podKey(parsePod(rawPod({ name: 'a', namespace: 'ns' })))).toBe('ns/a');
     expect(podKey(parsePod({ metadata: { name: 'a', uid: 'u' } }))).toBe('a');
+  });
+});
+
+describe('parsePod and hostile annotations', () => {
+  it('keeps at most 1 KiB of an annotation value, saying how much was cut', () => {
+    const pod = parsePod({
+      metadata: {
+        name: 'p',
+        uid: 'u',
+        annotations: { big: 'x'.repeat(200_000), small: '4' },
+      },
+    });
+    expect(pod.metadata.annotations.small).toBe('4');
+    expect(pod.metadata.annotations.big).toBe(
+      `${'x'.repeat(MAX_CACHED_ANNOTATION_LENGTH)}… (${200_000 - MAX_CACHED_ANNOTATION_LENGTH} more characters)`,
+    );
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { authorizeAdmin, checkBrowserRequest, isLoopback } from '../../src/service/admin-auth.js';
+import {
+  authorizeAdmin,
+  bearerToken,
+  checkBrowserRequest,
+  isLoopback,
+} from '../../src/service/admin-auth.js';
 
 describe('isLoopback', () => {
   it('accepts exactly 127.0.0.1 and ::1, also IPv4-mapped', () => {
@@ -128,5 +133,29 @@ describe('checkBrowserRequest (loopback-only mode)', () => {
         allowedHosts: none,
       }),
     ).toEqual({ allowed: true });
+  });
+});
+
+describe('bearerToken', () => {
+  it('reads the token of a Bearer header, as the previous pattern did', () => {
+    expect(bearerToken('Bearer t0k')).toBe('t0k');
+    expect(bearerToken('bearer \t t0k \t')).toBe('t0k');
+    for (const bad of [
+      'Bearer',
+      'Bearer ',
+      'Bearer  ',
+      'Bearert0k',
+      'Basic t0k',
+      'Bearer a b',
+      '',
+    ]) {
+      expect(bearerToken(bad), JSON.stringify(bad)).toBeUndefined();
+    }
+  });
+
+  it('takes linear time on a hostile header', () => {
+    const started = performance.now();
+    expect(bearerToken(`Bearer ${'a'.repeat(100_000)} ${'\t'.repeat(100_000)}x`)).toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(100);
   });
 });

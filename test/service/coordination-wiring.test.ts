@@ -4,7 +4,8 @@
  * service publishes and the metrics it keeps. A real service over a hand-driven pod source, a
  * fake Lease and fake sinks, all on one fake clock.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Leadership } from '../../src/service/leadership.js';
 import { LeaseLeadership } from '../../src/service/leadership.js';
 import type { ServiceEvent } from '../../src/service/service-events.js';
@@ -582,6 +583,24 @@ describe('event streams and shutdown', () => {
     h.service.beginShutdown();
     await done;
     expect(h.service.eventStreams.count).toBe(0);
+  });
+
+  it('combines no signals per stream (AbortSignal.any retains a little per call on Node 20)', async () => {
+    const h = await harness();
+    const any = vi.spyOn(AbortSignal, 'any');
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const a = new AbortController();
+        const done = ended(h.service.eventStream({ signal: a.signal })!);
+        a.abort();
+        await done;
+        expect(getEventListeners(a.signal, 'abort')).toHaveLength(0);
+      }
+      expect(any).not.toHaveBeenCalled();
+      expect(h.service.eventStreams.count).toBe(0);
+    } finally {
+      any.mockRestore();
+    }
   });
 
   it('stop ends open streams instead of waiting on them', async () => {

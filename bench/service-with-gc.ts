@@ -1,0 +1,37 @@
+/**
+ * The built service (`dist/src/main.js`) run under `--expose-gc` by `bench:api -- --hostile`,
+ * answering its parent's IPC questions about itself: `rss` (cheap, sampled during the load),
+ * `loop` (its event-loop delay p99 and max since the last `loop`) and `gc` (a full collection
+ * first, then RSS and the heap used: the heap after GC, asked only between phases, since a
+ * collection pauses the process). Arguments are the service's flags.
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { memoryUsage } from 'node:process';
+
+/** The service's own event-loop delay, to tell a blocked process from a busy machine. */
+const loop = monitorEventLoopDelay({ resolution: 10 });
+loop.enable();
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc');
+
+process.on('message', (message) => {
+  if (message === 'rss') {
+    process.send?.({ rss: memoryUsage.rss() });
+  } else if (message === 'loop') {
+    process.send?.({
+      rss: memoryUsage.rss(),
+      loopP99Ms: loop.percentile(99) / 1e6,
+      loopMaxMs: loop.max / 1e6,
+    });
+    loop.reset();
+  } else if (message === 'gc') {
+    gc();
+    gc();
+    const usage = memoryUsage();
+    process.send?.({ rss: usage.rss, heapUsed: usage.heapUsed });
+  }
+});
+// The channel must not keep the process alive once the service has stopped.
+process.channel?.unref();
+await import('../src/main.js');
