@@ -293,6 +293,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     sourceKind: choice.kind,
     labels: config.labels,
     portName: config.portName,
+    sinkAllowLoopback: config.sinkAllowLoopback,
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,

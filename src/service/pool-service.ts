@@ -60,6 +60,11 @@ export interface PoolServiceOptions {
   sourceKind: SourceKind;
   labels: PoolLabels;
   portName: string;
+  /**
+   * Loopback cell addresses are routable (`--sink-allow-loopback`): engines and routers on one
+   * host. Default false: a pod status naming loopback is never routed to.
+   */
+  sinkAllowLoopback?: boolean;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
@@ -191,6 +196,7 @@ export class PoolService implements ControlPlane {
     const reconcileCell = createCellReconciler({
       labels: options.labels,
       portName: options.portName,
+      allowLoopback: options.sinkAllowLoopback ?? false,
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,

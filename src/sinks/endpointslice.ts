@@ -20,7 +20,6 @@
  */
 
 import { createHash } from 'node:crypto';
-import { isIPv4, isIPv6 } from 'node:net';
 import { describeThrown } from '../coordination/pipeline.js';
 import type {
   EndpointSlice,
@@ -28,6 +27,7 @@ import type {
   EndpointSliceEndpoint,
   EndpointSlicePort,
 } from '../kubernetes/endpointslice-api.js';
+import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
 import { abortReason } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
@@ -117,39 +117,17 @@ function endpointText(ip: string, port: number | undefined): string {
   return port === undefined ? host : `${host}:${port}`;
 }
 
-/** Why the API server refuses `ip` in an EndpointSlice (its ValidateEndpointIP), if it does. */
-function refusalOf(ip: string, family: Family): string | undefined {
-  if (family === 'IPv4') {
-    const [a, b, c] = ip.split('.').map(Number) as [number, number, number, number];
-    if (a === 127) return 'loopback';
-    if (ip === '0.0.0.0') return 'unspecified';
-    if (a === 169 && b === 254) return 'link-local';
-    if (a === 224 && b === 0 && c === 0) return 'link-local multicast';
-    return undefined;
-  }
-  const lower = ip.toLowerCase();
-  if (lower === '::1') return 'loopback';
-  if (lower === '::') return 'unspecified';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (mapped?.[1]) return refusalOf(mapped[1], 'IPv4');
-  if (/^fe[89ab][0-9a-f]:/.test(lower)) return 'link-local';
-  if (/^ff02:/.test(lower)) return 'link-local multicast';
-  return undefined;
-}
-
 /** A routing-state `host:port` as a slice endpoint: the IP in canonical form and its family. */
 function parseAddress(address: string): ParsedAddress {
   const colon = address.lastIndexOf(':');
   const port = Number(address.slice(colon + 1));
   let host = address.slice(0, colon);
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  if (isIPv4(host)) return { ip: host, port, family: 'IPv4', refusal: refusalOf(host, 'IPv4') };
-  if (isIPv6(host)) {
-    // The URL parser writes IPv6 in its canonical (compressed, lowercase) form.
-    const canonical = new URL(`http://[${host}]/`).hostname.slice(1, -1);
-    return { ip: canonical, port, family: 'IPv6', refusal: refusalOf(canonical, 'IPv6') };
+  const parsed = parseIp(host);
+  if (!parsed) {
+    return { ip: host, port, family: undefined, refusal: 'a hostname, not an IP address' };
   }
-  return { ip: host, port, family: undefined, refusal: 'a hostname, not an IP address' };
+  return { ip: parsed.ip, port, family: parsed.family, refusal: ipRefusal(parsed) };
 }
 
 /** `<service>-<port>` (IPv6: `…-ipv6`), hashed down to 63 characters when longer. */

@@ -7,12 +7,17 @@ import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeSink, targetFailure, targetStatus } from '../support/fake-sink.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
-function cell(id: string, address: string | null, overrides: Partial<RoutableCell> = {}) {
+function cell(
+  id: string,
+  address: string | null,
+  overrides: Partial<RoutableCell> = {},
+): RoutableCell {
   return {
     namespace: 'ns',
     pool: 'engine',
     id,
     alive: true,
+    routable: address !== null,
     generation: `g-${id}`,
     address,
     ...overrides,
