@@ -345,7 +345,11 @@ export const sinksSchema = z.object({
         desired: z
           .array(z.string())
           .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),
-        actual: z.array(z.string()).describe('Sorted, as last read from the target.'),
+        actual: z
+          .array(z.string())
+          .describe(
+            "Sorted: the target's list as read at the end of the last apply that reached it, after that apply's adds and removes were sent (a router add still being processed is in `pending` until a later read lists it); empty before the first read.",
+          ),
         pending: z.array(
           z.object({
             operation: z.enum(['add', 'remove']),
@@ -355,6 +359,12 @@ export const sinksSchema = z.object({
         ),
         lastAppliedAt: z.string().nullable().describe('RFC 3339 of the last apply without error.'),
         lastError: z.string().nullable(),
+        backoffUntil: z
+          .string()
+          .nullable()
+          .describe(
+            'RFC 3339: its last call failed, and it is not called again before then, however many runs begin (1 s doubling, capped at the drift interval or 60 s); a run begins at that time. `null`: it may be called now.',
+          ),
       }),
       'SinkTarget',
     ),

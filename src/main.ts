@@ -175,6 +175,8 @@ async function createSinks(
           logger: logger.child({ component: 'sglang-router' }),
           publish: wiring.publish,
           onOperation: wiring.onOperation,
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }
@@ -198,6 +200,8 @@ async function createSinks(
           logger: logger.child({ component: 'endpointslice' }),
           publish: wiring.publish,
           onOperation: wiring.onOperation,
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }

@@ -29,15 +29,17 @@ import type {
 } from '../kubernetes/endpointslice-api.js';
 import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
-import { abortReason } from '../runtime/clock.js';
+import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import {
+  heldError,
   type Sink,
   SinkApplyError,
   type SinkEvent,
   type SinkFailure,
   type SinkTargetStatus,
 } from './sink.js';
+import { TargetBackoff } from './target-backoff.js';
 
 export const ENDPOINTSLICE_SINK = 'endpointslice' as const;
 /** The label that ties a slice to its Service. */
@@ -71,6 +73,12 @@ export interface EndpointSliceSinkOptions {
   serviceSuffix?: string;
   /** Only for the RFC 3339 times in `status()`. */
   wallClock?: () => Date;
+  /** Measures each target's backoff (a slice, a namespace's LIST). */
+  clock?: Clock;
+  /** A target whose last call failed is not called again for this long, doubling; default 1 s. */
+  backoffBaseMs?: number;
+  /** The longest such wait; default 60 s (the service passes its drift interval when shorter). */
+  backoffMaxMs?: number;
   logger?: Logger;
   /** `sink.applied` (only when endpoints were added or removed) and `sink.failed`. */
   publish?: (event: SinkEvent) => void;
@@ -204,8 +212,17 @@ export class EndpointSliceSink implements Sink {
   readonly #targets = new Map<string, TargetState>();
   /** Left-out endpoints already logged, by `namespace/pool` then endpoint: logged once. */
   #reported = new Set<string>();
+  readonly #clock: Clock;
+  /** By slice `namespace/name`, or `namespace/*` (`*` slash `*`) for a LIST. */
+  readonly #backoff: TargetBackoff<string>;
 
   constructor(options: EndpointSliceSinkOptions) {
+    this.#clock = options.clock ?? realClock;
+    this.#backoff = new TargetBackoff({
+      clock: this.#clock,
+      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
+      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
+    });
     this.#api = options.api;
     this.#namespace = options.namespace;
     this.#portName = options.portName;
@@ -226,6 +243,7 @@ export class EndpointSliceSink implements Sink {
     const failures: SinkFailure[] = [];
     const fail = (target: string, pool: string, error: unknown): void => {
       if (signal.aborted) throw abortReason(signal);
+      this.#backoff.failed(target);
       const failure: SinkFailure = {
         type: 'sink.failed',
         kind: this.kind,
@@ -241,6 +259,19 @@ export class EndpointSliceSink implements Sink {
         'endpointslice sink: apply failed for this slice',
       );
       this.#publish?.(failure);
+    };
+    /** Whether `target` is held by its backoff; if so it counts as failed, silently (already reported). */
+    const held = (target: string, pool: string): boolean => {
+      const until = this.#backoff.heldUntil(target);
+      if (until === undefined) return false;
+      failures.push({
+        type: 'sink.failed',
+        kind: this.kind,
+        target,
+        pool,
+        error: heldError(this.#isoAt(until), this.#targets.get(target)?.lastError ?? null),
+      });
+      return true;
     };
 
     // What every pool wants; a pool whose Service name is invalid fails on its own.
@@ -265,19 +296,27 @@ export class EndpointSliceSink implements Sink {
     const unlisted = new Set<string>();
     for (const scope of scopes) {
       const target = `${scope ?? '*'}/*`;
+      const markUnlisted = (): void => {
+        if (scope === undefined) {
+          for (const key of namespaces) unlisted.add(key);
+          for (const state of this.#targets.values()) unlisted.add(state.namespace);
+        } else unlisted.add(scope);
+      };
+      if (held(target, '*')) {
+        markUnlisted();
+        continue;
+      }
       try {
         const slices = await this.#call(target, 'list', () =>
           this.#api.list(scope, `${MANAGED_BY_LABEL}=${MANAGED_BY}`, signal),
         );
+        this.#backoff.succeeded(target);
         for (const slice of slices) {
           listed.set(`${slice.metadata.namespace}/${slice.metadata.name}`, slice);
         }
       } catch (error) {
         if (signal.aborted) throw abortReason(signal);
-        if (scope === undefined) {
-          for (const key of namespaces) unlisted.add(key);
-          for (const state of this.#targets.values()) unlisted.add(state.namespace);
-        } else unlisted.add(scope);
+        markUnlisted();
         fail(target, '*', error);
       }
     }
@@ -295,6 +334,7 @@ export class EndpointSliceSink implements Sink {
     for (const [key, state] of [...this.#targets]) {
       if (!unlisted.has(state.namespace) && !wanted.has(key) && !listed.has(key)) {
         this.#targets.delete(key);
+        this.#backoff.succeeded(key);
       }
     }
 
@@ -311,8 +351,10 @@ export class EndpointSliceSink implements Sink {
       state.refused = want.refused;
       const actual = listed.get(key);
       state.actual = actual ? endpointsOf(actual) : [];
+      if (held(key, want.pool)) continue;
       try {
         if (actual && sameSlice(want.slice, actual)) {
+          this.#backoff.succeeded(key);
           state.lastAppliedAt = now();
           state.lastError = this.#withRefused(null, state.refused);
           continue;
@@ -325,6 +367,7 @@ export class EndpointSliceSink implements Sink {
         const before = state.actual;
         state.actual = endpointsOf(stored);
         this.#changed(key, want.pool, diff(before, state.actual));
+        this.#backoff.succeeded(key);
         state.lastAppliedAt = now();
         state.lastError = this.#withRefused(null, state.refused);
       } catch (error) {
@@ -341,9 +384,11 @@ export class EndpointSliceSink implements Sink {
       state.desired = [];
       state.refused = [];
       state.actual = endpointsOf(actual);
+      if (held(key, pool)) continue;
       try {
         await this.#delete(key, actual, signal);
         this.#targets.delete(key);
+        this.#backoff.succeeded(key);
         this.#logger.info(
           { sink: this.kind, target: key, pool },
           'endpointslice sink: deleted a slice no pool wants',
@@ -370,7 +415,22 @@ export class EndpointSliceSink implements Sink {
         pending: [],
         lastAppliedAt: target.lastAppliedAt,
         lastError: target.lastError,
+        backoffUntil: this.#backoffUntil(key),
       }));
+  }
+
+  nextAttemptAtMs(): number | undefined {
+    return this.#backoff.nextAttemptAtMs();
+  }
+
+  #backoffUntil(key: string): string | null {
+    const until = this.#backoff.heldUntil(key);
+    return until === undefined ? null : this.#isoAt(until);
+  }
+
+  /** The wall-clock time of clock time `atMs`, for status and messages. */
+  #isoAt(atMs: number): string {
+    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
   }
 
   /** A pool's slices: its cells grouped by port and address family; refused addresses left out. */
