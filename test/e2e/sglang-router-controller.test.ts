@@ -544,6 +544,14 @@ describe.skipIf(unavailable !== undefined)(
           const e = engines[4]!;
           const f = engines[5]!;
           expect(await listWorkers(otherRouter, apiKey)).toEqual([]);
+          const listErrors = async (): Promise<number> =>
+            seriesValue(
+              await (await fetch(`${controller.url}/metrics`)).text(),
+              'pool_controller_sink_operations_total',
+              { target: otherRouter.url, operation: 'list', result: 'error' },
+            ) ?? 0;
+          const errorsBefore = await listErrors();
+          const stoppedAt = Date.now();
           await otherRouter.stop();
           await cells.create('other', 0, f);
           await cells.create('engine', 4, e);
@@ -583,6 +591,10 @@ describe.skipIf(unavailable !== undefined)(
           expect(ms).toBeLessThan(DRIFT_MS + DRIFT_SLACK_MS);
           const retrying = await controller.get<CoordinatorBody>('/api/v1/coordinator');
           expect(retrying.state.consecutiveFailures).toBeGreaterThan(0);
+          // Its own backoff (at least 1 s between calls) held it, however many runs began.
+          const calls = (await listErrors()) - errorsBefore;
+          expect(calls).toBeGreaterThan(0);
+          expect(calls).toBeLessThanOrEqual(1 + Math.floor((Date.now() - stoppedAt) / 1_000));
           expect(otherRouter.running).toBe(false);
 
           await otherRouter.start();
