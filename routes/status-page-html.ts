@@ -327,7 +327,8 @@ const CLIENT_SCRIPT = `
   function describe(e) {
     switch (e.type) {
       case 'cell.changed':
-        return e.namespace + '/' + e.cell + ' ' + e.change + (e.gone ? '' : e.alive ? ' (alive, ' + (e.address || 'no address') + ')'
+        return e.namespace + '/' + e.cell + ' ' + e.change + (e.gone ? '' : e.alive ? ' (alive, ' + (e.address || 'no address')
+          + (e.routable === false ? ', not routable: ' + e.whyNotRoutable.map(function (r) { return r.reason; }).join(', ') : '') + ')'
           : ' (not alive: ' + e.whyNotAlive.map(function (r) { return r.reason; }).join(', ') + ')');
       case 'reconciliation.completed': return '#' + e.id + ' ' + e.result + ' in ' + ms(e.durationMs) + (runReasons[e.id] ? ' (' + runReasons[e.id] + ')' : '');
       case 'reconciliation.failed': return '#' + e.id + ' in ' + e.phase + ': ' + e.error;
@@ -353,7 +354,7 @@ const CLIENT_SCRIPT = `
     var placeholder = log.querySelector('li.placeholder');
     if (placeholder) log.removeChild(placeholder);
     var bad = e.type === 'reconciliation.failed' || e.type === 'sink.failed' || e.type === 'leadership.lost'
-      || (e.type === 'cell.changed' && !e.alive) || (e.type === 'watch.state' && !e.healthy);
+      || (e.type === 'cell.changed' && (!e.alive || e.routable === false)) || (e.type === 'watch.state' && !e.healthy);
     log.insertBefore(el('li', { 'data-type': e.type, 'class': bad ? 'bad' : '' },
       el('span', { 'class': 't' }, new Date().toLocaleTimeString()),
       el('span', { 'class': 'type' }, e.type), describe(e)), log.firstChild);
