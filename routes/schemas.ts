@@ -68,6 +68,18 @@ export const notAliveReasonSchema = named(
   'NotAliveReason',
 );
 
+export const notRoutableReasonSchema = named(
+  z.object({
+    reason: z
+      .enum(['NoServingPort', 'AddressInvalid', 'AddressConflict'])
+      .describe(
+        '`NoServingPort`: no leader, no `--port-name` container port, or no pod IP yet; `AddressInvalid`: not an IP, or loopback (unless `--sink-allow-loopback`), link-local or unspecified; `AddressConflict`: another alive cell, in any namespace, has the same address (both are left out).',
+      ),
+    message: z.string(),
+  }),
+  'NotRoutableReason',
+);
+
 export const cellSchema = named(
   z.object({
     key: z.string().describe('The reconcile key, `namespace/id`.'),
@@ -81,7 +93,16 @@ export const cellSchema = named(
       .string()
       .describe('16 hex digits; changes on a replaced pod, a container restart or a termination.'),
     leader: z.string().nullable().describe('The worker-index-0 pod.'),
-    address: z.string().nullable().describe('`leaderIP:port` of the `--port-name` port.'),
+    address: z
+      .string()
+      .nullable()
+      .describe('`leaderIP:port` of the `--port-name` port, the IP in canonical form.'),
+    routable: z
+      .boolean()
+      .describe(
+        'The address may be routed to; independent of `alive`. A cell is in every sink exactly when it is alive and routable; the other cells and pools deploy regardless.',
+      ),
+    whyNotRoutable: z.array(notRoutableReasonSchema).describe('Empty exactly when `routable`.'),
     members: z.array(cellMemberSchema),
     lastTransitionTime: z.string().describe('When the cell appeared or last changed aliveness.'),
   }),
@@ -329,7 +350,11 @@ export const sinksSchema = z.object({
         desired: z
           .array(z.string())
           .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),
-        actual: z.array(z.string()).describe('Sorted, as last read from the target.'),
+        actual: z
+          .array(z.string())
+          .describe(
+            "Sorted: the target's list as read at the end of the last apply that reached it, after that apply's adds and removes were sent (a router add still being processed is in `pending` until a later read lists it); empty before the first read.",
+          ),
         pending: z.array(
           z.object({
             operation: z.enum(['add', 'remove']),
@@ -339,6 +364,12 @@ export const sinksSchema = z.object({
         ),
         lastAppliedAt: z.string().nullable().describe('RFC 3339 of the last apply without error.'),
         lastError: z.string().nullable(),
+        backoffUntil: z
+          .string()
+          .nullable()
+          .describe(
+            'RFC 3339: its last call failed, and it is not called again before then, however many runs begin (1 s doubling, capped at the drift interval or 60 s); a run begins at that time. `null`: it may be called now.',
+          ),
       }),
       'SinkTarget',
     ),

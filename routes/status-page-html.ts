@@ -28,6 +28,9 @@ export interface StatusCell {
   pool: string;
   alive: boolean;
   whyNotAlive: StatusReason[];
+  /** False: left out of every sink, for the reasons in `whyNotRoutable`. */
+  routable: boolean;
+  whyNotRoutable: StatusReason[];
   generation: string;
   address: string | null;
   podsReady: number;
@@ -268,12 +271,14 @@ const CLIENT_SCRIPT = `
   }
   function cellRow(c) {
     var ready = c.members.filter(function (m) { return m.ready; }).length;
-    return el('tr', { 'data-cell': c.key, 'data-alive': String(c.alive), 'class': c.alive ? 'alive' : 'not-alive' },
+    var why = c.whyNotAlive.concat(c.whyNotRoutable);
+    var unroutable = c.alive && !c.routable;
+    return el('tr', { 'data-cell': c.key, 'data-alive': String(c.alive), 'data-routable': String(c.routable), 'class': c.alive ? 'alive' : 'not-alive' },
       el('td', { 'class': 'id' }, c.id, c.namespace ? el('div', { 'class': 'muted' }, c.namespace) : null),
       el('td', null, c.pool),
-      el('td', { 'class': 'state' }, el('span', { 'class': 'badge ' + (c.alive ? 'ok' : 'bad') }, c.alive ? 'alive' : 'not alive')),
-      el('td', { 'class': 'why' }, c.whyNotAlive.length === 0 ? el('span', { 'class': 'muted' }, '\\u2014')
-        : el('ul', { 'class': 'reasons' }, c.whyNotAlive.map(function (r) { return el('li', null, el('b', null, r.reason), ': ' + r.message); }))),
+      el('td', { 'class': 'state' }, el('span', { 'class': 'badge ' + (unroutable ? 'warn' : c.alive ? 'ok' : 'bad') }, unroutable ? 'alive, not routable' : c.alive ? 'alive' : 'not alive')),
+      el('td', { 'class': 'why' }, why.length === 0 ? el('span', { 'class': 'muted' }, '\\u2014')
+        : el('ul', { 'class': 'reasons' }, why.map(function (r) { return el('li', null, el('b', null, r.reason), ': ' + r.message); }))),
       el('td', { 'class': 'gen' }, c.generation),
       el('td', { 'class': 'addr' }, c.address === null ? el('span', { 'class': 'muted' }, 'none yet') : c.address),
       el('td', null, ready + ' / ' + c.members.length));
@@ -322,7 +327,8 @@ const CLIENT_SCRIPT = `
   function describe(e) {
     switch (e.type) {
       case 'cell.changed':
-        return e.namespace + '/' + e.cell + ' ' + e.change + (e.gone ? '' : e.alive ? ' (alive, ' + (e.address || 'no address') + ')'
+        return e.namespace + '/' + e.cell + ' ' + e.change + (e.gone ? '' : e.alive ? ' (alive, ' + (e.address || 'no address')
+          + (e.routable === false ? ', not routable: ' + e.whyNotRoutable.map(function (r) { return r.reason; }).join(', ') : '') + ')'
           : ' (not alive: ' + e.whyNotAlive.map(function (r) { return r.reason; }).join(', ') + ')');
       case 'reconciliation.completed': return '#' + e.id + ' ' + e.result + ' in ' + ms(e.durationMs) + (runReasons[e.id] ? ' (' + runReasons[e.id] + ')' : '');
       case 'reconciliation.failed': return '#' + e.id + ' in ' + e.phase + ': ' + e.error;
@@ -348,7 +354,7 @@ const CLIENT_SCRIPT = `
     var placeholder = log.querySelector('li.placeholder');
     if (placeholder) log.removeChild(placeholder);
     var bad = e.type === 'reconciliation.failed' || e.type === 'sink.failed' || e.type === 'leadership.lost'
-      || (e.type === 'cell.changed' && !e.alive) || (e.type === 'watch.state' && !e.healthy);
+      || (e.type === 'cell.changed' && (!e.alive || e.routable === false)) || (e.type === 'watch.state' && !e.healthy);
     log.insertBefore(el('li', { 'data-type': e.type, 'class': bad ? 'bad' : '' },
       el('span', { 'class': 't' }, new Date().toLocaleTimeString()),
       el('span', { 'class': 'type' }, e.type), describe(e)), log.firstChild);
@@ -537,19 +543,26 @@ function poolRow(p: StatusPool): string {
 }
 
 function cellRow(c: StatusCell): string {
+  const reasons = [...c.whyNotAlive, ...c.whyNotRoutable];
+  const unroutable = c.alive && !c.routable;
   const why =
-    c.whyNotAlive.length === 0
+    reasons.length === 0
       ? muted('\u2014')
       : h(
           'ul',
           { class: 'reasons' },
-          ...c.whyNotAlive.map((r) =>
+          ...reasons.map((r) =>
             h('li', null, h('b', null, text(r.reason)), text(`: ${r.message}`)),
           ),
         );
   return h(
     'tr',
-    { 'data-cell': c.key, 'data-alive': String(c.alive), class: c.alive ? 'alive' : 'not-alive' },
+    {
+      'data-cell': c.key,
+      'data-alive': String(c.alive),
+      'data-routable': String(c.routable),
+      class: c.alive ? 'alive' : 'not-alive',
+    },
     h(
       'td',
       { class: 'id' },
@@ -560,7 +573,10 @@ function cellRow(c: StatusCell): string {
     h(
       'td',
       { class: 'state' },
-      span(`badge ${c.alive ? 'ok' : 'bad'}`, c.alive ? 'alive' : 'not alive'),
+      span(
+        `badge ${unroutable ? 'warn' : c.alive ? 'ok' : 'bad'}`,
+        unroutable ? 'alive, not routable' : c.alive ? 'alive' : 'not alive',
+      ),
     ),
     h('td', { class: 'why' }, why),
     h('td', { class: 'gen' }, text(c.generation)),
@@ -648,7 +664,15 @@ ${h(
     table(
       'cells',
       'Cells',
-      ['Cell', 'Pool', 'State', 'Why not alive', 'Generation', 'Address', 'Pods ready'],
+      [
+        'Cell',
+        'Pool',
+        'State',
+        'Why not alive or not routable',
+        'Generation',
+        'Address',
+        'Pods ready',
+      ],
       data.cells.map(cellRow),
       'No cells yet.',
     ),

@@ -43,6 +43,8 @@ export function statusPageData(
       pool: c.pool,
       alive: c.alive,
       whyNotAlive: c.whyNotAlive.map((r) => ({ reason: r.reason, message: r.message })),
+      routable: c.routable,
+      whyNotRoutable: c.whyNotRoutable.map((r) => ({ reason: r.reason, message: r.message })),
       generation: c.generation,
       address: c.address,
       podsReady: c.members.filter((m) => m.ready).length,
@@ -82,7 +84,7 @@ export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = 
       schema: {
         summary: 'Status page (HTML)',
         description:
-          'A page for people, e.g. after `kubectl port-forward`: pools with alive/total cells, each cell with its state, why it is not alive, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy.',
+          'A page for people, e.g. after `kubectl port-forward`: pools with alive/total cells, each cell with its state, why it is not alive or not routable, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy.',
         tags: ['observability'],
         response: {
           200: {

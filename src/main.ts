@@ -176,6 +176,8 @@ async function createSinks(
           logger: logger.child({ component: 'sglang-router' }),
           publish: wiring.publish,
           onOperation: wiring.onOperation,
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }
@@ -199,6 +201,8 @@ async function createSinks(
           logger: logger.child({ component: 'endpointslice' }),
           publish: wiring.publish,
           onOperation: wiring.onOperation,
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }
@@ -297,6 +301,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     sourceKind: choice.kind,
     labels: config.labels,
     portName: config.portName,
+    sinkAllowLoopback: config.sinkAllowLoopback,
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,

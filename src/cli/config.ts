@@ -153,6 +153,8 @@ export interface Config {
   sglangRouterApiKeyFile: string | undefined;
   publishEndpointSlices: boolean;
   endpointSliceServiceSuffix: string;
+  /** Loopback cell addresses are routable (`--sink-allow-loopback`). */
+  sinkAllowLoopback: boolean;
 }
 
 export interface LeaderElectionConfig {
@@ -433,7 +435,8 @@ type RawConfig = Record<
   | 'sglangRouter'
   | 'sglangRouterApiKeyFile'
   | 'publishEndpointslices'
-  | 'endpointsliceServiceSuffix',
+  | 'endpointsliceServiceSuffix'
+  | 'sinkAllowLoopback',
   string | string[] | undefined
 >;
 
@@ -682,6 +685,15 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
   },
   {
+    flag: 'sink-allow-loopback',
+    key: 'sinkAllowLoopback',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      'Route to cells whose address is loopback (engines and routers on one host: a laptop, a test). Off, such a cell is alive but not routable (AddressInvalid), as the API server refuses it in an EndpointSlice; link-local and unspecified addresses are refused either way.',
+    defaultText: 'false',
+  },
+  {
     flag: 'shutdown-timeout',
     key: 'shutdownTimeout',
     valueName: 'DURATION',
@@ -825,6 +837,7 @@ const rawSchema = z.object({
   sglangRouterApiKeyFile: nonEmpty('a file path').optional(),
   publishEndpointslices: booleanFlag.default(false),
   endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX),
+  sinkAllowLoopback: booleanFlag.default(false),
 });
 
 /** The usage text for `--help`, built from the flag table so it cannot fall behind. */
@@ -959,6 +972,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     sglangRouterApiKeyFile: r.sglangRouterApiKeyFile,
     publishEndpointSlices: r.publishEndpointslices,
     endpointSliceServiceSuffix: r.endpointsliceServiceSuffix,
+    sinkAllowLoopback: r.sinkAllowLoopback,
   };
 }
 

@@ -114,8 +114,11 @@ export class Coordinator<D> {
 
   #lifecycle: Lifecycle = 'stopped';
   #stopPromise: Promise<void> | undefined;
-  /** Distinct, in arrival order: the reasons of the run that begins next. */
-  #pendingReasons: string[] = [];
+  /**
+   * Distinct, in arrival order: the reasons of the run that begins next. A Set, so a trigger per
+   * cell change costs O(1) however many reasons are pending (a Set keeps insertion order).
+   */
+  #pendingReasons = new Set<string>();
   #beginScheduled = false;
   #running: Running | undefined;
   #timer: PendingTimer | undefined;
@@ -196,7 +199,7 @@ export class Coordinator<D> {
     if (this.#stopPromise) return this.#stopPromise;
     if (this.#lifecycle === 'stopped') return Promise.resolve();
     this.#lifecycle = 'stopping';
-    this.#pendingReasons = [];
+    this.#pendingReasons = new Set();
     this.#cancelTimer();
     const running = this.#running;
     running?.controller.abort(new CoordinatorStoppedError('Coordinator stopped'));
@@ -226,12 +229,12 @@ export class Coordinator<D> {
 
   /** Adds a reason to the next run and, when idle, begins it in a microtask. */
   #request(reason: string): void {
-    if (!this.#pendingReasons.includes(reason)) this.#pendingReasons.push(reason);
+    this.#pendingReasons.add(reason);
     if (this.#running || this.#beginScheduled) return; // the follow-up or the queued begin takes it
     this.#beginScheduled = true;
     queueMicrotask(() => {
       this.#beginScheduled = false;
-      if (this.#lifecycle === 'started' && !this.#running && this.#pendingReasons.length > 0) {
+      if (this.#lifecycle === 'started' && !this.#running && this.#pendingReasons.size > 0) {
         this.#begin();
       }
     });
@@ -239,8 +242,8 @@ export class Coordinator<D> {
 
   /** Begins a reconciliation with the pending reasons; it replaces any pending retry or drift. */
   #begin(): void {
-    const reasons = this.#pendingReasons;
-    this.#pendingReasons = [];
+    const reasons = [...this.#pendingReasons];
+    this.#pendingReasons = new Set();
     this.#cancelTimer();
     const id = this.#nextId++;
     const controller = new AbortController();
@@ -327,7 +330,7 @@ export class Coordinator<D> {
   /** After a run: the follow-up if triggers arrived, else a retry after a failure, else drift. */
   #next(result: ReconciliationResult): void {
     if (this.#lifecycle !== 'started') return;
-    if (this.#pendingReasons.length > 0) {
+    if (this.#pendingReasons.size > 0) {
       this.#begin();
       return;
     }
@@ -355,7 +358,7 @@ export class Coordinator<D> {
         if (this.#timer !== timer) return;
         this.#timer = undefined;
         if (this.#lifecycle !== 'started' || this.#running) return;
-        if (!this.#pendingReasons.includes(kind)) this.#pendingReasons.push(kind);
+        this.#pendingReasons.add(kind);
         this.#begin();
       },
       () => {}, // cancelled: a run began earlier, or stop()

@@ -50,7 +50,24 @@ export function logTransition(logger: Logger, transition: CellTransition): void 
       );
       return;
     case 'alive':
-      logger.info({ ...fields, address: cell.address }, 'cell alive');
+      logger.info(
+        {
+          ...fields,
+          address: cell.address,
+          ...(cell.routable ? {} : { notRoutable: cell.whyNotRoutable.map((r) => r.reason) }),
+        },
+        cell.routable ? 'cell alive' : 'cell alive, not routable',
+      );
+      return;
+    case 'routability-changed':
+      if (cell.routable) {
+        logger.info({ ...fields, address: cell.address }, 'cell routable');
+        return;
+      }
+      logger.warn(
+        { ...fields, address: cell.address, reasons: transition.reasons.map((r) => r.reason) },
+        `cell not routable, left out of every sink: ${transition.reasons.map((r) => r.message).join('; ')}`,
+      );
       return;
     case 'not-alive':
       logger.warn(
@@ -75,7 +92,11 @@ export function createCellReconciler(
 ): (key: ParentKey, signal: AbortSignal) => Promise<void> {
   const { members, registry, onTransition } = options;
   const logger = options.logger ?? silentLogger;
-  const stateOptions: CellStateOptions = { labels: options.labels, portName: options.portName };
+  const stateOptions: CellStateOptions = {
+    labels: options.labels,
+    portName: options.portName,
+    allowLoopback: options.allowLoopback ?? false,
+  };
   return async (key, signal) => {
     // A reconcile interrupted by shutdown publishes nothing rather than half a world.
     signal.throwIfAborted();

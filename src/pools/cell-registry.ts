@@ -8,7 +8,7 @@
  * cached response bodies do).
  */
 import type { ParentKey } from '../runtime/source-event.js';
-import type { CellState, NotAliveReason } from './cell-state.js';
+import type { CellState, NotAliveReason, NotRoutableReason } from './cell-state.js';
 
 /** A published cell: its derived state plus when its alive state last flipped (or it appeared). */
 export interface Cell extends CellState {
@@ -23,6 +23,11 @@ export type CellTransition =
   | { type: 'not-alive'; cell: Cell; reasons: NotAliveReason[] }
   | { type: 'generation-changed'; cell: Cell; from: string; to: string }
   | { type: 'address-changed'; cell: Cell; from: string | null; to: string | null }
+  /**
+   * `routable` or its reasons changed: the cell's own address became (un)usable, or another alive
+   * cell began or stopped claiming the same address (then this cell changed without a reconcile).
+   */
+  | { type: 'routability-changed'; cell: Cell; reasons: NotRoutableReason[] }
   | { type: 'gone'; key: ParentKey; last: Cell };
 
 export type CellTransitionType = CellTransition['type'];
@@ -34,8 +39,12 @@ export const CELL_TRANSITION_TYPES: readonly CellTransitionType[] = [
   'not-alive',
   'generation-changed',
   'address-changed',
+  'routability-changed',
   'gone',
 ];
+
+/** Claimants an `AddressConflict` message names; more are counted, so a message stays short. */
+export const MAX_NAMED_CLAIMANTS = 3;
 
 /** A pool: the cells of one namespace sharing one pool label value. */
 export interface PoolSummary {
@@ -60,14 +69,31 @@ export interface CellRegistryOptions {
 }
 
 interface Entry {
+  /** What the reconcile derived; `cell` adds what needs the other cells (an address clash). */
+  state: CellState;
   cell: Cell;
   /** `JSON.stringify(cell)`: the cheapest exact comparison of two published states. */
   fingerprint: string;
 }
 
+/** The address a derived state claims: an alive cell's own routable address. */
+function claimOf(state: CellState | undefined): string | undefined {
+  return state?.alive && state.routable && state.address !== null ? state.address : undefined;
+}
+
+function reasonCodes(reasons: readonly NotRoutableReason[]): string {
+  return reasons.map((r) => r.reason).join(',');
+}
+
 export class CellRegistry {
   readonly #entries = new Map<ParentKey, Entry>();
   readonly #byId = new Map<string, Set<ParentKey>>();
+  /**
+   * By address: the alive cells whose own address is routable. Two keys under one address are a
+   * clash, and each of them is published unroutable until one leaves; a dead cell claims nothing
+   * (a finished pod keeps its IP in its status after the IP went to another pod).
+   */
+  readonly #claims = new Map<string, Set<ParentKey>>();
   readonly #wallClock: () => number;
   #version = 0;
   #sortedKeys: ParentKey[] | undefined;
@@ -92,6 +118,41 @@ export class CellRegistry {
    */
   publish(key: ParentKey, state: CellState | undefined): CellTransition[] {
     const previous = this.#entries.get(key);
+    const before = claimOf(previous?.state);
+    const after = claimOf(state);
+    if (before !== after) {
+      if (before !== undefined) this.#unclaim(before, key);
+      if (after !== undefined) this.#claim(after, key);
+    }
+    // The other claimants of the addresses this cell left or took change with it.
+    const others = new Set<ParentKey>();
+    for (const address of [before, after]) {
+      if (address === undefined || before === after) continue;
+      for (const other of this.#claims.get(address) ?? []) if (other !== key) others.add(other);
+    }
+
+    const transitions = this.#publishOwn(key, previous, state);
+    for (const other of [...others].sort()) {
+      const entry = this.#entries.get(other);
+      if (!entry) continue;
+      const cell: Cell = {
+        ...this.#withClaims(other, entry.state),
+        lastTransitionTime: entry.cell.lastTransitionTime,
+      };
+      const fingerprint = JSON.stringify(cell);
+      if (fingerprint === entry.fingerprint) continue;
+      this.#entries.set(other, { state: entry.state, cell, fingerprint });
+      this.#changed();
+      transitions.push({ type: 'routability-changed', cell, reasons: cell.whyNotRoutable });
+    }
+    return transitions;
+  }
+
+  #publishOwn(
+    key: ParentKey,
+    previous: Entry | undefined,
+    state: CellState | undefined,
+  ): CellTransition[] {
     if (state === undefined) {
       if (!previous) return [];
       this.#entries.delete(key);
@@ -106,11 +167,11 @@ export class CellRegistry {
     const lastTransitionTime = flipped
       ? new Date(this.#wallClock()).toISOString()
       : previous.cell.lastTransitionTime;
-    const cell: Cell = { ...state, lastTransitionTime };
+    const cell: Cell = { ...this.#withClaims(key, state), lastTransitionTime };
     const fingerprint = JSON.stringify(cell);
     if (previous && previous.fingerprint === fingerprint) return [];
 
-    this.#entries.set(key, { cell, fingerprint });
+    this.#entries.set(key, { state, cell, fingerprint });
     if (!previous) {
       let ids = this.#byId.get(cell.id);
       if (!ids) {
@@ -139,6 +200,12 @@ export class CellRegistry {
         to: cell.address,
       });
     }
+    if (
+      previous.cell.routable !== cell.routable ||
+      reasonCodes(previous.cell.whyNotRoutable) !== reasonCodes(cell.whyNotRoutable)
+    ) {
+      transitions.push({ type: 'routability-changed', cell, reasons: cell.whyNotRoutable });
+    }
     if (flipped) {
       transitions.push(
         cell.alive
@@ -147,6 +214,43 @@ export class CellRegistry {
       );
     }
     return transitions;
+  }
+
+  /** `state` with the clash of its address, if another alive cell claims it too. */
+  #withClaims(key: ParentKey, state: CellState): CellState {
+    const address = claimOf(state);
+    const claimants = address === undefined ? undefined : this.#claims.get(address);
+    if (address === undefined || !claimants || claimants.size < 2) return state;
+    const others = [...claimants].filter((k) => k !== key).sort();
+    const named = others.slice(0, MAX_NAMED_CLAIMANTS).join(', ');
+    const more =
+      others.length > MAX_NAMED_CLAIMANTS ? ` and ${others.length - MAX_NAMED_CLAIMANTS} more` : '';
+    return {
+      ...state,
+      routable: false,
+      whyNotRoutable: [
+        ...state.whyNotRoutable,
+        {
+          reason: 'AddressConflict',
+          message: `address ${address} is also claimed by ${named}${more}; no claimant is routed to while another claims it`,
+        },
+      ],
+    };
+  }
+
+  #claim(address: string, key: ParentKey): void {
+    let keys = this.#claims.get(address);
+    if (!keys) {
+      keys = new Set();
+      this.#claims.set(address, keys);
+    }
+    keys.add(key);
+  }
+
+  #unclaim(address: string, key: ParentKey): void {
+    const keys = this.#claims.get(address);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#claims.delete(address);
   }
 
   get(key: ParentKey): Cell | undefined {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Pod } from '../kubernetes/pod.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import { parseIndex, splitParentKey } from './cell-key.js';
+import { ipRefusal, parseIp } from './endpoint-address.js';
 import type { PoolLabels } from './labels.js';
 import { boundOptionalPodText, boundPodText } from './pod-text.js';
 
@@ -45,6 +46,15 @@ export interface NotAliveReason {
   indices?: number[];
 }
 
+/** Machine-readable reason codes, one per rule that keeps a cell out of every sink. */
+export type NotRoutableReasonCode = 'NoServingPort' | 'AddressInvalid' | 'AddressConflict';
+
+/** One reason a cell is not routed to (alive or not): a code for alerts, a sentence for people. */
+export interface NotRoutableReason {
+  reason: NotRoutableReasonCode;
+  message: string;
+}
+
 export interface CellState {
   /** The loop's parent key, `namespace/id`. */
   key: ParentKey;
@@ -60,8 +70,18 @@ export interface CellState {
   generation: string;
   /** Name of the worker-index-0 pod, the one clients talk to. */
   leader: string | null;
-  /** `leaderIP:port` of the container port named by `--port-name`; `null` until both are known. */
+  /**
+   * `leaderIP:port` of the container port named by `--port-name` (the IP in canonical form);
+   * `null` until both are known.
+   */
   address: string | null;
+  /**
+   * The address may be routed to: it is known, a valid endpoint IP, and no other alive cell claims
+   * it. Independent of `alive`: a cell is in the desired state when both hold.
+   */
+  routable: boolean;
+  /** Empty exactly when `routable`. */
+  whyNotRoutable: NotRoutableReason[];
   /** In worker-index order (unreadable indices last), then by name. */
   members: CellMember[];
 }
@@ -70,6 +90,11 @@ export interface CellStateOptions {
   labels: PoolLabels;
   /** Name of the leader's container port that forms the address. */
   portName: string;
+  /**
+   * Loopback addresses are routable (`--sink-allow-loopback`: engines and router on one host).
+   * Link-local and unspecified addresses are refused either way.
+   */
+  allowLoopback?: boolean;
 }
 
 /** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */
@@ -136,6 +161,72 @@ function namedPort(pod: Pod, portName: string): number | undefined {
   return undefined;
 }
 
+/**
+ * The leader's address and why it cannot be routed to, judged on the cell alone (an address
+ * claimed twice is the registry's finding, since it needs every cell). A pod IP that is not an IP
+ * is kept, bounded, in the address so the cell shows what its pod said.
+ */
+function leaderAddress(
+  leader: { pod: Pod; member: CellMember } | undefined,
+  options: CellStateOptions,
+): { address: string | null; whyNotRoutable: NotRoutableReason[] } {
+  if (!leader) {
+    return {
+      address: null,
+      whyNotRoutable: [
+        { reason: 'NoServingPort', message: 'the cell has no leader pod (worker index 0)' },
+      ],
+    };
+  }
+  const port = namedPort(leader.pod, options.portName);
+  if (port === undefined) {
+    return {
+      address: null,
+      whyNotRoutable: [
+        {
+          reason: 'NoServingPort',
+          message: `leader ${leader.member.name} has no container port named ${JSON.stringify(options.portName)} (--port-name)`,
+        },
+      ],
+    };
+  }
+  const podIP = leader.member.podIP;
+  if (!podIP) {
+    return {
+      address: null,
+      whyNotRoutable: [
+        { reason: 'NoServingPort', message: `leader ${leader.member.name} has no pod IP yet` },
+      ],
+    };
+  }
+  const parsed = parseIp(podIP);
+  if (!parsed) {
+    return {
+      address: formatAddress(podIP, port),
+      whyNotRoutable: [
+        {
+          reason: 'AddressInvalid',
+          message: `leader ${leader.member.name}'s pod IP ${JSON.stringify(podIP)} is not an IP address`,
+        },
+      ],
+    };
+  }
+  const address = formatAddress(parsed.ip, port);
+  const refusal = ipRefusal(parsed);
+  if (refusal !== undefined && !(refusal === 'loopback' && options.allowLoopback)) {
+    return {
+      address,
+      whyNotRoutable: [
+        {
+          reason: 'AddressInvalid',
+          message: `address ${address} is ${refusal}${refusal === 'loopback' ? ' (allowed only with --sink-allow-loopback)' : ''}; no sink routes to it`,
+        },
+      ],
+    };
+  }
+  return { address, whyNotRoutable: [] };
+}
+
 /** A positive integer annotation value, or `undefined`. */
 function parseSize(value: string): number | undefined {
   const size = parseIndex(value);
@@ -161,7 +252,7 @@ export function deriveCellState(
   options: CellStateOptions,
 ): CellState | undefined {
   if (pods.length === 0) return undefined;
-  const { labels, portName } = options;
+  const { labels } = options;
   const entries = pods.map((pod) => ({ pod, member: memberOf(pod, labels) }));
   entries.sort((a, b) => byWorkerIndex(a.member, b.member));
   const members = entries.map((e) => e.member);
@@ -248,11 +339,7 @@ export function deriveCellState(
     }
   }
 
-  let address: string | null = null;
-  if (leaderEntry?.member.podIP) {
-    const port = namedPort(leaderEntry.pod, portName);
-    if (port !== undefined) address = formatAddress(leaderEntry.member.podIP, port);
-  }
+  const { address, whyNotRoutable } = leaderAddress(leaderEntry, options);
 
   return {
     key,
@@ -265,6 +352,8 @@ export function deriveCellState(
     generation: cellGeneration(members),
     leader: leaderEntry?.member.name ?? null,
     address,
+    routable: whyNotRoutable.length === 0,
+    whyNotRoutable,
     members,
   };
 }

@@ -38,6 +38,8 @@ export interface RoutableCell {
   pool: string;
   id: string;
   alive: boolean;
+  /** The registry's judgement of the address: valid, allowed, and claimed by no other alive cell. */
+  routable: boolean;
   generation: string;
   address: string | null;
 }
@@ -47,7 +49,7 @@ export const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 
 
 /**
  * Renders the desired routing state from the published cells: every pool that has a cell, with
- * its alive cells that have an address, sorted by address (pools by namespace, then name). Pure:
+ * its alive and routable cells, sorted by address (pools by namespace, then name). Pure:
  * the same cells always render the same state, so an unchanged world deploys nothing.
  *
  * A pool whose cells are all dead is rendered with no cells rather than left out: its consumers
@@ -62,7 +64,9 @@ export function renderRoutingState(cells: Iterable<RoutableCell>): RoutingState 
       pool = { namespace: cell.namespace, pool: cell.pool, cells: [] };
       pools.set(poolKey, pool);
     }
-    if (cell.alive && cell.address !== null) {
+    // An unroutable cell (no port, an invalid or clashing address) is left out on its own, and
+    // says why on itself; every other cell and pool still deploys.
+    if (cell.alive && cell.routable && cell.address !== null) {
       pool.cells.push({ cell: cell.id, generation: cell.generation, address: cell.address });
     }
   }

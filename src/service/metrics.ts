@@ -355,6 +355,26 @@ export class ServiceMetrics {
       },
     });
     new Gauge({
+      name: 'pool_controller_cells_unroutable',
+      help: "Alive cells left out of every sink because their address is missing, invalid or claimed by another cell (see the cell's whyNotRoutable), by namespace and pool.",
+      labelNames: ['namespace', 'pool'] as const,
+      registers,
+      collect() {
+        // Reset first: a pool that vanished loses its series.
+        this.reset();
+        const b = bound();
+        if (!b) return;
+        for (const pool of b.cells.pools()) {
+          this.set({ namespace: pool.namespace, pool: pool.name }, 0);
+        }
+        for (const cell of b.cells.list()) {
+          if (cell.alive && !cell.routable) {
+            this.inc({ namespace: cell.namespace, pool: cell.pool });
+          }
+        }
+      },
+    });
+    new Gauge({
       name: 'pool_controller_pods',
       help: 'Pods in reconciled cells, by namespace and pool.',
       labelNames: ['namespace', 'pool'] as const,
@@ -368,7 +388,7 @@ export class ServiceMetrics {
     });
     const transitions = new Counter({
       name: 'pool_controller_cell_transitions_total',
-      help: 'Cell transitions logged by the reconcile (appeared, alive, not-alive, generation-changed, address-changed, gone).',
+      help: 'Cell transitions logged by the reconcile (appeared, alive, not-alive, generation-changed, address-changed, routability-changed, gone).',
       labelNames: ['transition'] as const,
       registers,
     });

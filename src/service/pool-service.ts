@@ -52,7 +52,7 @@ import {
   SoleLeadership,
 } from './leadership.js';
 import { ServiceMetrics } from './metrics.js';
-import { RoutingController } from './routing-controller.js';
+import { RoutingController, retryCapMs } from './routing-controller.js';
 import { cellChangedEvent, type ServiceEvent, type WatchStateEvent } from './service-events.js';
 
 export interface PoolServiceOptions {
@@ -60,6 +60,11 @@ export interface PoolServiceOptions {
   sourceKind: SourceKind;
   labels: PoolLabels;
   portName: string;
+  /**
+   * Loopback cell addresses are routable (`--sink-allow-loopback`): engines and routers on one
+   * host. Default false: a pod status naming loopback is never routed to.
+   */
+  sinkAllowLoopback?: boolean;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
@@ -93,6 +98,13 @@ export interface PoolServiceOptions {
 export interface SinkWiring {
   publish: (event: SinkEvent) => void;
   onOperation: (record: SinkOperationCount) => void;
+  /**
+   * The longest per-target backoff: the coordinator's retry cap, never longer than the drift
+   * interval (`retryCapMs`), so a target that came back waits no longer than a drift run would.
+   */
+  backoffMaxMs: number;
+  /** The service's clock, which the sinks' backoff must share with the routing controller. */
+  clock: Clock;
 }
 
 /** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
@@ -155,18 +167,21 @@ export class PoolService implements ControlPlane {
     });
     this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
     const publish = (event: ServiceEvent): void => this.#publish(event);
+    const driftIntervalMs =
+      options.driftIntervalMs === undefined ? DEFAULT_DRIFT_INTERVAL_MS : options.driftIntervalMs;
     const sinks =
       options.sinks?.({
         publish,
         onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
+        backoffMaxMs: retryCapMs(driftIntervalMs),
+        clock: this.#clock,
       }) ?? [];
     this.#routing = new RoutingController({
       cells: () => this.registry.list(),
       synced: () => this.#cellsSynced,
       sinks,
       publish,
-      driftIntervalMs:
-        options.driftIntervalMs === undefined ? DEFAULT_DRIFT_INTERVAL_MS : options.driftIntervalMs,
+      driftIntervalMs,
       clock: this.#clock,
       logger,
     });
@@ -191,6 +206,7 @@ export class PoolService implements ControlPlane {
     const reconcileCell = createCellReconciler({
       labels: options.labels,
       portName: options.portName,
+      allowLoopback: options.sinkAllowLoopback ?? false,
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,
@@ -483,7 +499,7 @@ export class PoolService implements ControlPlane {
     this.#publish(event);
     // The initial-sync gate: before it, the first run after sync covers every change.
     if (this.#cellsSynced) {
-      this.#routing.trigger(`cell ${event.namespace}/${event.cell} ${transition.type}`);
+      this.#routing.triggerForCell(`cell ${event.namespace}/${event.cell} ${transition.type}`);
     }
   }
 

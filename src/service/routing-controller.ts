@@ -41,6 +41,18 @@ import type { ServiceEvent } from './service-events.js';
 export const PENDING_RECHECK_MS = 1_000;
 
 /**
+ * Distinct per-cell reasons passed to one run at most; beyond, one shared reason
+ * (`MANY_CELLS_CHANGED_REASON`). Every reason is copied into the run's `reconciliation.started`
+ * event and its log line, so a burst of thousands of cell changes (a node partition, a rollout)
+ * must not make one event thousands of strings long; 32 still names every cell of a usual burst.
+ */
+export const MAX_CELL_REASONS_PER_RUN = 32;
+/** The reason that stands for every cell change past `MAX_CELL_REASONS_PER_RUN` in one run. */
+export const MANY_CELLS_CHANGED_REASON = `more than ${MAX_CELL_REASONS_PER_RUN} cells changed`;
+/** The reason of the run begun when a sink target's backoff ends. */
+export const BACKOFF_ENDED_REASON = 'sink backoff ended';
+
+/**
  * The longest wait before a failed run is retried: the coordinator's cap, but never longer than
  * the drift interval. While a failure streak lasts the retry replaces the drift run, and every
  * trigger-begun run that fails lengthens the backoff; with the plain one-minute cap, one
@@ -79,6 +91,10 @@ export class RoutingController {
   #stopping: Promise<void> | undefined;
   #recheckScheduled = false;
   #lastLoggedDesired: string | undefined;
+  /** Per-cell reasons passed since the last run began (at most MAX_CELL_REASONS_PER_RUN). */
+  readonly #cellReasons = new Set<string>();
+  /** The run scheduled for when the earliest held sink target may be called again. */
+  #backoffRetry: { atMs: number; cancel: AbortController } | undefined;
 
   constructor(options: RoutingControllerOptions) {
     this.#options = options;
@@ -101,7 +117,13 @@ export class RoutingController {
     };
     this.#coordinator = new Coordinator<RoutingState>({
       pipeline,
-      bus: { publish: (event: CoordinatorEvent) => options.publish(event) },
+      bus: {
+        publish: (event: CoordinatorEvent) => {
+          // The reasons collected so far went into this run; the budget starts again for the next.
+          if (event.type === 'reconciliation.started') this.#cellReasons.clear();
+          options.publish(event);
+        },
+      },
       driftIntervalMs: options.driftIntervalMs,
       failureMaxDelayMs: retryCapMs(options.driftIntervalMs),
       clock: this.#clock,
@@ -157,6 +179,20 @@ export class RoutingController {
     if (this.#term) this.#coordinator.trigger(reason);
   }
 
+  /**
+   * A cell's change: triggers with its own reason while fewer than MAX_CELL_REASONS_PER_RUN
+   * distinct ones went to the next run, else with the one shared reason.
+   */
+  triggerForCell(reason: string): void {
+    if (!this.#term) return;
+    if (this.#cellReasons.has(reason) || this.#cellReasons.size < MAX_CELL_REASONS_PER_RUN) {
+      this.#cellReasons.add(reason);
+      this.#coordinator.trigger(reason);
+      return;
+    }
+    this.#coordinator.trigger(MANY_CELLS_CHANGED_REASON);
+  }
+
   state(): CoordinatorState {
     return this.#coordinator.state();
   }
@@ -203,8 +239,43 @@ export class RoutingController {
     );
     signal.throwIfAborted();
     this.#schedulePendingRecheck();
+    this.#scheduleBackoffRetry();
     if (errors.length > 0) throw errors[0];
     if (failures.length > 0) throw new SinkApplyError(failures);
+  }
+
+  /**
+   * A run at the moment the earliest held sink target may be called again, so its pending change
+   * is retried then (not at the next drift, and not before: the sinks would skip it). One at a
+   * time; an earlier due time replaces a later one.
+   */
+  #scheduleBackoffRetry(): void {
+    const term = this.#term;
+    if (!term) return;
+    let atMs: number | undefined;
+    for (const sink of this.#options.sinks) {
+      const next = sink.nextAttemptAtMs();
+      if (next !== undefined && (atMs === undefined || next < atMs)) atMs = next;
+    }
+    if (atMs === undefined) return;
+    const scheduled = this.#backoffRetry;
+    if (scheduled && scheduled.atMs <= atMs) return;
+    scheduled?.cancel.abort();
+    const cancel = new AbortController();
+    const retry = { atMs, cancel };
+    this.#backoffRetry = retry;
+    // The term's end cancels it too (a listener, removed when it settles, not AbortSignal.any).
+    const onTermEnd = (): void => cancel.abort();
+    term.signal.addEventListener('abort', onTermEnd, { once: true });
+    const settled = (): void => {
+      term.signal.removeEventListener('abort', onTermEnd);
+      if (this.#backoffRetry === retry) this.#backoffRetry = undefined;
+    };
+    const delayMs = Math.max(0, atMs - this.#clock.now());
+    this.#clock.sleep(delayMs, cancel.signal).then(() => {
+      settled();
+      if (this.#term === term) this.trigger(BACKOFF_ENDED_REASON);
+    }, settled);
   }
 
   /** A follow-up run shortly after a deploy that left changes in flight, once per term at a time. */

@@ -6,7 +6,7 @@
 import type { CoordinatorEvent } from '../coordination/coordinator.js';
 import type { RelistReason } from '../kubernetes/pod-source-stats.js';
 import type { Cell, CellTransition } from '../pools/cell-registry.js';
-import type { NotAliveReason } from '../pools/cell-state.js';
+import type { NotAliveReason, NotRoutableReason } from '../pools/cell-state.js';
 import type { SinkEvent } from '../sinks/sink.js';
 
 /** The initial list is in the store and every cell in it has been reconciled once. */
@@ -29,6 +29,9 @@ export interface CellChangedEvent {
   whyNotAlive: NotAliveReason[];
   generation: string;
   address: string | null;
+  /** The address may be routed to (see the cell's field); false once gone. */
+  routable: boolean;
+  whyNotRoutable: NotRoutableReason[];
   /** Present (true) only when the cell is gone; then `alive` is false. */
   gone?: true;
 }
@@ -100,6 +103,8 @@ export function cellChangedEvent(transition: CellTransition): CellChangedEvent {
       whyNotAlive: [],
       generation: last.generation,
       address: last.address,
+      routable: false,
+      whyNotRoutable: [],
       gone: true,
     };
   }
@@ -114,5 +119,7 @@ export function cellChangedEvent(transition: CellTransition): CellChangedEvent {
     whyNotAlive: cell.whyNotAlive,
     generation: cell.generation,
     address: cell.address,
+    routable: cell.routable,
+    whyNotRoutable: cell.whyNotRoutable,
   };
 }

@@ -20,7 +20,6 @@
  */
 
 import { createHash } from 'node:crypto';
-import { isIPv4, isIPv6 } from 'node:net';
 import { describeThrown } from '../coordination/pipeline.js';
 import type {
   EndpointSlice,
@@ -28,16 +27,19 @@ import type {
   EndpointSliceEndpoint,
   EndpointSlicePort,
 } from '../kubernetes/endpointslice-api.js';
+import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
-import { abortReason } from '../runtime/clock.js';
+import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import {
+  heldError,
   type Sink,
   SinkApplyError,
   type SinkEvent,
   type SinkFailure,
   type SinkTargetStatus,
 } from './sink.js';
+import { TargetBackoff } from './target-backoff.js';
 
 export const ENDPOINTSLICE_SINK = 'endpointslice' as const;
 /** The label that ties a slice to its Service. */
@@ -71,6 +73,12 @@ export interface EndpointSliceSinkOptions {
   serviceSuffix?: string;
   /** Only for the RFC 3339 times in `status()`. */
   wallClock?: () => Date;
+  /** Measures each target's backoff (a slice, a namespace's LIST). */
+  clock?: Clock;
+  /** A target whose last call failed is not called again for this long, doubling; default 1 s. */
+  backoffBaseMs?: number;
+  /** The longest such wait; default 60 s (the service passes its drift interval when shorter). */
+  backoffMaxMs?: number;
   logger?: Logger;
   /** `sink.applied` (only when endpoints were added or removed) and `sink.failed`. */
   publish?: (event: SinkEvent) => void;
@@ -117,39 +125,17 @@ function endpointText(ip: string, port: number | undefined): string {
   return port === undefined ? host : `${host}:${port}`;
 }
 
-/** Why the API server refuses `ip` in an EndpointSlice (its ValidateEndpointIP), if it does. */
-function refusalOf(ip: string, family: Family): string | undefined {
-  if (family === 'IPv4') {
-    const [a, b, c] = ip.split('.').map(Number) as [number, number, number, number];
-    if (a === 127) return 'loopback';
-    if (ip === '0.0.0.0') return 'unspecified';
-    if (a === 169 && b === 254) return 'link-local';
-    if (a === 224 && b === 0 && c === 0) return 'link-local multicast';
-    return undefined;
-  }
-  const lower = ip.toLowerCase();
-  if (lower === '::1') return 'loopback';
-  if (lower === '::') return 'unspecified';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (mapped?.[1]) return refusalOf(mapped[1], 'IPv4');
-  if (/^fe[89ab][0-9a-f]:/.test(lower)) return 'link-local';
-  if (/^ff02:/.test(lower)) return 'link-local multicast';
-  return undefined;
-}
-
 /** A routing-state `host:port` as a slice endpoint: the IP in canonical form and its family. */
 function parseAddress(address: string): ParsedAddress {
   const colon = address.lastIndexOf(':');
   const port = Number(address.slice(colon + 1));
   let host = address.slice(0, colon);
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  if (isIPv4(host)) return { ip: host, port, family: 'IPv4', refusal: refusalOf(host, 'IPv4') };
-  if (isIPv6(host)) {
-    // The URL parser writes IPv6 in its canonical (compressed, lowercase) form.
-    const canonical = new URL(`http://[${host}]/`).hostname.slice(1, -1);
-    return { ip: canonical, port, family: 'IPv6', refusal: refusalOf(canonical, 'IPv6') };
+  const parsed = parseIp(host);
+  if (!parsed) {
+    return { ip: host, port, family: undefined, refusal: 'a hostname, not an IP address' };
   }
-  return { ip: host, port, family: undefined, refusal: 'a hostname, not an IP address' };
+  return { ip: parsed.ip, port, family: parsed.family, refusal: ipRefusal(parsed) };
 }
 
 /** `<service>-<port>` (IPv6: `…-ipv6`), hashed down to 63 characters when longer. */
@@ -226,8 +212,17 @@ export class EndpointSliceSink implements Sink {
   readonly #targets = new Map<string, TargetState>();
   /** Left-out endpoints already logged, by `namespace/pool` then endpoint: logged once. */
   #reported = new Set<string>();
+  readonly #clock: Clock;
+  /** By slice `namespace/name`, or `namespace/*` (`*` slash `*`) for a LIST. */
+  readonly #backoff: TargetBackoff<string>;
 
   constructor(options: EndpointSliceSinkOptions) {
+    this.#clock = options.clock ?? realClock;
+    this.#backoff = new TargetBackoff({
+      clock: this.#clock,
+      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
+      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
+    });
     this.#api = options.api;
     this.#namespace = options.namespace;
     this.#portName = options.portName;
@@ -248,6 +243,7 @@ export class EndpointSliceSink implements Sink {
     const failures: SinkFailure[] = [];
     const fail = (target: string, pool: string, error: unknown): void => {
       if (signal.aborted) throw abortReason(signal);
+      this.#backoff.failed(target);
       const failure: SinkFailure = {
         type: 'sink.failed',
         kind: this.kind,
@@ -263,6 +259,19 @@ export class EndpointSliceSink implements Sink {
         'endpointslice sink: apply failed for this slice',
       );
       this.#publish?.(failure);
+    };
+    /** Whether `target` is held by its backoff; if so it counts as failed, silently (already reported). */
+    const held = (target: string, pool: string): boolean => {
+      const until = this.#backoff.heldUntil(target);
+      if (until === undefined) return false;
+      failures.push({
+        type: 'sink.failed',
+        kind: this.kind,
+        target,
+        pool,
+        error: heldError(this.#isoAt(until), this.#targets.get(target)?.lastError ?? null),
+      });
+      return true;
     };
 
     // What every pool wants; a pool whose Service name is invalid fails on its own.
@@ -287,19 +296,27 @@ export class EndpointSliceSink implements Sink {
     const unlisted = new Set<string>();
     for (const scope of scopes) {
       const target = `${scope ?? '*'}/*`;
+      const markUnlisted = (): void => {
+        if (scope === undefined) {
+          for (const key of namespaces) unlisted.add(key);
+          for (const state of this.#targets.values()) unlisted.add(state.namespace);
+        } else unlisted.add(scope);
+      };
+      if (held(target, '*')) {
+        markUnlisted();
+        continue;
+      }
       try {
         const slices = await this.#call(target, 'list', () =>
           this.#api.list(scope, `${MANAGED_BY_LABEL}=${MANAGED_BY}`, signal),
         );
+        this.#backoff.succeeded(target);
         for (const slice of slices) {
           listed.set(`${slice.metadata.namespace}/${slice.metadata.name}`, slice);
         }
       } catch (error) {
         if (signal.aborted) throw abortReason(signal);
-        if (scope === undefined) {
-          for (const key of namespaces) unlisted.add(key);
-          for (const state of this.#targets.values()) unlisted.add(state.namespace);
-        } else unlisted.add(scope);
+        markUnlisted();
         fail(target, '*', error);
       }
     }
@@ -317,6 +334,7 @@ export class EndpointSliceSink implements Sink {
     for (const [key, state] of [...this.#targets]) {
       if (!unlisted.has(state.namespace) && !wanted.has(key) && !listed.has(key)) {
         this.#targets.delete(key);
+        this.#backoff.succeeded(key);
       }
     }
 
@@ -333,8 +351,10 @@ export class EndpointSliceSink implements Sink {
       state.refused = want.refused;
       const actual = listed.get(key);
       state.actual = actual ? endpointsOf(actual) : [];
+      if (held(key, want.pool)) continue;
       try {
         if (actual && sameSlice(want.slice, actual)) {
+          this.#backoff.succeeded(key);
           state.lastAppliedAt = now();
           state.lastError = this.#withRefused(null, state.refused);
           continue;
@@ -347,6 +367,7 @@ export class EndpointSliceSink implements Sink {
         const before = state.actual;
         state.actual = endpointsOf(stored);
         this.#changed(key, want.pool, diff(before, state.actual));
+        this.#backoff.succeeded(key);
         state.lastAppliedAt = now();
         state.lastError = this.#withRefused(null, state.refused);
       } catch (error) {
@@ -363,9 +384,11 @@ export class EndpointSliceSink implements Sink {
       state.desired = [];
       state.refused = [];
       state.actual = endpointsOf(actual);
+      if (held(key, pool)) continue;
       try {
         await this.#delete(key, actual, signal);
         this.#targets.delete(key);
+        this.#backoff.succeeded(key);
         this.#logger.info(
           { sink: this.kind, target: key, pool },
           'endpointslice sink: deleted a slice no pool wants',
@@ -392,7 +415,22 @@ export class EndpointSliceSink implements Sink {
         pending: [],
         lastAppliedAt: target.lastAppliedAt,
         lastError: target.lastError,
+        backoffUntil: this.#backoffUntil(key),
       }));
+  }
+
+  nextAttemptAtMs(): number | undefined {
+    return this.#backoff.nextAttemptAtMs();
+  }
+
+  #backoffUntil(key: string): string | null {
+    const until = this.#backoff.heldUntil(key);
+    return until === undefined ? null : this.#isoAt(until);
+  }
+
+  /** The wall-clock time of clock time `atMs`, for status and messages. */
+  #isoAt(atMs: number): string {
+    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
   }
 
   /** A pool's slices: its cells grouped by port and address family; refused addresses left out. */

@@ -29,12 +29,14 @@ import {
   type SglangRouterClientOptions,
 } from './sglang-router-client.js';
 import {
+  heldError,
   type Sink,
   SinkApplyError,
   type SinkEvent,
   type SinkFailure,
   type SinkTargetStatus,
 } from './sink.js';
+import { TargetBackoff } from './target-backoff.js';
 
 export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
 
@@ -60,8 +62,12 @@ export interface SglangRouterSinkOptions {
   apiKey?: string;
   /** Per HTTP call; default ROUTER_REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
-  /** Measures the HTTP timeouts. */
+  /** Measures the HTTP timeouts and each router's backoff. */
   clock?: Clock;
+  /** A router whose last call failed is not called again for this long, doubling; default 1 s. */
+  backoffBaseMs?: number;
+  /** The longest such wait; default 60 s (the service passes its drift interval when shorter). */
+  backoffMaxMs?: number;
   /** Only for the RFC 3339 times in `status()`. */
   wallClock?: () => Date;
   logger?: Logger;
@@ -114,9 +120,18 @@ export class SglangRouterSink implements Sink {
   readonly #publish: ((event: SinkEvent) => void) | undefined;
   readonly #onOperation: ((record: SinkOperationRecord) => void) | undefined;
   readonly #apiKey: string | undefined;
+  readonly #clock: Clock;
+  /** By router URL. */
+  readonly #backoff: TargetBackoff<string>;
 
   constructor(options: SglangRouterSinkOptions) {
     this.#wallClock = options.wallClock ?? (() => new Date());
+    this.#clock = options.clock ?? realClock;
+    this.#backoff = new TargetBackoff({
+      clock: this.#clock,
+      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
+      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
+    });
     this.#logger = options.logger ?? silentLogger;
     this.#publish = options.publish;
     this.#onOperation = options.onOperation;
@@ -155,30 +170,77 @@ export class SglangRouterSink implements Sink {
   async apply(desired: RoutingState, signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw abortReason(signal);
     const targets = [...this.#targets.values()];
+    // A router held by its backoff is not called, however many runs begin; the others are.
+    const held = new Map<TargetState, number>();
+    for (const target of targets) {
+      const until = this.#backoff.heldUntil(target.client.url);
+      if (until !== undefined) held.set(target, until);
+    }
     const results = await Promise.allSettled(
-      targets.map((target) => this.#applyTarget(target, desired, signal)),
+      targets.map((target) =>
+        held.has(target)
+          ? Promise.resolve(this.#holdTarget(target, desired))
+          : this.#applyTarget(target, desired, signal),
+      ),
     );
     if (signal.aborted) throw abortReason(signal);
     const failures: SinkFailure[] = [];
     results.forEach((result, index) => {
       const target = targets[index] as TargetState;
-      if (result.status === 'fulfilled') return;
+      const url = target.client.url;
+      const until = held.get(target);
+      if (until !== undefined) {
+        // Already reported when its call failed: no new event, no new log line.
+        failures.push({
+          type: 'sink.failed',
+          kind: this.kind,
+          target: url,
+          pool: target.pool,
+          error: heldError(this.#isoAt(until), target.lastError),
+        });
+        return;
+      }
+      if (result.status === 'fulfilled') {
+        this.#backoff.succeeded(url);
+        return;
+      }
+      this.#backoff.failed(url);
       const failure: SinkFailure = {
         type: 'sink.failed',
         kind: this.kind,
-        target: target.client.url,
+        target: url,
         pool: target.pool,
         error: this.#redact(describeThrown(result.reason)),
       };
       target.lastError = failure.error;
       failures.push(failure);
       this.#logger.warn(
-        { sink: this.kind, target: failure.target, pool: failure.pool, error: failure.error },
-        'sglang router sink: apply failed for this router',
+        {
+          sink: this.kind,
+          target: failure.target,
+          pool: failure.pool,
+          error: failure.error,
+          retryAt: this.#isoAt(this.#backoff.heldUntil(url) ?? this.#clock.now()),
+        },
+        'sglang router sink: apply failed for this router; it is not called again before its backoff ends',
       );
       this.#publish?.(failure);
     });
     if (failures.length > 0) throw new SinkApplyError(failures);
+  }
+
+  nextAttemptAtMs(): number | undefined {
+    return this.#backoff.nextAttemptAtMs();
+  }
+
+  /** A held router: only what it should list is updated, for `status()`; nothing is sent. */
+  #holdTarget(target: TargetState, state: RoutingState): void {
+    target.desired = desiredWorkers(state.pools, target.pool).urls;
+  }
+
+  /** The wall-clock time of clock time `atMs`, for status and messages. */
+  #isoAt(atMs: number): string {
+    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
   }
 
   status(): SinkTargetStatus[] {
@@ -202,7 +264,13 @@ export class SglangRouterSink implements Sink {
       ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
       lastAppliedAt: target.lastAppliedAt,
       lastError: target.lastError,
+      backoffUntil: this.#backoffUntil(target.client.url),
     }));
+  }
+
+  #backoffUntil(url: string): string | null {
+    const until = this.#backoff.heldUntil(url);
+    return until === undefined ? null : this.#isoAt(until);
   }
 
   /** One router: list, settle what was pending, add the missing, remove the extra. */
@@ -287,6 +355,21 @@ export class SglangRouterSink implements Sink {
     }
 
     if (added.length > 0 || removed.length > 0) {
+      // `actual` is the router's list after this apply, not the one read before it.
+      try {
+        const after = await this.#call(target, 'list', () => target.client.listWorkers(signal));
+        target.actual = [...new Set(after.map((w) => w.url))].sort();
+        const listedAfter = new Set(target.actual);
+        for (const url of [...target.pendingAdds.keys()]) {
+          if (listedAfter.has(url)) target.pendingAdds.delete(url);
+        }
+        for (const url of [...target.pendingRemovals.keys()]) {
+          if (!listedAfter.has(url)) target.pendingRemovals.delete(url);
+        }
+      } catch (error) {
+        if (signal.aborted) throw abortReason(signal);
+        errors.push(describeThrown(error));
+      }
       this.#logger.info(
         { sink: this.kind, target: target.client.url, pool: target.pool, added, removed },
         'sglang router sink: router workers changed',

@@ -19,7 +19,11 @@ export interface SinkTargetStatus {
   pool: string;
   /** Sorted: `http://host:port` for a router, `ip:port` for a slice. */
   desired: string[];
-  /** Sorted, as last read from the target (empty before the first read). */
+  /**
+   * Sorted: the target's list as read at the end of the last apply that reached it, after that
+   * apply's adds and removes were sent (empty before the first read). A router add it is still
+   * processing is in `pending`, not here, until a later read lists it.
+   */
   actual: string[];
   /** Changes sent but not yet visible on the target (e.g. a router add still being processed). */
   pending: Array<{ operation: 'add' | 'remove'; endpoint: string; since: string }>;
@@ -27,6 +31,11 @@ export interface SinkTargetStatus {
   lastAppliedAt: string | null;
   /** The last apply's error for this target, `null` after a success. Never holds secrets. */
   lastError: string | null;
+  /**
+   * RFC 3339 time before which the target is not called again (its last call failed: see
+   * `TargetBackoff`); `null` when it may be called now.
+   */
+  backoffUntil: string | null;
 }
 
 /** What one `apply` changed on one target, published on the bus as `sink.applied`. */
@@ -49,6 +58,11 @@ export interface SinkFailure {
 }
 
 export type SinkEvent = SinkChange | SinkFailure;
+
+/** The error of a target `apply` did not call because its backoff holds it. */
+export function heldError(untilIso: string, lastError: string | null): string {
+  return `not called until ${untilIso}: its last call failed${lastError ? ` (${lastError})` : ''}`;
+}
 
 /**
  * Thrown by `apply` after every target was tried, when at least one failed: one unreachable
@@ -76,4 +90,10 @@ export interface Sink {
   apply(desired: RoutingState, signal: AbortSignal): Promise<void>;
   /** Per target, what was desired, what was last read, and how the last apply went. */
   status(): SinkTargetStatus[];
+  /**
+   * The earliest clock time (the sink's `Clock`) at which a target held by its backoff may be
+   * called again; `undefined` when none is held. The service begins a run then, so the held
+   * target's change is retried as soon as its backoff allows.
+   */
+  nextAttemptAtMs(): number | undefined;
 }

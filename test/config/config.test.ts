@@ -96,7 +96,19 @@ describe('parseConfig defaults', () => {
       sglangRouterApiKeyFile: undefined,
       publishEndpointSlices: false,
       endpointSliceServiceSuffix: '-alive',
+      sinkAllowLoopback: false,
     });
+  });
+
+  it('allows loopback cell addresses only when --sink-allow-loopback or its variable says so', () => {
+    expect(parseConfig(['--sink-allow-loopback'], {}).sinkAllowLoopback).toBe(true);
+    expect(parseConfig([], { POOL_CONTROLLER_SINK_ALLOW_LOOPBACK: 'true' }).sinkAllowLoopback).toBe(
+      true,
+    );
+    expect(parseConfig(['--sink-allow-loopback=false'], {}).sinkAllowLoopback).toBe(false);
+    expect(() => parseConfig(['--sink-allow-loopback=maybe'], {})).toThrow(
+      /--sink-allow-loopback \(POOL_CONTROLLER_SINK_ALLOW_LOOPBACK\)/,
+    );
   });
 
   it('makes the default selector follow a configured pool label', () => {
@@ -142,6 +154,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE: '/secrets/router-key',
       POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
       POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX: '-ready',
+      POOL_CONTROLLER_SINK_ALLOW_LOOPBACK: 'true',
     });
     expect(config).toEqual({
       source: 'simulated',
@@ -186,6 +199,7 @@ describe('flags and environment variables', () => {
       sglangRouterApiKeyFile: '/secrets/router-key',
       publishEndpointSlices: true,
       endpointSliceServiceSuffix: '-ready',
+      sinkAllowLoopback: true,
     });
   });
 

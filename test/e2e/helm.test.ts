@@ -231,6 +231,7 @@ describe('charts/pool-controller', () => {
     });
     expect(vars.get('POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES')).toBe('true');
     expect(vars.get('POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX')).toBe('-ready');
+    expect(vars.get('POOL_CONTROLLER_SINK_ALLOW_LOOPBACK')).toBe('true');
     expect(vars.get('POOL_CONTROLLER_DRIFT_INTERVAL')).toBe('30s');
     expect(container.args).toEqual(['--resync-period=1h']);
     expect(container.image).toBe(

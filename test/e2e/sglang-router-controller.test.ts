@@ -290,6 +290,8 @@ function commonArgs(namespace: string): string[] {
     `${DRIFT_MS / 1000}s`,
     '--sglang-router-api-key-file',
     keyFile,
+    // The fake engines and the routers share this host: their cells' addresses are loopback.
+    '--sink-allow-loopback',
   ];
 }
 
@@ -343,7 +345,7 @@ describe.skipIf(unavailable !== undefined)(
         // No Lease Role: with --leader-elect=false the shipped pod Role is all it needs.
         await bindShippedRoles(env, namespace, [ROLE]);
         cells = new Cells(core, kubelet, namespace);
-        engines = await startEngines(full ? 7 : 2);
+        engines = await startEngines(full ? 9 : 2);
         router = await startRouter({ version, apiKey });
         proxy = await startRecordingProxy(router.url);
         if (full) other = await startRouter({ version, apiKey });
@@ -542,6 +544,14 @@ describe.skipIf(unavailable !== undefined)(
           const e = engines[4]!;
           const f = engines[5]!;
           expect(await listWorkers(otherRouter, apiKey)).toEqual([]);
+          const listErrors = async (): Promise<number> =>
+            seriesValue(
+              await (await fetch(`${controller.url}/metrics`)).text(),
+              'pool_controller_sink_operations_total',
+              { target: otherRouter.url, operation: 'list', result: 'error' },
+            ) ?? 0;
+          const errorsBefore = await listErrors();
+          const stoppedAt = Date.now();
           await otherRouter.stop();
           await cells.create('other', 0, f);
           await cells.create('engine', 4, e);
@@ -581,6 +591,10 @@ describe.skipIf(unavailable !== undefined)(
           expect(ms).toBeLessThan(DRIFT_MS + DRIFT_SLACK_MS);
           const retrying = await controller.get<CoordinatorBody>('/api/v1/coordinator');
           expect(retrying.state.consecutiveFailures).toBeGreaterThan(0);
+          // Its own backoff (at least 1 s between calls) held it, however many runs began.
+          const calls = (await listErrors()) - errorsBefore;
+          expect(calls).toBeGreaterThan(0);
+          expect(calls).toBeLessThanOrEqual(1 + Math.floor((Date.now() - stoppedAt) / 1_000));
           expect(otherRouter.running).toBe(false);
 
           await otherRouter.start();
@@ -596,6 +610,63 @@ describe.skipIf(unavailable !== undefined)(
               ? true
               : undefined;
           });
+        });
+
+        it('leaves out two cells that claim one address, says why, and keeps deploying the other pool', async () => {
+          const otherRouter = other!;
+          const f = engines[5]!;
+          const shared = engines[6]!;
+          const g = engines[7]!;
+          // Two cells of pool engine, one engine port: both claim 127.0.0.1:<port>.
+          await cells.create('engine', 5, shared);
+          await cells.create('engine', 6, shared);
+          type CellBody = {
+            id: string;
+            alive: boolean;
+            routable: boolean;
+            whyNotRoutable: Array<{ reason: string; message: string }>;
+          };
+          const clash = await waitFor('both claimants to say AddressConflict', async () => {
+            const body = await controller.get<{ cells: CellBody[] }>('/api/v1/cells?pool=engine');
+            const both = body.cells.filter(
+              (c) => c.id === 'engine-00005' || c.id === 'engine-00006',
+            );
+            return both.length === 2 &&
+              both.every(
+                (c) => c.alive && !c.routable && c.whyNotRoutable[0]?.reason === 'AddressConflict',
+              )
+              ? both
+              : undefined;
+          });
+          expect(clash[0]?.whyNotRoutable[0]?.message).toContain('engine-00006');
+
+          // The other pool still deploys while the clash lasts; the clash reaches no router.
+          await cells.create('other', 1, g);
+          measured(
+            `${version}: clash in pool engine → pool other still deployed`,
+            await untilRouterLists(otherRouter, [f, g], controller),
+          );
+          await untilSinkConverged(controller, otherRouter.url, [f, g]);
+          expect(urlsOf(current)).not.toContain(shared.url);
+          await untilSinkConverged(controller, proxy.url, current);
+          const coordinator = await controller.get<CoordinatorBody>('/api/v1/coordinator');
+          expect(coordinator.state.lastError).toBeNull();
+          const metrics = await (await fetch(`${controller.url}/metrics`)).text();
+          expect(seriesValue(metrics, 'pool_controller_cells_unroutable', { pool: 'engine' })).toBe(
+            2,
+          );
+          expect(seriesValue(metrics, 'pool_controller_cells_unroutable', { pool: 'other' })).toBe(
+            0,
+          );
+
+          // One claimant goes: the other is routed.
+          await cells.delete('engine', 6);
+          current = [...current, shared];
+          measured(
+            `${version}: one claimant gone → the other routed`,
+            await untilRouterLists(router, current, controller),
+          );
+          await untilSinkConverged(controller, proxy.url, current);
         });
       }
     });

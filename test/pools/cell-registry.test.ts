@@ -105,3 +105,74 @@ describe('CellRegistry reads', () => {
     ]);
   });
 });
+
+describe('CellRegistry address clashes', () => {
+  const clash = { podIP: '10.9.9.9' };
+
+  it('publishes both claimants of one address unroutable, across namespaces, and says who', () => {
+    const { reg } = registry();
+    expect(reg.publish('a/engine-00000', state(0, { namespace: 'a', ...clash }))).toMatchObject([
+      { type: 'appeared' },
+    ]);
+    expect(reg.get('a/engine-00000')?.routable).toBe(true);
+    const second = reg.publish('b/engine-00000', state(0, { namespace: 'b', ...clash }));
+    expect(second.map((t) => t.type)).toEqual(['appeared', 'routability-changed']);
+    expect(reg.get('b/engine-00000')).toMatchObject({
+      routable: false,
+      whyNotRoutable: [
+        { reason: 'AddressConflict', message: expect.stringContaining('a/engine-00000') },
+      ],
+    });
+    expect(reg.get('a/engine-00000')).toMatchObject({
+      routable: false,
+      whyNotRoutable: [
+        { reason: 'AddressConflict', message: expect.stringContaining('b/engine-00000') },
+      ],
+    });
+  });
+
+  it('makes the remaining claimant routable again once the other goes or moves', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0, clash));
+    reg.publish('ns/engine-00001', state(1, clash));
+    reg.publish('ns/engine-00002', state(2, clash));
+    expect(reg.list().map((c) => c.routable)).toEqual([false, false, false]);
+    const moved = reg.publish('ns/engine-00001', state(1));
+    // The mover is routable; the two left still clash, and their messages no longer name it.
+    expect(moved.map((t) => [t.type, 'cell' in t ? t.cell.key : ''])).toEqual([
+      ['address-changed', 'ns/engine-00001'],
+      ['routability-changed', 'ns/engine-00001'],
+      ['routability-changed', 'ns/engine-00000'],
+      ['routability-changed', 'ns/engine-00002'],
+    ]);
+    expect(reg.list().map((c) => c.routable)).toEqual([false, true, false]);
+    const gone = reg.publish('ns/engine-00002', undefined);
+    expect(gone).toMatchObject([
+      { type: 'gone' },
+      { type: 'routability-changed', cell: { key: 'ns/engine-00000', routable: true } },
+    ]);
+    expect(reg.get('ns/engine-00000')?.whyNotRoutable).toEqual([]);
+  });
+
+  it('lets a dead cell claim nothing: a finished pod keeps an IP that went to another pod', () => {
+    const { reg } = registry();
+    reg.publish('ns/engine-00000', state(0, clash));
+    expect(reg.publish('ns/engine-00001', state(1, { ...clash, ready: false }))).toMatchObject([
+      { type: 'appeared' },
+    ]);
+    expect(reg.get('ns/engine-00000')?.routable).toBe(true);
+    // Once alive it claims, and both are out.
+    reg.publish('ns/engine-00001', state(1, clash));
+    expect(reg.get('ns/engine-00000')?.routable).toBe(false);
+    expect(reg.get('ns/engine-00001')?.routable).toBe(false);
+  });
+
+  it('keeps lastTransitionTime of a claimant that changed only through another cell', () => {
+    const { reg, tick } = registry();
+    reg.publish('ns/engine-00000', state(0, clash));
+    const before = reg.get('ns/engine-00000')?.lastTransitionTime;
+    tick(60_000);
+    reg.publish('ns/engine-00001', state(1, clash));
+    expect(reg.get('ns/engine-00000')?.lastTransitionTime).toBe(before);
+  });
+});

@@ -223,3 +223,47 @@ describe('cell state: address', () => {
     expect(workersOnly.address).toBeNull();
   });
 });
+
+describe('cell state: routable', () => {
+  it('is routable with a valid leader address, in canonical form', () => {
+    const state = derive(cell(2, { 0: { podIP: 'FD00:0::7' } }));
+    expect(state).toMatchObject({ address: '[fd00::7]:30000', routable: true, whyNotRoutable: [] });
+  });
+
+  it('is alive but not routable, NoServingPort, when the leader has no --port-name port', () => {
+    const state = derive(cell(2, { 0: { ports: [{ name: 'metrics', containerPort: 9000 }] } }));
+    expect(state.alive).toBe(true);
+    expect(state.address).toBeNull();
+    expect(state.routable).toBe(false);
+    expect(state.whyNotRoutable).toEqual([
+      {
+        reason: 'NoServingPort',
+        message: 'leader engine-0 has no container port named "http" (--port-name)',
+      },
+    ]);
+  });
+
+  it('says NoServingPort while the leader has no pod IP yet', () => {
+    const state = derive(cell(2, { 0: { podIP: null, ready: false } }));
+    expect(state.whyNotRoutable.map((r) => r.reason)).toEqual(['NoServingPort']);
+  });
+
+  it('keeps a pod IP that is not an IP in the address and calls it AddressInvalid', () => {
+    const state = derive(cell(2, { 0: { podIP: 'engine.local' } }));
+    expect(state.address).toBe('engine.local:30000');
+    expect(state.whyNotRoutable.map((r) => r.reason)).toEqual(['AddressInvalid']);
+  });
+
+  it('refuses loopback unless allowed, and link-local and unspecified always', () => {
+    const loopback = cell(2, { 0: { podIP: '127.0.0.1' } });
+    expect(derive(loopback).whyNotRoutable).toMatchObject([
+      { reason: 'AddressInvalid', message: expect.stringContaining('--sink-allow-loopback') },
+    ]);
+    const allowed = { ...options, allowLoopback: true };
+    expect(deriveCellState(KEY, loopback, allowed)?.routable).toBe(true);
+    for (const ip of ['169.254.0.9', '0.0.0.0', 'fe80::2', '::']) {
+      const state = deriveCellState(KEY, cell(2, { 0: { podIP: ip } }), allowed);
+      expect(state?.whyNotRoutable.map((r) => r.reason)).toEqual(['AddressInvalid']);
+    }
+  });
+});

@@ -14,6 +14,7 @@ function cell(overrides: Partial<RoutableCell> = {}): RoutableCell {
     pool: 'engine',
     id: 'engine-00000',
     alive: true,
+    routable: true,
     generation: 'g0',
     address: '10.0.0.1:30000',
     ...overrides,

@@ -106,6 +106,25 @@ describe('GET /', () => {
     expect(body).toContain('1 / 2 pools fully alive');
   });
 
+  it('marks an alive cell that no sink routes to, with its why-not-routable reasons', async () => {
+    const { app } = await harness({
+      pods: [
+        lwsPod({ group: 0, worker: 0, podIP: '10.0.0.1' }),
+        lwsPod({ group: 1, worker: 0, podIP: '10.0.0.1' }),
+        lwsPod({ group: 2, worker: 0, podIP: '10.0.0.2' }),
+      ],
+    });
+    const { body } = await app.inject({ url: '/' });
+    const clash = cellRow(body, 'ns/engine-00000');
+    expect(clash).toContain('data-routable="false"');
+    expect(clash).toContain('>alive, not routable<');
+    expect(clash).toContain('AddressConflict');
+    expect(clash).toContain('also claimed by ns/engine-00001');
+    const fine = cellRow(body, 'ns/engine-00002');
+    expect(fine).toContain('data-routable="true"');
+    expect(fine).toContain('>alive<');
+  });
+
   it('shows the queue, the reflector, leadership and the coordinator', async () => {
     const { app, podSource, service } = await harness({ pods: world() });
     podSource.current = {

@@ -13,6 +13,7 @@ function status(target: string): SinkTargetStatus {
     pending: [],
     lastAppliedAt: null,
     lastError: null,
+    backoffUntil: null,
   };
 }
 

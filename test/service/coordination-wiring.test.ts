@@ -183,6 +183,8 @@ describe('cell changes after sync', () => {
       whyNotAlive: [],
       generation: expect.stringMatching(/^[0-9a-f]+$/),
       address: '10.0.0.1:30000',
+      routable: true,
+      whyNotRoutable: [],
     });
     await h.push(upsert(lwsPod({ group: 0, ready: false })));
     const notAlive = rec.events.filter((e) => e.type === 'cell.changed').at(-1);
@@ -201,6 +203,8 @@ describe('cell changes after sync', () => {
       whyNotAlive: [],
       generation: (appeared as { generation: string }).generation,
       address: '10.0.0.1:30000',
+      routable: false,
+      whyNotRoutable: [],
       gone: true,
     });
   });

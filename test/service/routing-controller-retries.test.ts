@@ -39,6 +39,10 @@ class UnreachableSink implements Sink {
   status(): SinkTargetStatus[] {
     return [];
   }
+
+  nextAttemptAtMs(): number | undefined {
+    return undefined;
+  }
 }
 
 const controllers: RoutingController[] = [];

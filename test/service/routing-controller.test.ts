@@ -1,18 +1,29 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RoutableCell } from '../../src/pools/routing-state.js';
-import { PENDING_RECHECK_MS, RoutingController } from '../../src/service/routing-controller.js';
+import {
+  BACKOFF_ENDED_REASON,
+  MANY_CELLS_CHANGED_REASON,
+  MAX_CELL_REASONS_PER_RUN,
+  PENDING_RECHECK_MS,
+  RoutingController,
+} from '../../src/service/routing-controller.js';
 import { SinkApplyError } from '../../src/sinks/sink.js';
 import { eventLine } from '../support/event-line.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeSink, targetFailure, targetStatus } from '../support/fake-sink.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
-function cell(id: string, address: string | null, overrides: Partial<RoutableCell> = {}) {
+function cell(
+  id: string,
+  address: string | null,
+  overrides: Partial<RoutableCell> = {},
+): RoutableCell {
   return {
     namespace: 'ns',
     pool: 'engine',
     id,
     alive: true,
+    routable: address !== null,
     generation: `g-${id}`,
     address,
     ...overrides,
@@ -464,5 +475,67 @@ describe('RoutingController desired state', () => {
       'http://b:1',
       'http://c:1',
     ]);
+  });
+});
+
+describe('RoutingController per-target backoff and bounded reasons', () => {
+  it('begins a run when the earliest held sink target may be called again', async () => {
+    const sink = new FakeSink(() => clock.now());
+    const { controller, clock, events } = setup({ sinks: [sink] });
+    sink.failNext();
+    sink.heldUntilMs = 5_000;
+    controller.start();
+    await settle();
+    expect(sink.calls).toHaveLength(1);
+    sink.heldUntilMs = undefined;
+    // The coordinator's own retry (1 s) comes first; then the backoff's end at 5 s.
+    await clock.advance(4_999);
+    const before = events.filter((l) => l.startsWith('started')).length;
+    await clock.advance(1);
+    expect(events.filter((l) => l.startsWith('started')).slice(before)).toEqual([
+      `started #${before + 1} ${BACKOFF_ENDED_REASON}`,
+    ]);
+    expect(sink.calls.at(-1)?.atMs).toBe(5_000);
+  });
+
+  it('keeps one backoff run, moved earlier when a target is due sooner', async () => {
+    const sink = new FakeSink(() => clock.now());
+    const { controller, clock, events } = setup({ sinks: [sink] });
+    sink.heldUntilMs = 10_000;
+    controller.start();
+    await settle();
+    sink.heldUntilMs = 3_000;
+    controller.trigger('cell change');
+    await settle();
+    sink.heldUntilMs = undefined;
+    await clock.advance(10_000);
+    expect(events.filter((l) => l.startsWith('started'))).toEqual([
+      'started #1 started',
+      'started #2 cell change',
+      `started #3 ${BACKOFF_ENDED_REASON}`,
+    ]);
+    expect(sink.calls.map((c) => c.atMs)).toEqual([0, 0, 3_000]);
+  });
+
+  it('passes at most MAX_CELL_REASONS_PER_RUN distinct cell reasons to one run, then one shared reason', async () => {
+    const sink = new FakeSink();
+    const { controller, events } = setup({ sinks: [sink] });
+    const held = sink.hangNext();
+    controller.start();
+    await held.called;
+    for (let i = 0; i < MAX_CELL_REASONS_PER_RUN + 10; i += 1) {
+      controller.triggerForCell(`cell ns/engine-${i} appeared`);
+      controller.triggerForCell(`cell ns/engine-${i} appeared`);
+    }
+    expect(controller.state().pendingReasons).toHaveLength(MAX_CELL_REASONS_PER_RUN + 1);
+    expect(controller.state().pendingReasons.at(-1)).toBe(MANY_CELLS_CHANGED_REASON);
+    held.release();
+    await settle();
+    // The budget starts again with the next run.
+    controller.triggerForCell('cell ns/engine-99 gone');
+    await settle();
+    expect(events.filter((l) => l.startsWith('started')).at(-1)).toBe(
+      'started #3 cell ns/engine-99 gone',
+    );
   });
 });

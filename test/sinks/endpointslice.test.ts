@@ -8,6 +8,7 @@ import {
   endpointSliceName,
 } from '../../src/sinks/endpointslice.js';
 import { SinkApplyError, type SinkEvent } from '../../src/sinks/sink.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeEndpointSliceApiServer } from '../support/fake-endpointslice-apiserver.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 
@@ -104,6 +105,7 @@ describe('EndpointSliceSink', () => {
         pending: [],
         lastAppliedAt: NOW,
         lastError: null,
+        backoffUntil: null,
       },
       expect.objectContaining({
         target: 'inference/engine-alive-31000',
@@ -284,7 +286,8 @@ describe('EndpointSliceSink', () => {
   });
 
   it('keeps converging the other pools when one fails, then throws SinkApplyError', async () => {
-    const { sink: s, events, operations } = sink();
+    const clock = new FakeClock();
+    const { sink: s, events, operations } = sink({ clock });
     server.fail('PATCH /apis/discovery.k8s.io/v1/namespaces/inference/endpointslices/bad-alive');
     await expect(
       s.apply(state({ bad: ['10.0.0.1:8000'], good: ['10.0.0.2:8000'] }), signal),
@@ -314,8 +317,37 @@ describe('EndpointSliceSink', () => {
     expect(JSON.stringify(events)).not.toContain('secret-token');
 
     server.heal();
+    await clock.advance(1_000); // its backoff
     await s.apply(state({ bad: ['10.0.0.1:8000'], good: ['10.0.0.2:8000'] }), signal);
     expect(s.status().every((t) => t.lastError === null && t.lastAppliedAt === NOW)).toBe(true);
+  });
+
+  it('holds a slice whose last write failed until its backoff ends, while the other pools deploy', async () => {
+    const clock = new FakeClock();
+    const { sink: s, events } = sink({ clock, backoffMaxMs: 4_000 });
+    server.fail('PATCH /apis/discovery.k8s.io/v1/namespaces/inference/endpointslices/bad-alive');
+    await s
+      .apply(state({ bad: ['10.0.0.1:8000'], good: ['10.0.0.2:8000'] }), signal)
+      .catch(() => {});
+    server.clearRequests();
+    // A run begins at once (a cell changed): the held slice is not written, the other is.
+    await expect(
+      s.apply(state({ bad: ['10.0.0.1:8000'], good: ['10.0.0.2:8000', '10.0.0.3:8000'] }), signal),
+    ).rejects.toThrow(/bad-alive-8000.*not called until 2026-01-02T03:04:06/);
+    expect(server.sequence()).toEqual(['LIST inference', 'APPLY good-alive-8000']);
+    expect(events.filter((e) => e.type === 'sink.failed')).toHaveLength(1);
+    expect(s.nextAttemptAtMs()).toBe(1_000);
+    expect(s.status().find((t) => t.pool === 'bad')?.backoffUntil).toBe('2026-01-02T03:04:06.000Z');
+
+    server.heal();
+    await clock.advance(1_000);
+    server.clearRequests();
+    await s.apply(
+      state({ bad: ['10.0.0.1:8000'], good: ['10.0.0.2:8000', '10.0.0.3:8000'] }),
+      signal,
+    );
+    expect(server.sequence()).toEqual(['LIST inference', 'APPLY bad-alive-8000']);
+    expect(s.nextAttemptAtMs()).toBeUndefined();
   });
 
   it('fails one pool with an invalid Service name without touching the others', async () => {
@@ -328,7 +360,8 @@ describe('EndpointSliceSink', () => {
   });
 
   it('reports a failed LIST and leaves that namespace as it was', async () => {
-    const { sink: s, events } = sink();
+    const clock = new FakeClock();
+    const { sink: s, events } = sink({ clock });
     await s.apply(state({ a: ['10.0.0.1:8000'] }), signal);
     server.fail('GET ', 503, 1);
     server.clearRequests();
@@ -337,6 +370,7 @@ describe('EndpointSliceSink', () => {
     expect(server.slices.has('inference/a-alive-8000')).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: 'sink.failed', target: 'inference/*', pool: '*' });
     expect(s.status()[0]?.lastError).toContain('LIST');
+    await clock.advance(1_000); // its backoff
     await s.apply(state({}), signal);
     expect(server.slices.size).toBe(0);
   });

@@ -69,10 +69,12 @@ describe('SglangRouterSink', () => {
     const { sink: s, events, operations } = sink([['engine', fake]], { apiKey: 'the-key' });
 
     await s.apply(state({ engine: [8001, 8000] }), signal());
+    // Listed again after the changes: `actual` is the router's list after the apply.
     expect(fake.requests).toEqual([
       'GET /workers',
       `POST /workers ${w(8000)}`,
       `POST /workers ${w(8001)}`,
+      'GET /workers',
     ]);
     expect(fake.authorizations.every((a) => a === 'Bearer the-key')).toBe(true);
     expect(events).toEqual([
@@ -128,7 +130,7 @@ describe('SglangRouterSink', () => {
 
     await s.apply(state({ engine: [8000] }), signal());
     const removedId = fake.workers().find((x) => x.url === w(9999))?.id;
-    expect(fake.requests).toEqual(['GET /workers', `DELETE /workers/${removedId}`]);
+    expect(fake.requests).toEqual(['GET /workers', `DELETE /workers/${removedId}`, 'GET /workers']);
     expect(events.at(-1)).toMatchObject({ added: [], removed: [w(9999)] });
     expect(s.status()[0]?.pending).toEqual([
       { operation: 'remove', endpoint: w(9999), since: '2026-01-02T03:04:05.000Z' },
@@ -157,7 +159,12 @@ describe('SglangRouterSink', () => {
     expect(fake.requests).toEqual(['GET /workers']);
     fake.finishDrains();
     await s.apply(state({ engine: [8000] }), signal());
-    expect(fake.requests).toEqual(['GET /workers', 'GET /workers', `POST /workers ${w(8000)}`]);
+    expect(fake.requests).toEqual([
+      'GET /workers',
+      'GET /workers',
+      `POST /workers ${w(8000)}`,
+      'GET /workers',
+    ]);
     await s.apply(state({ engine: [8000] }), signal());
     expect(fake.listed()).toEqual([w(8000)]);
   });
@@ -206,6 +213,7 @@ describe('SglangRouterSink', () => {
       'GET /workers',
       `POST /workers ${w(8000)}`,
       `POST /workers ${w(8001)}`,
+      'GET /workers',
     ]);
     fake.completeAdds();
     expect(fake.listed()).toEqual([w(8000), w(8001)]);
@@ -236,9 +244,11 @@ describe('SglangRouterSink', () => {
     fake.completeAdds();
     await s.apply(state({ engine: [1] }), signal());
     expect(fake.listed()).toEqual([w(1)]);
-    expect(s.status()[0]?.pending).toMatchObject([{ operation: 'remove', endpoint: w(8001) }]);
+    // 0.3.2 removes at once: the list read after the apply already settles the removal.
+    expect(s.status()[0]).toMatchObject({ actual: [w(1)], pending: [] });
+    fake.clearRequests();
     await s.apply(state({ engine: [1] }), signal());
-    expect(s.status()[0]?.pending).toEqual([]);
+    expect(fake.requests).toEqual(['GET /workers']);
   });
 
   it('keeps a cell whose generation changed but whose address did not', async () => {
@@ -282,14 +292,18 @@ describe('SglangRouterSink', () => {
     const down = await router();
     const downUrl = down.url;
     await down.stop();
+    const clock = new FakeClock();
     const {
       sink: s,
       events,
       operations,
-    } = sink([
-      ['engine', up],
-      ['other', downUrl],
-    ]);
+    } = sink(
+      [
+        ['engine', up],
+        ['other', downUrl],
+      ],
+      { clock },
+    );
     const error = await s.apply(state({ engine: [8000], other: [8001] }), signal()).then(
       () => undefined,
       (e: unknown) => e,
@@ -314,13 +328,75 @@ describe('SglangRouterSink', () => {
     });
     expect(statuses.find((x) => x.target === up.url)?.lastError).toBeNull();
 
-    // Back up: converges, error cleared.
+    // Back up: converges once its backoff ended, error cleared.
     await down.start();
     down.autoComplete = true;
+    await clock.advance(1_000);
     await s.apply(state({ engine: [8000], other: [8001] }), signal());
     await s.apply(state({ engine: [8000], other: [8001] }), signal());
     expect(down.listed()).toEqual([w(8001)]);
     expect(s.status().every((x) => x.lastError === null)).toBe(true);
+  });
+
+  it('holds a router whose last call failed until its own backoff ends, while another deploys at once', async () => {
+    const up = await router({ autoComplete: true });
+    const flaky = await router({ autoComplete: true });
+    flaky.failWith = 500;
+    flaky.failOnly = 'GET /workers';
+    const clock = new FakeClock();
+    const { sink: s, events } = sink(
+      [
+        ['engine', up],
+        ['other', flaky],
+      ],
+      { clock, backoffMaxMs: 2_000 },
+    );
+    await expect(s.apply(state({ engine: [8000], other: [9000] }), signal())).rejects.toThrow(
+      SinkApplyError,
+    );
+    expect(flaky.requests).toEqual(['GET /workers']);
+    expect(s.nextAttemptAtMs()).toBe(1_000);
+    expect(s.status().find((t) => t.target === flaky.url)?.backoffUntil).toBe(
+      '2026-01-02T03:04:06.000Z',
+    );
+
+    // Runs keep beginning (cell changes): the held router is not called, the other deploys.
+    for (const ports of [
+      [8000, 8001],
+      [8000, 8001, 8002],
+    ]) {
+      const error = await s.apply(state({ engine: ports, other: [9000] }), signal()).then(
+        () => undefined,
+        (e: unknown) => e as SinkApplyError,
+      );
+      expect(error?.failures.map((f) => [f.target, f.error.split(':')[0]])).toEqual([
+        [flaky.url, 'not called until 2026-01-02T03'],
+      ]);
+    }
+    expect(flaky.requests).toEqual(['GET /workers']);
+    expect(up.listed()).toEqual([w(8000), w(8001), w(8002)]);
+    // Held runs publish nothing new: the failure was reported once.
+    expect(events.filter((e) => e.type === 'sink.failed')).toHaveLength(1);
+
+    // Its backoff ends: called once, fails again, held twice as long (capped at 2 s).
+    await clock.advance(1_000);
+    await s.apply(state({ engine: [8000], other: [9000] }), signal()).catch(() => {});
+    expect(flaky.requests).toEqual(['GET /workers', 'GET /workers']);
+    expect(s.nextAttemptAtMs()).toBe(3_000);
+
+    flaky.failWith = undefined;
+    await clock.advance(2_000);
+    await s.apply(state({ engine: [8000], other: [9000] }), signal());
+    expect(flaky.listed()).toEqual([w(9000)]);
+    expect(s.nextAttemptAtMs()).toBeUndefined();
+    expect(s.status().every((t) => t.backoffUntil === null && t.lastError === null)).toBe(true);
+  });
+
+  it("shows as actual the router's list after the apply, not the one read before it", async () => {
+    const fake = await router({ autoComplete: true });
+    const { sink: s } = sink([['engine', fake]]);
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    expect(s.status()[0]).toMatchObject({ actual: [w(8000), w(8001)], pending: [] });
   });
 
   it('an HTTP error names the call and never the API key', async () => {

@@ -55,6 +55,7 @@ export function targetStatus(overrides: Partial<SinkTargetStatus> = {}): SinkTar
     pending: [],
     lastAppliedAt: null,
     lastError: null,
+    backoffUntil: null,
     ...overrides,
   };
 }
@@ -63,6 +64,8 @@ export class FakeSink implements Sink {
   readonly calls: ApplyCall[] = [];
   /** What `status()` returns; set it freely. */
   statuses: SinkTargetStatus[] = [];
+  /** What `nextAttemptAtMs()` returns: a target held by its backoff until then. */
+  heldUntilMs: number | undefined;
   readonly #scripts: Script[] = [];
 
   constructor(
@@ -99,6 +102,10 @@ export class FakeSink implements Sink {
       release: () => settle({ ok: true }),
       fail: (error) => settle({ ok: false, error }),
     };
+  }
+
+  nextAttemptAtMs(): number | undefined {
+    return this.heldUntilMs;
   }
 
   /** Pool → addresses of each apply, compactly: `engine=10.0.0.1:30000,10.0.0.2:30000`. */

@@ -67,6 +67,8 @@ export interface HarnessOptions {
   watchStatePollMs?: number;
   logger?: Logger;
   maxEventStreams?: number;
+  /** `--sink-allow-loopback`; default false. */
+  sinkAllowLoopback?: boolean;
 }
 
 /**
@@ -138,6 +140,9 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
       : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.maxEventStreams !== undefined ? { maxEventStreams: options.maxEventStreams } : {}),
+    ...(options.sinkAllowLoopback !== undefined
+      ? { sinkAllowLoopback: options.sinkAllowLoopback }
+      : {}),
   });
   const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {

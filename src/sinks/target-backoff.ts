@@ -1,0 +1,85 @@
+/**
+ * The backoff of each sink target: a target (a router, an EndpointSlice, a namespace's LIST) whose
+ * last call failed is not called again before its own delay has passed, however many runs begin.
+ *
+ * COORDINATION.md makes a trigger begin a run at once (it replaces the coordinator's pending
+ * retry), so with ongoing cell changes the coordinator's own backoff never holds anything back: a
+ * dead router would be called on every run. The delay therefore lives here, per target, as
+ * client-go's per-item rate limiter does for work-queue keys: the other targets of the same run
+ * deploy at once, and the service begins a run when the earliest delay ends
+ * (`nextAttemptAtMs`), so the held target's change is retried then and not at the next drift.
+ */
+import { type Clock, realClock } from '../runtime/clock.js';
+import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
+
+/** The delay after a target's first failure: a router restart or a blip is over within it. */
+export const DEFAULT_SINK_BACKOFF_BASE_MS = 1_000;
+/**
+ * The longest delay: the coordinator's failure cap. The service passes its drift interval when
+ * shorter (`retryCapMs`), so a target that came back waits no longer than a drift run would.
+ */
+export const DEFAULT_SINK_BACKOFF_MAX_MS = 60_000;
+
+export interface TargetBackoffOptions {
+  baseMs?: number;
+  maxMs?: number;
+  clock?: Clock;
+}
+
+interface Held {
+  failures: number;
+  dueAtMs: number;
+}
+
+export class TargetBackoff<K> {
+  readonly #baseMs: number;
+  readonly #maxMs: number;
+  readonly #clock: Clock;
+  /** Only targets whose last call failed: bounded by the targets a sink has. */
+  readonly #held = new Map<K, Held>();
+
+  constructor(options: TargetBackoffOptions = {}) {
+    this.#baseMs = options.baseMs ?? DEFAULT_SINK_BACKOFF_BASE_MS;
+    this.#maxMs = options.maxMs ?? DEFAULT_SINK_BACKOFF_MAX_MS;
+    this.#clock = options.clock ?? realClock;
+    if (!(this.#baseMs > 0) || !Number.isFinite(this.#baseMs)) {
+      throw new RangeError(`backoff base ${this.#baseMs} ms must be a positive finite number`);
+    }
+    if (!(this.#maxMs >= this.#baseMs) || !Number.isFinite(this.#maxMs)) {
+      throw new RangeError(`backoff cap ${this.#maxMs} ms must be finite and >= the base`);
+    }
+  }
+
+  /** The clock time before which `key` must not be called; `undefined` when it may be now. */
+  heldUntil(key: K): number | undefined {
+    const held = this.#held.get(key);
+    return held && this.#clock.now() < held.dueAtMs ? held.dueAtMs : undefined;
+  }
+
+  /** The call to `key` failed: it is held for base × 2^(n−1), capped, after its n-th failure in a row. */
+  failed(key: K): void {
+    const failures = (this.#held.get(key)?.failures ?? 0) + 1;
+    const delayMs = exponentialBackoffMs(this.#baseMs, this.#maxMs, failures);
+    this.#held.set(key, { failures, dueAtMs: this.#clock.now() + delayMs });
+  }
+
+  /** The call to `key` succeeded (or the target is gone): its next failure starts at the base. */
+  succeeded(key: K): void {
+    this.#held.delete(key);
+  }
+
+  /** Failures in a row of `key`; 0 after a success. */
+  failures(key: K): number {
+    return this.#held.get(key)?.failures ?? 0;
+  }
+
+  /** The earliest clock time a held target may be called again; `undefined` when none is held. */
+  nextAttemptAtMs(): number | undefined {
+    const now = this.#clock.now();
+    let next: number | undefined;
+    for (const held of this.#held.values()) {
+      if (held.dueAtMs > now && (next === undefined || held.dueAtMs < next)) next = held.dueAtMs;
+    }
+    return next;
+  }
+}
