@@ -38,11 +38,16 @@ function statusCode(error: unknown): number | undefined {
   return typeof code === 'number' ? code : undefined;
 }
 
-/** A stable fake IP in 10.244.0.0/16 per pod name, so two pods rarely share one. */
-function podIpFor(name: string): string {
-  let hash = 0;
-  for (const char of name) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
-  return `10.244.${(hash >>> 8) % 256}.${(hash % 254) + 1}`;
+/**
+ * The next fake pod IP in 10.244.0.0/16, never one handed out before in this process (until
+ * 64,770 pods): two live pods never share an address, which the controller would rightly report
+ * as an `AddressConflict` and leave out of the sinks. A pod keeps its IP once it has one.
+ */
+let podIpsHandedOut = 0;
+function nextPodIp(): string {
+  const n = podIpsHandedOut % (254 * 255);
+  podIpsHandedOut += 1;
+  return `10.244.${Math.floor(n / 254)}.${(n % 254) + 1}`;
 }
 
 /** Returns a copy of `pod` already bound to `nodeName`, as if the scheduler had placed it. */
@@ -114,7 +119,7 @@ export class FakeKubelet {
         ...pod.status,
         phase: 'Running',
         hostIP: '127.0.0.1',
-        podIP: options.podIP ?? pod.status?.podIP ?? podIpFor(name),
+        podIP: options.podIP ?? pod.status?.podIP ?? nextPodIp(),
         startTime: pod.status?.startTime ?? now,
         conditions: mergeConditions(pod.status?.conditions, now, {
           PodScheduled: true,
