@@ -10,18 +10,16 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   CoreV1Api,
   type KubeConfig,
   PatchStrategy,
-  RbacAuthorizationV1Api,
   setHeaderOptions,
   type V1Pod,
-  type V1Role,
 } from '@kubernetes/client-node';
-import { parse } from 'yaml';
 import { FakeKubelet, type KubeEnvironment, onNode } from './environment/index.js';
+import { bindShippedRoles } from './support-service.js';
 
 /** The repository root: the nearest folder up with a package.json (also when run from dist/). */
 function repoRoot(): string {
@@ -358,23 +356,12 @@ export async function namespaceWithRole(
   options: { leaderElection?: boolean } = {},
 ): Promise<string> {
   const namespace = await env.createNamespace(prefix);
-  const rbac = env.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const roles = options.leaderElection ? [ROLE, LEADER_ELECTION_ROLE] : [ROLE];
-  for (const file of roles) {
-    const role = parse(readFileSync(file, 'utf8')) as V1Role;
-    const name = role.metadata?.name ?? 'pool-controller';
-    await rbac.createNamespacedRole({ namespace, body: role });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-        subjects: [
-          { kind: 'User', name: env.unprivileged.user, apiGroup: 'rbac.authorization.k8s.io' },
-        ],
-      },
-    });
-  }
+  await bindShippedRoles(
+    env,
+    namespace,
+    roles.map((file) => pathToFileURL(file)),
+  );
   return namespace;
 }
 
