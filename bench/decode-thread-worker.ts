@@ -1,6 +1,6 @@
 /** A decoder thread of bench/decode-threads.ts: parse, validate and trim a page, encode the pods. */
 import { parentPort } from 'node:worker_threads';
-import { parsePod } from '../src/kubernetes/pod.js';
+import { parsePod } from '../src/model/pod.js';
 
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();

@@ -54,6 +54,10 @@ export {
   LeaseApiError,
   MalformedLeaseError,
 } from './kubernetes/lease-lock.js';
+export {
+  WorkerPodSource,
+  type WorkerPodSourceOptions,
+} from './kubernetes/reflector-worker/main-thread-source.js';
 // The Kubernetes pod source, for pointing a loop at a cluster. None of these import
 // @kubernetes/client-node at load time (only src/kubernetes/connection.ts does, lazily).
 export {
@@ -64,16 +68,12 @@ export {
   type PodCondition,
   parsePod,
   podKey,
-} from './kubernetes/pod.js';
+} from './model/pod.js';
 export type {
   PodSourceStats,
   ReflectorPhase,
   RelistReason,
-} from './kubernetes/pod-source-stats.js';
-export {
-  WorkerPodSource,
-  type WorkerPodSourceOptions,
-} from './kubernetes/reflector-worker/main-thread-source.js';
+} from './model/pod-source-stats.js';
 export { abortReason, type Clock, realClock } from './runtime/clock.js';
 export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
 export type { Logger } from './runtime/logger.js';

@@ -29,7 +29,7 @@ import {
 } from './cli/source-choice.js';
 import { buildServer } from './http/app.js';
 import { buildProbeServer } from './http/probe-app.js';
-import type { PodSource } from './pools/pod-source.js';
+import type { PodSource } from './model/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
 import { realClock } from './runtime/clock.js';
 import { buildInfo, versionLine } from './service/build-info.js';

@@ -16,13 +16,13 @@ import {
   labelKeyProblem,
   parseLabelSelector,
 } from '../kubernetes/label-selector.js';
+import type { SourceKind } from '../model/pod-source.js';
 import {
   DEFAULT_PORT_NAME,
   defaultSelector,
   LWS_LABELS,
   type PoolLabels,
 } from '../pools/labels.js';
-import type { SourceKind } from '../pools/pod-source.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';

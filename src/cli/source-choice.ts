@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { SourceKind } from '../pools/pod-source.js';
+import type { SourceKind } from '../model/pod-source.js';
 import { ALL_NAMESPACES, type Config, ConfigError, envName } from './config.js';
 
 /** Where the kubelet mounts a pod's service-account credentials. */

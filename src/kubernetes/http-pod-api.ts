@@ -10,6 +10,7 @@
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
+import { MalformedPodError, type Pod, parsePod } from '../model/pod.js';
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -25,7 +26,6 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from './connection.js';
-import { MalformedPodError, type Pod, parsePod } from './pod.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 import {
   decodeProtobufObject,

@@ -3,8 +3,9 @@
  * what happens next. Keeping it pure (no I/O, no clock, no state) is what lets one table of rows
  * test every rule, and the state machine in ./reflector.ts only carries the decision out.
  */
+
+import type { RelistReason } from '../model/pod-source-stats.js';
 import type { ApiStatus } from './api-errors.js';
-import type { RelistReason } from './pod-source-stats.js';
 import { redactSecrets } from './safe-error.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */

@@ -21,14 +21,8 @@
  * - `stats().healthy` is `PodSourceStats.healthy` (./pod-source-stats.ts has the one definition):
  *   a WATCH that proved itself, or a synced stream recovering with progress for under 30 s.
  */
-import { type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
-import { ApiConnectionError, ApiStatusError, MalformedListError } from './api-errors.js';
-import { Backoff, type BackoffOptions } from './backoff.js';
-import { IdleWatchdog } from './idle-watchdog.js';
-import { type Pod, podKey } from './pod.js';
-import type { PodApi, PodList, WatchStream } from './pod-api.js';
+
+import { type Pod, podKey } from '../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
   type InitialListMode,
@@ -36,7 +30,14 @@ import {
   type ListProgress,
   type PodSourceStats,
   type ReflectorPhase,
-} from './pod-source-stats.js';
+} from '../model/pod-source-stats.js';
+import { type Clock, realClock } from '../runtime/clock.js';
+import { type Logger, silentLogger } from '../runtime/logger.js';
+import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
+import { ApiConnectionError, ApiStatusError, MalformedListError } from './api-errors.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { IdleWatchdog } from './idle-watchdog.js';
+import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   classifyFailure,
   describeFailure,

@@ -4,9 +4,9 @@
  * cursor rules (bookmarks, frames without a version, unknown types) are tested row by row.
  */
 
+import { MalformedPodError, type Pod, parsePod, podKey } from '../model/pod.js';
 import type { SourceEvent } from '../runtime/source-event.js';
 import { isRecord, readStatus } from './api-errors.js';
-import { MalformedPodError, type Pod, parsePod, podKey } from './pod.js';
 import type { ReflectorFailure } from './reflector-failure.js';
 import type { WatchFrame } from './watch-line-splitter.js';
 

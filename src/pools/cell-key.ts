@@ -10,7 +10,7 @@
  * The store's parent key is `namespace/cellId`, not the bare id: one controller watching all
  * namespaces can see `engine-00000` in two of them, and the loop must never merge those.
  */
-import type { Pod } from '../kubernetes/pod.js';
+import type { Pod } from '../model/pod.js';
 import type { KeyMap, ParentKey } from '../runtime/source-event.js';
 import type { PoolLabels } from './labels.js';
 import { boundPodText, MAX_POOL_NAME_LENGTH } from './pod-text.js';

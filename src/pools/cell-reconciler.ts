@@ -5,7 +5,7 @@
  * it neither knows nor cares which event (or resync, or manual POST) queued it, and running it
  * twice publishes the same state once.
  */
-import type { Pod } from '../kubernetes/pod.js';
+import type { Pod } from '../model/pod.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import type { CellRegistry, CellTransition } from './cell-registry.js';

@@ -4,7 +4,7 @@
  * and a reconcile that runs twice on the same members publishes the same state (idempotence).
  */
 import { createHash } from 'node:crypto';
-import type { Pod } from '../kubernetes/pod.js';
+import type { Pod } from '../model/pod.js';
 import type { ParentKey } from '../runtime/source-event.js';
 import { parseIndex, splitParentKey } from './cell-key.js';
 import { ipRefusal, parseIp } from './endpoint-address.js';

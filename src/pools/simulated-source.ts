@@ -8,13 +8,13 @@
  * advances only through the newest stream, so a reopened stream resumes the story instead of
  * replaying it twice. All waiting goes through the injected `Clock`.
  */
-import type { Pod } from '../kubernetes/pod.js';
-import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+import type { Pod } from '../model/pod.js';
+import type { PodSource } from '../model/pod-source.js';
+import type { PodSourceStats } from '../model/pod-source-stats.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { Source, SourceEvent } from '../runtime/source-event.js';
 import { DEFAULT_PORT_NAME, LWS_LABELS, type PoolLabels } from './labels.js';
-import type { PodSource } from './pod-source.js';
 import { createStory, DEFAULT_SIMULATED_POOLS, type Story } from './simulated-story.js';
 import {
   type SimulatedPoolSpec,

@@ -6,7 +6,7 @@
  * reconcile. Every event carries a fresh pod object: the store keeps what it is given, so a pod
  * already handed out is never mutated.
  */
-import type { ContainerStatus, Pod, PodCondition } from '../kubernetes/pod.js';
+import type { ContainerStatus, Pod, PodCondition } from '../model/pod.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
 import type { PoolLabels } from './labels.js';
 

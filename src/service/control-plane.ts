@@ -8,9 +8,9 @@
 
 import type { Readable } from 'node:stream';
 import type { CoordinatorState } from '../coordination/coordinator.js';
-import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+import type { SourceKind } from '../model/pod-source.js';
+import type { PodSourceStats } from '../model/pod-source-stats.js';
 import type { CellMember } from '../pools/cell-state.js';
-import type { SourceKind } from '../pools/pod-source.js';
 import type { RoutingState } from '../pools/routing-state.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';

@@ -8,7 +8,7 @@
  * read at scrape time, so they can never drift from what the control plane shows.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { type PodSourceStats, RELIST_REASONS } from '../kubernetes/pod-source-stats.js';
+import { type PodSourceStats, RELIST_REASONS } from '../model/pod-source-stats.js';
 import {
   CELL_TRANSITION_TYPES,
   type CellRegistry,

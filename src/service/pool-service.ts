@@ -17,14 +17,14 @@
 import type { Readable } from 'node:stream';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
-import { type Pod, podKey } from '../kubernetes/pod.js';
-import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+import { type Pod, podKey } from '../model/pod.js';
+import type { PodSource, SourceKind } from '../model/pod-source.js';
+import type { PodSourceStats } from '../model/pod-source-stats.js';
 import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
 import { CellRegistry, type CellTransition } from '../pools/cell-registry.js';
 import { memberOf } from '../pools/cell-state.js';
 import type { PoolLabels } from '../pools/labels.js';
-import type { PodSource, SourceKind } from '../pools/pod-source.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';

@@ -4,7 +4,7 @@
  * and the status page read them. Plain data, so each is one JSON line on the wire.
  */
 import type { CoordinatorEvent } from '../coordination/coordinator.js';
-import type { RelistReason } from '../kubernetes/pod-source-stats.js';
+import type { RelistReason } from '../model/pod-source-stats.js';
 import type { Cell, CellTransition } from '../pools/cell-registry.js';
 import type { NotAliveReason, NotRoutableReason } from '../pools/cell-state.js';
 import type { SinkEvent } from '../sinks/sink.js';

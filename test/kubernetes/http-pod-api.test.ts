@@ -7,10 +7,10 @@ import {
 } from '../../src/kubernetes/api-errors.js';
 import { KubeConfigError } from '../../src/kubernetes/connection.js';
 import { connectPodApi, peekContinueToken } from '../../src/kubernetes/http-pod-api.js';
-import { parsePod } from '../../src/kubernetes/pod.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
 import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
+import { parsePod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { FakeClock } from '../support/fake-clock.js';

@@ -3,11 +3,11 @@
  * a loopback fake API server.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/kubernetes/pod.js';
 import {
   WorkerPodSource,
   type WorkerPodSourceOptions,
 } from '../../src/kubernetes/reflector-worker/main-thread-source.js';
+import type { Pod } from '../../src/model/pod.js';
 import { ReconcileLoop } from '../../src/runtime/reconcile-loop.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { type Drain, drain } from '../support/drain.js';

@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/kubernetes/pod.js';
-import {
-  initialReflectorStats,
-  type PodSourceStats,
-} from '../../src/kubernetes/pod-source-stats.js';
 import {
   WorkerEventStream,
   WorkerStreamError,
 } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type { MainMessage, WorkerMessage } from '../../src/kubernetes/reflector-worker/protocol.js';
+import type { Pod } from '../../src/model/pod.js';
+import { initialReflectorStats, type PodSourceStats } from '../../src/model/pod-source-stats.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../src/kubernetes/api-errors.js';
-import { MalformedPodError, parsePod } from '../../src/kubernetes/pod.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
@@ -12,6 +11,7 @@ import {
 } from '../../src/kubernetes/pod-protobuf.js';
 import { ProtobufDecodeError } from '../../src/kubernetes/protobuf-reader.js';
 import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
+import { MalformedPodError, parsePod } from '../../src/model/pod.js';
 import {
   type BuildOptions,
   encodePod,

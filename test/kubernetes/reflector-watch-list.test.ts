@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/api-errors.js';
-import { type Pod, podKey } from '../../src/kubernetes/pod.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { type Pod, podKey } from '../../src/model/pod.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
 import { FakeClock, settle } from '../support/fake-clock.js';

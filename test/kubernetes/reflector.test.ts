@@ -4,11 +4,11 @@ import {
   ApiStatusError,
   MalformedListError,
 } from '../../src/kubernetes/api-errors.js';
-import type { Pod } from '../../src/kubernetes/pod.js';
 import {
   KubernetesReflector,
   type KubernetesReflectorOptions,
 } from '../../src/kubernetes/reflector.js';
+import type { Pod } from '../../src/model/pod.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';

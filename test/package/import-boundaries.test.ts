@@ -1,6 +1,7 @@
 /**
  * ARCHITECTURE.md's layering, enforced: a file's folder says what it may import.
- * runtime ← coordination ← kubernetes ← pools ← sinks ← service (cli, service, http, main), and
+ * runtime ← coordination ← model ← kubernetes ← sinks ← service (cli, service, http, main), with
+ * pools beside kubernetes (both on model, neither on the other), and
  * only src/kubernetes/connection.ts may import @kubernetes/client-node. (routes/ has its own,
  * stricter check in test/routes/imports.test.ts; both read imports with one parser.)
  */
@@ -55,6 +56,7 @@ const within = (r: ImportRecord, ...dirs: string[]): boolean =>
 const LIBRARY_FOLDERS = [
   'src/runtime',
   'src/coordination',
+  'src/model',
   'src/kubernetes',
   'src/pools',
   'src/sinks',
@@ -83,7 +85,19 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     ).toEqual([]);
   });
 
-  it('lets src/kubernetes import only the runtime, coordination, itself and its libraries', () => {
+  it('lets src/model import only types from the runtime, and zod', () => {
+    expect(
+      violations(
+        'src/model',
+        (r) =>
+          r.specifier === 'zod' ||
+          within(r, 'src/model') ||
+          (r.typeOnly && within(r, 'src/runtime')),
+      ),
+    ).toEqual([]);
+  });
+
+  it('lets src/kubernetes import only the runtime, coordination, model, itself and its libraries', () => {
     const libraries = ['zod', 'piscina', '@kubernetes/client-node'];
     expect(
       violations(
@@ -91,7 +105,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
         (r) =>
           isNodeBuiltin(r) ||
           libraries.includes(r.specifier) ||
-          within(r, 'src/runtime', 'src/coordination', 'src/kubernetes'),
+          within(r, 'src/runtime', 'src/coordination', 'src/model', 'src/kubernetes'),
       ).filter(
         // The one computed import: connection.ts loading the build's bundle of client-node
         // (dist/vendor/client-node-kubeconfig.js), which has no source file to name.
@@ -100,14 +114,11 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     ).toEqual([]);
   });
 
-  it('lets src/pools import the runtime and only types from src/kubernetes', () => {
+  it('lets src/pools import the runtime and the model, and nothing from src/kubernetes', () => {
     expect(
       violations(
         'src/pools',
-        (r) =>
-          isNodeBuiltin(r) ||
-          within(r, 'src/runtime', 'src/pools') ||
-          (r.typeOnly && within(r, 'src/kubernetes')),
+        (r) => isNodeBuiltin(r) || within(r, 'src/runtime', 'src/model', 'src/pools'),
       ),
     ).toEqual([]);
   });
@@ -118,7 +129,15 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
         'src/sinks',
         (r) =>
           isNodeBuiltin(r) ||
-          within(r, 'src/runtime', 'src/coordination', 'src/kubernetes', 'src/pools', 'src/sinks'),
+          within(
+            r,
+            'src/runtime',
+            'src/coordination',
+            'src/model',
+            'src/kubernetes',
+            'src/pools',
+            'src/sinks',
+          ),
       ),
     ).toEqual([]);
   });

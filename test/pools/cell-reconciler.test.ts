@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/kubernetes/pod.js';
+import type { Pod } from '../../src/model/pod.js';
 import { createCellReconciler } from '../../src/pools/cell-reconciler.js';
 import { CellRegistry, type CellTransition } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';

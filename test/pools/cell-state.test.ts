@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/kubernetes/pod.js';
+import type { Pod } from '../../src/model/pod.js';
 import { cellGeneration, deriveCellState, memberOf } from '../../src/pools/cell-state.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { type LwsPodOptions, lwsPod } from '../support/lws-pod.js';

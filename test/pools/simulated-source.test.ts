@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReconcileLoop, type SourceEvent } from '../../src/index.js';
-import type { Pod } from '../../src/kubernetes/pod.js';
+import type { Pod } from '../../src/model/pod.js';
 import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { createCellReconciler } from '../../src/pools/cell-reconciler.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';

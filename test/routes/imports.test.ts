@@ -65,7 +65,7 @@ describe('routes/ imports only the public control plane', () => {
   });
 
   const forms: Array<[string, string]> = [
-    ["import { podKey } from '../src/kubernetes/pod.js';", 'src/kubernetes/pod.ts'],
+    ["import { podKey } from '../src/model/pod.js';", 'src/model/pod.ts'],
     [
       "import type { ParentKey } from '../src/runtime/source-event.js';",
       'src/runtime/source-event.ts',

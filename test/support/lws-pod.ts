@@ -2,7 +2,7 @@
  * Builds pods the way a LeaderWorkerSet and a kubelet would leave them, through the real `parsePod`
  * so test pods have exactly the shape the reflector delivers.
  */
-import { type Pod, parsePod } from '../../src/kubernetes/pod.js';
+import { type Pod, parsePod } from '../../src/model/pod.js';
 
 export interface LwsPodOptions {
   pool?: string;

@@ -2,7 +2,7 @@
  * Pods as the API server sends them (with the fields the partial view drops, such as
  * managedFields and image names), for fakes of the LIST/WATCH API and for fixtures.
  */
-import { type Pod, parsePod } from '../../src/kubernetes/pod.js';
+import { type Pod, parsePod } from '../../src/model/pod.js';
 
 export interface RawPodSpec {
   name: string;

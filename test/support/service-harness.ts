@@ -6,10 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import { buildServer, type ServerOptions } from '../../src/http/app.js';
 import type { Logger, ObjectKey, SourceEvent } from '../../src/index.js';
-import { type Pod, podKey } from '../../src/kubernetes/pod.js';
-import type { PodSourceStats } from '../../src/kubernetes/pod-source-stats.js';
+import { type Pod, podKey } from '../../src/model/pod.js';
+import type { PodSource } from '../../src/model/pod-source.js';
+import type { PodSourceStats } from '../../src/model/pod-source-stats.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import type { PodSource } from '../../src/pools/pod-source.js';
 import {
   type Leadership,
   type LeadershipHooks,

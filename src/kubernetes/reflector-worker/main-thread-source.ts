@@ -10,17 +10,17 @@
  */
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { type Clock, realClock } from '../../runtime/clock.js';
-import { type Logger, silentLogger } from '../../runtime/logger.js';
-import type { Source, SourceEvent } from '../../runtime/source-event.js';
-import type { ClusterOptions } from '../connection.js';
-import type { Pod } from '../pod.js';
+import type { Pod } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
   foldReflectorStats,
   initialReflectorStats,
   type PodSourceStats,
-} from '../pod-source-stats.js';
+} from '../../model/pod-source-stats.js';
+import { type Clock, realClock } from '../../runtime/clock.js';
+import { type Logger, silentLogger } from '../../runtime/logger.js';
+import type { Source, SourceEvent } from '../../runtime/source-event.js';
+import type { ClusterOptions } from '../connection.js';
 import { safeErrorMessage } from '../safe-error.js';
 import { WorkerEventStream } from './main-thread-stream.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';

@@ -7,11 +7,12 @@
  * far behind that the buffer passes its bound fails, and the driver's reopen relists, which is
  * cheaper than holding an ever-growing backlog of stale events.
  */
+
+import { type Pod, podKey } from '../../model/pod.js';
+import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
-import { type Pod, podKey } from '../pod.js';
-import type { PodSourceStats } from '../pod-source-stats.js';
 import { safeErrorMessage } from '../safe-error.js';
 import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 

@@ -4,11 +4,11 @@
  * in-process with a fake API; workers/reflector.worker.ts only hands it to piscina.
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { Pod } from '../../model/pod.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../connection.js';
 import { connectPodApi } from '../http-pod-api.js';
-import type { Pod } from '../pod.js';
 import type { PodApi } from '../pod-api.js';
 import { KubernetesReflector } from '../reflector.js';
 import type {

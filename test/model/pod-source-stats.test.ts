@@ -3,7 +3,7 @@ import {
   foldReflectorStats,
   initialReflectorStats,
   type PodSourceStats,
-} from '../../src/kubernetes/pod-source-stats.js';
+} from '../../src/model/pod-source-stats.js';
 
 const stats = (fields: Partial<PodSourceStats>): PodSourceStats => ({
   ...initialReflectorStats(),

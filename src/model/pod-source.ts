@@ -3,9 +3,10 @@
  * control plane, and a way to stop it. The worker-backed Kubernetes source and the simulated
  * source both have this shape, so everything above them is identical in both modes.
  */
-import type { Pod } from '../kubernetes/pod.js';
-import type { PodSourceStats } from '../kubernetes/pod-source-stats.js';
+
 import type { Source } from '../runtime/source-event.js';
+import type { Pod } from './pod.js';
+import type { PodSourceStats } from './pod-source-stats.js';
 
 /** Where pods come from; shown in every status response so simulated data is never mistaken for real. */
 export type SourceKind = 'kubernetes' | 'simulated';

@@ -4,7 +4,7 @@ import {
   MalformedPodError,
   parsePod,
   podKey,
-} from '../../src/kubernetes/pod.js';
+} from '../../src/model/pod.js';
 import { rawPod } from '../support/pods.js';
 
 type Json = Record<string, unknown>;
