@@ -25,7 +25,7 @@
 import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { gunzipSync } from 'node:zlib';
-import { loadApiConnection } from '../src/kubernetes/connection.js';
+import { loadApiConnection } from '../src/kubernetes/client/connection.js';
 import { HttpPodApi } from '../src/kubernetes/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';

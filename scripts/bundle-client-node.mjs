@@ -1,6 +1,6 @@
 // Part of `npm run build`: bundles client-node's `KubeConfig` (kubeconfig parsing, in-cluster
 // config, exec plugins, token refresh: all of client-node's auth, unchanged) into one file,
-// dist/vendor/client-node-kubeconfig.js, which src/kubernetes/connection.ts loads in place of the
+// dist/vendor/client-node-kubeconfig.js, which src/kubernetes/client/connection.ts loads in place of the
 // package when it exists.
 //
 // Why: importing @kubernetes/client-node loads ~970 modules (its generated API comes in with

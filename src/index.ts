@@ -46,7 +46,7 @@ export {
   type ClusterOptions,
   checkClusterConfig,
   KubeConfigError,
-} from './kubernetes/connection.js';
+} from './kubernetes/client/connection.js';
 export {
   connectLeaseLock,
   KubernetesLeaseLock,
@@ -59,7 +59,7 @@ export {
   type WorkerPodSourceOptions,
 } from './kubernetes/reflector-worker/main-thread-source.js';
 // The Kubernetes pod source, for pointing a loop at a cluster. None of these import
-// @kubernetes/client-node at load time (only src/kubernetes/connection.ts does, lazily).
+// @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts does, lazily).
 export {
   type Container,
   type ContainerStatus,

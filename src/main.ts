@@ -249,7 +249,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     if (choice.kind === 'kubernetes') {
       // A kubeconfig that can never work (syntax, empty, a directory, unreadable, an unknown
       // context, plain http without insecure-skip-tls-verify) fails now, not every second later.
-      const { checkClusterConfig } = await import('./kubernetes/connection.js');
+      const { checkClusterConfig } = await import('./kubernetes/client/connection.js');
       await checkClusterConfig({
         ...clusterOptions(config),
       });

@@ -3,7 +3,7 @@
  * (dist/workers/reflector.worker.js; see src/kubernetes/reflector-worker/script-path.ts). Each piscina task is
  * one reflector stream: network, JSON decoding and validation all happen on this thread.
  */
-import { preloadClientNode } from '../src/kubernetes/connection.js';
+import { preloadClientNode } from '../src/kubernetes/client/connection.js';
 import type { ReflectorTask } from '../src/kubernetes/reflector-worker/protocol.js';
 import { runReflectorTask } from '../src/kubernetes/reflector-worker/worker-thread-task.js';
 

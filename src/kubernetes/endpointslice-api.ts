@@ -9,9 +9,9 @@
  * into a log line or an event.
  */
 import type { Clock } from '../runtime/clock.js';
-import { isRecord } from './api-errors.js';
-import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
+import { isRecord } from './client/api-errors.js';
+import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './client/api-request.js';
+import { type ApiConnection, type ClusterOptions, loadApiConnection } from './client/connection.js';
 
 const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
 

@@ -18,14 +18,14 @@ import {
   MalformedListError,
   statusFromDecodedResponse,
   statusFromResponse,
-} from './api-errors.js';
-import { openApiExchange } from './api-exchange.js';
+} from './client/api-errors.js';
+import { openApiExchange } from './client/api-exchange.js';
 import {
   type ApiConnection,
   type ClusterOptions,
   loadApiConnection,
   releaseRequestAgent,
-} from './connection.js';
+} from './client/connection.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 import {
   decodeProtobufObject,

@@ -19,9 +19,9 @@ import {
   type ObservedLease,
 } from '../coordination/lease-record.js';
 import type { Clock } from '../runtime/clock.js';
-import { isRecord } from './api-errors.js';
-import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './api-request.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
+import { isRecord } from './client/api-errors.js';
+import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './client/api-request.js';
+import { type ApiConnection, type ClusterOptions, loadApiConnection } from './client/connection.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 

@@ -5,8 +5,8 @@
  */
 
 import type { RelistReason } from '../model/pod-source-stats.js';
-import type { ApiStatus } from './api-errors.js';
-import { redactSecrets } from './safe-error.js';
+import type { ApiStatus } from './client/api-errors.js';
+import { redactSecrets } from './client/safe-error.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';

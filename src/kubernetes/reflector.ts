@@ -34,9 +34,9 @@ import {
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
-import { ApiConnectionError, ApiStatusError, MalformedListError } from './api-errors.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { IdleWatchdog } from './idle-watchdog.js';
+import { ApiConnectionError, ApiStatusError, MalformedListError } from './client/api-errors.js';
+import { IdleWatchdog } from './client/idle-watchdog.js';
 import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   classifyFailure,

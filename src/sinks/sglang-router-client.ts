@@ -6,7 +6,7 @@
  * included) and in size (the body is read as a stream and refused past `ROUTER_MAX_RESPONSE_BYTES`),
  * and honours the caller's signal; errors name the call and what went wrong, never the API key.
  */
-import { isRecord } from '../kubernetes/api-errors.js';
+import { isRecord } from '../kubernetes/client/api-errors.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 
 /** How long one call to a router may take before it counts as failed. */

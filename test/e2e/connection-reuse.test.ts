@@ -7,7 +7,7 @@
 import type { Agent } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiConnection, loadApiConnection } from '../../src/kubernetes/connection.js';
+import { type ApiConnection, loadApiConnection } from '../../src/kubernetes/client/connection.js';
 import { HttpPodApi } from '../../src/kubernetes/http-pod-api.js';
 import { KubernetesLeaseLock } from '../../src/kubernetes/lease-lock.js';
 import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';

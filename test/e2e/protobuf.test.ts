@@ -7,8 +7,8 @@
 import https from 'node:https';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ApiStatusError } from '../../src/kubernetes/api-errors.js';
-import { loadApiConnection } from '../../src/kubernetes/connection.js';
+import { ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
+import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
 import { HttpPodApi } from '../../src/kubernetes/http-pod-api.js';
 import type { PodList } from '../../src/kubernetes/pod-api.js';
 import { decodeProtobufPodList, PROTOBUF_CONTENT_TYPE } from '../../src/kubernetes/pod-protobuf.js';

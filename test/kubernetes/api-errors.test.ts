@@ -4,7 +4,7 @@ import {
   parseRetryAfter,
   readStatus,
   statusFromResponse,
-} from '../../src/kubernetes/api-errors.js';
+} from '../../src/kubernetes/client/api-errors.js';
 
 describe('readStatus', () => {
   it('reads code, reason, message, causes and retryAfterSeconds', () => {

@@ -1,7 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openApiExchange } from '../../src/kubernetes/api-exchange.js';
+import { openApiExchange } from '../../src/kubernetes/client/api-exchange.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

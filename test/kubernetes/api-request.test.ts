@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiRequest } from '../../src/kubernetes/api-request.js';
-import { loadApiConnection } from '../../src/kubernetes/connection.js';
+import { apiRequest } from '../../src/kubernetes/client/api-request.js';
+import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { FakeClock } from '../support/fake-clock.js';
 

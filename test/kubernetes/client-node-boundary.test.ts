@@ -65,7 +65,7 @@ describe('the client-node boundary', () => {
       ].join('\n'),
     );
     const { status, stdout, stderr } = runDenied(
-      `const { loadApiConnection, importKubeConfig } = await import('./dist/src/kubernetes/connection.js');
+      `const { loadApiConnection, importKubeConfig } = await import('./dist/src/kubernetes/client/connection.js');
        const connection = await loadApiConnection({ kubeconfigPath: ${JSON.stringify(kubeconfig)} });
        const { origin } = await importKubeConfig();
        const { headers } = await connection.requestOptions();

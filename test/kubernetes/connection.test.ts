@@ -8,7 +8,7 @@ import {
   KubeConfigError,
   loadApiConnection,
   releaseRequestAgent,
-} from '../../src/kubernetes/connection.js';
+} from '../../src/kubernetes/client/connection.js';
 
 const PASSWORD = 'hunter2-very-secret';
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.tok-SECRET-payload';

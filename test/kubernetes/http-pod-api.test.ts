@@ -4,8 +4,8 @@ import {
   ApiConnectionError,
   ApiStatusError,
   MalformedListError,
-} from '../../src/kubernetes/api-errors.js';
-import { KubeConfigError } from '../../src/kubernetes/connection.js';
+} from '../../src/kubernetes/client/api-errors.js';
+import { KubeConfigError } from '../../src/kubernetes/client/connection.js';
 import { connectPodApi, peekContinueToken } from '../../src/kubernetes/http-pod-api.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';

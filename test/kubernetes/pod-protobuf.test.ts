@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readStatus } from '../../src/kubernetes/api-errors.js';
+import { readStatus } from '../../src/kubernetes/client/api-errors.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiStatus } from '../../src/kubernetes/api-errors.js';
+import type { ApiStatus } from '../../src/kubernetes/client/api-errors.js';
 import {
   classifyFailure,
   describeFailure,

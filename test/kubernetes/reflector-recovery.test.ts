@@ -4,7 +4,7 @@
  * and that it never sends a down or refusing server more than one request of a kind per second.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/api-errors.js';
+import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import type {
   ListPodsOptions,
   PodApi,

@@ -4,7 +4,7 @@
  * watch; and every way it falls back to LIST + WATCH. Request sequences on the fake clock.
  */
 import { describe, expect, it } from 'vitest';
-import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/api-errors.js';
+import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
 import { type Pod, podKey } from '../../src/model/pod.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';

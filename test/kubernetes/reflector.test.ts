@@ -3,7 +3,7 @@ import {
   ApiConnectionError,
   ApiStatusError,
   MalformedListError,
-} from '../../src/kubernetes/api-errors.js';
+} from '../../src/kubernetes/client/api-errors.js';
 import {
   KubernetesReflector,
   type KubernetesReflectorOptions,

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/api-errors.js';
-import { describeFailure } from '../../src/kubernetes/reflector-failure.js';
+import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import {
   kubeconfigErrorSummary,
   MAX_SAFE_ERROR_LENGTH,
   redactSecrets,
   safeErrorMessage,
-} from '../../src/kubernetes/safe-error.js';
+} from '../../src/kubernetes/client/safe-error.js';
+import { describeFailure } from '../../src/kubernetes/reflector-failure.js';
 
 describe('redactSecrets', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { KubeConfigError } from '../../src/kubernetes/connection.js';
+import { KubeConfigError } from '../../src/kubernetes/client/connection.js';
 import type { PodApi } from '../../src/kubernetes/pod-api.js';
 import { WorkerEventStream } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type {

@@ -2,7 +2,7 @@
  * ARCHITECTURE.md's layering, enforced: a file's folder says what it may import.
  * runtime ← coordination ← model ← kubernetes ← sinks ← service (cli, service, http, main), with
  * pools beside kubernetes (both on model, neither on the other), and
- * only src/kubernetes/connection.ts may import @kubernetes/client-node. (routes/ has its own,
+ * only src/kubernetes/client/connection.ts may import @kubernetes/client-node. (routes/ has its own,
  * stricter check in test/routes/imports.test.ts; both read imports with one parser.)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -109,7 +109,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
       ).filter(
         // The one computed import: connection.ts loading the build's bundle of client-node
         // (dist/vendor/client-node-kubeconfig.js), which has no source file to name.
-        (violation) => violation !== "src/kubernetes/connection.ts: import '<computed>'",
+        (violation) => violation !== "src/kubernetes/client/connection.ts: import '<computed>'",
       ),
     ).toEqual([]);
   });
@@ -151,13 +151,13 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(upward).toEqual([]);
   });
 
-  it('imports @kubernetes/client-node only from src/kubernetes/connection.ts', () => {
+  it('imports @kubernetes/client-node only from src/kubernetes/client/connection.ts', () => {
     const importers = ['src', 'workers', 'routes']
       .flatMap(sourceFiles)
       .flatMap(importsOf)
       .filter((r) => r.specifier.startsWith('@kubernetes/'))
       .map((r) => r.file);
-    expect([...new Set(importers)]).toEqual(['src/kubernetes/connection.ts']);
+    expect([...new Set(importers)]).toEqual(['src/kubernetes/client/connection.ts']);
   });
 
   it('keeps the worker entry on src/kubernetes and runtime types', () => {

@@ -1,6 +1,6 @@
 // Node `--import` hook: any import of @kubernetes/client-node fails, and so does the build's bundle
 // of it (dist/vendor/client-node-kubeconfig.js) unless ALLOW_CLIENT_NODE_BUNDLE=1, so a test can
-// prove a module graph loads without client-node (only src/kubernetes/connection.ts may import it,
+// prove a module graph loads without client-node (only src/kubernetes/client/connection.ts may import it,
 // and only lazily), or that a build loads the bundle and never the package.
 import { register } from 'node:module';
 

@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ApiConnection } from '../../src/kubernetes/connection.js';
+import type { ApiConnection } from '../../src/kubernetes/client/connection.js';
 
 /** A request as received: the raw URL (path and query), its headers, its body parsed as JSON. */
 export interface ReceivedJsonRequest {

@@ -20,8 +20,8 @@ import {
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { Source, SourceEvent } from '../../runtime/source-event.js';
-import type { ClusterOptions } from '../connection.js';
-import { safeErrorMessage } from '../safe-error.js';
+import type { ClusterOptions } from '../client/connection.js';
+import { safeErrorMessage } from '../client/safe-error.js';
 import { WorkerEventStream } from './main-thread-stream.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
 import { requireReflectorWorker } from './script-path.js';

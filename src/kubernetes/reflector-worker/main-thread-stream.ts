@@ -13,7 +13,7 @@ import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
-import { safeErrorMessage } from '../safe-error.js';
+import { safeErrorMessage } from '../client/safe-error.js';
 import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 
 const decoder = new TextDecoder();

@@ -7,7 +7,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';
 import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
-import type { ClusterOptions } from '../connection.js';
+import type { ClusterOptions } from '../client/connection.js';
 import type { KubernetesReflectorOptions } from '../reflector.js';
 
 /**

@@ -12,7 +12,7 @@
  * (./safe-error.ts) and not kept as `cause`, so a bearer token cannot leak into a log line.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { type Clock, realClock } from '../runtime/clock.js';
+import { type Clock, realClock } from '../../runtime/clock.js';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
 import { openApiExchange } from './api-exchange.js';
 import { type ApiConnection, releaseRequestAgent } from './connection.js';

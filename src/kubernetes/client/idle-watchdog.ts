@@ -6,7 +6,7 @@
  * server sends a bookmark about once a minute on an open watch, so a long silence means the
  * connection is dead, and the reflector resumes from its cursor rather than waiting forever.
  */
-import { abortReason, type Clock } from '../runtime/clock.js';
+import { abortReason, type Clock } from '../../runtime/clock.js';
 
 /** Why the watchdog aborted a request. */
 export class IdleTimeoutError extends Error {
