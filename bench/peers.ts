@@ -282,7 +282,7 @@ async function rawList(
   gzip: boolean,
 ): Promise<number> {
   const { peekContinueToken } = await import('../src/kubernetes/http-pod-api.js');
-  const { peekProtobufContinueToken } = await import('../src/kubernetes/pod-protobuf.js');
+  const { peekProtobufContinueToken } = await import('../src/kubernetes/codec/pod-protobuf.js');
   const started = performance.now();
   let token: string | undefined;
   do {

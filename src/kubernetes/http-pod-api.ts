@@ -26,18 +26,18 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from './client/connection.js';
-import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
   isProtobufContentType,
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
-} from './pod-protobuf.js';
-import { ProtobufDecodeError } from './protobuf-reader.js';
-import { decodeProtobufWatchFrames } from './protobuf-watch-splitter.js';
+} from './codec/pod-protobuf.js';
+import { ProtobufDecodeError } from './codec/protobuf-reader.js';
+import { decodeProtobufWatchFrames } from './codec/protobuf-watch-splitter.js';
+import { decodeWatchFrames, type WatchFrame } from './codec/watch-line-splitter.js';
+import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 import { isExpiredStatus } from './reflector-failure.js';
-import { decodeWatchFrames, type WatchFrame } from './watch-line-splitter.js';
 
 /**
  * The encodings a client can ask the API server for: `protobuf` (client-go's typed clients' and

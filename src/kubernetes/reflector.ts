@@ -37,6 +37,8 @@ import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from './client/api-errors.js';
 import { IdleWatchdog } from './client/idle-watchdog.js';
+import { frameTypeKey, readFrame } from './codec/watch-frame-parser.js';
+import type { WatchFrame } from './codec/watch-line-splitter.js';
 import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   classifyFailure,
@@ -46,8 +48,6 @@ import {
   type RequestPhase,
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
-import { frameTypeKey, readFrame } from './watch-frame-parser.js';
-import type { WatchFrame } from './watch-line-splitter.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a

@@ -9,10 +9,13 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
+import {
+  decodeProtobufPodList,
+  PROTOBUF_CONTENT_TYPE,
+} from '../../src/kubernetes/codec/pod-protobuf.js';
+import { type FrameReading, readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { HttpPodApi } from '../../src/kubernetes/http-pod-api.js';
 import type { PodList } from '../../src/kubernetes/pod-api.js';
-import { decodeProtobufPodList, PROTOBUF_CONTENT_TYPE } from '../../src/kubernetes/pod-protobuf.js';
-import { type FrameReading, readFrame } from '../../src/kubernetes/watch-frame-parser.js';
 import { FakeKubelet, onNode } from './environment/index.js';
 import { managed, podManifest, useReflectorSuite, waitUntil } from './support-reflector.js';
 

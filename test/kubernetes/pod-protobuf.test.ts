@@ -8,9 +8,9 @@ import {
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
   rfc3339Seconds,
-} from '../../src/kubernetes/pod-protobuf.js';
-import { ProtobufDecodeError } from '../../src/kubernetes/protobuf-reader.js';
-import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
+} from '../../src/kubernetes/codec/pod-protobuf.js';
+import { ProtobufDecodeError } from '../../src/kubernetes/codec/protobuf-reader.js';
+import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { MalformedPodError, parsePod } from '../../src/model/pod.js';
 import {
   type BuildOptions,

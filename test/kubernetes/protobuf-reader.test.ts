@@ -7,7 +7,7 @@ import {
   WIRE_FIXED64,
   WIRE_LENGTH_DELIMITED,
   WIRE_VARINT,
-} from '../../src/kubernetes/protobuf-reader.js';
+} from '../../src/kubernetes/codec/protobuf-reader.js';
 import {
   concatBytes,
   encodeTag,

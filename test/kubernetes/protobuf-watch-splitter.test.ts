@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { decodeProtobufWatchFrames } from '../../src/kubernetes/protobuf-watch-splitter.js';
-import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
-import { TruncatedFrameError, type WatchFrame } from '../../src/kubernetes/watch-line-splitter.js';
+import { decodeProtobufWatchFrames } from '../../src/kubernetes/codec/protobuf-watch-splitter.js';
+import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
+import {
+  TruncatedFrameError,
+  type WatchFrame,
+} from '../../src/kubernetes/codec/watch-line-splitter.js';
 import {
   concatBytes,
   encodeWatchEvent,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readFrame } from '../../src/kubernetes/watch-frame-parser.js';
+import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { pod, rawPod } from '../support/pods.js';
 
 const json = (value: unknown) => ({ kind: 'decoded', value }) as const;

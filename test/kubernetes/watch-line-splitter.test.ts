@@ -3,7 +3,7 @@ import {
   decodeWatchFrames,
   TruncatedFrameError,
   type WatchFrame,
-} from '../../src/kubernetes/watch-line-splitter.js';
+} from '../../src/kubernetes/codec/watch-line-splitter.js';
 
 async function* chunks(...parts: Array<string | Buffer>): AsyncGenerator<Buffer> {
   for (const part of parts) yield Buffer.isBuffer(part) ? part : Buffer.from(part, 'utf8');

@@ -3,7 +3,7 @@
  * a watch event in the API server's JSON shape into the bytes the API server would send for it
  * with `Accept: application/vnd.kubernetes.protobuf`.
  *
- * Written independently of src/kubernetes/protobuf-reader.ts (it imports nothing from src), so a
+ * Written independently of src/kubernetes/codec/protobuf-reader.ts (it imports nothing from src), so a
  * mistake shared by the reader and this writer cannot hide itself: varints are built with BigInt,
  * and the field numbers below were copied from k8s.io/api core/v1 and k8s.io/apimachinery meta/v1
  * and runtime `generated.proto` (v0.37.2).
