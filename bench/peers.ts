@@ -26,7 +26,7 @@ import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { gunzipSync } from 'node:zlib';
 import { loadApiConnection } from '../src/kubernetes/client/connection.js';
-import { HttpPodApi } from '../src/kubernetes/http-pod-api.js';
+import { HttpPodApi } from '../src/kubernetes/resources/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
 import { parseBenchArgs } from './bench-args.js';
@@ -281,7 +281,7 @@ async function rawList(
   limit: number,
   gzip: boolean,
 ): Promise<number> {
-  const { peekContinueToken } = await import('../src/kubernetes/http-pod-api.js');
+  const { peekContinueToken } = await import('../src/kubernetes/resources/http-pod-api.js');
   const { peekProtobufContinueToken } = await import('../src/kubernetes/codec/pod-protobuf.js');
   const started = performance.now();
   let token: string | undefined;

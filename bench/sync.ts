@@ -31,7 +31,7 @@
  */
 import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { DEFAULT_LIST_PAGE_SIZE } from '../src/kubernetes/http-pod-api.js';
+import { DEFAULT_LIST_PAGE_SIZE } from '../src/kubernetes/resources/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';

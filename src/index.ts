@@ -48,16 +48,16 @@ export {
   KubeConfigError,
 } from './kubernetes/client/connection.js';
 export {
+  WorkerPodSource,
+  type WorkerPodSourceOptions,
+} from './kubernetes/reflector-worker/main-thread-source.js';
+export {
   connectLeaseLock,
   KubernetesLeaseLock,
   type KubernetesLeaseLockOptions,
   LeaseApiError,
   MalformedLeaseError,
-} from './kubernetes/lease-lock.js';
-export {
-  WorkerPodSource,
-  type WorkerPodSourceOptions,
-} from './kubernetes/reflector-worker/main-thread-source.js';
+} from './kubernetes/resources/lease-lock.js';
 // The Kubernetes pod source, for pointing a loop at a cluster. None of these import
 // @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts does, lazily).
 export {

@@ -133,7 +133,7 @@ async function createLeadership(
     return (hooks) => new SoleLeadership({ identity, reason, hooks, logger: log });
   }
   const namespace = await resolveLeaseNamespace(config, facts, watchedNamespace);
-  const { connectLeaseLock } = await import('./kubernetes/lease-lock.js');
+  const { connectLeaseLock } = await import('./kubernetes/resources/lease-lock.js');
   const lock = await connectLeaseLock({
     namespace,
     name: config.leaderElection.resourceName,
@@ -186,7 +186,7 @@ async function createSinks(
       '--publish-endpointslices has no effect with the simulated source: there is no cluster',
     );
   } else if (config.publishEndpointSlices) {
-    const { connectEndpointSliceApi } = await import('./kubernetes/endpointslice-api.js');
+    const { connectEndpointSliceApi } = await import('./kubernetes/resources/endpointslice-api.js');
     const { EndpointSliceSink } = await import('./sinks/endpointslice.js');
     const api = await connectEndpointSliceApi({
       ...clusterOptions(config),

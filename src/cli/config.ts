@@ -15,7 +15,7 @@ import {
   LabelSelectorError,
   labelKeyProblem,
   parseLabelSelector,
-} from '../kubernetes/label-selector.js';
+} from '../kubernetes/resources/label-selector.js';
 import type { SourceKind } from '../model/pod-source.js';
 import {
   DEFAULT_PORT_NAME,

@@ -3,7 +3,7 @@
  *
  * Port of client-go's `resourcelock.LeaderElectionRecord` and `resourcelock.Interface`, reduced to
  * the Lease kind (ConfigMap and Endpoints locks are deprecated upstream). The lock is an interface
- * so that `src/coordination/` never imports Kubernetes code: `src/kubernetes/lease-lock.ts` speaks
+ * so that `src/coordination/` never imports Kubernetes code: `src/kubernetes/resources/lease-lock.ts` speaks
  * to the API server, tests use an in-memory fake.
  */
 

@@ -39,7 +39,6 @@ import { ApiConnectionError, ApiStatusError, MalformedListError } from './client
 import { IdleWatchdog } from './client/idle-watchdog.js';
 import { frameTypeKey, readFrame } from './codec/watch-frame-parser.js';
 import type { WatchFrame } from './codec/watch-line-splitter.js';
-import type { PodApi, PodList, WatchStream } from './pod-api.js';
 import {
   classifyFailure,
   describeFailure,
@@ -48,6 +47,7 @@ import {
   type RequestPhase,
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
+import type { PodApi, PodList, WatchStream } from './resources/pod-api.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a

@@ -26,7 +26,7 @@ import type {
   EndpointSliceApi,
   EndpointSliceEndpoint,
   EndpointSlicePort,
-} from '../kubernetes/endpointslice-api.js';
+} from '../kubernetes/resources/endpointslice-api.js';
 import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';

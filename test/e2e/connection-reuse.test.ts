@@ -8,8 +8,8 @@ import type { Agent } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiConnection, loadApiConnection } from '../../src/kubernetes/client/connection.js';
-import { HttpPodApi } from '../../src/kubernetes/http-pod-api.js';
-import { KubernetesLeaseLock } from '../../src/kubernetes/lease-lock.js';
+import { HttpPodApi } from '../../src/kubernetes/resources/http-pod-api.js';
+import { KubernetesLeaseLock } from '../../src/kubernetes/resources/lease-lock.js';
 import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
 import { PodWriter, podManifest } from './support-reflector.js';
 

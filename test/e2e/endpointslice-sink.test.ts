@@ -11,7 +11,7 @@
  */
 import { CoreV1Api, DiscoveryV1Api, type V1EndpointSlice } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectEndpointSliceApi } from '../../src/kubernetes/endpointslice-api.js';
+import { connectEndpointSliceApi } from '../../src/kubernetes/resources/endpointslice-api.js';
 import type { RoutingState } from '../../src/pools/routing-state.js';
 import { EndpointSliceSink } from '../../src/sinks/endpointslice.js';
 import { FakeKubelet, type KubeEnvironment, startKubeEnvironment } from './environment/index.js';

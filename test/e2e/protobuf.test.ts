@@ -14,8 +14,8 @@ import {
   PROTOBUF_CONTENT_TYPE,
 } from '../../src/kubernetes/codec/pod-protobuf.js';
 import { type FrameReading, readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { HttpPodApi } from '../../src/kubernetes/http-pod-api.js';
-import type { PodList } from '../../src/kubernetes/pod-api.js';
+import { HttpPodApi } from '../../src/kubernetes/resources/http-pod-api.js';
+import type { PodList } from '../../src/kubernetes/resources/pod-api.js';
 import { FakeKubelet, onNode } from './environment/index.js';
 import { managed, podManifest, useReflectorSuite, waitUntil } from './support-reflector.js';
 

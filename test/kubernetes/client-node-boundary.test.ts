@@ -35,7 +35,7 @@ describe('the client-node boundary', () => {
 
   it('reports a missing client as a configuration error when connecting', () => {
     const { status, stdout } = runDenied(
-      `const { connectPodApi } = await import('./dist/src/kubernetes/http-pod-api.js');
+      `const { connectPodApi } = await import('./dist/src/kubernetes/resources/http-pod-api.js');
        await connectPodApi().catch((e) => console.log(e.name + ': ' + e.message));`,
     );
     expect(status).toBe(0);

@@ -8,7 +8,7 @@ import {
   EndpointSliceApiError,
   KubernetesEndpointSliceApi,
   MalformedEndpointSliceError,
-} from '../../src/kubernetes/endpointslice-api.js';
+} from '../../src/kubernetes/resources/endpointslice-api.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeEndpointSliceApiServer } from '../support/fake-endpointslice-apiserver.js';
 

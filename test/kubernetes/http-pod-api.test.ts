@@ -7,9 +7,9 @@ import {
 } from '../../src/kubernetes/client/api-errors.js';
 import { KubeConfigError } from '../../src/kubernetes/client/connection.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { connectPodApi, peekContinueToken } from '../../src/kubernetes/http-pod-api.js';
-import type { PodApi, WatchFrame } from '../../src/kubernetes/pod-api.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { connectPodApi, peekContinueToken } from '../../src/kubernetes/resources/http-pod-api.js';
+import type { PodApi, WatchFrame } from '../../src/kubernetes/resources/pod-api.js';
 import { parsePod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';

@@ -4,7 +4,7 @@ import {
   labelKeyProblem,
   labelValueProblem,
   parseLabelSelector,
-} from '../../src/kubernetes/label-selector.js';
+} from '../../src/kubernetes/resources/label-selector.js';
 
 function problemOf(selector: string): string {
   try {

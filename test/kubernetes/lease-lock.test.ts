@@ -8,7 +8,7 @@ import {
   LEASE_MAX_RESPONSE_BYTES,
   LeaseApiError,
   MalformedLeaseError,
-} from '../../src/kubernetes/lease-lock.js';
+} from '../../src/kubernetes/resources/lease-lock.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
 

@@ -5,14 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
+import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
 import type {
   ListPodsOptions,
   PodApi,
   PodList,
   WatchPodsOptions,
   WatchStream,
-} from '../../src/kubernetes/pod-api.js';
-import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+} from '../../src/kubernetes/resources/pod-api.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeWatch } from '../support/fake-pod-api.js';

@@ -1,7 +1,6 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeConfigError } from '../../src/kubernetes/client/connection.js';
-import type { PodApi } from '../../src/kubernetes/pod-api.js';
 import { WorkerEventStream } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type {
   ChangeEvent,
@@ -10,6 +9,7 @@ import type {
   WorkerMessage,
 } from '../../src/kubernetes/reflector-worker/protocol.js';
 import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
+import type { PodApi } from '../../src/kubernetes/resources/pod-api.js';
 import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
 import { FakePodApi } from '../support/fake-pod-api.js';

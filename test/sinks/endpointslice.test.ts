@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KubernetesEndpointSliceApi } from '../../src/kubernetes/endpointslice-api.js';
+import { KubernetesEndpointSliceApi } from '../../src/kubernetes/resources/endpointslice-api.js';
 import type { RoutingState } from '../../src/pools/routing-state.js';
 import {
   type EndpointSliceOperationRecord,

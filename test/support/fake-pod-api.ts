@@ -10,7 +10,7 @@ import type {
   WatchFrame,
   WatchPodsOptions,
   WatchStream,
-} from '../../src/kubernetes/pod-api.js';
+} from '../../src/kubernetes/resources/pod-api.js';
 import { abortReason, type Clock } from '../../src/runtime/clock.js';
 
 export interface RecordedRequest {

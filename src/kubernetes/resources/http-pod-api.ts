@@ -10,7 +10,7 @@
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { MalformedPodError, type Pod, parsePod } from '../model/pod.js';
+import { MalformedPodError, type Pod, parsePod } from '../../model/pod.js';
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -18,26 +18,26 @@ import {
   MalformedListError,
   statusFromDecodedResponse,
   statusFromResponse,
-} from './client/api-errors.js';
-import { openApiExchange } from './client/api-exchange.js';
+} from '../client/api-errors.js';
+import { openApiExchange } from '../client/api-exchange.js';
 import {
   type ApiConnection,
   type ClusterOptions,
   loadApiConnection,
   releaseRequestAgent,
-} from './client/connection.js';
+} from '../client/connection.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
   isProtobufContentType,
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
-} from './codec/pod-protobuf.js';
-import { ProtobufDecodeError } from './codec/protobuf-reader.js';
-import { decodeProtobufWatchFrames } from './codec/protobuf-watch-splitter.js';
-import { decodeWatchFrames, type WatchFrame } from './codec/watch-line-splitter.js';
+} from '../codec/pod-protobuf.js';
+import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
+import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
+import { decodeWatchFrames, type WatchFrame } from '../codec/watch-line-splitter.js';
+import { isExpiredStatus } from '../reflector-failure.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
-import { isExpiredStatus } from './reflector-failure.js';
 
 /**
  * The encodings a client can ask the API server for: `protobuf` (client-go's typed clients' and

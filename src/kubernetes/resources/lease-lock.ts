@@ -17,11 +17,20 @@ import {
   type LeaseLock,
   type LeaseRecord,
   type ObservedLease,
-} from '../coordination/lease-record.js';
-import type { Clock } from '../runtime/clock.js';
-import { isRecord } from './client/api-errors.js';
-import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './client/api-request.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './client/connection.js';
+} from '../../coordination/lease-record.js';
+import type { Clock } from '../../runtime/clock.js';
+import { isRecord } from '../client/api-errors.js';
+import {
+  type ApiAnswer,
+  answerStatus,
+  apiRequest,
+  parseAnswerJson,
+} from '../client/api-request.js';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  loadApiConnection,
+} from '../client/connection.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 

@@ -8,10 +8,19 @@
  * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
  * into a log line or an event.
  */
-import type { Clock } from '../runtime/clock.js';
-import { isRecord } from './client/api-errors.js';
-import { type ApiAnswer, answerStatus, apiRequest, parseAnswerJson } from './client/api-request.js';
-import { type ApiConnection, type ClusterOptions, loadApiConnection } from './client/connection.js';
+import type { Clock } from '../../runtime/clock.js';
+import { isRecord } from '../client/api-errors.js';
+import {
+  type ApiAnswer,
+  answerStatus,
+  apiRequest,
+  parseAnswerJson,
+} from '../client/api-request.js';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  loadApiConnection,
+} from '../client/connection.js';
 
 const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
 

@@ -3,10 +3,10 @@
  * shapes. The reflector depends only on this, so its tests drive it with a fake, and the real
  * adapter (./http-pod-api.ts) is one implementation among them.
  */
-import type { Pod } from '../model/pod.js';
-import type { WatchFrame } from './codec/watch-line-splitter.js';
+import type { Pod } from '../../model/pod.js';
+import type { WatchFrame } from '../codec/watch-line-splitter.js';
 
-export type { WatchFrame } from './codec/watch-line-splitter.js';
+export type { WatchFrame } from '../codec/watch-line-splitter.js';
 
 export interface ListPodsOptions {
   /** Undefined or `''`: all namespaces. */
