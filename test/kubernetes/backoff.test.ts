@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Backoff } from '../../src/kubernetes/backoff.js';
+import { Backoff } from '../../src/kubernetes/reflector/backoff.js';
 
 /**
  * One event in a stream's life and the wait it must produce: a failure the server answered, one

@@ -7,7 +7,7 @@ import {
 } from '../../src/kubernetes/client/api-errors.js';
 import { KubeConfigError } from '../../src/kubernetes/client/connection.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
 import { connectPodApi, peekContinueToken } from '../../src/kubernetes/resources/http-pod-api.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/resources/pod-api.js';
 import { parsePod } from '../../src/model/pod.js';

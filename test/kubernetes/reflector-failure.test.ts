@@ -6,7 +6,7 @@ import {
   type ReflectorAction,
   type ReflectorFailure,
   type RequestPhase,
-} from '../../src/kubernetes/reflector-failure.js';
+} from '../../src/kubernetes/reflector/reflector-failure.js';
 
 function status(fields: Partial<ApiStatus>, inStream = false): ReflectorFailure {
   return { kind: 'status', status: { causes: [], ...fields }, inStream };

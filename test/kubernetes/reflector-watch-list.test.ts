@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
-import { KubernetesReflector } from '../../src/kubernetes/reflector.js';
+import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
 import { type Pod, podKey } from '../../src/model/pod.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';

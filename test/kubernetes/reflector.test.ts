@@ -7,7 +7,7 @@ import {
 import {
   KubernetesReflector,
   type KubernetesReflectorOptions,
-} from '../../src/kubernetes/reflector.js';
+} from '../../src/kubernetes/reflector/reflector.js';
 import type { Pod } from '../../src/model/pod.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';

@@ -6,7 +6,7 @@ import {
   redactSecrets,
   safeErrorMessage,
 } from '../../src/kubernetes/client/safe-error.js';
-import { describeFailure } from '../../src/kubernetes/reflector-failure.js';
+import { describeFailure } from '../../src/kubernetes/reflector/reflector-failure.js';
 
 describe('redactSecrets', () => {
   it.each([

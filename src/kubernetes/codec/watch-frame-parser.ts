@@ -7,7 +7,7 @@
 import { MalformedPodError, type Pod, parsePod, podKey } from '../../model/pod.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
 import { isRecord, readStatus } from '../client/api-errors.js';
-import type { ReflectorFailure } from '../reflector-failure.js';
+import type { ReflectorFailure } from '../reflector/reflector-failure.js';
 import type { WatchFrame } from './watch-line-splitter.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */

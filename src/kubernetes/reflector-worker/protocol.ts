@@ -8,7 +8,7 @@ import type { Pod } from '../../model/pod.js';
 import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
-import type { KubernetesReflectorOptions } from '../reflector.js';
+import type { KubernetesReflectorOptions } from '../reflector/reflector.js';
 
 /**
  * The reflector settings that cross to the worker: plain data, picked from the reflector's own

@@ -8,7 +8,7 @@ import type { Pod } from '../../model/pod.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
-import { KubernetesReflector } from '../reflector.js';
+import { KubernetesReflector } from '../reflector/reflector.js';
 import { connectPodApi } from '../resources/http-pod-api.js';
 import type { PodApi } from '../resources/pod-api.js';
 import type {

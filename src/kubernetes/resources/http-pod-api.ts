@@ -36,7 +36,7 @@ import {
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
 import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
 import { decodeWatchFrames, type WatchFrame } from '../codec/watch-line-splitter.js';
-import { isExpiredStatus } from '../reflector-failure.js';
+import { isExpiredStatus } from '../reflector/reflector-failure.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 
 /**

@@ -22,7 +22,7 @@
  * and tables of (event, time) → wait rows test it completely. The doubling itself is the runtime's
  * one exponential backoff (`exponentialBackoffMs`), shared with the retry scheduler.
  */
-import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
+import { exponentialBackoffMs } from '../../runtime/retry-scheduler.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 800;

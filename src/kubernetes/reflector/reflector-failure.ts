@@ -4,9 +4,9 @@
  * test every rule, and the state machine in ./reflector.ts only carries the decision out.
  */
 
-import type { RelistReason } from '../model/pod-source-stats.js';
-import type { ApiStatus } from './client/api-errors.js';
-import { redactSecrets } from './client/safe-error.js';
+import type { RelistReason } from '../../model/pod-source-stats.js';
+import type { ApiStatus } from '../client/api-errors.js';
+import { redactSecrets } from '../client/safe-error.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';

@@ -22,7 +22,7 @@
  *   a WATCH that proved itself, or a synced stream recovering with progress for under 30 s.
  */
 
-import { type Pod, podKey } from '../model/pod.js';
+import { type Pod, podKey } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
   type InitialListMode,
@@ -30,15 +30,16 @@ import {
   type ListProgress,
   type PodSourceStats,
   type ReflectorPhase,
-} from '../model/pod-source-stats.js';
-import { type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
+} from '../../model/pod-source-stats.js';
+import { type Clock, realClock } from '../../runtime/clock.js';
+import { type Logger, silentLogger } from '../../runtime/logger.js';
+import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
+import { ApiConnectionError, ApiStatusError, MalformedListError } from '../client/api-errors.js';
+import { IdleWatchdog } from '../client/idle-watchdog.js';
+import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
+import type { WatchFrame } from '../codec/watch-line-splitter.js';
+import type { PodApi, PodList, WatchStream } from '../resources/pod-api.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import { ApiConnectionError, ApiStatusError, MalformedListError } from './client/api-errors.js';
-import { IdleWatchdog } from './client/idle-watchdog.js';
-import { frameTypeKey, readFrame } from './codec/watch-frame-parser.js';
-import type { WatchFrame } from './codec/watch-line-splitter.js';
 import {
   classifyFailure,
   describeFailure,
@@ -47,7 +48,6 @@ import {
   type RequestPhase,
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
-import type { PodApi, PodList, WatchStream } from './resources/pod-api.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
