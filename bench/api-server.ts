@@ -10,8 +10,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { buildServer } from '../src/http/app.js';
 import { LWS_LABELS } from '../src/pools/labels.js';
-import { SimulatedPodSource } from '../src/pools/simulated-source.js';
 import { PoolService } from '../src/service/pool-service.js';
+import { SimulatedPodSource } from '../src/simulated/simulated-source.js';
 
 /** The world: 1,000 cells of 4 pods. */
 const CELLS = Number(process.env.BENCH_CELLS ?? 1_000);

@@ -30,7 +30,6 @@ import {
 import { buildServer } from './http/app.js';
 import { buildProbeServer } from './http/probe-app.js';
 import type { PodSource } from './model/pod-source.js';
-import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './pools/simulated-source.js';
 import { realClock } from './runtime/clock.js';
 import { buildInfo, versionLine } from './service/build-info.js';
 import {
@@ -41,6 +40,7 @@ import {
   SoleLeadership,
 } from './service/leadership.js';
 import { PoolService, type SinkWiring } from './service/pool-service.js';
+import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './simulated/simulated-source.js';
 import type { Sink } from './sinks/sink.js';
 
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */

@@ -23,10 +23,10 @@ import {
   LWS_LABELS,
   type PoolLabels,
 } from '../pools/labels.js';
-import { DEFAULT_STEP_INTERVAL_MS } from '../pools/simulated-source.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
+import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
 import type { SglangRouterTarget } from '../sinks/sglang-router.js';
 
 export type { SglangRouterTarget };

@@ -4,8 +4,8 @@
  * from what the routes generate, and `npm run openapi` rewrites it.
  */
 import { LWS_LABELS } from '../pools/labels.js';
-import { SimulatedPodSource } from '../pools/simulated-source.js';
 import { PoolService } from '../service/pool-service.js';
+import { SimulatedPodSource } from '../simulated/simulated-source.js';
 import { buildServer } from './app.js';
 
 /**

@@ -59,6 +59,7 @@ const LIBRARY_FOLDERS = [
   'src/model',
   'src/kubernetes',
   'src/pools',
+  'src/simulated',
   'src/sinks',
 ];
 
@@ -119,6 +120,16 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
       violations(
         'src/pools',
         (r) => isNodeBuiltin(r) || within(r, 'src/runtime', 'src/model', 'src/pools'),
+      ),
+    ).toEqual([]);
+  });
+
+  it('lets src/simulated import the runtime, the model and pool labels, never Kubernetes', () => {
+    expect(
+      violations(
+        'src/simulated',
+        (r) =>
+          isNodeBuiltin(r) || within(r, 'src/runtime', 'src/model', 'src/pools', 'src/simulated'),
       ),
     ).toEqual([]);
   });

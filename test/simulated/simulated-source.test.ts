@@ -5,7 +5,10 @@ import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { createCellReconciler } from '../../src/pools/cell-reconciler.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import { DEFAULT_STEP_INTERVAL_MS, SimulatedPodSource } from '../../src/pools/simulated-source.js';
+import {
+  DEFAULT_STEP_INTERVAL_MS,
+  SimulatedPodSource,
+} from '../../src/simulated/simulated-source.js';
 import { FakeClock, settle } from '../support/fake-clock.js';
 
 const STEP = DEFAULT_STEP_INTERVAL_MS;

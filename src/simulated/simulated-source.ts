@@ -11,10 +11,10 @@
 import type { Pod } from '../model/pod.js';
 import type { PodSource } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
+import { DEFAULT_PORT_NAME, LWS_LABELS, type PoolLabels } from '../pools/labels.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import type { Source, SourceEvent } from '../runtime/source-event.js';
-import { DEFAULT_PORT_NAME, LWS_LABELS, type PoolLabels } from './labels.js';
 import { createStory, DEFAULT_SIMULATED_POOLS, type Story } from './simulated-story.js';
 import {
   type SimulatedPoolSpec,

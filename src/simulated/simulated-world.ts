@@ -7,8 +7,8 @@
  * already handed out is never mutated.
  */
 import type { ContainerStatus, Pod, PodCondition } from '../model/pod.js';
+import type { PoolLabels } from '../pools/labels.js';
 import type { ObjectKey, SourceEvent } from '../runtime/source-event.js';
-import type { PoolLabels } from './labels.js';
 
 /**
  * The store key of a simulated pod, `namespace/name`: the same key the Kubernetes source uses
