@@ -11,10 +11,10 @@
  *                          │  trigger / retry / drift ──► one reconciliation at a time
  */
 
+import { exponentialBackoffMs } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { positiveDurationMs } from '../runtime/positive-duration.js';
-import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
 import { describeThrown, type Phase, type Pipeline, PipelineError } from './pipeline.js';
 
 /** First retry after a failed reconciliation: soon enough for a transient error to clear quickly. */

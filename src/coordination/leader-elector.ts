@@ -11,6 +11,7 @@
  *              └───────────── signal aborts ───────────────────────────────────────────────────────────► resolved
  */
 
+import { jitteredMs } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { positiveDurationMs } from '../runtime/positive-duration.js';
@@ -206,7 +207,7 @@ export class LeaderElector {
         this.#lastSuccessMs = wroteAt;
         return true;
       }
-      const waitMs = this.#retryPeriodMs * (1 + this.#random() * LEADER_ELECTION_JITTER_FACTOR);
+      const waitMs = jitteredMs(this.#retryPeriodMs, LEADER_ELECTION_JITTER_FACTOR, this.#random);
       try {
         await this.#clock.sleep(waitMs, signal);
       } catch {

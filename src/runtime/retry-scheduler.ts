@@ -6,26 +6,12 @@
  * failure count; one poller sweeps due deadlines, so a retry fires up to one interval late, which
  * a backoff heuristic absorbs. The scheduler only calls back: it knows no queue and no domain.
  */
+import { exponentialBackoffMs } from './backoff.js';
 import { type Clock, realClock } from './clock.js';
 import { type Logger, silentLogger } from './logger.js';
 
 /** Once a second: coarse enough to cost nothing idle, fine enough next to a 1 s base delay. */
 export const DEFAULT_RETRY_POLL_INTERVAL_MS = 1_000;
-
-/**
- * Exponent clamp: 2^1000 is still a finite double, so `base × 2^n` never becomes NaN or throws,
- * however many times a key fails; the `maxDelayMs` cap applies long before this matters.
- */
-const MAX_BACKOFF_EXPONENT = 1_000;
-
-/**
- * The delay after the `failures`-th failure in a row: `baseMs × 2^(failures − 1)`, capped at
- * `maxMs` (client-go's `ItemExponentialFailureRateLimiter`). The coordinator's retries use it too.
- */
-export function exponentialBackoffMs(baseMs: number, maxMs: number, failures: number): number {
-  const exponent = Math.min(failures - 1, MAX_BACKOFF_EXPONENT);
-  return Math.min(baseMs * 2 ** exponent, maxMs);
-}
 
 /** Options of `RetryScheduler`; the constructor throws `RangeError` on bad numbers. */
 export interface RetrySchedulerOptions<K> {

@@ -8,6 +8,7 @@
  * - every stream opens with a `replace`: a stream that does not is broken and is reopened, since
  *   without the whole world first, deletions missed while disconnected would never be noticed.
  */
+import { exponentialBackoffMs } from './backoff.js';
 import { abortReason, type Clock, realClock } from './clock.js';
 import { type Logger, silentLogger } from './logger.js';
 import type { ObjectStore } from './object-store.js';
@@ -59,12 +60,6 @@ export const REPLACE_SLICE_SIZE = 1_000;
  * failure streak.
  */
 export const DEFAULT_SOURCE_RETRY_MAX_DELAY_MS = 30_000;
-
-/**
- * Exponent clamp of the reopen wait: `retryDelayMs × 2^40` is past any cap already, and the
- * clamp keeps the product finite however long a streak runs.
- */
-const MAX_REOPEN_EXPONENT = 40;
 
 /** Why a stream was rejected before anything of it was applied. */
 export class StreamDidNotOpenWithReplaceError extends Error {
@@ -180,9 +175,8 @@ export class SourceStreamDriver<T> {
     ) {
       this.#failures = 0;
     }
-    const exponent = Math.min(this.#failures, MAX_REOPEN_EXPONENT);
     this.#failures += 1;
-    return Math.min(this.#retryDelayMs * 2 ** exponent, this.#retryMaxDelayMs);
+    return exponentialBackoffMs(this.#retryDelayMs, this.#retryMaxDelayMs, this.#failures);
   }
 
   async #pumpOneStream(signal: AbortSignal): Promise<void> {

@@ -9,8 +9,9 @@
  * deploy at once, and the service begins a run when the earliest delay ends
  * (`nextAttemptAtMs`), so the held target's change is retried then and not at the next drift.
  */
+
+import { exponentialBackoffMs } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
-import { exponentialBackoffMs } from '../runtime/retry-scheduler.js';
 
 /** The delay after a target's first failure: a router restart or a blip is over within it. */
 export const DEFAULT_SINK_BACKOFF_BASE_MS = 1_000;

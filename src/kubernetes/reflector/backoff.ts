@@ -20,9 +20,9 @@
  *
  * Time is passed in rather than read from a clock, and randomness injected, so the rule is pure
  * and tables of (event, time) → wait rows test it completely. The doubling itself is the runtime's
- * one exponential backoff (`exponentialBackoffMs`), shared with the retry scheduler.
+ * one backoff arithmetic (`src/runtime/backoff.ts`), shared with every other caller that waits.
  */
-import { exponentialBackoffMs } from '../../runtime/retry-scheduler.js';
+import { exponentialBackoffMs, jitteredMs } from '../../runtime/backoff.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 800;
@@ -104,7 +104,7 @@ export class Backoff {
     const { initialMs, maxMs, jitter, random } = this.#options;
     this.#failures += 1;
     const base = exponentialBackoffMs(initialMs, maxMs, this.#failures);
-    return Math.min(maxMs, base * (1 + jitter * random()));
+    return Math.min(maxMs, jitteredMs(base, jitter, random));
   }
 
   /** The wait after a failure the server never answered: short, jittered, the streak untouched. */
