@@ -170,7 +170,7 @@ describe('SglangRouterSink in observe mode', () => {
         wouldRemove: [w(9999)],
       },
     ]);
-    expect(logger.entries.filter((e) => /observe mode/.test(e.msg))).toHaveLength(1);
+    expect(logger.entries.filter((e) => /observe mode/.test(e.msg ?? ''))).toHaveLength(1);
 
     await s.apply(state([8000, 8001]), signal);
     expect(events.at(-1)).toMatchObject({ wouldAdd: [w(8000), w(8001)] });
