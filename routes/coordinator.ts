@@ -69,6 +69,6 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
         response: { 200: sinksSchema, ...commonErrors },
       },
     },
-    async () => ({ source: plane.sourceKind, sinks: plane.sinks() }),
+    async () => ({ source: plane.sourceKind, ...plane.sinkSettings(), sinks: plane.sinks() }),
   );
 };

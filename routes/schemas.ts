@@ -305,6 +305,19 @@ export const routingStateSchema = named(
             }),
           )
           .describe("The pool's alive cells with an address, sorted by address."),
+        capacity: z
+          .object({
+            routable: z.number().int().describe('Cells alive and routable.'),
+            known: z.number().int().describe('Every cell of the pool, alive or not.'),
+            thresholdPercent: z.number(),
+            panic: z
+              .boolean()
+              .describe(
+                '`routable` is under `thresholdPercent` of `known`: the sinks remove nothing from this pool (they still add).',
+              ),
+          })
+          .optional()
+          .describe('Present when `--sink-panic-threshold` is set (above 0).'),
       }),
     ),
   }),
@@ -339,8 +352,28 @@ export const coordinatorSchema = z.object({
     ),
 });
 
+const sinkModeSchema = z
+  .enum(['apply', 'observe'])
+  .describe('`--sink-mode`: `observe` reads every target and writes nothing (a dry run).');
+
 export const sinksSchema = z.object({
   source: sourceKindSchema,
+  mode: sinkModeSchema,
+  panicThresholdPercent: z.number().describe('`--sink-panic-threshold`; 0: panic is off.'),
+  panic: z
+    .array(
+      z.object({
+        namespace: z.string(),
+        pool: z.string(),
+        routable: z.number().int(),
+        known: z.number().int(),
+        thresholdPercent: z.number(),
+        since: z.string().describe('RFC 3339: when the pool entered panic.'),
+      }),
+    )
+    .describe(
+      "The pools in panic at the leader's last deploy: fewer than the threshold's share of their cells are alive and routable, so their sinks remove nothing (they still add). Empty on a follower.",
+    ),
   sinks: z.array(
     named(
       z.object({
@@ -370,6 +403,36 @@ export const sinksSchema = z.object({
           .describe(
             'RFC 3339: its last call failed, and it is not called again before then, however many runs begin (1 s doubling, capped at the drift interval or 60 s); a run begins at that time. `null`: it may be called now.',
           ),
+        mode: sinkModeSchema,
+        wouldAdd: z
+          .array(z.string())
+          .describe(
+            'Observe mode: what apply would add, from the last read (sorted); empty in apply mode.',
+          ),
+        wouldRemove: z
+          .array(z.string())
+          .describe(
+            'Observe mode: what apply would remove, ownership and panic honoured (sorted); empty in apply mode.',
+          ),
+        panic: z.boolean().describe("The target's pool is in panic: nothing is removed from it."),
+        heldByPanic: z
+          .array(z.string())
+          .describe('Listed, not desired, and kept only because the pool is in panic (sorted).'),
+        ownership: z
+          .object({
+            mode: z
+              .enum(['managed', 'all'])
+              .describe(
+                '`managed`: only endpoints the sink marked (or recorded adding) are removed; `all`: any it does not desire (`--sglang-router-ownership`).',
+              ),
+            by: z
+              .enum(['labels', 'record'])
+              .nullable()
+              .describe(
+                "`labels`: the target keeps the sink's mark (router worker labels, the EndpointSlice managed-by label); `record`: the router lists no labels, so the URLs this process added are what it owns; `null`: not known yet, or `all`.",
+              ),
+          })
+          .describe('Which endpoints of the target the sink may remove, and how it tells them.'),
       }),
       'SinkTarget',
     ),

@@ -82,6 +82,23 @@ export interface StatusCoordinator {
   lastError: { phase: string; message: string } | null;
 }
 
+/** One sink target, as the Sinks table shows it. */
+export interface StatusSink {
+  kind: string;
+  target: string;
+  pool: string;
+  mode: string;
+  desired: number;
+  listed: number;
+  pending: number;
+  /** Endpoints kept only because the pool is in panic. */
+  heldByPanic: number;
+  panic: boolean;
+  wouldAdd: number;
+  wouldRemove: number;
+  lastError: string | null;
+}
+
 /** Everything the page shows, read from the control plane at one moment. */
 export interface StatusPageData {
   source: string;
@@ -97,6 +114,7 @@ export interface StatusPageData {
   reflector: StatusReflector;
   leader: StatusLeader;
   coordinator: StatusCoordinator;
+  sinks: StatusSink[];
 }
 
 /** How many events the page's log keeps. */
@@ -182,8 +200,8 @@ const CLIENT_SCRIPT = `
   var EVENT_TYPES = ['cell.changed', 'reconciliation.triggered', 'reconciliation.started',
     'reconciliation.completed', 'reconciliation.failed', 'watch.state', 'leadership.acquired',
     'leadership.lost', 'leader.changed', 'store.synced', 'sink.applied', 'sink.failed',
-    'events.dropped'];
-  var REFRESHING = /^(cell\\.|reconciliation\\.|watch\\.|leadership\\.|leader\\.|store\\.|events\\.dropped)/;
+    'sink.observed', 'pool.panic', 'events.dropped'];
+  var REFRESHING = /^(cell\\.|reconciliation\\.|watch\\.|leadership\\.|leader\\.|store\\.|sink\\.|pool\\.|events\\.dropped)/;
 
   var body = document.body;
   var serverNowAtLoad = Number(body.getAttribute('data-server-now'));
@@ -269,6 +287,16 @@ const CLIENT_SCRIPT = `
       el('td', null, el('span', { 'class': 'badge ' + cls }, p.aliveCells + ' / ' + p.cells + ' alive')),
       el('td', null, String(p.pods)));
   }
+  function sinkRow(t) {
+    var observe = t.mode === 'observe';
+    return el('tr', { 'data-sink': t.target },
+      el('td', { 'class': 'mono' }, t.target), el('td', null, t.pool),
+      el('td', null, String(t.desired.length)), el('td', null, String(t.actual.length)),
+      el('td', null, String(t.pending.length)),
+      el('td', null, el('span', { 'class': t.panic ? 'badge warn' : '' }, (t.panic ? 'panic: ' : '') + t.heldByPanic.length)),
+      el('td', null, observe ? 'observe: +' + t.wouldAdd.length + ' -' + t.wouldRemove.length : 'apply'),
+      el('td', null, t.lastError === null ? el('span', { 'class': 'muted' }, 'none') : el('span', { 'class': 'bad' }, t.lastError)));
+  }
   function cellRow(c) {
     var ready = c.members.filter(function (m) { return m.ready; }).length;
     var why = c.whyNotAlive.concat(c.whyNotRoutable);
@@ -305,7 +333,8 @@ const CLIENT_SCRIPT = `
     if (refreshing) { again = true; return; }
     refreshing = true;
     Promise.all(['/api/v1/cells', '/api/v1/pools', '/api/v1/queue', '/api/v1/coordinator',
-      '/api/v1/reflector', '/api/v1/leader'].map(getJson)).then(function (r) {
+      '/api/v1/reflector', '/api/v1/leader', '/api/v1/sinks'].map(getJson)).then(function (r) {
+      tableBody('sinks', r[6].sinks, sinkRow, 8, 'No sink configured.');
       tableBody('cells', r[0].cells, cellRow, 7, 'No cells yet.');
       tableBody('pools', r[1].pools, poolRow, 4, 'No pools yet.');
       document.getElementById('pools-summary').textContent = r[1].pools.filter(function (p) {
@@ -337,6 +366,8 @@ const CLIENT_SCRIPT = `
       case 'store.synced': return e.objects + ' pods, ' + e.cells + ' cells';
       case 'sink.applied': return e.kind + ' ' + e.target + ' +' + e.added.length + ' -' + e.removed.length;
       case 'sink.failed': return e.kind + ' ' + e.target + ': ' + e.error;
+      case 'sink.observed': return e.kind + ' ' + e.target + ' would +' + e.wouldAdd.length + ' -' + e.wouldRemove.length;
+      case 'pool.panic': return e.namespace + '/' + e.pool + (e.inPanic ? ' entered' : ' left') + ' panic (' + e.routable + ' / ' + e.known + ' cells routable)';
       case 'events.dropped': return e.dropped + ' events lost (this page fell behind)';
       default: return '';
     }
@@ -542,6 +573,25 @@ function poolRow(p: StatusPool): string {
   );
 }
 
+function sinkRow(t: StatusSink): string {
+  return h(
+    'tr',
+    { 'data-sink': t.target },
+    h('td', { class: 'mono' }, text(t.target)),
+    h('td', null, text(t.pool)),
+    h('td', null, text(String(t.desired))),
+    h('td', null, text(String(t.listed))),
+    h('td', null, text(String(t.pending))),
+    h('td', null, span(t.panic ? 'badge warn' : '', `${t.panic ? 'panic: ' : ''}${t.heldByPanic}`)),
+    h(
+      'td',
+      null,
+      text(t.mode === 'observe' ? `observe: +${t.wouldAdd} -${t.wouldRemove}` : 'apply'),
+    ),
+    h('td', null, t.lastError === null ? muted('none') : span('bad', t.lastError)),
+  );
+}
+
 function cellRow(c: StatusCell): string {
   const reasons = [...c.whyNotAlive, ...c.whyNotRoutable];
   const unroutable = c.alive && !c.routable;
@@ -660,6 +710,13 @@ ${h(
       ['Pool', 'Namespace', 'Cells', 'Pods'],
       data.pools.map(poolRow),
       'No pools yet.',
+    ),
+    table(
+      'sinks',
+      'Sinks',
+      ['Target', 'Pool', 'Desired', 'Listed', 'Pending', 'Held by panic', 'Mode', 'Last error'],
+      data.sinks.map(sinkRow),
+      'No sink configured.',
     ),
     table(
       'cells',

@@ -172,6 +172,8 @@ async function createSinks(
       (wiring) =>
         new SglangRouterSink({
           targets: config.sglangRouters,
+          ownership: config.sglangRouterOwnership,
+          mode: wiring.mode,
           ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
           logger: logger.child({ component: 'sglang-router' }),
           publish: wiring.publish,
@@ -198,6 +200,7 @@ async function createSinks(
           namespace,
           portName: config.portName,
           serviceSuffix: config.endpointSliceServiceSuffix,
+          mode: wiring.mode,
           logger: logger.child({ component: 'endpointslice' }),
           publish: wiring.publish,
           onOperation: wiring.onOperation,
@@ -284,6 +287,12 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
         ? DEFAULT_SIMULATED_NAMESPACE
         : config.namespace
       : await resolveNamespace(config, facts);
+  if (config.sinkMode === 'observe') {
+    logger.warn(
+      { sinkMode: 'observe' },
+      '--sink-mode observe: a dry run; the sinks read their targets and report what they would change, and never write',
+    );
+  }
   let leadership: (hooks: LeadershipHooks) => Leadership;
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
   try {
@@ -297,6 +306,8 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     leadership,
     ...(sinks ? { sinks } : {}),
     driftIntervalMs: config.driftIntervalMs,
+    sinkMode: config.sinkMode,
+    sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,
     podSource,
     sourceKind: choice.kind,
     labels: config.labels,

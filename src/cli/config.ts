@@ -27,7 +27,13 @@ import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
-import type { SglangRouterTarget } from '../sinks/sglang-router.js';
+import {
+  DEFAULT_ROUTER_OWNERSHIP,
+  ROUTER_OWNERSHIP_MODES,
+  type RouterOwnershipMode,
+  type SglangRouterTarget,
+} from '../sinks/sglang-router.js';
+import { DEFAULT_SINK_MODE, SINK_MODES, type SinkMode } from '../sinks/sink.js';
 
 export type { SglangRouterTarget };
 
@@ -155,6 +161,12 @@ export interface Config {
   endpointSliceServiceSuffix: string;
   /** Loopback cell addresses are routable (`--sink-allow-loopback`). */
   sinkAllowLoopback: boolean;
+  /** `--sink-mode`: `observe` never writes to a target. */
+  sinkMode: SinkMode;
+  /** `--sink-panic-threshold`, 0–100; 0: off. */
+  sinkPanicThresholdPercent: number;
+  /** `--sglang-router-ownership`: which router workers the sink may remove. */
+  sglangRouterOwnership: RouterOwnershipMode;
 }
 
 export interface LeaderElectionConfig {
@@ -436,7 +448,10 @@ type RawConfig = Record<
   | 'sglangRouterApiKeyFile'
   | 'publishEndpointslices'
   | 'endpointsliceServiceSuffix'
-  | 'sinkAllowLoopback',
+  | 'sinkAllowLoopback'
+  | 'sinkMode'
+  | 'sinkPanicThreshold'
+  | 'sglangRouterOwnership',
   string | string[] | undefined
 >;
 
@@ -659,7 +674,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'POOL=URL',
     kind: 'multiple',
     description:
-      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>); workers it lacks are removed, whoever added them. Repeatable; the variable takes a comma-separated list.",
+      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>): it adds the missing and removes the extra it owns (see --sglang-router-ownership). Repeatable; the variable takes a comma-separated list.",
   },
   {
     flag: 'sglang-router-api-key-file',
@@ -692,6 +707,30 @@ export const FLAGS: readonly FlagSpec[] = [
     description:
       'Route to cells whose address is loopback (engines and routers on one host: a laptop, a test). Off, such a cell is alive but not routable (AddressInvalid), as the API server refuses it in an EndpointSlice; link-local and unspecified addresses are refused either way.',
     defaultText: 'false',
+  },
+  {
+    flag: 'sink-mode',
+    key: 'sinkMode',
+    valueName: SINK_MODES.join('|'),
+    description:
+      "'observe' is a dry run: every sink reads its targets, computes what it would add and remove, and reports it (GET /api/v1/sinks wouldAdd/wouldRemove, sink.observed events, pool_controller_sink_workers, one log line per change) without ever writing to a router or an EndpointSlice. Readiness and leader election are as in 'apply'.",
+    defaultText: DEFAULT_SINK_MODE,
+  },
+  {
+    flag: 'sink-panic-threshold',
+    key: 'sinkPanicThreshold',
+    valueName: 'PERCENT',
+    description:
+      "Envoy's panic threshold: while fewer than PERCENT of a pool's known cells are alive and routable, its sinks remove nothing they list (they still add), and the pool is reported in panic until the share is back at or above PERCENT. 0 turns it off.",
+    defaultText: '0',
+  },
+  {
+    flag: 'sglang-router-ownership',
+    key: 'sglangRouterOwnership',
+    valueName: ROUTER_OWNERSHIP_MODES.join('|'),
+    description:
+      "Which router workers the sink may remove. 'managed': only those it added (it marks them with the label app.kubernetes.io/managed-by=pool-controller), so hand-added workers and other tools' stay; 'all': every worker that is not an alive cell of the pool.",
+    defaultText: DEFAULT_ROUTER_OWNERSHIP,
   },
   {
     flag: 'shutdown-timeout',
@@ -838,6 +877,33 @@ const rawSchema = z.object({
   publishEndpointslices: booleanFlag.default(false),
   endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX),
   sinkAllowLoopback: booleanFlag.default(false),
+  sinkMode: z
+    .enum(SINK_MODES as [SinkMode, ...SinkMode[]], {
+      error: (issue) =>
+        `expected ${SINK_MODES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+    })
+    .default(DEFAULT_SINK_MODE),
+  sinkPanicThreshold: z
+    .string()
+    .transform((text, ctx) => {
+      const trimmed = text.trim().replace(/%$/, '');
+      const n = /^\d{1,3}(?:\.\d+)?$/.test(trimmed) ? Number(trimmed) : Number.NaN;
+      if (!(n >= 0 && n <= 100)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a percentage from 0 to 100 (0: off), got ${JSON.stringify(text.slice(0, 80))}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .default(0),
+  sglangRouterOwnership: z
+    .enum(ROUTER_OWNERSHIP_MODES as [RouterOwnershipMode, ...RouterOwnershipMode[]], {
+      error: (issue) =>
+        `expected ${ROUTER_OWNERSHIP_MODES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+    })
+    .default(DEFAULT_ROUTER_OWNERSHIP),
 });
 
 /** The usage text for `--help`, built from the flag table so it cannot fall behind. */
@@ -973,6 +1039,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     publishEndpointSlices: r.publishEndpointslices,
     endpointSliceServiceSuffix: r.endpointsliceServiceSuffix,
     sinkAllowLoopback: r.sinkAllowLoopback,
+    sinkMode: r.sinkMode,
+    sinkPanicThresholdPercent: r.sinkPanicThreshold,
+    sglangRouterOwnership: r.sglangRouterOwnership,
   };
 }
 

@@ -15,11 +15,50 @@ export interface RoutedCell {
   address: string;
 }
 
+/**
+ * A pool's capacity against `--sink-panic-threshold` (Envoy's panic threshold): in panic while
+ * fewer than the threshold's share of its known cells are alive and routable; then the sinks
+ * remove nothing from its targets (they still add).
+ */
+export interface PoolCapacity {
+  /** Cells alive and routable (the pool's `cells`). */
+  routable: number;
+  /** Every cell of the pool the registry knows, alive or not. */
+  known: number;
+  thresholdPercent: number;
+  panic: boolean;
+}
+
 /** One pool's routing: its alive cells, sorted by address so equal states compare equal. */
 export interface PoolRouting {
   namespace: string;
   pool: string;
   cells: RoutedCell[];
+  /**
+   * Present when a panic threshold is set; `capacity.panic`: its sinks keep what they list, and
+   * still add.
+   */
+  capacity?: PoolCapacity;
+}
+
+/** `--sink-panic-threshold`'s default: 0, no panic ever (every removal goes ahead). */
+export const DEFAULT_PANIC_THRESHOLD_PERCENT = 0;
+
+export interface RenderOptions {
+  /**
+   * 0–100: a pool whose alive and routable cells are fewer than this share of its known cells
+   * is in panic. 0 (the default) turns panic off.
+   */
+  panicThresholdPercent?: number;
+}
+
+/**
+ * Whether `routable` of `known` cells is below the threshold: Envoy's rule (panic while the
+ * healthy share is under the threshold, leave it once at or above), counted in whole cells so
+ * no rounding decides it: routable × 100 < threshold × known.
+ */
+export function inPanic(routable: number, known: number, thresholdPercent: number): boolean {
+  return thresholdPercent > 0 && known > 0 && routable * 100 < thresholdPercent * known;
 }
 
 /** Every pool with at least one cell, sorted by namespace then pool name. */
@@ -55,8 +94,13 @@ export const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 
  * A pool whose cells are all dead is rendered with no cells rather than left out: its consumers
  * must route nowhere, and a pool that is left out means "gone" (its EndpointSlices are deleted).
  */
-export function renderRoutingState(cells: Iterable<RoutableCell>): RoutingState {
+export function renderRoutingState(
+  cells: Iterable<RoutableCell>,
+  options: RenderOptions = {},
+): RoutingState {
+  const threshold = options.panicThresholdPercent ?? DEFAULT_PANIC_THRESHOLD_PERCENT;
   const pools = new Map<string, PoolRouting>();
+  const known = new Map<PoolRouting, number>();
   for (const cell of cells) {
     const poolKey = `${cell.namespace}/${cell.pool}`;
     let pool = pools.get(poolKey);
@@ -64,6 +108,7 @@ export function renderRoutingState(cells: Iterable<RoutableCell>): RoutingState 
       pool = { namespace: cell.namespace, pool: cell.pool, cells: [] };
       pools.set(poolKey, pool);
     }
+    known.set(pool, (known.get(pool) ?? 0) + 1);
     // An unroutable cell (no port, an invalid or clashing address) is left out on its own, and
     // says why on itself; every other cell and pool still deploys.
     if (cell.alive && cell.routable && cell.address !== null) {
@@ -72,6 +117,15 @@ export function renderRoutingState(cells: Iterable<RoutableCell>): RoutingState 
   }
   for (const pool of pools.values()) {
     pool.cells.sort((a, b) => byString(a.address, b.address) || byString(a.cell, b.cell));
+    if (threshold > 0) {
+      const count = known.get(pool) ?? 0;
+      pool.capacity = {
+        routable: pool.cells.length,
+        known: count,
+        thresholdPercent: threshold,
+        panic: inPanic(pool.cells.length, count, threshold),
+      };
+    }
   }
   return {
     pools: [...pools.values()].sort(

@@ -14,12 +14,13 @@ import type { CellMember } from '../pools/cell-state.js';
 import type { RoutingState } from '../pools/routing-state.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
-import type { SinkTargetStatus } from '../sinks/sink.js';
+import type { SinkMode, SinkTargetStatus } from '../sinks/sink.js';
 import type { AdminDecision, AdminRequestHeaders } from './admin-auth.js';
 import type { BuildInfo } from './build-info.js';
 import type { CellsView } from './cell-bodies.js';
 import type { HealthEndpoint } from './health.js';
 import type { LeadershipView } from './leadership.js';
+import type { PanicEntry } from './panic-tracker.js';
 
 export type {
   AdminDecision,
@@ -30,6 +31,15 @@ export type {
   RoutingState,
   SinkTargetStatus,
 };
+
+/** The sinks' guard rails, for `GET /api/v1/sinks`. */
+export interface SinkSettingsView {
+  mode: SinkMode;
+  /** 0: panic is off. */
+  panicThresholdPercent: number;
+  /** The pools in panic at the leader's last deploy (none on a follower). */
+  panic: PanicEntry[];
+}
 
 /** `GET /api/v1/coordinator`: the coordinator's state and the desired routing state. */
 export interface CoordinatorView {
@@ -134,6 +144,8 @@ export interface ControlPlane {
   coordinator(): CoordinatorView;
   /** Per sink target: desired, actual, pending, last apply. */
   sinks(): SinkTargetStatus[];
+  /** How the sinks act (`--sink-mode`, `--sink-panic-threshold`) and the pools in panic now. */
+  sinkSettings(): SinkSettingsView;
   /**
    * The event bus as a Server-Sent Events byte stream, filtered by `types`; ends when `signal`
    * aborts or the service shuts down. `undefined` when `maxEventStreams` are open already.

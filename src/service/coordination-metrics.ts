@@ -29,6 +29,8 @@ export interface CoordinationMetricsBindings {
   leaseName: string;
   subscribers: () => number;
   sinkStatus: () => SinkTargetStatus[];
+  /** Every pool of the leader's last deploy and whether it is in panic; none on a follower. */
+  panicPools?: () => Array<{ namespace: string; pool: string; inPanic: boolean }>;
 }
 
 function targetKey(sink: string, target: string): string {
@@ -110,7 +112,7 @@ export class CoordinationMetrics {
     });
     new Gauge({
       name: 'pool_controller_sink_workers',
-      help: 'Endpoints per sink target: desired (the alive cells), actual (as last read from the target), pending (sent, not yet visible).',
+      help: 'Endpoints per sink target: desired (the alive cells), actual (as last read from the target), pending (sent, not yet visible), held_by_panic (kept only because the pool is in panic), would_add and would_remove (observe mode: what apply would change).',
       labelNames: ['sink', 'target', 'state'] as const,
       registers,
       collect() {
@@ -120,6 +122,23 @@ export class CoordinationMetrics {
           this.set({ ...labels, state: 'desired' }, status.desired.length);
           this.set({ ...labels, state: 'actual' }, status.actual.length);
           this.set({ ...labels, state: 'pending' }, status.pending.length);
+          this.set({ ...labels, state: 'held_by_panic' }, status.heldByPanic.length);
+          if (status.mode === 'observe') {
+            this.set({ ...labels, state: 'would_add' }, status.wouldAdd.length);
+            this.set({ ...labels, state: 'would_remove' }, status.wouldRemove.length);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_sink_panic',
+      help: "1 while the pool is in panic (--sink-panic-threshold: too few of its cells are alive and routable, so its sinks remove nothing), else 0; the leader's view, per pool of its last deploy.",
+      labelNames: ['namespace', 'pool'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const p of bound()?.panicPools?.() ?? []) {
+          this.set({ namespace: p.namespace, pool: p.pool }, p.inPanic ? 1 : 0);
         }
       },
     });

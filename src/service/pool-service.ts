@@ -29,7 +29,13 @@ import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
-import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
+import {
+  DEFAULT_SINK_MODE,
+  type Sink,
+  type SinkEvent,
+  type SinkMode,
+  type SinkTargetStatus,
+} from '../sinks/sink.js';
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
@@ -38,6 +44,7 @@ import type {
   CellScope,
   ControlPlane,
   CoordinatorView,
+  SinkSettingsView,
   StoreParent,
   StoreSnapshot,
 } from './control-plane.js';
@@ -88,6 +95,10 @@ export interface PoolServiceOptions {
   sinks?: (wiring: SinkWiring) => Sink[];
   /** Time between drift runs; `null` none; default the coordinator's (60 s). */
   driftIntervalMs?: number | null;
+  /** `--sink-mode`; handed to every sink through `SinkWiring`. Default `apply`. */
+  sinkMode?: SinkMode;
+  /** `--sink-panic-threshold` (0–100); default 0, no panic. */
+  sinkPanicThresholdPercent?: number;
   /** How often the source's stats are compared for `watch.state` events; default 1 s. */
   watchStatePollMs?: number;
   /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
@@ -105,6 +116,8 @@ export interface SinkWiring {
   backoffMaxMs: number;
   /** The service's clock, which the sinks' backoff must share with the routing controller. */
   clock: Clock;
+  /** `--sink-mode`: every sink must be built in it (observe: never write). */
+  mode: SinkMode;
 }
 
 /** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
@@ -139,6 +152,8 @@ export class PoolService implements ControlPlane {
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
+  readonly #sinkMode: SinkMode;
+  readonly #panicThresholdPercent: number;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -167,6 +182,8 @@ export class PoolService implements ControlPlane {
     });
     this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
     const publish = (event: ServiceEvent): void => this.#publish(event);
+    this.#sinkMode = options.sinkMode ?? DEFAULT_SINK_MODE;
+    this.#panicThresholdPercent = options.sinkPanicThresholdPercent ?? 0;
     const driftIntervalMs =
       options.driftIntervalMs === undefined ? DEFAULT_DRIFT_INTERVAL_MS : options.driftIntervalMs;
     const sinks =
@@ -175,6 +192,7 @@ export class PoolService implements ControlPlane {
         onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
         backoffMaxMs: retryCapMs(driftIntervalMs),
         clock: this.#clock,
+        mode: this.#sinkMode,
       }) ?? [];
     this.#routing = new RoutingController({
       cells: () => this.registry.list(),
@@ -182,6 +200,7 @@ export class PoolService implements ControlPlane {
       sinks,
       publish,
       driftIntervalMs,
+      panicThresholdPercent: this.#panicThresholdPercent,
       clock: this.#clock,
       logger,
     });
@@ -202,6 +221,7 @@ export class PoolService implements ControlPlane {
       leaseName: this.#leadership.view().lease ?? 'pool-controller',
       subscribers: () => this.bus.subscriberCount + this.eventStreams.count,
       sinkStatus: () => this.#routing.sinkStatus(),
+      panicPools: () => this.#routing.panicPools(),
     });
     const reconcileCell = createCellReconciler({
       labels: options.labels,
@@ -469,6 +489,14 @@ export class PoolService implements ControlPlane {
 
   sinks(): SinkTargetStatus[] {
     return this.#routing.sinkStatus();
+  }
+
+  sinkSettings(): SinkSettingsView {
+    return {
+      mode: this.#sinkMode,
+      panicThresholdPercent: this.#panicThresholdPercent,
+      panic: this.#routing.panicEntries(),
+    };
   }
 
   eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {

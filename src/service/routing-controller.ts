@@ -31,6 +31,7 @@ import {
   type SinkFailure,
   type SinkTargetStatus,
 } from '../sinks/sink.js';
+import { type PanicEntry, PanicTracker } from './panic-tracker.js';
 import type { ServiceEvent } from './service-events.js';
 
 /**
@@ -76,7 +77,11 @@ export interface RoutingControllerOptions {
   /** Where the coordinator's events go (the service's bus). */
   publish: (event: ServiceEvent) => void;
   driftIntervalMs: number | null;
+  /** `--sink-panic-threshold` (0–100; 0: off): see `PoolCapacity`. */
+  panicThresholdPercent?: number;
   clock?: Clock;
+  /** Only for the RFC 3339 times of panic entries. */
+  wallClock?: () => Date;
   logger?: Logger;
 }
 
@@ -95,11 +100,20 @@ export class RoutingController {
   readonly #cellReasons = new Set<string>();
   /** The run scheduled for when the earliest held sink target may be called again. */
   #backoffRetry: { atMs: number; cancel: AbortController } | undefined;
+  readonly #panic: PanicTracker;
+  readonly #render: () => RoutingState;
 
   constructor(options: RoutingControllerOptions) {
     this.#options = options;
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
+    const renderOptions = { panicThresholdPercent: options.panicThresholdPercent ?? 0 };
+    this.#render = () => renderRoutingState(options.cells(), renderOptions);
+    this.#panic = new PanicTracker({
+      publish: options.publish,
+      logger: this.#logger,
+      ...(options.wallClock ? { wallClock: options.wallClock } : {}),
+    });
     const pipeline: Pipeline<RoutingState> = {
       render: () => {
         if (!options.synced()) {
@@ -108,7 +122,7 @@ export class RoutingController {
             'the cells have not synced yet; nothing is rendered before sync',
           );
         }
-        const desired = renderRoutingState(options.cells());
+        const desired = this.#render();
         this.#lastDesired = desired;
         return desired;
       },
@@ -203,15 +217,26 @@ export class RoutingController {
    */
   desired(): RoutingState | null {
     if (this.#term && this.#lastDesired) return this.#lastDesired;
-    return this.#options.synced() ? renderRoutingState(this.#options.cells()) : null;
+    return this.#options.synced() ? this.#render() : null;
   }
 
   sinkStatus(): SinkTargetStatus[] {
     return this.#options.sinks.flatMap((sink) => sink.status());
   }
 
+  /** The pools in panic at the last deploy, sorted. */
+  panicEntries(): PanicEntry[] {
+    return this.#panic.entries();
+  }
+
+  /** Every pool of the last deploy and whether it is in panic, for `pool_controller_sink_panic`. */
+  panicPools(): Array<{ namespace: string; pool: string; inPanic: boolean }> {
+    return this.#panic.pools();
+  }
+
   async #deploy(desired: RoutingState, signal: AbortSignal): Promise<void> {
     const { sinks } = this.#options;
+    this.#panic.observe(desired);
     if (sinks.length === 0) {
       // Info when the desired state changed, debug when a drift run renders the same again.
       const summary = summarizeRoutingState(desired);

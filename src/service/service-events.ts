@@ -36,6 +36,21 @@ export interface CellChangedEvent {
   gone?: true;
 }
 
+/**
+ * A pool entered or left panic (`--sink-panic-threshold`): while in it, its sinks remove nothing.
+ * Published by the leader's deploy, once per entry and once per exit.
+ */
+export interface PoolPanicEvent {
+  type: 'pool.panic';
+  namespace: string;
+  pool: string;
+  inPanic: boolean;
+  /** Alive and routable cells, and every known cell of the pool, when it entered or left. */
+  routable: number;
+  known: number;
+  thresholdPercent: number;
+}
+
 /** The pod source's reflector changed state, or relisted. */
 export interface WatchStateEvent {
   type: 'watch.state';
@@ -65,6 +80,7 @@ export interface LeaderChangedEvent {
 export type ServiceEvent =
   | CoordinatorEvent
   | SinkEvent
+  | PoolPanicEvent
   | StoreSyncedEvent
   | CellChangedEvent
   | WatchStateEvent
@@ -81,6 +97,8 @@ export const SERVICE_EVENT_TYPES: readonly ServiceEvent['type'][] = [
   'reconciliation.completed',
   'sink.applied',
   'sink.failed',
+  'sink.observed',
+  'pool.panic',
   'store.synced',
   'cell.changed',
   'watch.state',

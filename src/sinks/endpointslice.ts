@@ -14,6 +14,10 @@
  * differ from the desired state, and deletes the ones no pool or port wants any more. Equal
  * slices are not written, so an unchanged world costs one LIST per namespace.
  *
+ * A pool in panic (`--sink-panic-threshold`) keeps every endpoint its slices list (new ones are
+ * still added) and none of its slices is deleted. In observe mode (`--sink-mode observe`) the
+ * slices are listed and nothing is written: what would be added and removed is reported.
+ *
  * The API server refuses loopback, link-local and unspecified addresses in a slice (422): such
  * endpoints are left out, logged once when they appear, and named in the slice's `lastError` for
  * as long as they are desired. Hostnames (not IPs) are left out the same way.
@@ -31,12 +35,15 @@ import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
+import { ObservedDiff } from './observed-diff.js';
 import {
+  DEFAULT_SINK_MODE,
   heldError,
   type Sink,
   SinkApplyError,
   type SinkEvent,
   type SinkFailure,
+  type SinkMode,
   type SinkTargetStatus,
 } from './sink.js';
 import { TargetBackoff } from './target-backoff.js';
@@ -83,6 +90,8 @@ export interface EndpointSliceSinkOptions {
   /** `sink.applied` (only when endpoints were added or removed) and `sink.failed`. */
   publish?: (event: SinkEvent) => void;
   onOperation?: (record: EndpointSliceOperationRecord) => void;
+  /** `observe`: list only, report what would change; default `apply`. */
+  mode?: SinkMode;
 }
 
 type Family = 'IPv4' | 'IPv6';
@@ -96,6 +105,8 @@ interface DesiredSlice {
   endpoints: string[];
   /** Sorted `host:port` of cells left out: the API server would refuse them. */
   refused: string[];
+  /** The pool is in panic: the listed slice's endpoints are kept. */
+  panic: boolean;
 }
 
 interface TargetState {
@@ -107,6 +118,10 @@ interface TargetState {
   refused: string[];
   lastAppliedAt: string | null;
   lastError: string | null;
+  wouldAdd: string[];
+  wouldRemove: string[];
+  panic: boolean;
+  heldByPanic: string[];
 }
 
 interface ParsedAddress {
@@ -189,6 +204,30 @@ function endpointsOf(slice: EndpointSlice): string[] {
   return [...out].sort(byString);
 }
 
+/**
+ * A panicking pool's slice: the desired one plus every endpoint the listed slice holds that is
+ * not desired (kept as listed), and the `ip:port` of those kept. A listed slice of the other
+ * address type is replaced as usual: it holds no endpoint this slice could carry.
+ */
+function keepListed(
+  want: DesiredSlice,
+  actual: EndpointSlice,
+): { slice: EndpointSlice; held: string[] } {
+  if (actual.addressType !== want.slice.addressType) return { slice: want.slice, held: [] };
+  const port = want.slice.ports[0]?.port;
+  const wanted = new Set(want.slice.endpoints.flatMap((e) => e.addresses));
+  const kept = actual.endpoints.filter((e) => e.addresses.some((ip) => !wanted.has(ip)));
+  if (kept.length === 0) return { slice: want.slice, held: [] };
+  const held = kept
+    .flatMap((e) => e.addresses.filter((ip) => !wanted.has(ip)))
+    .map((ip) => endpointText(ip, port))
+    .sort(byString);
+  const endpoints = [...want.slice.endpoints, ...kept].sort((a, b) =>
+    byString(a.addresses[0] ?? '', b.addresses[0] ?? ''),
+  );
+  return { slice: { ...want.slice, endpoints }, held };
+}
+
 function diff(from: string[], to: string[]): { added: string[]; removed: string[] } {
   const before = new Set(from);
   const after = new Set(to);
@@ -215,8 +254,11 @@ export class EndpointSliceSink implements Sink {
   readonly #clock: Clock;
   /** By slice `namespace/name`, or `namespace/*` (`*` slash `*`) for a LIST. */
   readonly #backoff: TargetBackoff<string>;
+  readonly #mode: SinkMode;
+  readonly #observed: ObservedDiff;
 
   constructor(options: EndpointSliceSinkOptions) {
+    this.#mode = options.mode ?? DEFAULT_SINK_MODE;
     this.#clock = options.clock ?? realClock;
     this.#backoff = new TargetBackoff({
       clock: this.#clock,
@@ -231,6 +273,11 @@ export class EndpointSliceSink implements Sink {
     this.#logger = options.logger ?? silentLogger;
     this.#publish = options.publish;
     this.#onOperation = options.onOperation;
+    this.#observed = new ObservedDiff({
+      kind: this.kind,
+      logger: this.#logger,
+      publish: this.#publish,
+    });
   }
 
   /** The Service a pool's slices belong to. */
@@ -277,8 +324,10 @@ export class EndpointSliceSink implements Sink {
     // What every pool wants; a pool whose Service name is invalid fails on its own.
     const wanted = new Map<string, DesiredSlice>();
     const namespaces = new Set<string>();
+    const panicking = new Set<string>();
     for (const pool of desired.pools) {
       namespaces.add(pool.namespace);
+      if (pool.capacity?.panic) panicking.add(`${pool.namespace}/${pool.pool}`);
       try {
         for (const slice of this.#desiredSlices(pool)) wanted.set(slice.key, slice);
       } catch (error) {
@@ -335,6 +384,7 @@ export class EndpointSliceSink implements Sink {
       if (!unlisted.has(state.namespace) && !wanted.has(key) && !listed.has(key)) {
         this.#targets.delete(key);
         this.#backoff.succeeded(key);
+        this.#observed.forget(key);
       }
     }
 
@@ -351,19 +401,31 @@ export class EndpointSliceSink implements Sink {
       state.refused = want.refused;
       const actual = listed.get(key);
       state.actual = actual ? endpointsOf(actual) : [];
+      state.panic = want.panic;
+      const { slice, held: kept } =
+        want.panic && actual ? keepListed(want, actual) : { slice: want.slice, held: [] };
+      state.heldByPanic = kept;
+      if (this.#mode === 'observe') {
+        const change =
+          actual && sameSlice(slice, actual)
+            ? { added: [], removed: [] }
+            : diff(state.actual, endpointsOf(slice));
+        this.#observe(key, want.pool, state, change);
+        continue;
+      }
       if (held(key, want.pool)) continue;
       try {
-        if (actual && sameSlice(want.slice, actual)) {
+        if (actual && sameSlice(slice, actual)) {
           this.#backoff.succeeded(key);
           state.lastAppliedAt = now();
           state.lastError = this.#withRefused(null, state.refused);
           continue;
         }
-        if (actual && actual.addressType !== want.slice.addressType) {
+        if (actual && actual.addressType !== slice.addressType) {
           // addressType is immutable: the slice must go before it can come back as the other kind.
           await this.#delete(key, actual, signal);
         }
-        const stored = await this.#call(key, 'apply', () => this.#api.apply(want.slice, signal));
+        const stored = await this.#call(key, 'apply', () => this.#api.apply(slice, signal));
         const before = state.actual;
         state.actual = endpointsOf(stored);
         this.#changed(key, want.pool, diff(before, state.actual));
@@ -384,6 +446,21 @@ export class EndpointSliceSink implements Sink {
       state.desired = [];
       state.refused = [];
       state.actual = endpointsOf(actual);
+      // A panicking pool loses no slice (a port its dead cells used is still listed).
+      state.panic = panicking.has(`${actual.metadata.namespace}/${pool}`);
+      state.heldByPanic = state.panic ? [...state.actual] : [];
+      if (this.#mode === 'observe') {
+        this.#observe(key, pool, state, {
+          added: [],
+          removed: state.panic ? [] : [...state.actual],
+        });
+        continue;
+      }
+      if (state.panic) {
+        state.lastAppliedAt = now();
+        state.lastError = null;
+        continue;
+      }
       if (held(key, pool)) continue;
       try {
         await this.#delete(key, actual, signal);
@@ -416,7 +493,28 @@ export class EndpointSliceSink implements Sink {
         lastAppliedAt: target.lastAppliedAt,
         lastError: target.lastError,
         backoffUntil: this.#backoffUntil(key),
+        mode: this.#mode,
+        wouldAdd: [...target.wouldAdd],
+        wouldRemove: [...target.wouldRemove],
+        panic: target.panic,
+        heldByPanic: [...target.heldByPanic],
+        // Slices carry the managed-by label; only those are ever listed, changed or deleted.
+        ownership: { mode: 'managed' as const, by: 'labels' as const },
       }));
+  }
+
+  /** Observe mode: records and reports what `apply` would change on `key`; writes nothing. */
+  #observe(
+    key: string,
+    pool: string,
+    state: TargetState,
+    change: { added: string[]; removed: string[] },
+  ): void {
+    state.wouldAdd = change.added;
+    state.wouldRemove = change.removed;
+    this.#observed.report(key, pool, change.added, change.removed);
+    state.lastAppliedAt = this.#wallClock().toISOString();
+    state.lastError = this.#withRefused(null, state.refused);
   }
 
   nextAttemptAtMs(): number | undefined {
@@ -485,6 +583,7 @@ export class EndpointSliceSink implements Sink {
         },
         endpoints: ips.map((ip) => endpointText(ip, group.port)).sort(byString),
         refused: [...group.refused].sort(byString),
+        panic: pool.capacity?.panic === true,
       };
     });
   }
@@ -530,6 +629,10 @@ export class EndpointSliceSink implements Sink {
         refused: [],
         lastAppliedAt: null,
         lastError: null,
+        wouldAdd: [],
+        wouldRemove: [],
+        panic: false,
+        heldByPanic: [],
       };
       this.#targets.set(key, state);
     }

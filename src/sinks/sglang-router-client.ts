@@ -28,6 +28,33 @@ export interface RouterWorker {
   healthy: boolean;
   /** `ready`, `not_ready` or `draining` (smg 1.13); absent on routers that report none. */
   status?: string;
+  /**
+   * The worker's string labels: smg 1.13 lists them as `labels`, sglang-router 0.3.2 as
+   * `metadata` (both keep the ones a `POST /workers` gave, beside what they learnt from the
+   * engine). Absent when the router lists neither: it keeps no marks.
+   */
+  labels?: Record<string, string>;
+}
+
+/** Labels read per worker at most: an engine reports about ten; more is a broken router. */
+const MAX_WORKER_LABELS = 64;
+
+/** A worker's `labels` (smg) or `metadata` (sglang-router 0.3), string values only, bounded. */
+function workerLabels(worker: Record<string, unknown>): Record<string, string> | undefined {
+  const source = isRecord(worker.labels)
+    ? worker.labels
+    : isRecord(worker.metadata)
+      ? worker.metadata
+      : undefined;
+  if (source === undefined) return undefined;
+  const labels: Record<string, string> = {};
+  let count = 0;
+  for (const [key, value] of Object.entries(source)) {
+    if (typeof value !== 'string') continue;
+    if (++count > MAX_WORKER_LABELS) break;
+    labels[key] = value;
+  }
+  return labels;
 }
 
 /** A worker looked up by id (`GET /workers/{id}`), which also shows adds still being processed. */
@@ -101,6 +128,8 @@ export class SglangRouterClient {
       const entry: RouterWorker = { id, url, healthy: worker.is_healthy === true };
       const workerStatus = text(worker.status);
       if (workerStatus !== undefined) entry.status = workerStatus;
+      const labels = workerLabels(worker);
+      if (labels !== undefined) entry.labels = labels;
       result.push(entry);
     }
     return result;
@@ -131,9 +160,17 @@ export class SglangRouterClient {
     return detail;
   }
 
-  /** `POST /workers {"url"}`: 202 (queued in the background) or 409 (already there) succeed. */
-  async addWorker(url: string, signal: AbortSignal): Promise<AddResult> {
-    const { status, body, raw } = await this.#request('POST', '/workers', { url }, signal);
+  /**
+   * `POST /workers {"url", "labels"?}`: 202 (queued in the background) or 409 (already there)
+   * succeed. `labels` are the sink's mark (both routers keep them on the worker).
+   */
+  async addWorker(
+    url: string,
+    signal: AbortSignal,
+    labels?: Record<string, string>,
+  ): Promise<AddResult> {
+    const spec = labels === undefined ? { url } : { url, labels };
+    const { status, body, raw } = await this.#request('POST', '/workers', spec, signal);
     if (status === 202 || status === 200 || status === 201) {
       const id = isRecord(body) ? text(body.worker_id) : undefined;
       return id === undefined ? { result: 'accepted' } : { result: 'accepted', id };

@@ -2,15 +2,24 @@
  * The SGLang router sink: keeps each configured router's worker list equal to the alive cells of
  * its pool (`http://<address>` per cell).
  *
- * The controller OWNS that list: a worker that is not desired is removed, whoever added it. Every
- * apply is a full read-compare-write per router (list, then add the missing, remove the extra),
- * so a restarted router (it forgets every worker) or a lost call is repaired by the next run.
+ * Every apply is a full read-compare-write per router (list, then add the missing, remove the
+ * extra), so a restarted router (it forgets every worker) or a lost call is repaired by the next
+ * run. Three guard rails decide what "the extra" is:
+ * - Ownership (`--sglang-router-ownership`): every worker it adds carries the mark
+ *   `WORKER_MARK_LABEL: WORKER_MARK_VALUE` in its labels. `managed` (the default) removes only
+ *   marked workers, so hand-added ones and another tool's stay; `all` removes whatever it does not
+ *   desire. A router whose list shows no labels at all (none measured: both below keep them) is
+ *   owned by record instead: the URLs this process added (kept in memory; see docs/service.md).
+ * - Panic (`--sink-panic-threshold`): a pool in panic (see `PoolCapacity`) loses no worker.
+ * - Observe mode (`--sink-mode observe`): reads only; what would be added and removed is reported.
  *
  * What the routers do, measured on smg 1.13.0 and sglang-router 0.3.2, and what follows here:
  * - `POST /workers` is processed in the background; until then the worker is NOT in `GET /workers`
  *   but `GET /workers/{id}` shows it. So an add is remembered by id while pending, never re-posted
  *   then, and forgotten once listed, unknown (404) or failed. 202 and 409 (already there or being
  *   added, smg 1.13) both count as success.
+ * - `POST /workers {"url", "labels": {...}}`: both keep the labels on the worker and list them
+ *   (smg 1.13 as `labels`, 0.3.2 as `metadata`), beside what they learnt from the engine.
  * - `DELETE /workers/{id}`: 202 and 404 both count as success. smg 1.13 keeps the worker listed as
  *   `draining` for ~5 s and refuses (409) or, worse, later undoes a re-add of that URL meanwhile:
  *   a URL still listed is never added again; its add waits for a later apply.
@@ -23,22 +32,38 @@ import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
+import { ObservedDiff } from './observed-diff.js';
 import {
   type RouterWorker,
   SglangRouterClient,
   type SglangRouterClientOptions,
 } from './sglang-router-client.js';
 import {
+  DEFAULT_SINK_MODE,
   heldError,
   type Sink,
   SinkApplyError,
   type SinkEvent,
   type SinkFailure,
+  type SinkMode,
+  type SinkOwnership,
   type SinkTargetStatus,
 } from './sink.js';
 import { TargetBackoff } from './target-backoff.js';
 
 export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
+
+/** `--sglang-router-ownership` values. */
+export type RouterOwnershipMode = SinkOwnership['mode'];
+export const ROUTER_OWNERSHIP_MODES: readonly RouterOwnershipMode[] = ['managed', 'all'];
+/**
+ * `managed`: a controller that removes workers it did not add breaks whatever added them (a
+ * person during an incident, another tool); taking the whole list is asked for.
+ */
+export const DEFAULT_ROUTER_OWNERSHIP: RouterOwnershipMode = 'managed';
+/** The label every worker this sink adds carries: Kubernetes' own key for "who manages this". */
+export const WORKER_MARK_LABEL = 'app.kubernetes.io/managed-by';
+export const WORKER_MARK_VALUE = 'pool-controller';
 
 /** One `--sglang-router POOL=URL`: the router at `url` serves the pool named `pool`. */
 export interface SglangRouterTarget {
@@ -74,6 +99,10 @@ export interface SglangRouterSinkOptions {
   /** `sink.applied` (only when something was added or removed) and `sink.failed`. */
   publish?: (event: SinkEvent) => void;
   onOperation?: (record: SinkOperationRecord) => void;
+  /** `observe`: read only, report what would change; default `apply`. */
+  mode?: SinkMode;
+  /** Which workers it may remove; default `managed` (only those it marked). */
+  ownership?: RouterOwnershipMode;
 }
 
 interface Pending {
@@ -92,6 +121,17 @@ interface TargetState {
   readonly pendingRemovals: Map<string, Pending>;
   lastAppliedAt: string | null;
   lastError: string | null;
+  wouldAdd: string[];
+  wouldRemove: string[];
+  panic: boolean;
+  heldByPanic: string[];
+  /** How ownership is told on this router, from its last list; `null` before a list. */
+  ownedBy: SinkOwnership['by'];
+  /**
+   * URLs this process added (an add accepted), for a router that keeps no marks; forgotten once
+   * the URL is neither listed nor desired. In memory: a restart or a failover starts it empty.
+   */
+  readonly recorded: Set<string>;
 }
 
 /** The desired worker URLs of `pool`, from every namespace that has a pool of that name. */
@@ -101,15 +141,24 @@ function desiredWorkers(
 ): {
   urls: string[];
   namespaces: string[];
+  /** A namespace's pool of that name is in panic: the router loses no worker. */
+  panic: boolean;
 } {
   const urls = new Set<string>();
   const namespaces: string[] = [];
+  let panic = false;
   for (const routing of pools) {
     if (routing.pool !== pool) continue;
     namespaces.push(routing.namespace);
+    if (routing.capacity?.panic) panic = true;
     for (const cell of routing.cells) urls.add(`http://${cell.address}`);
   }
-  return { urls: [...urls].sort(), namespaces };
+  return { urls: [...urls].sort(), namespaces, panic };
+}
+
+/** Whether a listed worker carries this sink's mark. */
+function marked(worker: RouterWorker): boolean {
+  return worker.labels?.[WORKER_MARK_LABEL] === WORKER_MARK_VALUE;
 }
 
 export class SglangRouterSink implements Sink {
@@ -123,8 +172,13 @@ export class SglangRouterSink implements Sink {
   readonly #clock: Clock;
   /** By router URL. */
   readonly #backoff: TargetBackoff<string>;
+  readonly #mode: SinkMode;
+  readonly #ownership: RouterOwnershipMode;
+  readonly #observed: ObservedDiff;
 
   constructor(options: SglangRouterSinkOptions) {
+    this.#mode = options.mode ?? DEFAULT_SINK_MODE;
+    this.#ownership = options.ownership ?? DEFAULT_ROUTER_OWNERSHIP;
     this.#wallClock = options.wallClock ?? (() => new Date());
     this.#clock = options.clock ?? realClock;
     this.#backoff = new TargetBackoff({
@@ -136,6 +190,11 @@ export class SglangRouterSink implements Sink {
     this.#publish = options.publish;
     this.#onOperation = options.onOperation;
     this.#apiKey = options.apiKey || undefined;
+    this.#observed = new ObservedDiff({
+      kind: this.kind,
+      logger: this.#logger,
+      publish: this.#publish,
+    });
     this.#targets = new Map();
     for (const target of options.targets) {
       const clientOptions: SglangRouterClientOptions = {
@@ -163,6 +222,12 @@ export class SglangRouterSink implements Sink {
         pendingRemovals: new Map(),
         lastAppliedAt: null,
         lastError: null,
+        wouldAdd: [],
+        wouldRemove: [],
+        panic: false,
+        heldByPanic: [],
+        ownedBy: null,
+        recorded: new Set(),
       });
     }
   }
@@ -235,7 +300,9 @@ export class SglangRouterSink implements Sink {
 
   /** A held router: only what it should list is updated, for `status()`; nothing is sent. */
   #holdTarget(target: TargetState, state: RoutingState): void {
-    target.desired = desiredWorkers(state.pools, target.pool).urls;
+    const { urls, panic } = desiredWorkers(state.pools, target.pool);
+    target.desired = urls;
+    target.panic = panic;
   }
 
   /** The wall-clock time of clock time `atMs`, for status and messages. */
@@ -265,6 +332,15 @@ export class SglangRouterSink implements Sink {
       lastAppliedAt: target.lastAppliedAt,
       lastError: target.lastError,
       backoffUntil: this.#backoffUntil(target.client.url),
+      mode: this.#mode,
+      wouldAdd: [...target.wouldAdd],
+      wouldRemove: [...target.wouldRemove],
+      panic: target.panic,
+      heldByPanic: [...target.heldByPanic],
+      ownership: {
+        mode: this.#ownership,
+        by: this.#ownership === 'all' ? null : target.ownedBy,
+      },
     }));
   }
 
@@ -273,10 +349,14 @@ export class SglangRouterSink implements Sink {
     return until === undefined ? null : this.#isoAt(until);
   }
 
-  /** One router: list, settle what was pending, add the missing, remove the extra. */
+  /**
+   * One router: list, settle what was pending, add the missing, remove the extra it owns (none
+   * while its pool is in panic); in observe mode only the list, and the diff is reported.
+   */
   async #applyTarget(target: TargetState, state: RoutingState, signal: AbortSignal): Promise<void> {
-    const { urls: desired, namespaces } = desiredWorkers(state.pools, target.pool);
+    const { urls: desired, namespaces, panic } = desiredWorkers(state.pools, target.pool);
     target.desired = desired;
+    target.panic = panic;
     if (namespaces.length > 1) {
       this.#logger.warn(
         { sink: this.kind, target: target.client.url, pool: target.pool, namespaces },
@@ -287,11 +367,17 @@ export class SglangRouterSink implements Sink {
 
     const workers = await this.#call(target, 'list', () => target.client.listWorkers(signal));
     target.actual = [...new Set(workers.map((w) => w.url))].sort();
+    if (workers.length > 0) {
+      target.ownedBy = workers.some((w) => w.labels !== undefined) ? 'labels' : 'record';
+    }
     const listed = new Map<string, RouterWorker[]>();
     for (const worker of workers) {
       const same = listed.get(worker.url);
       if (same) same.push(worker);
       else listed.set(worker.url, [worker]);
+    }
+    for (const url of [...target.recorded]) {
+      if (!listed.has(url) && !desiredSet.has(url)) target.recorded.delete(url);
     }
 
     // Removals settle once the URL has left the list; a worker listed again and not draining
@@ -316,19 +402,43 @@ export class SglangRouterSink implements Sink {
       if (detail === null || detail.job?.status === 'failed') target.pendingAdds.delete(url);
     }
 
+    // Listed (draining included: re-adding a draining URL is refused or later undone) or being
+    // added: nothing to send.
+    const toAdd = desired.filter((url) => !listed.has(url) && !target.pendingAdds.has(url));
+    const toRemove: RouterWorker[] = [];
+    const held = new Set<string>();
+    for (const [url, same] of listed) {
+      if (desiredSet.has(url)) continue;
+      for (const worker of same) {
+        if (worker.status === 'draining' || !this.#owns(target, worker)) continue;
+        if (panic) held.add(url);
+        else toRemove.push(worker);
+      }
+    }
+    target.heldByPanic = [...held].sort();
+    if (this.#mode === 'observe') {
+      target.wouldAdd = toAdd;
+      target.wouldRemove = [...new Set(toRemove.map((w) => w.url))].sort();
+      this.#observed.report(target.client.url, target.pool, target.wouldAdd, target.wouldRemove);
+      target.lastAppliedAt = this.#wallClock().toISOString();
+      target.lastError = null;
+      return;
+    }
+
     const errors: string[] = [];
     const added: string[] = [];
     const removed: string[] = [];
     const now = (): string => this.#wallClock().toISOString();
+    const mark = { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE };
 
-    for (const url of desired) {
-      // Listed (draining included: re-adding a draining URL is refused or later undone) or
-      // being added: nothing to send.
-      if (listed.has(url) || target.pendingAdds.has(url)) continue;
+    for (const url of toAdd) {
       if (signal.aborted) throw abortReason(signal);
       try {
-        const result = await this.#call(target, 'add', () => target.client.addWorker(url, signal));
+        const result = await this.#call(target, 'add', () =>
+          target.client.addWorker(url, signal, mark),
+        );
         target.pendingAdds.set(url, { id: result.id, since: now() });
+        if (result.result === 'accepted') target.recorded.add(url);
         added.push(url);
       } catch (error) {
         if (signal.aborted) throw abortReason(signal);
@@ -336,21 +446,18 @@ export class SglangRouterSink implements Sink {
       }
     }
 
-    for (const [url, same] of listed) {
-      if (desiredSet.has(url)) continue;
-      for (const worker of same) {
-        if (worker.status === 'draining') continue;
-        if (signal.aborted) throw abortReason(signal);
-        try {
-          await this.#call(target, 'remove', () => target.client.removeWorker(worker.id, signal));
-          if (!target.pendingRemovals.has(url)) {
-            target.pendingRemovals.set(url, { id: worker.id, since: now() });
-          }
-          if (!removed.includes(url)) removed.push(url);
-        } catch (error) {
-          if (signal.aborted) throw abortReason(signal);
-          errors.push(describeThrown(error));
+    for (const worker of toRemove) {
+      const url = worker.url;
+      if (signal.aborted) throw abortReason(signal);
+      try {
+        await this.#call(target, 'remove', () => target.client.removeWorker(worker.id, signal));
+        if (!target.pendingRemovals.has(url)) {
+          target.pendingRemovals.set(url, { id: worker.id, since: now() });
         }
+        if (!removed.includes(url)) removed.push(url);
+      } catch (error) {
+        if (signal.aborted) throw abortReason(signal);
+        errors.push(describeThrown(error));
       }
     }
 
@@ -386,6 +493,16 @@ export class SglangRouterSink implements Sink {
     if (errors.length > 0) throw new Error(errors.join('; '));
     target.lastAppliedAt = now();
     target.lastError = null;
+  }
+
+  /**
+   * Whether this sink may remove `worker`: always with `all`; with `managed`, when it carries the
+   * mark, or, on a router that lists no labels, when this process recorded adding it.
+   */
+  #owns(target: TargetState, worker: RouterWorker): boolean {
+    if (this.#ownership === 'all') return true;
+    if (worker.labels !== undefined) return marked(worker);
+    return target.recorded.has(worker.url);
   }
 
   async #call<T>(target: TargetState, operation: SinkOperation, run: () => Promise<T>): Promise<T> {

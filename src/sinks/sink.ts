@@ -11,6 +11,26 @@ import type { RoutingState } from '../pools/routing-state.js';
 /** The kinds of sink, as `GET /api/v1/sinks` names them. */
 export type SinkKind = 'sglang-router' | 'endpointslice';
 
+/**
+ * `--sink-mode`: `apply` makes every target match; `observe` (a dry run) reads every target,
+ * computes what `apply` would add and remove, reports it, and never writes.
+ */
+export type SinkMode = 'apply' | 'observe';
+export const SINK_MODES: readonly SinkMode[] = ['apply', 'observe'];
+/** Writing is what a sink is for; a dry run is asked for. */
+export const DEFAULT_SINK_MODE: SinkMode = 'apply';
+
+/**
+ * Which endpoints of a target the sink may remove. `managed`: only those it marked itself
+ * (`by: 'labels'`, the router keeps the marks on its workers; an EndpointSlice's managed-by
+ * label), or, on a router that keeps no marks, those it recorded adding (`by: 'record'`);
+ * `all`: any endpoint it does not desire. `by` is `null` until a read showed which applies.
+ */
+export interface SinkOwnership {
+  mode: 'managed' | 'all';
+  by: 'labels' | 'record' | null;
+}
+
 /** One target of one sink for one pool, as `GET /api/v1/sinks` serves it. */
 export interface SinkTargetStatus {
   kind: SinkKind;
@@ -36,6 +56,17 @@ export interface SinkTargetStatus {
    * `TargetBackoff`); `null` when it may be called now.
    */
   backoffUntil: string | null;
+  /** `apply` or `observe` (`--sink-mode`). */
+  mode: SinkMode;
+  /** Observe mode: what the last read says `apply` would add now (sorted); `[]` in apply mode. */
+  wouldAdd: string[];
+  /** Observe mode: what `apply` would remove now (sorted; panic and ownership honoured). */
+  wouldRemove: string[];
+  /** The target's pool is in panic (`--sink-panic-threshold`): nothing is removed from it. */
+  panic: boolean;
+  /** Listed endpoints that are not desired but kept because the pool is in panic (sorted). */
+  heldByPanic: string[];
+  ownership: SinkOwnership;
 }
 
 /** What one `apply` changed on one target, published on the bus as `sink.applied`. */
@@ -57,7 +88,20 @@ export interface SinkFailure {
   error: string;
 }
 
-export type SinkEvent = SinkChange | SinkFailure;
+/**
+ * Observe mode: what `apply` would change on one target, published as `sink.observed` whenever
+ * that differs from the last one reported for the target (so a steady diff is one event).
+ */
+export interface SinkObservation {
+  type: 'sink.observed';
+  kind: SinkKind;
+  target: string;
+  pool: string;
+  wouldAdd: string[];
+  wouldRemove: string[];
+}
+
+export type SinkEvent = SinkChange | SinkFailure | SinkObservation;
 
 /** The error of a target `apply` did not call because its backoff holds it. */
 export function heldError(untilIso: string, lastError: string | null): string {

@@ -97,7 +97,36 @@ describe('parseConfig defaults', () => {
       publishEndpointSlices: false,
       endpointSliceServiceSuffix: '-alive',
       sinkAllowLoopback: false,
+      sinkMode: 'apply',
+      sinkPanicThresholdPercent: 0,
+      sglangRouterOwnership: 'managed',
     });
+  });
+
+  it('reads --sink-mode, --sink-panic-threshold and --sglang-router-ownership, naming the flag on bad values', () => {
+    const config = parseConfig(
+      ['--sink-mode', 'observe', '--sink-panic-threshold', '50%', '--sglang-router-ownership=all'],
+      {},
+    );
+    expect(config).toMatchObject({
+      sinkMode: 'observe',
+      sinkPanicThresholdPercent: 50,
+      sglangRouterOwnership: 'all',
+    });
+    expect(parseConfig(['--sink-panic-threshold', '12.5'], {}).sinkPanicThresholdPercent).toBe(
+      12.5,
+    );
+    expect(() => parseConfig(['--sink-mode', 'dry'], {})).toThrow(
+      /--sink-mode \(POOL_CONTROLLER_SINK_MODE\): expected apply or observe, got "dry"/,
+    );
+    for (const bad of ['101', '-1', 'half', '']) {
+      expect(() => parseConfig([`--sink-panic-threshold=${bad}`], {})).toThrow(
+        /--sink-panic-threshold \(POOL_CONTROLLER_SINK_PANIC_THRESHOLD\): expected a percentage from 0 to 100/,
+      );
+    }
+    expect(() => parseConfig(['--sglang-router-ownership', 'mine'], {})).toThrow(
+      /--sglang-router-ownership \(POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP\): expected managed or all/,
+    );
   });
 
   it('allows loopback cell addresses only when --sink-allow-loopback or its variable says so', () => {
@@ -155,6 +184,9 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
       POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX: '-ready',
       POOL_CONTROLLER_SINK_ALLOW_LOOPBACK: 'true',
+      POOL_CONTROLLER_SINK_MODE: 'observe',
+      POOL_CONTROLLER_SINK_PANIC_THRESHOLD: '30',
+      POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP: 'all',
     });
     expect(config).toEqual({
       source: 'simulated',
@@ -200,6 +232,9 @@ describe('flags and environment variables', () => {
       publishEndpointSlices: true,
       endpointSliceServiceSuffix: '-ready',
       sinkAllowLoopback: true,
+      sinkMode: 'observe',
+      sinkPanicThresholdPercent: 30,
+      sglangRouterOwnership: 'all',
     });
   });
 

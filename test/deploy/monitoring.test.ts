@@ -55,6 +55,7 @@ describe('deploy/monitoring/', () => {
       expect(['critical', 'warning'], rule.alert).toContain(rule.labels.severity);
       expect(rule.annotations.summary, rule.alert).toEqual(expect.any(String));
       expect(rule.annotations.runbook).toBe(`docs/operations.md#${rule.alert.toLowerCase()}`);
+      expect(rule.annotations.runbook_url, rule.alert).toBe(rule.annotations.runbook);
       expect(sections, rule.alert).toContain(rule.alert.toLowerCase());
     }
   });

@@ -232,6 +232,9 @@ describe('charts/pool-controller', () => {
     expect(vars.get('POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES')).toBe('true');
     expect(vars.get('POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX')).toBe('-ready');
     expect(vars.get('POOL_CONTROLLER_SINK_ALLOW_LOOPBACK')).toBe('true');
+    expect(vars.get('POOL_CONTROLLER_SINK_MODE')).toBe('observe');
+    expect(vars.get('POOL_CONTROLLER_SINK_PANIC_THRESHOLD')).toBe('30');
+    expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP')).toBe('all');
     expect(vars.get('POOL_CONTROLLER_DRIFT_INTERVAL')).toBe('30s');
     expect(container.args).toEqual(['--resync-period=1h']);
     expect(container.image).toBe(
@@ -324,6 +327,7 @@ describe('charts/pool-controller', () => {
         runbook(r).replace('docs/operations.md', 'https://runbooks.example.com/pool-controller'),
       ),
     );
+    expect(chartRules.map((r: Any) => r.annotations.runbook_url)).toEqual(chartRules.map(runbook));
     const [monitor] = byKind(objects, 'ServiceMonitor');
     const [service] = byKind(objects, 'Service');
     expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);

@@ -354,6 +354,8 @@ describe.skipIf(unavailable !== undefined)(
           args: [
             ...commonArgs(namespace),
             '--leader-elect=false',
+            // The whole list is the controller's here (managed: sink-guard-rails.test.ts).
+            '--sglang-router-ownership=all',
             '--sglang-router',
             `engine=${proxy.url}`,
             ...(other ? ['--sglang-router', `other=${other.url}`] : []),
@@ -509,7 +511,7 @@ describe.skipIf(unavailable !== undefined)(
       });
 
       if (full) {
-        it('removes a worker added by hand on the next run', async () => {
+        it('with --sglang-router-ownership=all, removes a worker added by hand on the next run', async () => {
           const spare = engines[6]!;
           const response = await fetch(`${router.url}/workers`, {
             method: 'POST',

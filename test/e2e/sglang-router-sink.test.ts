@@ -107,7 +107,12 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
 
     beforeAll(async () => {
       router = await startRouter({ version, apiKey });
-      sink = new SglangRouterSink({ targets: [{ pool: 'engine', url: router.url }], apiKey });
+      // `all`: these scenarios own the whole list (managed ownership: sink-guard-rails.test.ts).
+      sink = new SglangRouterSink({
+        targets: [{ pool: 'engine', url: router.url }],
+        apiKey,
+        ownership: 'all',
+      });
     });
     afterAll(async () => {
       await router?.dispose();
@@ -159,7 +164,7 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
       });
 
     if (full)
-      it('removes a worker added by hand on the next apply', async () => {
+      it('with ownership all, removes a worker added by hand on the next apply', async () => {
         const [, b, c] = engines as [FakeEngine, FakeEngine, FakeEngine];
         await converge(sink, routing({ engine: [b] }), router, urls([b]));
         const response = await fetch(`${router.url}/workers`, {

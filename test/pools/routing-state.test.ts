@@ -182,3 +182,42 @@ describe('summarizeRoutingState', () => {
     });
   });
 });
+
+describe('renderRoutingState with a panic threshold', () => {
+  const cells = (alive: number, dead: number): RoutableCell[] => [
+    ...Array.from({ length: alive }, (_, i) =>
+      cell({ id: `engine-a${i}`, address: `10.0.1.${i + 1}:30000` }),
+    ),
+    ...Array.from({ length: dead }, (_, i) =>
+      cell({ id: `engine-d${i}`, address: `10.0.2.${i + 1}:30000`, alive: false }),
+    ),
+  ];
+
+  it('puts a pool in panic when fewer than the threshold share of its known cells are alive and routable', () => {
+    const [pool] = renderRoutingState(cells(1, 3), { panicThresholdPercent: 50 }).pools;
+    expect(pool?.capacity).toEqual({ routable: 1, known: 4, thresholdPercent: 50, panic: true });
+  });
+
+  it('is out of panic at exactly the threshold (Envoy: panic only below it)', () => {
+    const [pool] = renderRoutingState(cells(2, 2), { panicThresholdPercent: 50 }).pools;
+    expect(pool?.capacity?.panic).toBe(false);
+  });
+
+  it('counts an alive but unroutable cell as not routable', () => {
+    const unroutable = cell({ id: 'engine-u', address: '10.0.3.1:30000', routable: false });
+    const [pool] = renderRoutingState([...cells(1, 0), unroutable], {
+      panicThresholdPercent: 60,
+    }).pools;
+    expect(pool?.capacity).toMatchObject({ routable: 1, known: 2, panic: true });
+  });
+
+  it('puts a pool with no routable cell at all in panic, and renders no capacity when off', () => {
+    expect(
+      renderRoutingState(cells(0, 2), { panicThresholdPercent: 1 }).pools[0]?.capacity?.panic,
+    ).toBe(true);
+    expect(renderRoutingState(cells(0, 2)).pools[0]).not.toHaveProperty('capacity');
+    expect(
+      renderRoutingState(cells(0, 2), { panicThresholdPercent: 0 }).pools[0],
+    ).not.toHaveProperty('capacity');
+  });
+});

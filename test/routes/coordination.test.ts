@@ -171,13 +171,22 @@ describe('GET /api/v1/sinks', () => {
     const { app } = await harness({ pods: [lwsPod()], sinks: () => [sink] });
     const res = await app.inject({ url: '/api/v1/sinks' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ source: 'kubernetes', sinks: sink.statuses });
+    expect(res.json()).toEqual({
+      source: 'kubernetes',
+      mode: 'apply',
+      panicThresholdPercent: 0,
+      panic: [],
+      sinks: sink.statuses,
+    });
   });
 
   it('is empty with no sink configured', async () => {
     const { app } = await harness();
     expect((await app.inject({ url: '/api/v1/sinks' })).json()).toEqual({
       source: 'kubernetes',
+      mode: 'apply',
+      panicThresholdPercent: 0,
+      panic: [],
       sinks: [],
     });
   });

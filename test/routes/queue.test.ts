@@ -84,6 +84,7 @@ async function controlledLoop(): Promise<{
       throw new Error('not in this test');
     },
     sinks: () => [],
+    sinkSettings: () => ({ mode: 'apply' as const, panicThresholdPercent: 0, panic: [] }),
     eventStream: () => {
       throw new Error('not in this test');
     },

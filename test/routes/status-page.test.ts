@@ -247,7 +247,32 @@ describe('renderStatusPage', () => {
       lastCompleted: { id: 7, result: 'failure', agoMs: 3200 },
       lastError: { phase: 'deploy', message: 'router <down>' },
     },
+    sinks: [
+      {
+        kind: 'sglang-router',
+        target: 'http://router:30000',
+        pool: 'engine',
+        mode: 'apply',
+        desired: 1,
+        listed: 4,
+        pending: 0,
+        heldByPanic: 3,
+        panic: true,
+        wouldAdd: 0,
+        wouldRemove: 0,
+        lastError: 'GET /workers: <refused>',
+      },
+    ],
   };
+
+  it('shows each sink target: desired, listed, pending, held by panic and the last error, escaped', () => {
+    const html = renderStatusPage(data);
+    const row = html.match(/<tr data-sink="http:\/\/router:30000">.*?<\/tr>/s)![0];
+    expect(row).toContain('<td>1</td><td>4</td><td>0</td>');
+    expect(row).toContain('<span class="badge warn">panic: 3</span>');
+    expect(row).toContain('GET /workers: &lt;refused&gt;');
+    expect(renderStatusPage({ ...data, sinks: [] })).toContain('No sink configured.');
+  });
 
   it('names the build in the header', () => {
     const header = renderStatusPage(data).match(/<header>.*?<\/header>/s)![0];

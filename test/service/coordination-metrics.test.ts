@@ -14,6 +14,12 @@ function status(target: string): SinkTargetStatus {
     lastAppliedAt: null,
     lastError: null,
     backoffUntil: null,
+    mode: 'apply',
+    wouldAdd: [],
+    wouldRemove: [],
+    panic: false,
+    heldByPanic: [],
+    ownership: { mode: 'managed', by: 'labels' },
   };
 }
 
@@ -75,5 +81,33 @@ describe('pool_controller_sink_operations_total', () => {
       await count();
     }
     expect(await count()).toBeLessThanOrEqual(4);
+  });
+});
+
+describe('guard-rail metrics', () => {
+  it('exports pool_controller_sink_panic per pool and the held, would-add and would-remove counts', async () => {
+    const registry = new Registry();
+    const metrics = new CoordinationMetrics(registry);
+    const observed: SinkTargetStatus = {
+      ...status('ns/a-alive-http'),
+      mode: 'observe',
+      wouldAdd: ['10.0.0.1:80', '10.0.0.2:80'],
+      wouldRemove: ['10.0.0.3:80'],
+      heldByPanic: ['10.0.0.4:80'],
+    };
+    metrics.bind({
+      leaseName: 'l',
+      subscribers: () => 0,
+      sinkStatus: () => [observed],
+      panicPools: () => [
+        { namespace: 'ns', pool: 'a', inPanic: true },
+        { namespace: 'ns', pool: 'b', inPanic: false },
+      ],
+    });
+    const panic = (await registry.getSingleMetric('pool_controller_sink_panic')!.get()).values;
+    expect(panic.map((v) => `${v.labels.pool}=${v.value}`)).toEqual(['a=1', 'b=0']);
+    const workers = (await registry.getSingleMetric('pool_controller_sink_workers')!.get()).values;
+    const byState = Object.fromEntries(workers.map((v) => [v.labels.state, v.value]));
+    expect(byState).toMatchObject({ held_by_panic: 1, would_add: 2, would_remove: 1 });
   });
 });

@@ -257,6 +257,8 @@ describe('SERVICE_EVENT_TYPES', () => {
       'reconciliation.completed': true,
       'sink.applied': true,
       'sink.failed': true,
+      'sink.observed': true,
+      'pool.panic': true,
       'store.synced': true,
       'cell.changed': true,
       'watch.state': true,

@@ -539,3 +539,52 @@ describe('RoutingController per-target backoff and bounded reasons', () => {
     );
   });
 });
+
+describe('RoutingController panic threshold', () => {
+  it('renders panic into the desired state and publishes pool.panic on entry and exit only', async () => {
+    const sink = new FakeSink();
+    const clock = new FakeClock();
+    const events: string[] = [];
+    const world = {
+      cells: [cell('engine-00000', '10.0.0.1:30000'), cell('engine-00001', '10.0.0.2:30000')],
+    };
+    const controller = new RoutingController({
+      cells: () => world.cells,
+      synced: () => true,
+      sinks: [sink],
+      publish: (event) => events.push(eventLine(event)),
+      driftIntervalMs: null,
+      panicThresholdPercent: 50,
+      clock,
+      logger: new RecordingLogger(),
+    });
+    controllers.push(controller);
+    controller.start();
+    await settle();
+    world.cells = [
+      cell('engine-00000', '10.0.0.1:30000', { alive: false }),
+      cell('engine-00001', '10.0.0.2:30000', { alive: false }),
+    ];
+    controller.trigger('cells died');
+    await settle();
+    controller.trigger('again');
+    await settle();
+    expect(sink.calls.at(-1)?.desired.pools[0]?.capacity).toEqual({
+      routable: 0,
+      known: 2,
+      thresholdPercent: 50,
+      panic: true,
+    });
+    expect(controller.panicEntries()).toEqual([
+      expect.objectContaining({ namespace: 'ns', pool: 'engine', routable: 0, known: 2 }),
+    ]);
+    world.cells = [cell('engine-00000', '10.0.0.1:30000'), world.cells[1]!];
+    controller.trigger('one back');
+    await settle();
+    expect(events.filter((e) => e.startsWith('pool.panic'))).toEqual([
+      'pool.panic ns/engine entered 0/2',
+      'pool.panic ns/engine left 1/2',
+    ]);
+    expect(controller.panicEntries()).toEqual([]);
+  });
+});

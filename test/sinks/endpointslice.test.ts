@@ -106,6 +106,12 @@ describe('EndpointSliceSink', () => {
         lastAppliedAt: NOW,
         lastError: null,
         backoffUntil: null,
+        mode: 'apply',
+        wouldAdd: [],
+        wouldRemove: [],
+        panic: false,
+        heldByPanic: [],
+        ownership: { mode: 'managed', by: 'labels' },
       },
       expect.objectContaining({
         target: 'inference/engine-alive-31000',

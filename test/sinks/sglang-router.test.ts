@@ -121,9 +121,9 @@ describe('SglangRouterSink', () => {
     );
   });
 
-  it('removes every worker that is not desired, whoever added it, but never one for being unhealthy', async () => {
+  it('with ownership all removes every worker that is not desired, whoever added it, but never one for being unhealthy', async () => {
     const fake = await router({ autoComplete: true });
-    const { sink: s, events } = sink([['engine', fake]]);
+    const { sink: s, events } = sink([['engine', fake]], { ownership: 'all' });
     fake.addByHand(w(9999));
     fake.addByHand(w(8000));
     fake.setHealthy(w(8000), false);
@@ -222,7 +222,7 @@ describe('SglangRouterSink', () => {
   it('removes again a worker whose DELETE was lost while its add was pending', async () => {
     const fake = await router({ version: '0.3.2' });
     fake.addByHand(w(1)); // gives the pending add below company
-    const { sink: s } = sink([['engine', fake]]);
+    const { sink: s } = sink([['engine', fake]], { ownership: 'all' });
     // An add someone else sent, still pending: removing it now would be lost; the sink cannot
     // even see it, so it does nothing until it is listed.
     await fetch(`${fake.url}/workers`, {

@@ -27,6 +27,8 @@ export function eventLine(event: ServiceEvent): string {
     case 'leadership.lost':
     case 'leader.changed':
       return `${event.type} ${event.identity}`;
+    case 'pool.panic':
+      return `pool.panic ${event.namespace}/${event.pool} ${event.inPanic ? 'entered' : 'left'} ${event.routable}/${event.known}`;
     default:
       return event.type;
   }

@@ -8,6 +8,8 @@
  * - `DELETE /workers/{id}` → 202, unknown id → 404. On 1.13 a registered worker stays listed as
  *   `draining` until `finishDrains()`; on 0.3.2 it is gone at once. A DELETE of a pending add is
  *   lost: the worker registers anyway when the add completes.
+ * - `POST /workers {url, labels}` keeps the labels: listed as `labels` (1.13) or `metadata`
+ *   (0.3.2), beside the engine's own (`model_path`); `keepsLabels: false` lists neither.
  * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
  * Every request is recorded as `METHOD /path` (plus ` <url>` for POST) so tests assert the sequence.
  */
@@ -22,6 +24,7 @@ export interface FakeWorker {
   url: string;
   state: 'pending' | 'ready' | 'draining' | 'failed';
   healthy: boolean;
+  labels: Record<string, string>;
 }
 
 export interface FakeSglangRouterOptions {
@@ -30,12 +33,15 @@ export interface FakeSglangRouterOptions {
   apiKey?: string;
   /** Adds register as soon as they are posted (still answered 202 first). */
   autoComplete?: boolean;
+  /** false: a router that lists no labels at all (keeps no marks). Default true, as both measured. */
+  keepsLabels?: boolean;
 }
 
 export class FakeSglangRouter {
   readonly version: FakeRouterVersion;
   readonly apiKey: string | undefined;
   autoComplete: boolean;
+  readonly keepsLabels: boolean;
   /** `GET /workers`, `POST /workers http://…`, `DELETE /workers/<id>`, … in arrival order. */
   readonly requests: string[] = [];
   /** Authorization headers as received, to check the key is sent. */
@@ -58,6 +64,7 @@ export class FakeSglangRouter {
     this.version = options.version ?? '1.13';
     this.apiKey = options.apiKey;
     this.autoComplete = options.autoComplete ?? false;
+    this.keepsLabels = options.keepsLabels ?? true;
   }
 
   get url(): string {
@@ -106,9 +113,9 @@ export class FakeSglangRouter {
   }
 
   /** A worker added behind the controller's back, registered at once. */
-  addByHand(url: string): string {
+  addByHand(url: string, labels: Record<string, string> = {}): string {
     const id = randomUUID();
-    this.#workers.set(id, { id, url, state: 'ready', healthy: true });
+    this.#workers.set(id, { id, url, state: 'ready', healthy: true, labels: { ...labels } });
     return id;
   }
 
@@ -184,6 +191,14 @@ export class FakeSglangRouter {
           id: w.id,
           url: w.url,
           is_healthy: w.state === 'ready' && w.healthy,
+          ...(this.keepsLabels
+            ? {
+                [this.version === '1.13' ? 'labels' : 'metadata']: {
+                  model_path: 'fake-model',
+                  ...w.labels,
+                },
+              }
+            : {}),
           ...(this.version === '1.13'
             ? { status: w.state === 'draining' ? 'draining' : w.healthy ? 'ready' : 'not_ready' }
             : {}),
@@ -204,7 +219,11 @@ export class FakeSglangRouter {
         return json(202, { status: 'accepted', worker_id: existing.id, url });
       }
       const id = randomUUID();
-      this.#workers.set(id, { id, url, state: 'pending', healthy: true });
+      const labels: Record<string, string> = {};
+      if (body.labels !== null && typeof body.labels === 'object') {
+        for (const [k, v] of Object.entries(body.labels)) if (typeof v === 'string') labels[k] = v;
+      }
+      this.#workers.set(id, { id, url, state: 'pending', healthy: true, labels });
       return json(202, { status: 'accepted', worker_id: id, url, location: `/workers/${id}` });
     }
     const match = /^\/workers\/([^/]+)$/.exec(path);

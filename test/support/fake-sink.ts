@@ -56,6 +56,12 @@ export function targetStatus(overrides: Partial<SinkTargetStatus> = {}): SinkTar
     lastAppliedAt: null,
     lastError: null,
     backoffUntil: null,
+    mode: 'apply',
+    wouldAdd: [],
+    wouldRemove: [],
+    panic: false,
+    heldByPanic: [],
+    ownership: { mode: 'managed', by: 'labels' },
     ...overrides,
   };
 }
