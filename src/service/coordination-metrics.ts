@@ -116,10 +116,11 @@ export class CoordinationMetrics {
       collect() {
         this.reset();
         for (const status of bound()?.sinkStatus() ?? []) {
+          // Summed: a prefill/decode router has one status per role under one target URL.
           const labels = { sink: status.kind, target: status.target };
-          this.set({ ...labels, state: 'desired' }, status.desired.length);
-          this.set({ ...labels, state: 'actual' }, status.actual.length);
-          this.set({ ...labels, state: 'pending' }, status.pending.length);
+          this.inc({ ...labels, state: 'desired' }, status.desired.length);
+          this.inc({ ...labels, state: 'actual' }, status.actual.length);
+          this.inc({ ...labels, state: 'pending' }, status.pending.length);
         }
       },
     });

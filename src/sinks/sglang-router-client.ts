@@ -28,6 +28,20 @@ export interface RouterWorker {
   healthy: boolean;
   /** `ready`, `not_ready` or `draining` (smg 1.13); absent on routers that report none. */
   status?: string;
+  /** `regular`, `prefill` or `decode` (smg 1.13, sglang-router 0.3.2); absent if not reported. */
+  workerType?: string;
+  /** A prefill worker's bootstrap port, when it was registered with one. */
+  bootstrapPort?: number;
+}
+
+/**
+ * What `POST /workers` registers besides the URL: a prefill/decode router's worker type, and a
+ * prefill worker's bootstrap port (both smg 1.13 and sglang-router 0.3.2 take these fields, and
+ * list them back in `GET /workers`). Without a type the router registers a regular worker.
+ */
+export interface WorkerRegistration {
+  workerType?: 'prefill' | 'decode';
+  bootstrapPort?: number;
 }
 
 /** A worker looked up by id (`GET /workers/{id}`), which also shows adds still being processed. */
@@ -101,6 +115,12 @@ export class SglangRouterClient {
       const entry: RouterWorker = { id, url, healthy: worker.is_healthy === true };
       const workerStatus = text(worker.status);
       if (workerStatus !== undefined) entry.status = workerStatus;
+      const workerType = text(worker.worker_type);
+      if (workerType !== undefined) entry.workerType = workerType;
+      const bootstrapPort = worker.bootstrap_port;
+      if (typeof bootstrapPort === 'number' && Number.isInteger(bootstrapPort)) {
+        entry.bootstrapPort = bootstrapPort;
+      }
       result.push(entry);
     }
     return result;
@@ -131,9 +151,21 @@ export class SglangRouterClient {
     return detail;
   }
 
-  /** `POST /workers {"url"}`: 202 (queued in the background) or 409 (already there) succeed. */
-  async addWorker(url: string, signal: AbortSignal): Promise<AddResult> {
-    const { status, body, raw } = await this.#request('POST', '/workers', { url }, signal);
+  /**
+   * `POST /workers {"url", "worker_type"?, "bootstrap_port"?}`: 202 (queued in the background) or
+   * 409 (already there) succeed.
+   */
+  async addWorker(
+    url: string,
+    signal: AbortSignal,
+    registration: WorkerRegistration = {},
+  ): Promise<AddResult> {
+    const request: Record<string, unknown> = { url };
+    if (registration.workerType !== undefined) request.worker_type = registration.workerType;
+    if (registration.bootstrapPort !== undefined) {
+      request.bootstrap_port = registration.bootstrapPort;
+    }
+    const { status, body, raw } = await this.#request('POST', '/workers', request, signal);
     if (status === 202 || status === 200 || status === 201) {
       const id = isRecord(body) ? text(body.worker_id) : undefined;
       return id === undefined ? { result: 'accepted' } : { result: 'accepted', id };

@@ -8,8 +8,11 @@
  * - `DELETE /workers/{id}` → 202, unknown id → 404. On 1.13 a registered worker stays listed as
  *   `draining` until `finishDrains()`; on 0.3.2 it is gone at once. A DELETE of a pending add is
  *   lost: the worker registers anyway when the add completes.
+ * - `worker_type` (`prefill`/`decode`, default `regular`) and `bootstrap_port` are kept as posted
+ *   and listed back, as both versions do (measured with `--pd-disaggregation`).
  * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
- * Every request is recorded as `METHOD /path` (plus ` <url>` for POST) so tests assert the sequence.
+ * Every request is recorded as `METHOD /path` (plus ` <url>` for POST, then ` <type>` and
+ * ` bootstrap=<port>` when given) so tests assert the sequence.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,6 +25,8 @@ export interface FakeWorker {
   url: string;
   state: 'pending' | 'ready' | 'draining' | 'failed';
   healthy: boolean;
+  workerType: 'regular' | 'prefill' | 'decode';
+  bootstrapPort?: number;
 }
 
 export interface FakeSglangRouterOptions {
@@ -106,9 +111,20 @@ export class FakeSglangRouter {
   }
 
   /** A worker added behind the controller's back, registered at once. */
-  addByHand(url: string): string {
+  addByHand(
+    url: string,
+    workerType: FakeWorker['workerType'] = 'regular',
+    bootstrapPort?: number,
+  ): string {
     const id = randomUUID();
-    this.#workers.set(id, { id, url, state: 'ready', healthy: true });
+    this.#workers.set(id, {
+      id,
+      url,
+      state: 'ready',
+      healthy: true,
+      workerType,
+      ...(bootstrapPort === undefined ? {} : { bootstrapPort }),
+    });
     return id;
   }
 
@@ -154,8 +170,20 @@ export class FakeSglangRouter {
       // answered 400 below where a body is needed
     }
     const url = typeof body.url === 'string' ? body.url : undefined;
+    const workerType =
+      body.worker_type === 'prefill' || body.worker_type === 'decode'
+        ? body.worker_type
+        : undefined;
+    const bootstrapPort = typeof body.bootstrap_port === 'number' ? body.bootstrap_port : undefined;
+    const posted = [
+      url,
+      workerType,
+      bootstrapPort === undefined ? undefined : `bootstrap=${bootstrapPort}`,
+    ].filter((part) => part !== undefined);
     this.requests.push(
-      method === 'POST' && url !== undefined ? `${method} ${path} ${url}` : `${method} ${path}`,
+      method === 'POST' && url !== undefined
+        ? `${method} ${path} ${posted.join(' ')}`
+        : `${method} ${path}`,
     );
     this.authorizations.push(req.headers.authorization);
     if (this.delayMs > 0) {
@@ -184,6 +212,8 @@ export class FakeSglangRouter {
           id: w.id,
           url: w.url,
           is_healthy: w.state === 'ready' && w.healthy,
+          worker_type: w.workerType,
+          ...(w.bootstrapPort === undefined ? {} : { bootstrap_port: w.bootstrapPort }),
           ...(this.version === '1.13'
             ? { status: w.state === 'draining' ? 'draining' : w.healthy ? 'ready' : 'not_ready' }
             : {}),
@@ -204,7 +234,14 @@ export class FakeSglangRouter {
         return json(202, { status: 'accepted', worker_id: existing.id, url });
       }
       const id = randomUUID();
-      this.#workers.set(id, { id, url, state: 'pending', healthy: true });
+      this.#workers.set(id, {
+        id,
+        url,
+        state: 'pending',
+        healthy: true,
+        workerType: workerType ?? 'regular',
+        ...(bootstrapPort === undefined ? {} : { bootstrapPort }),
+      });
       return json(202, { status: 'accepted', worker_id: id, url, location: `/workers/${id}` });
     }
     const match = /^\/workers\/([^/]+)$/.exec(path);

@@ -82,6 +82,11 @@ export interface RouterOptions {
   apiKey?: string;
   /** Seconds between the router's health checks of its workers. */
   healthCheckIntervalSecs?: number;
+  /**
+   * Starts smg in prefill/decode mode (`--pd-disaggregation`, no worker given at start): workers
+   * are then added through `POST /workers` with a `worker_type`.
+   */
+  pdDisaggregation?: boolean;
 }
 
 export interface RunningRouter {
@@ -139,6 +144,7 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
     '--shutdown-grace-period-secs',
     '1',
     ...(options.apiKey ? ['--api-key', options.apiKey] : []),
+    ...(options.pdDisaggregation ? ['--pd-disaggregation'] : []),
   ];
   const process_ = new ManagedProcess({
     name: version,
