@@ -14,6 +14,8 @@
  *   `/readiness` stay open.
  * - sglang-router 0.3.2 looks for a tokenizer on a model hub at start unless `HF_ENDPOINT` points
  *   somewhere local: it is pointed at a dead loopback port.
+ * - `--pd-disaggregation` with no `--prefill`/`--decode` starts on both with an empty list; both
+ *   then take `POST /workers {"url", "worker_type": "prefill"|"decode", "bootstrap_port"}`.
  * - SIGTERM waits for in-flight requests (--shutdown-grace-period-secs, default 180; a few seconds
  *   when idle): the tests pass 1.
  * Each router runs in its own process group with its pid in a folder a reaper watches, so a
