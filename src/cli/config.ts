@@ -331,7 +331,7 @@ const sglangRouters = z.array(z.string()).transform((items, ctx) => {
   // Checked once every option is known: `a=URL,role=prefill` and `b=URL,role=decode` may share.
   for (let i = 1; i < targets.length; i += 1) {
     const clash = routerTargetClash(targets.slice(0, i), targets[i] as SglangRouterTarget);
-    if (clash) return fail(`${clash}, or the two would remove each other's workers`);
+    if (clash) return fail(clash);
   }
   return targets;
 });

@@ -52,6 +52,7 @@ export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
 /** A prefill/decode router's pool: its cells are registered as workers of this type. */
 export type SglangRouterRole = 'prefill' | 'decode';
 
+/** Every role, for parsing `role=` (the flag refuses any other). */
 export const SGLANG_ROUTER_ROLES: readonly SglangRouterRole[] = ['prefill', 'decode'];
 
 /** One `--sglang-router POOL=URL[,role=prefill|decode]`: the router at `url` serves `pool`. */
