@@ -71,9 +71,9 @@ export const notAliveReasonSchema = named(
 export const notRoutableReasonSchema = named(
   z.object({
     reason: z
-      .enum(['NoServingPort', 'AddressInvalid', 'AddressConflict'])
+      .enum(['NoServingPort', 'AddressInvalid', 'AddressConflict', 'NoBootstrapPort'])
       .describe(
-        '`NoServingPort`: no leader, no `--port-name` container port, or no pod IP yet; `AddressInvalid`: not an IP, or loopback (unless `--sink-allow-loopback`), link-local or unspecified; `AddressConflict`: another alive cell, in any namespace, has the same address (both are left out).',
+        '`NoServingPort`: no leader, no `--port-name` container port, or no pod IP yet; `AddressInvalid`: not an IP, or loopback (unless `--sink-allow-loopback`), link-local or unspecified; `AddressConflict`: another alive cell, in any namespace, has the same address (both are left out); `NoBootstrapPort`: a cell of a prefill pool (`--sglang-router POOL=URL,role=prefill`) whose leader has no valid `--sglang-bootstrap-port-annotation` (1-65535).',
       ),
     message: z.string(),
   }),
@@ -103,6 +103,13 @@ export const cellSchema = named(
         'The address may be routed to; independent of `alive`. A cell is in every sink exactly when it is alive and routable; the other cells and pools deploy regardless.',
       ),
     whyNotRoutable: z.array(notRoutableReasonSchema).describe('Empty exactly when `routable`.'),
+    bootstrapPort: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "A prefill pool's cell: its leader's `--sglang-bootstrap-port-annotation`, registered with its router worker. `null` for other cells, and for a prefill cell without a valid one.",
+      ),
     members: z.array(cellMemberSchema),
     lastTransitionTime: z.string().describe('When the cell appeared or last changed aliveness.'),
   }),
@@ -302,6 +309,11 @@ export const routingStateSchema = named(
               cell: z.string(),
               generation: z.string(),
               address: z.string().describe('`host:port` of the cell leader.'),
+              bootstrapPort: z
+                .number()
+                .int()
+                .optional()
+                .describe("A prefill pool's cell: the bootstrap port its router worker gets."),
             }),
           )
           .describe("The pool's alive cells with an address, sorted by address."),
@@ -380,6 +392,12 @@ export const sinksSchema = z.object({
         kind: z.enum(['sglang-router', 'endpointslice']),
         target: z.string().describe('The router URL, or the EndpointSlice `namespace/name`.'),
         pool: z.string(),
+        role: z
+          .enum(['prefill', 'decode'])
+          .optional()
+          .describe(
+            "A prefill/decode router's pool (`--sglang-router POOL=URL,role=…`): this target is the router's workers of that type. Absent for a plain router, whose whole list is the pool's.",
+          ),
         desired: z
           .array(z.string())
           .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),

@@ -313,6 +313,10 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     labels: config.labels,
     portName: config.portName,
     sinkAllowLoopback: config.sinkAllowLoopback,
+    prefillPools: new Set(
+      config.sglangRouters.filter((t) => t.role === 'prefill').map((t) => t.pool),
+    ),
+    bootstrapPortAnnotation: config.sglangBootstrapPortAnnotation,
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,

@@ -17,6 +17,7 @@ import {
   parseLabelSelector,
 } from '../kubernetes/resources/label-selector.js';
 import type { SourceKind } from '../model/pod-source.js';
+import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
 import {
   DEFAULT_PORT_NAME,
   defaultSelector,
@@ -31,6 +32,9 @@ import {
   DEFAULT_ROUTER_OWNERSHIP,
   ROUTER_OWNERSHIP_MODES,
   type RouterOwnershipMode,
+  routerTargetClash,
+  SGLANG_ROUTER_ROLES,
+  type SglangRouterRole,
   type SglangRouterTarget,
 } from '../sinks/sglang-router.js';
 import { DEFAULT_SINK_MODE, SINK_MODES, type SinkMode } from '../sinks/sink.js';
@@ -154,8 +158,10 @@ export interface Config {
   leaderElection: LeaderElectionConfig;
   /** Time between drift runs of the coordinator; `null`: none. */
   driftIntervalMs: number | null;
-  /** `--sglang-router POOL=URL`, in the order given. */
+  /** `--sglang-router POOL=URL[,role=prefill|decode]`, in the order given. */
   sglangRouters: SglangRouterTarget[];
+  /** The leader annotation holding a prefill cell's bootstrap port. */
+  sglangBootstrapPortAnnotation: string;
   sglangRouterApiKeyFile: string | undefined;
   publishEndpointSlices: boolean;
   endpointSliceServiceSuffix: string;
@@ -284,27 +290,58 @@ export function parseSglangRouterTarget(text: string): SglangRouterTarget | stri
   return { pool, url: url.href.replace(/\/+$/, '') };
 }
 
-/** Comma-separated `POOL=URL` items (the flag may also be repeated). */
+/**
+ * An option of the `POOL=URL` before it (`role=prefill`). A `POOL=URL` item always has `://`
+ * after its `=`, so a pool named `role` is never taken for the option.
+ */
+const ROUTER_OPTION = /^role=([^:]*)$/;
+
+/** Sets `target`'s role from `role=VALUE`; an error message when the value is not a role. */
+function applyRouterRole(target: SglangRouterTarget, value: string): string | undefined {
+  if (!SGLANG_ROUTER_ROLES.includes(value as SglangRouterRole)) {
+    return `expected role=prefill or role=decode after ${target.pool}=${target.url}, got role=${JSON.stringify(value)}`;
+  }
+  if (target.role !== undefined) return `role is given twice for ${target.pool}=${target.url}`;
+  target.role = value as SglangRouterRole;
+  return undefined;
+}
+
+/**
+ * Comma-separated `POOL=URL[,role=prefill|decode]` items (the flag may also be repeated; the
+ * variable takes them all in one list, each option after its item).
+ */
 const sglangRouters = z.array(z.string()).transform((items, ctx) => {
   const targets: SglangRouterTarget[] = [];
-  for (const item of items
-    .flatMap((i) => i.split(','))
-    .map((i) => i.trim())
-    .filter(Boolean)) {
-    const parsed = parseSglangRouterTarget(item);
-    if (typeof parsed === 'string') {
-      ctx.addIssue({ code: 'custom', message: parsed });
-      return z.NEVER;
+  const fail = (message: string): typeof z.NEVER => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  for (const value of items) {
+    // Options belong to the item before them within one flag value.
+    let current: SglangRouterTarget | undefined;
+    for (const item of value
+      .split(',')
+      .map((i) => i.trim())
+      .filter(Boolean)) {
+      const option = ROUTER_OPTION.exec(item);
+      if (option) {
+        if (current === undefined) {
+          return fail(`${JSON.stringify(item)} must follow the POOL=URL it belongs to`);
+        }
+        const error = applyRouterRole(current, option[1] as string);
+        if (error) return fail(error);
+        continue;
+      }
+      const parsed = parseSglangRouterTarget(item);
+      if (typeof parsed === 'string') return fail(parsed);
+      targets.push(parsed);
+      current = parsed;
     }
-    const clash = targets.find((t) => t.url === parsed.url);
-    if (clash) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `router ${parsed.url} is given twice (pools ${clash.pool} and ${parsed.pool}); each router serves one pool, or the two would remove each other's workers`,
-      });
-      return z.NEVER;
-    }
-    targets.push(parsed);
+  }
+  // Checked once every option is known: `a=URL,role=prefill` and `b=URL,role=decode` may share.
+  for (let i = 1; i < targets.length; i += 1) {
+    const clash = routerTargetClash(targets.slice(0, i), targets[i] as SglangRouterTarget);
+    if (clash) return fail(clash);
   }
   return targets;
 });
@@ -445,6 +482,7 @@ type RawConfig = Record<
   | 'leaderElectRetryPeriod'
   | 'driftInterval'
   | 'sglangRouter'
+  | 'sglangBootstrapPortAnnotation'
   | 'sglangRouterApiKeyFile'
   | 'publishEndpointslices'
   | 'endpointsliceServiceSuffix'
@@ -671,10 +709,18 @@ export const FLAGS: readonly FlagSpec[] = [
   {
     flag: 'sglang-router',
     key: 'sglangRouter',
-    valueName: 'POOL=URL',
+    valueName: 'POOL=URL[,role=prefill|decode]',
     kind: 'multiple',
     description:
-      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>): it adds the missing and removes the extra it owns (see --sglang-router-ownership). Repeatable; the variable takes a comma-separated list.",
+      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>): it adds the missing and removes the extra it owns (see --sglang-router-ownership). With role=prefill or role=decode (a router started with --pd-disaggregation) POOL's cells are its prefill workers (with their bootstrap port) or decode workers, and that router may serve one prefill and one decode pool. Repeatable; the variable takes a comma-separated list.",
+  },
+  {
+    flag: 'sglang-bootstrap-port-annotation',
+    key: 'sglangBootstrapPortAnnotation',
+    valueName: 'KEY',
+    description:
+      "Leader pod annotation holding a prefill cell's bootstrap port (1-65535), registered with its prefill router worker; a prefill cell without a valid one is not routable (NoBootstrapPort).",
+    defaultText: DEFAULT_BOOTSTRAP_PORT_ANNOTATION,
   },
   {
     flag: 'sglang-router-api-key-file',
@@ -873,6 +919,7 @@ const rawSchema = z.object({
   leaderElectRetryPeriod: duration('duration').default(DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS),
   driftInterval: optionalPeriod('30s or 5m').default(DEFAULT_DRIFT_INTERVAL_MS),
   sglangRouter: sglangRouters.default([]),
+  sglangBootstrapPortAnnotation: labelKey.default(DEFAULT_BOOTSTRAP_PORT_ANNOTATION),
   sglangRouterApiKeyFile: nonEmpty('a file path').optional(),
   publishEndpointslices: booleanFlag.default(false),
   endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX),
@@ -1035,6 +1082,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     leaderElection,
     driftIntervalMs: r.driftInterval,
     sglangRouters: r.sglangRouter,
+    sglangBootstrapPortAnnotation: r.sglangBootstrapPortAnnotation,
     sglangRouterApiKeyFile: r.sglangRouterApiKeyFile,
     publishEndpointSlices: r.publishEndpointslices,
     endpointSliceServiceSuffix: r.endpointsliceServiceSuffix,

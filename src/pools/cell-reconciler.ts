@@ -96,6 +96,10 @@ export function createCellReconciler(
     labels: options.labels,
     portName: options.portName,
     allowLoopback: options.allowLoopback ?? false,
+    ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
+    ...(options.bootstrapPortAnnotation !== undefined
+      ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
+      : {}),
   };
   return async (key, signal) => {
     // A reconcile interrupted by shutdown publishes nothing rather than half a world.

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Pod } from '../model/pod.js';
 import type { ParentKey } from '../runtime/source-event.js';
+import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION, parseBootstrapPort } from './bootstrap-port.js';
 import { parseIndex, splitParentKey } from './cell-key.js';
 import { ipRefusal, parseIp } from './endpoint-address.js';
 import type { PoolLabels } from './labels.js';
@@ -47,7 +48,11 @@ export interface NotAliveReason {
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell out of every sink. */
-export type NotRoutableReasonCode = 'NoServingPort' | 'AddressInvalid' | 'AddressConflict';
+export type NotRoutableReasonCode =
+  | 'NoServingPort'
+  | 'AddressInvalid'
+  | 'AddressConflict'
+  | 'NoBootstrapPort';
 
 /** One reason a cell is not routed to (alive or not): a code for alerts, a sentence for people. */
 export interface NotRoutableReason {
@@ -82,6 +87,12 @@ export interface CellState {
   routable: boolean;
   /** Empty exactly when `routable`. */
   whyNotRoutable: NotRoutableReason[];
+  /**
+   * The leader's bootstrap port (`--sglang-bootstrap-port-annotation`), read only for a cell of a
+   * prefill pool: a prefill router worker needs it. `null` for every other cell, and for a prefill
+   * cell without a valid one (which is then not routable: `NoBootstrapPort`).
+   */
+  bootstrapPort: number | null;
   /** In worker-index order (unreadable indices last), then by name. */
   members: CellMember[];
 }
@@ -95,6 +106,13 @@ export interface CellStateOptions {
    * Link-local and unspecified addresses are refused either way.
    */
   allowLoopback?: boolean;
+  /**
+   * Pools some router takes as prefill workers (`--sglang-router POOL=URL,role=prefill`): their
+   * cells are routable only with a bootstrap port. Empty by default.
+   */
+  prefillPools?: ReadonlySet<string>;
+  /** The leader annotation holding a prefill cell's bootstrap port; default smg's own key. */
+  bootstrapPortAnnotation?: string;
 }
 
 /** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */
@@ -227,6 +245,26 @@ function leaderAddress(
   return { address, whyNotRoutable: [] };
 }
 
+/**
+ * A prefill cell's bootstrap port from its leader's annotation, or the reason it has none. Without
+ * a leader there is nothing to read, and `NoServingPort` already says so.
+ */
+function prefillBootstrapPort(
+  leader: { pod: Pod; member: CellMember } | undefined,
+  options: CellStateOptions,
+): { port: number | null; reason?: NotRoutableReason } {
+  if (!leader) return { port: null };
+  const annotation = options.bootstrapPortAnnotation ?? DEFAULT_BOOTSTRAP_PORT_ANNOTATION;
+  const raw = leader.pod.metadata.annotations[annotation];
+  const reading = parseBootstrapPort(raw);
+  if (reading.port !== undefined) return { port: reading.port };
+  const message =
+    reading.problem === 'missing'
+      ? `leader ${leader.member.name} has no annotation ${annotation} (--sglang-bootstrap-port-annotation); a prefill worker needs its bootstrap port`
+      : `leader ${leader.member.name}'s annotation ${annotation}=${JSON.stringify(boundPodText(raw ?? ''))} is not a port (1-65535)`;
+  return { port: null, reason: { reason: 'NoBootstrapPort', message } };
+}
+
 /** A positive integer annotation value, or `undefined`. */
 function parseSize(value: string): number | undefined {
   const size = parseIndex(value);
@@ -340,6 +378,12 @@ export function deriveCellState(
   }
 
   const { address, whyNotRoutable } = leaderAddress(leaderEntry, options);
+  let bootstrapPort: number | null = null;
+  if (options.prefillPools?.has(pool)) {
+    const bootstrap = prefillBootstrapPort(leaderEntry, options);
+    bootstrapPort = bootstrap.port;
+    if (bootstrap.reason) whyNotRoutable.push(bootstrap.reason);
+  }
 
   return {
     key,
@@ -354,6 +398,7 @@ export function deriveCellState(
     address,
     routable: whyNotRoutable.length === 0,
     whyNotRoutable,
+    bootstrapPort,
     members,
   };
 }

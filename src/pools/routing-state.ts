@@ -13,6 +13,8 @@ export interface RoutedCell {
   generation: string;
   /** `host:port` of the cell's leader (IPv6 hosts in brackets). */
   address: string;
+  /** A prefill pool's cell: the bootstrap port its prefill router worker is registered with. */
+  bootstrapPort?: number;
 }
 
 /**
@@ -81,6 +83,8 @@ export interface RoutableCell {
   routable: boolean;
   generation: string;
   address: string | null;
+  /** Set only for a prefill pool's cell (see `CellState.bootstrapPort`); absent counts as `null`. */
+  bootstrapPort?: number | null;
 }
 
 /** Code-unit order, the order every list of routing state is kept in. */
@@ -112,7 +116,13 @@ export function renderRoutingState(
     // An unroutable cell (no port, an invalid or clashing address) is left out on its own, and
     // says why on itself; every other cell and pool still deploys.
     if (cell.alive && cell.routable && cell.address !== null) {
-      pool.cells.push({ cell: cell.id, generation: cell.generation, address: cell.address });
+      const routed: RoutedCell = {
+        cell: cell.id,
+        generation: cell.generation,
+        address: cell.address,
+      };
+      if (typeof cell.bootstrapPort === 'number') routed.bootstrapPort = cell.bootstrapPort;
+      pool.cells.push(routed);
     }
   }
   for (const pool of pools.values()) {

@@ -118,14 +118,15 @@ export class CoordinationMetrics {
       collect() {
         this.reset();
         for (const status of bound()?.sinkStatus() ?? []) {
+          // Summed: a prefill/decode router has one status per role under one target URL.
           const labels = { sink: status.kind, target: status.target };
-          this.set({ ...labels, state: 'desired' }, status.desired.length);
-          this.set({ ...labels, state: 'actual' }, status.actual.length);
-          this.set({ ...labels, state: 'pending' }, status.pending.length);
-          this.set({ ...labels, state: 'held_by_panic' }, status.heldByPanic.length);
+          this.inc({ ...labels, state: 'desired' }, status.desired.length);
+          this.inc({ ...labels, state: 'actual' }, status.actual.length);
+          this.inc({ ...labels, state: 'pending' }, status.pending.length);
+          this.inc({ ...labels, state: 'held_by_panic' }, status.heldByPanic.length);
           if (status.mode === 'observe') {
-            this.set({ ...labels, state: 'would_add' }, status.wouldAdd.length);
-            this.set({ ...labels, state: 'would_remove' }, status.wouldRemove.length);
+            this.inc({ ...labels, state: 'would_add' }, status.wouldAdd.length);
+            this.inc({ ...labels, state: 'would_remove' }, status.wouldRemove.length);
           }
         }
       },

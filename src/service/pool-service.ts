@@ -72,6 +72,13 @@ export interface PoolServiceOptions {
    * host. Default false: a pod status naming loopback is never routed to.
    */
   sinkAllowLoopback?: boolean;
+  /**
+   * Pools a router takes as prefill workers (`--sglang-router POOL=URL,role=prefill`): their cells
+   * need a bootstrap port in `bootstrapPortAnnotation` to be routable.
+   */
+  prefillPools?: ReadonlySet<string>;
+  /** `--sglang-bootstrap-port-annotation`; needed with `prefillPools`. */
+  bootstrapPortAnnotation?: string;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
@@ -227,6 +234,10 @@ export class PoolService implements ControlPlane {
       labels: options.labels,
       portName: options.portName,
       allowLoopback: options.sinkAllowLoopback ?? false,
+      ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
+      ...(options.bootstrapPortAnnotation !== undefined
+        ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
+        : {}),
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,

@@ -34,6 +34,10 @@ export interface RouterWorker {
    * engine). Absent when the router lists neither: it keeps no marks.
    */
   labels?: Record<string, string>;
+  /** `regular`, `prefill` or `decode` (smg 1.13, sglang-router 0.3.2); absent if not reported. */
+  workerType?: string;
+  /** A prefill worker's bootstrap port, when it was registered with one. */
+  bootstrapPort?: number;
 }
 
 /** Labels read per worker at most: an engine reports about ten; more is a broken router. */
@@ -55,6 +59,18 @@ function workerLabels(worker: Record<string, unknown>): Record<string, string> |
     labels[key] = value;
   }
   return labels;
+}
+
+/**
+ * What `POST /workers` registers besides the URL: a prefill/decode router's worker type, and a
+ * prefill worker's bootstrap port (both smg 1.13 and sglang-router 0.3.2 take these fields, and
+ * list them back in `GET /workers`). Without a type the router registers a regular worker.
+ */
+export interface WorkerRegistration {
+  workerType?: 'prefill' | 'decode';
+  /** The sink's mark (`--sglang-router-ownership managed`): both routers keep it on the worker. */
+  labels?: Record<string, string>;
+  bootstrapPort?: number;
 }
 
 /** A worker looked up by id (`GET /workers/{id}`), which also shows adds still being processed. */
@@ -130,6 +146,12 @@ export class SglangRouterClient {
       if (workerStatus !== undefined) entry.status = workerStatus;
       const labels = workerLabels(worker);
       if (labels !== undefined) entry.labels = labels;
+      const workerType = text(worker.worker_type);
+      if (workerType !== undefined) entry.workerType = workerType;
+      const bootstrapPort = worker.bootstrap_port;
+      if (typeof bootstrapPort === 'number' && Number.isInteger(bootstrapPort)) {
+        entry.bootstrapPort = bootstrapPort;
+      }
       result.push(entry);
     }
     return result;
@@ -161,16 +183,21 @@ export class SglangRouterClient {
   }
 
   /**
-   * `POST /workers {"url", "labels"?}`: 202 (queued in the background) or 409 (already there)
-   * succeed. `labels` are the sink's mark (both routers keep them on the worker).
+   * `POST /workers {"url", "worker_type"?, "bootstrap_port"?, "labels"?}`: 202 (queued in the
+   * background) or 409 (already there) succeed. `labels` are the sink's mark.
    */
   async addWorker(
     url: string,
     signal: AbortSignal,
-    labels?: Record<string, string>,
+    registration: WorkerRegistration = {},
   ): Promise<AddResult> {
-    const spec = labels === undefined ? { url } : { url, labels };
-    const { status, body, raw } = await this.#request('POST', '/workers', spec, signal);
+    const request: Record<string, unknown> = { url };
+    if (registration.workerType !== undefined) request.worker_type = registration.workerType;
+    if (registration.bootstrapPort !== undefined) {
+      request.bootstrap_port = registration.bootstrapPort;
+    }
+    if (registration.labels !== undefined) request.labels = registration.labels;
+    const { status, body, raw } = await this.#request('POST', '/workers', request, signal);
     if (status === 202 || status === 200 || status === 201) {
       const id = isRecord(body) ? text(body.worker_id) : undefined;
       return id === undefined ? { result: 'accepted' } : { result: 'accepted', id };

@@ -27,6 +27,14 @@
  *   again after its removal is simply removed again by the next apply.
  * - Routers health-check workers and route around unhealthy ones, so a worker is never removed for
  *   being unhealthy, and a cell whose generation changed but whose address did not stays registered.
+ *
+ * Prefill/decode routers (`--pd-disaggregation`): one router serves a prefill pool and a decode
+ * pool, each a target of its own (`role`). Both versions take `worker_type` and a prefill worker's
+ * `bootstrap_port` in `POST /workers` and list them back. A role's target owns the router's
+ * workers of its type; a plain target owns the whole list and wants regular workers. A worker at
+ * a desired URL but of another type or bootstrap port is removed and, once it has left the list,
+ * added as desired: the router refuses (409) a second registration of a URL, so there is no
+ * in-place change.
  */
 import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
@@ -37,6 +45,7 @@ import {
   type RouterWorker,
   SglangRouterClient,
   type SglangRouterClientOptions,
+  type WorkerRegistration,
 } from './sglang-router-client.js';
 import {
   DEFAULT_SINK_MODE,
@@ -65,10 +74,41 @@ export const DEFAULT_ROUTER_OWNERSHIP: RouterOwnershipMode = 'managed';
 export const WORKER_MARK_LABEL = 'app.kubernetes.io/managed-by';
 export const WORKER_MARK_VALUE = 'pool-controller';
 
-/** One `--sglang-router POOL=URL`: the router at `url` serves the pool named `pool`. */
+/** A prefill/decode router's pool: its cells are registered as workers of this type. */
+export type SglangRouterRole = 'prefill' | 'decode';
+
+/** Every role, for parsing `role=` (the flag refuses any other). */
+export const SGLANG_ROUTER_ROLES: readonly SglangRouterRole[] = ['prefill', 'decode'];
+
+/** One `--sglang-router POOL=URL[,role=prefill|decode]`: the router at `url` serves `pool`. */
 export interface SglangRouterTarget {
   pool: string;
   url: string;
+  /** Absent: a plain router, whose whole worker list is the pool's (regular workers). */
+  role?: SglangRouterRole;
+}
+
+/**
+ * Why `next` may not be configured beside `existing` (same router URL, trailing slashes aside),
+ * or `undefined`. A plain router serves one pool; a prefill/decode router serves one prefill pool
+ * and one decode pool. Any other pair would own one slice of the list twice, and each would remove
+ * the other's workers forever.
+ */
+export function routerTargetClash(
+  existing: readonly SglangRouterTarget[],
+  next: SglangRouterTarget,
+): string | undefined {
+  const url = next.url.replace(/\/+$/, '');
+  for (const target of existing) {
+    if (target.url.replace(/\/+$/, '') !== url) continue;
+    if (target.role !== undefined && next.role !== undefined && target.role !== next.role) continue;
+    const as = (t: SglangRouterTarget): string => (t.role ? `${t.pool} (${t.role})` : t.pool);
+    return (
+      `router ${url} is configured for pools ${as(target)} and ${as(next)}; a router serves one pool, ` +
+      'or one prefill and one decode pool (role=prefill, role=decode)'
+    );
+  }
+  return undefined;
 }
 
 export type SinkOperation = 'list' | 'check' | 'add' | 'remove';
@@ -112,6 +152,9 @@ interface Pending {
 
 interface TargetState {
   readonly pool: string;
+  readonly role: SglangRouterRole | undefined;
+  /** The router URL, plus `#role` for a prefill/decode router's target: keys its backoff. */
+  readonly key: string;
   readonly client: SglangRouterClient;
   desired: string[];
   actual: string[];
@@ -134,7 +177,10 @@ interface TargetState {
   readonly recorded: Set<string>;
 }
 
-/** The desired worker URLs of `pool`, from every namespace that has a pool of that name. */
+/**
+ * The desired worker URLs of `pool`, from every namespace that has a pool of that name, with each
+ * URL's bootstrap port (set for a prefill pool's cells only).
+ */
 function desiredWorkers(
   pools: readonly PoolRouting[],
   pool: string,
@@ -143,22 +189,48 @@ function desiredWorkers(
   namespaces: string[];
   /** A namespace's pool of that name is in panic: the router loses no worker. */
   panic: boolean;
+  bootstrapPorts: Map<string, number | undefined>;
 } {
-  const urls = new Set<string>();
+  const bootstrapPorts = new Map<string, number | undefined>();
   const namespaces: string[] = [];
   let panic = false;
   for (const routing of pools) {
     if (routing.pool !== pool) continue;
     namespaces.push(routing.namespace);
     if (routing.capacity?.panic) panic = true;
-    for (const cell of routing.cells) urls.add(`http://${cell.address}`);
+    for (const cell of routing.cells) {
+      bootstrapPorts.set(`http://${cell.address}`, cell.bootstrapPort);
+    }
   }
-  return { urls: [...urls].sort(), namespaces, panic };
+  return { urls: [...bootstrapPorts.keys()].sort(), namespaces, panic, bootstrapPorts };
 }
 
 /** Whether a listed worker carries this sink's mark. */
 function marked(worker: RouterWorker): boolean {
   return worker.labels?.[WORKER_MARK_LABEL] === WORKER_MARK_VALUE;
+}
+
+/** The target's slice of the list: a role's target its type, a plain target every worker. */
+function ofTarget(target: TargetState, worker: RouterWorker): boolean {
+  return target.role === undefined || worker.workerType === target.role;
+}
+
+/** A listed worker at a desired URL is registered as desired (type, and a prefill's port). */
+function fits(
+  target: TargetState,
+  worker: RouterWorker,
+  bootstrapPort: number | undefined,
+): boolean {
+  if (target.role === undefined) {
+    return worker.workerType === undefined || worker.workerType === 'regular';
+  }
+  if (worker.workerType !== target.role) return false;
+  return target.role !== 'prefill' || worker.bootstrapPort === bootstrapPort;
+}
+
+/** The sorted, distinct URLs of the workers in `target`'s slice of the list. */
+function sliceUrls(target: TargetState, workers: readonly RouterWorker[]): string[] {
+  return [...new Set(workers.filter((w) => ofTarget(target, w)).map((w) => w.url))].sort();
 }
 
 export class SglangRouterSink implements Sink {
@@ -205,16 +277,21 @@ export class SglangRouterSink implements Sink {
       if (options.requestTimeoutMs !== undefined)
         clientOptions.timeoutMs = options.requestTimeoutMs;
       const client = new SglangRouterClient(clientOptions);
-      // Two pools owning one router's list would remove each other's workers forever.
-      const existing = this.#targets.get(client.url);
-      if (existing) {
-        throw new TypeError(
-          `router ${client.url} is configured for pools ${existing.pool} and ${target.pool}; ` +
-            'a router serves one pool',
-        );
-      }
-      this.#targets.set(client.url, {
+      // Two pools owning one slice of a router's list would remove each other's workers forever.
+      const clash = routerTargetClash(
+        [...this.#targets.values()].map((t) => ({
+          pool: t.pool,
+          url: t.client.url,
+          ...(t.role ? { role: t.role } : {}),
+        })),
+        target,
+      );
+      if (clash) throw new TypeError(clash);
+      const key = target.role ? `${client.url}#${target.role}` : client.url;
+      this.#targets.set(key, {
         pool: target.pool,
+        role: target.role,
+        key,
         client,
         desired: [],
         actual: [],
@@ -238,7 +315,7 @@ export class SglangRouterSink implements Sink {
     // A router held by its backoff is not called, however many runs begin; the others are.
     const held = new Map<TargetState, number>();
     for (const target of targets) {
-      const until = this.#backoff.heldUntil(target.client.url);
+      const until = this.#backoff.heldUntil(target.key);
       if (until !== undefined) held.set(target, until);
     }
     const results = await Promise.allSettled(
@@ -253,6 +330,7 @@ export class SglangRouterSink implements Sink {
     results.forEach((result, index) => {
       const target = targets[index] as TargetState;
       const url = target.client.url;
+      const key = target.key;
       const until = held.get(target);
       if (until !== undefined) {
         // Already reported when its call failed: no new event, no new log line.
@@ -266,10 +344,10 @@ export class SglangRouterSink implements Sink {
         return;
       }
       if (result.status === 'fulfilled') {
-        this.#backoff.succeeded(url);
+        this.#backoff.succeeded(key);
         return;
       }
-      this.#backoff.failed(url);
+      this.#backoff.failed(key);
       const failure: SinkFailure = {
         type: 'sink.failed',
         kind: this.kind,
@@ -285,7 +363,8 @@ export class SglangRouterSink implements Sink {
           target: failure.target,
           pool: failure.pool,
           error: failure.error,
-          retryAt: this.#isoAt(this.#backoff.heldUntil(url) ?? this.#clock.now()),
+          ...(target.role ? { role: target.role } : {}),
+          retryAt: this.#isoAt(this.#backoff.heldUntil(key) ?? this.#clock.now()),
         },
         'sglang router sink: apply failed for this router; it is not called again before its backoff ends',
       );
@@ -315,6 +394,7 @@ export class SglangRouterSink implements Sink {
       kind: this.kind,
       target: target.client.url,
       pool: target.pool,
+      ...(target.role ? { role: target.role } : {}),
       desired: [...target.desired],
       actual: [...target.actual],
       pending: [
@@ -331,7 +411,7 @@ export class SglangRouterSink implements Sink {
       ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
       lastAppliedAt: target.lastAppliedAt,
       lastError: target.lastError,
-      backoffUntil: this.#backoffUntil(target.client.url),
+      backoffUntil: this.#backoffUntil(target.key),
       mode: this.#mode,
       wouldAdd: [...target.wouldAdd],
       wouldRemove: [...target.wouldRemove],
@@ -344,8 +424,8 @@ export class SglangRouterSink implements Sink {
     }));
   }
 
-  #backoffUntil(url: string): string | null {
-    const until = this.#backoff.heldUntil(url);
+  #backoffUntil(key: string): string | null {
+    const until = this.#backoff.heldUntil(key);
     return until === undefined ? null : this.#isoAt(until);
   }
 
@@ -354,7 +434,12 @@ export class SglangRouterSink implements Sink {
    * while its pool is in panic); in observe mode only the list, and the diff is reported.
    */
   async #applyTarget(target: TargetState, state: RoutingState, signal: AbortSignal): Promise<void> {
-    const { urls: desired, namespaces, panic } = desiredWorkers(state.pools, target.pool);
+    const {
+      urls: desired,
+      namespaces,
+      panic,
+      bootstrapPorts,
+    } = desiredWorkers(state.pools, target.pool);
     target.desired = desired;
     target.panic = panic;
     if (namespaces.length > 1) {
@@ -366,7 +451,7 @@ export class SglangRouterSink implements Sink {
     const desiredSet = new Set(desired);
 
     const workers = await this.#call(target, 'list', () => target.client.listWorkers(signal));
-    target.actual = [...new Set(workers.map((w) => w.url))].sort();
+    target.actual = sliceUrls(target, workers);
     if (workers.length > 0) {
       target.ownedBy = workers.some((w) => w.labels !== undefined) ? 'labels' : 'record';
     }
@@ -402,14 +487,23 @@ export class SglangRouterSink implements Sink {
       if (detail === null || detail.job?.status === 'failed') target.pendingAdds.delete(url);
     }
 
-    // Listed (draining included: re-adding a draining URL is refused or later undone) or being
-    // added: nothing to send.
+    // Listed (draining included: re-adding a draining URL is refused or later undone; listed
+    // as another type, it is removed below first) or being added: nothing to send.
     const toAdd = desired.filter((url) => !listed.has(url) && !target.pendingAdds.has(url));
     const toRemove: RouterWorker[] = [];
     const held = new Set<string>();
     for (const [url, same] of listed) {
-      if (desiredSet.has(url)) continue;
       for (const worker of same) {
+        // Kept: a desired URL registered as desired, or a worker of another target's slice
+        // (a prefill/decode router's other role).
+        if (
+          desiredSet.has(url)
+            ? fits(target, worker, bootstrapPorts.get(url))
+            : !ofTarget(target, worker)
+        ) {
+          continue;
+        }
+        // Never removed: one draining already, or one this sink may not touch (ownership).
         if (worker.status === 'draining' || !this.#owns(target, worker)) continue;
         if (panic) held.add(url);
         else toRemove.push(worker);
@@ -429,13 +523,20 @@ export class SglangRouterSink implements Sink {
     const added: string[] = [];
     const removed: string[] = [];
     const now = (): string => this.#wallClock().toISOString();
-    const mark = { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE };
 
     for (const url of toAdd) {
       if (signal.aborted) throw abortReason(signal);
+      const registration: WorkerRegistration = {
+        labels: { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE },
+      };
+      if (target.role) registration.workerType = target.role;
+      const bootstrapPort = bootstrapPorts.get(url);
+      if (target.role === 'prefill' && bootstrapPort !== undefined) {
+        registration.bootstrapPort = bootstrapPort;
+      }
       try {
         const result = await this.#call(target, 'add', () =>
-          target.client.addWorker(url, signal, mark),
+          target.client.addWorker(url, signal, registration),
         );
         target.pendingAdds.set(url, { id: result.id, since: now() });
         if (result.result === 'accepted') target.recorded.add(url);
@@ -465,8 +566,8 @@ export class SglangRouterSink implements Sink {
       // `actual` is the router's list after this apply, not the one read before it.
       try {
         const after = await this.#call(target, 'list', () => target.client.listWorkers(signal));
-        target.actual = [...new Set(after.map((w) => w.url))].sort();
-        const listedAfter = new Set(target.actual);
+        target.actual = sliceUrls(target, after);
+        const listedAfter = new Set(after.map((w) => w.url));
         for (const url of [...target.pendingAdds.keys()]) {
           if (listedAfter.has(url)) target.pendingAdds.delete(url);
         }
@@ -478,7 +579,14 @@ export class SglangRouterSink implements Sink {
         errors.push(describeThrown(error));
       }
       this.#logger.info(
-        { sink: this.kind, target: target.client.url, pool: target.pool, added, removed },
+        {
+          sink: this.kind,
+          target: target.client.url,
+          pool: target.pool,
+          ...(target.role ? { role: target.role } : {}),
+          added,
+          removed,
+        },
         'sglang router sink: router workers changed',
       );
       this.#publish?.({

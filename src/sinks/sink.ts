@@ -37,6 +37,11 @@ export interface SinkTargetStatus {
   /** The router URL, or the EndpointSlice's `namespace/name`. */
   target: string;
   pool: string;
+  /**
+   * A prefill/decode router's pool: this target is the router's workers of that type (one router
+   * then has two targets). Absent for a plain router and a slice.
+   */
+  role?: 'prefill' | 'decode';
   /** Sorted: `http://host:port` for a router, `ip:port` for a slice. */
   desired: string[];
   /**

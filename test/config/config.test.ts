@@ -93,6 +93,7 @@ describe('parseConfig defaults', () => {
       },
       driftIntervalMs: 60_000,
       sglangRouters: [],
+      sglangBootstrapPortAnnotation: 'sglang.ai/bootstrap-port',
       sglangRouterApiKeyFile: undefined,
       publishEndpointSlices: false,
       endpointSliceServiceSuffix: '-alive',
@@ -179,7 +180,9 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_LEADER_ELECT_RENEW_DEADLINE: '3s',
       POOL_CONTROLLER_LEADER_ELECT_RETRY_PERIOD: '1s',
       POOL_CONTROLLER_DRIFT_INTERVAL: 'off',
-      POOL_CONTROLLER_SGLANG_ROUTER: 'engine=http://router-a:30000/, trainer=https://router-b',
+      POOL_CONTROLLER_SGLANG_ROUTER:
+        'engine=http://router-a:30000/, trainer=https://router-b,role=prefill, gen=https://router-b,role=decode',
+      POOL_CONTROLLER_SGLANG_BOOTSTRAP_PORT_ANNOTATION: 'example.com/bootstrap',
       POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE: '/secrets/router-key',
       POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
       POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX: '-ready',
@@ -226,8 +229,10 @@ describe('flags and environment variables', () => {
       driftIntervalMs: null,
       sglangRouters: [
         { pool: 'engine', url: 'http://router-a:30000' },
-        { pool: 'trainer', url: 'https://router-b' },
+        { pool: 'trainer', url: 'https://router-b', role: 'prefill' },
+        { pool: 'gen', url: 'https://router-b', role: 'decode' },
       ],
+      sglangBootstrapPortAnnotation: 'example.com/bootstrap',
       sglangRouterApiKeyFile: '/secrets/router-key',
       publishEndpointSlices: true,
       endpointSliceServiceSuffix: '-ready',
@@ -269,7 +274,45 @@ describe('flags and environment variables', () => {
     );
     expect(() =>
       parseConfig(['--sglang-router', 'a=http://r1:1', '--sglang-router', 'b=http://r1:1/'], {}),
-    ).toThrow('is given twice');
+    ).toThrow('a router serves one pool');
+  });
+
+  it('takes role=prefill|decode after a POOL=URL, and lets one router serve one of each', () => {
+    const parse = (...values: string[]) =>
+      parseConfig(
+        values.flatMap((v) => ['--sglang-router', v]),
+        {},
+      ).sglangRouters;
+    expect(parse('p=http://r:1,role=prefill', 'd=http://r:1/,role=decode', 'e=http://s:2')).toEqual(
+      [
+        { pool: 'p', url: 'http://r:1', role: 'prefill' },
+        { pool: 'd', url: 'http://r:1', role: 'decode' },
+        { pool: 'e', url: 'http://s:2' },
+      ],
+    );
+    // A pool may be named `role`: its item has a URL.
+    expect(parse('role=http://r:1')).toEqual([{ pool: 'role', url: 'http://r:1' }]);
+    const refused = (value: string | string[], message: string) =>
+      expect(() => parse(...[value].flat())).toThrow(message);
+    refused(
+      'p=http://r:1,role=encode',
+      'expected role=prefill or role=decode after p=http://r:1, got role="encode"',
+    );
+    refused('role=prefill,p=http://r:1', '"role=prefill" must follow the POOL=URL it belongs to');
+    refused('p=http://r:1,role=prefill,role=decode', 'role is given twice for p=http://r:1');
+    refused(
+      ['p=http://r:1,role=prefill', 'q=http://r:1,role=prefill'],
+      'pools p (prefill) and q (prefill)',
+    );
+    refused(['p=http://r:1,role=prefill', 'q=http://r:1'], 'pools p (prefill) and q;');
+    // An option never reaches across flags: the second flag's role has no item before it.
+    refused(['p=http://r:1', 'role=prefill'], 'must follow the POOL=URL');
+  });
+
+  it('refuses a bootstrap port annotation that is not an annotation key', () => {
+    expect(() => parseConfig(['--sglang-bootstrap-port-annotation', 'not a key'], {})).toThrow(
+      'invalid --sglang-bootstrap-port-annotation (POOL_CONTROLLER_SGLANG_BOOTSTRAP_PORT_ANNOTATION)',
+    );
   });
 
   it('refuses leader-election timings that can never work, naming the flags', () => {

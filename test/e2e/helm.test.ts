@@ -213,7 +213,11 @@ describe('charts/pool-controller', () => {
     const [container] = pod.containers;
     const vars = envOf(deployment);
     expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER')).toBe(
-      'engine=http://engine-router:30000,trainer=https://trainer-router.inference.svc:8443',
+      'engine=http://engine-router:30000,trainer=https://trainer-router.inference.svc:8443,' +
+        'prefill=http://pd-router:30000,role=prefill,decode=http://pd-router:30000,role=decode',
+    );
+    expect(vars.get('POOL_CONTROLLER_SGLANG_BOOTSTRAP_PORT_ANNOTATION')).toBe(
+      'example.com/bootstrap-port',
     );
     // The key is a file from the Secret, never an environment value or secretKeyRef.
     expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE')).toBe(
@@ -369,6 +373,8 @@ describe('charts/pool-controller', () => {
       ['image.digest=latest', /\/image\/digest/],
       ['sglangRouters[0].pool=engine', /\/sglangRouters\/0.*url/],
       ['sglangRouters[0].url=http://user:pw@router:3000', /\/sglangRouters\/0/],
+      ['sglangRouters[0].role=encode', /\/sglangRouters\/0/],
+      ['sglangBootstrapPortAnnotation=not a key', /\/sglangBootstrapPortAnnotation/],
       ['endpointSlices.enabeld=true', /additional properties 'enabeld' not allowed/],
       ['probes.liveness.periodSeconds=0', /\/probes\/liveness\/periodSeconds/],
     ] as const) {

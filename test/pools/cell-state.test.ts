@@ -267,3 +267,66 @@ describe('cell state: routable', () => {
     }
   });
 });
+
+describe('cell state: bootstrap port of a prefill cell', () => {
+  const annotation = 'sglang.ai/bootstrap-port';
+  const prefill = {
+    ...options,
+    prefillPools: new Set(['engine']),
+    bootstrapPortAnnotation: annotation,
+  };
+  const withPort = (value: string) => cell(2, { 0: { annotations: { [annotation]: value } } });
+
+  it("reads a prefill cell's bootstrap port from its leader and stays routable", () => {
+    const state = deriveCellState(KEY, withPort('8998'), prefill);
+    expect(state).toMatchObject({ routable: true, whyNotRoutable: [], bootstrapPort: 8998 });
+  });
+
+  it('makes a prefill cell without the annotation unroutable, NoBootstrapPort, and names the flag', () => {
+    const state = deriveCellState(KEY, cell(2), prefill);
+    expect(state).toMatchObject({ alive: true, routable: false, bootstrapPort: null });
+    expect(state?.whyNotRoutable).toEqual([
+      {
+        reason: 'NoBootstrapPort',
+        message: `leader engine-0 has no annotation ${annotation} (--sglang-bootstrap-port-annotation); a prefill worker needs its bootstrap port`,
+      },
+    ]);
+  });
+
+  it('refuses a value that is not one port 1..65535, quoting it bounded', () => {
+    for (const value of ['0', '65536', '-1', '+80', '080', ' 80', '80 ', '8998,8999', '1e3', '']) {
+      const state = deriveCellState(KEY, withPort(value), prefill);
+      expect(
+        state?.whyNotRoutable.map((r) => r.reason),
+        value,
+      ).toEqual(['NoBootstrapPort']);
+      expect(state?.bootstrapPort).toBeNull();
+    }
+    const huge = deriveCellState(KEY, withPort('9'.repeat(100_000)), prefill);
+    expect(huge?.whyNotRoutable[0]?.message.length).toBeLessThan(600);
+    expect(deriveCellState(KEY, withPort('65535'), prefill)?.bootstrapPort).toBe(65_535);
+    expect(deriveCellState(KEY, withPort('1'), prefill)?.bootstrapPort).toBe(1);
+  });
+
+  it('reads the annotation of the leader only, and adds its reason to the address reasons', () => {
+    const onWorker = cell(2, { 1: { annotations: { [annotation]: '8998' } } });
+    expect(deriveCellState(KEY, onWorker, prefill)?.whyNotRoutable.map((r) => r.reason)).toEqual([
+      'NoBootstrapPort',
+    ]);
+    const noPort = cell(2, { 0: { ports: [] } });
+    expect(deriveCellState(KEY, noPort, prefill)?.whyNotRoutable.map((r) => r.reason)).toEqual([
+      'NoServingPort',
+      'NoBootstrapPort',
+    ]);
+  });
+
+  it('never asks a cell of another pool for one, nor reads it there', () => {
+    const decode = { ...prefill, prefillPools: new Set(['other']) };
+    expect(deriveCellState(KEY, cell(2), decode)).toMatchObject({
+      routable: true,
+      bootstrapPort: null,
+    });
+    expect(deriveCellState(KEY, withPort('8998'), decode)?.bootstrapPort).toBeNull();
+    expect(deriveCellState(KEY, cell(2), options)?.bootstrapPort).toBeNull();
+  });
+});

@@ -33,6 +33,17 @@ function state(...cells: Array<{ cell: string; address: string; namespace?: stri
 }
 
 describe('renderRoutingState', () => {
+  it("carries a prefill cell's bootstrap port, and none for a cell without one", () => {
+    const rendered = renderRoutingState([
+      cell({ id: 'engine-00000', address: '10.0.0.1:30000', bootstrapPort: 8998 }),
+      cell({ id: 'engine-00001', address: '10.0.0.2:30000', bootstrapPort: null }),
+    ]);
+    expect(rendered.pools[0]?.cells).toEqual([
+      { cell: 'engine-00000', generation: 'g0', address: '10.0.0.1:30000', bootstrapPort: 8998 },
+      { cell: 'engine-00001', generation: 'g0', address: '10.0.0.2:30000' },
+    ]);
+  });
+
   it('renders per pool the addresses of its alive cells, sorted, each with cell id and generation', () => {
     const rendered = renderRoutingState([
       cell({ id: 'engine-00002', address: '10.0.0.9:30000', generation: 'g2' }),

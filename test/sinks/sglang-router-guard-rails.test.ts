@@ -87,7 +87,7 @@ describe('SglangRouterSink ownership', () => {
   it('managed leaves a worker another tool marked differently', async () => {
     const fake = await router({ version: '0.3.2' });
     const { sink: s } = sink(fake);
-    fake.addByHand(w(9998), { [WORKER_MARK_LABEL]: 'helm' });
+    fake.addByHand(w(9998), { labels: { [WORKER_MARK_LABEL]: 'helm' } });
     await s.apply(state([]), signal);
     expect(fake.listed()).toEqual([w(9998)]);
   });
@@ -144,7 +144,7 @@ describe('SglangRouterSink in panic', () => {
 describe('SglangRouterSink in observe mode', () => {
   it('reads the router, reports what it would add and remove, and never writes', async () => {
     const fake = await router();
-    fake.addByHand(w(9999), { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE }); // a marked leftover
+    fake.addByHand(w(9999), { labels: { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE } }); // a marked leftover
     fake.addByHand(w(9000)); // by hand: managed would never remove it
     const { sink: s, events, logger } = sink(fake, { mode: 'observe' });
 
@@ -179,7 +179,7 @@ describe('SglangRouterSink in observe mode', () => {
 
   it('honours panic in what it says it would remove', async () => {
     const fake = await router();
-    fake.addByHand(w(9999), { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE });
+    fake.addByHand(w(9999), { labels: { [WORKER_MARK_LABEL]: WORKER_MARK_VALUE } });
     const { sink: s } = sink(fake, { mode: 'observe' });
     await s.apply(state([], panic), signal);
     expect(s.status()[0]).toMatchObject({ wouldRemove: [], heldByPanic: [w(9999)], panic: true });

@@ -10,8 +10,11 @@
  *   lost: the worker registers anyway when the add completes.
  * - `POST /workers {url, labels}` keeps the labels: listed as `labels` (1.13) or `metadata`
  *   (0.3.2), beside the engine's own (`model_path`); `keepsLabels: false` lists neither.
+ * - `worker_type` (`prefill`/`decode`, default `regular`) and `bootstrap_port` are kept as posted
+ *   and listed back, as both versions do (measured with `--pd-disaggregation`).
  * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
- * Every request is recorded as `METHOD /path` (plus ` <url>` for POST) so tests assert the sequence.
+ * Every request is recorded as `METHOD /path` (plus ` <url>` for POST, then ` <type>` and
+ * ` bootstrap=<port>` when given) so tests assert the sequence.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -25,6 +28,8 @@ export interface FakeWorker {
   state: 'pending' | 'ready' | 'draining' | 'failed';
   healthy: boolean;
   labels: Record<string, string>;
+  workerType: 'regular' | 'prefill' | 'decode';
+  bootstrapPort?: number;
 }
 
 export interface FakeSglangRouterOptions {
@@ -113,9 +118,25 @@ export class FakeSglangRouter {
   }
 
   /** A worker added behind the controller's back, registered at once. */
-  addByHand(url: string, labels: Record<string, string> = {}): string {
+  addByHand(
+    url: string,
+    options: {
+      labels?: Record<string, string>;
+      workerType?: FakeWorker['workerType'];
+      bootstrapPort?: number;
+    } = {},
+  ): string {
     const id = randomUUID();
-    this.#workers.set(id, { id, url, state: 'ready', healthy: true, labels: { ...labels } });
+    const { labels = {}, workerType = 'regular', bootstrapPort } = options;
+    this.#workers.set(id, {
+      id,
+      url,
+      state: 'ready',
+      healthy: true,
+      labels: { ...labels },
+      workerType,
+      ...(bootstrapPort === undefined ? {} : { bootstrapPort }),
+    });
     return id;
   }
 
@@ -161,8 +182,20 @@ export class FakeSglangRouter {
       // answered 400 below where a body is needed
     }
     const url = typeof body.url === 'string' ? body.url : undefined;
+    const workerType =
+      body.worker_type === 'prefill' || body.worker_type === 'decode'
+        ? body.worker_type
+        : undefined;
+    const bootstrapPort = typeof body.bootstrap_port === 'number' ? body.bootstrap_port : undefined;
+    const posted = [
+      url,
+      workerType,
+      bootstrapPort === undefined ? undefined : `bootstrap=${bootstrapPort}`,
+    ].filter((part) => part !== undefined);
     this.requests.push(
-      method === 'POST' && url !== undefined ? `${method} ${path} ${url}` : `${method} ${path}`,
+      method === 'POST' && url !== undefined
+        ? `${method} ${path} ${posted.join(' ')}`
+        : `${method} ${path}`,
     );
     this.authorizations.push(req.headers.authorization);
     if (this.delayMs > 0) {
@@ -199,6 +232,8 @@ export class FakeSglangRouter {
                 },
               }
             : {}),
+          worker_type: w.workerType,
+          ...(w.bootstrapPort === undefined ? {} : { bootstrap_port: w.bootstrapPort }),
           ...(this.version === '1.13'
             ? { status: w.state === 'draining' ? 'draining' : w.healthy ? 'ready' : 'not_ready' }
             : {}),
@@ -223,7 +258,15 @@ export class FakeSglangRouter {
       if (body.labels !== null && typeof body.labels === 'object') {
         for (const [k, v] of Object.entries(body.labels)) if (typeof v === 'string') labels[k] = v;
       }
-      this.#workers.set(id, { id, url, state: 'pending', healthy: true, labels });
+      this.#workers.set(id, {
+        id,
+        url,
+        state: 'pending',
+        healthy: true,
+        labels,
+        workerType: workerType ?? 'regular',
+        ...(bootstrapPort === undefined ? {} : { bootstrapPort }),
+      });
       return json(202, { status: 'accepted', worker_id: id, url, location: `/workers/${id}` });
     }
     const match = /^\/workers\/([^/]+)$/.exec(path);

@@ -24,6 +24,8 @@ export interface LwsPodOptions {
   ports?: Array<{ name?: string; containerPort: number }>;
   /** Drop the pool label entirely. */
   noPoolLabel?: boolean;
+  /** Annotations besides the size annotation. */
+  annotations?: Record<string, string>;
 }
 
 export function lwsPod(options: LwsPodOptions = {}): Pod {
@@ -40,7 +42,7 @@ export function lwsPod(options: LwsPodOptions = {}): Pod {
   if (!options.noPoolLabel) labels['leaderworkerset.sigs.k8s.io/name'] = pool;
   if (group !== null) labels['leaderworkerset.sigs.k8s.io/group-index'] = String(group);
   if (worker !== null) labels['leaderworkerset.sigs.k8s.io/worker-index'] = String(worker);
-  const annotations: Record<string, string> = {};
+  const annotations: Record<string, string> = { ...options.annotations };
   if (size !== null) annotations['leaderworkerset.sigs.k8s.io/size'] = String(size);
   const ready = options.ready ?? true;
   return parsePod({

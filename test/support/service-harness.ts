@@ -69,6 +69,8 @@ export interface HarnessOptions {
   maxEventStreams?: number;
   /** `--sink-allow-loopback`; default false. */
   sinkAllowLoopback?: boolean;
+  /** Pools whose cells need a bootstrap port (`--sglang-router POOL=URL,role=prefill`). */
+  prefillPools?: ReadonlySet<string>;
 }
 
 /**
@@ -143,6 +145,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     ...(options.sinkAllowLoopback !== undefined
       ? { sinkAllowLoopback: options.sinkAllowLoopback }
       : {}),
+    ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
   });
   const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {

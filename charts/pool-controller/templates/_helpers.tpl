@@ -73,11 +73,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* sglangRouters as the comma-separated POOL=URL list POOL_CONTROLLER_SGLANG_ROUTER takes. */}}
+{{/* sglangRouters as the comma-separated POOL=URL[,role=R] list POOL_CONTROLLER_SGLANG_ROUTER takes. */}}
 {{- define "pool-controller.sglangRouters" -}}
 {{- $items := list }}
 {{- range .Values.sglangRouters }}
+{{- if .role }}
+{{- $items = append $items (printf "%s=%s,role=%s" .pool .url .role) }}
+{{- else }}
 {{- $items = append $items (printf "%s=%s" .pool .url) }}
+{{- end }}
 {{- end }}
 {{- join "," $items }}
 {{- end }}

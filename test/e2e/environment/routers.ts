@@ -14,6 +14,8 @@
  *   `/readiness` stay open.
  * - sglang-router 0.3.2 looks for a tokenizer on a model hub at start unless `HF_ENDPOINT` points
  *   somewhere local: it is pointed at a dead loopback port.
+ * - `--pd-disaggregation` with no `--prefill`/`--decode` starts on both with an empty list; both
+ *   then take `POST /workers {"url", "worker_type": "prefill"|"decode", "bootstrap_port"}`.
  * - SIGTERM waits for in-flight requests (--shutdown-grace-period-secs, default 180; a few seconds
  *   when idle): the tests pass 1.
  * Each router runs in its own process group with its pid in a folder a reaper watches, so a
@@ -82,6 +84,11 @@ export interface RouterOptions {
   apiKey?: string;
   /** Seconds between the router's health checks of its workers. */
   healthCheckIntervalSecs?: number;
+  /**
+   * Starts smg in prefill/decode mode (`--pd-disaggregation`, no worker given at start): workers
+   * are then added through `POST /workers` with a `worker_type`.
+   */
+  pdDisaggregation?: boolean;
 }
 
 export interface RunningRouter {
@@ -139,6 +146,7 @@ export async function startRouter(options: RouterOptions): Promise<RunningRouter
     '--shutdown-grace-period-secs',
     '1',
     ...(options.apiKey ? ['--api-key', options.apiKey] : []),
+    ...(options.pdDisaggregation ? ['--pd-disaggregation'] : []),
   ];
   const process_ = new ManagedProcess({
     name: version,
