@@ -10,13 +10,18 @@ import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
-import { LEADER_ELECTION_JITTER_FACTOR } from '../coordination/leader-elector.js';
+import {
+  DEFAULT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS,
+  LEADER_ELECTION_JITTER_FACTOR,
+} from '../coordination/leader-elector.js';
 import {
   LabelSelectorError,
   labelKeyProblem,
   parseLabelSelector,
 } from '../kubernetes/resources/label-selector.js';
-import type { SourceKind } from '../model/pod-source.js';
+import { SOURCE_KINDS, type SourceKind } from '../model/pod-source.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
 import {
   DEFAULT_PORT_NAME,
@@ -28,6 +33,7 @@ import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
+import { DEFAULT_SERVICE_SUFFIX } from '../sinks/endpointslice.js';
 import {
   DEFAULT_ROUTER_OWNERSHIP,
   ROUTER_OWNERSHIP_MODES,
@@ -98,19 +104,23 @@ export const KUBE_API_CONTENT_TYPES = {
 export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
 export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
 
-/** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
-export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
-export const DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS = 10_000;
-export const DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS = 2_000;
+/**
+ * The leader-election flags default to the elector's own (client-go's, which kube-controller-manager
+ * uses too: 15 s / 10 s / 2 s), defined once in src/coordination/leader-elector.ts.
+ */
+export {
+  DEFAULT_LEASE_DURATION_MS as DEFAULT_LEADER_ELECT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS as DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS as DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS,
+};
 /** The Lease's default name: one controller per namespace needs no more than the product name. */
 export const DEFAULT_LEADER_ELECT_RESOURCE_NAME = 'pool-controller';
 /** `--drift-interval`'s default is the coordinator's own (60 s, haptic's). */
-export { DEFAULT_DRIFT_INTERVAL_MS };
-/**
- * Appended to a pool's name to name its EndpointSlices' Service: LeaderWorkerSet already creates
- * a headless Service under the pool's own name, which must never be taken over.
- */
-export const DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX = '-alive';
+/** `--endpointslice-service-suffix`'s default is the sink's own (`-alive`, and why). */
+export {
+  DEFAULT_DRIFT_INTERVAL_MS,
+  DEFAULT_SERVICE_SUFFIX as DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
+};
 /**
  * Every duration flag is bounded by the longest delay a Node.js timer keeps (the clock's
  * `MAX_TIMER_DELAY_MS`, ≈ 24.8 days), so no setting can turn into a busy loop.
@@ -743,7 +753,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'SUFFIX',
     description:
       "Appended to a pool's name to name the Service its EndpointSlices belong to (never the pool's own name, which LeaderWorkerSet's headless Service uses).",
-    defaultText: DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
+    defaultText: DEFAULT_SERVICE_SUFFIX,
   },
   {
     flag: 'sink-allow-loopback',
@@ -810,7 +820,7 @@ export function envName(flag: string): string {
 
 const rawSchema = z.object({
   source: z
-    .enum(['kubernetes', 'simulated'], {
+    .enum(SOURCE_KINDS, {
       error: (issue) => `expected kubernetes or simulated, got ${JSON.stringify(issue.input)}`,
     })
     .optional(),
@@ -914,15 +924,15 @@ const rawSchema = z.object({
   leaderElectResourceNamespace: namespace
     .refine((v) => v !== ALL_NAMESPACES, { error: 'a Lease lives in one namespace, not in *' })
     .optional(),
-  leaderElectLeaseDuration: duration('duration').default(DEFAULT_LEADER_ELECT_LEASE_DURATION_MS),
-  leaderElectRenewDeadline: duration('duration').default(DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS),
-  leaderElectRetryPeriod: duration('duration').default(DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS),
+  leaderElectLeaseDuration: duration('duration').default(DEFAULT_LEASE_DURATION_MS),
+  leaderElectRenewDeadline: duration('duration').default(DEFAULT_RENEW_DEADLINE_MS),
+  leaderElectRetryPeriod: duration('duration').default(DEFAULT_RETRY_PERIOD_MS),
   driftInterval: optionalPeriod('30s or 5m').default(DEFAULT_DRIFT_INTERVAL_MS),
   sglangRouter: sglangRouters.default([]),
   sglangBootstrapPortAnnotation: labelKey.default(DEFAULT_BOOTSTRAP_PORT_ANNOTATION),
   sglangRouterApiKeyFile: nonEmpty('a file path').optional(),
   publishEndpointslices: booleanFlag.default(false),
-  endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX),
+  endpointsliceServiceSuffix: serviceSuffix.default(DEFAULT_SERVICE_SUFFIX),
   sinkAllowLoopback: booleanFlag.default(false),
   sinkMode: z
     .enum(SINK_MODES as [SinkMode, ...SinkMode[]], {

@@ -54,6 +54,10 @@ export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** The label naming the controller that owns a slice; the endpointslice controller skips others. */
 export const MANAGED_BY_LABEL = 'endpointslice.kubernetes.io/managed-by';
 export const MANAGED_BY = 'pool-controller';
+/**
+ * Appended to a pool's name to name its EndpointSlices' Service: LeaderWorkerSet already creates
+ * a headless Service under the pool's own name, which must never be taken over.
+ */
 export const DEFAULT_SERVICE_SUFFIX = '-alive';
 /** Object names here must also be valid label values and DNS labels: 63 characters. */
 const MAX_NAME_LENGTH = 63;
