@@ -41,7 +41,12 @@ export interface ReflectorTask {
 /** Upserts and deletes travel in batches; a `replace` travels in chunks (see below). */
 export type ChangeEvent = Exclude<SourceEvent<Pod>, { type: 'replace' }>;
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+/**
+ * The levels a worker forwards to the main thread's logger: the four the reflector uses. Not the
+ * service's `LogLevel` (`--log-level`, which adds fatal, trace and silent): the main thread's
+ * logger applies that filter to what arrives.
+ */
+export type WorkerLogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /**
  * Pods and events cross as JSON text in a transferred buffer rather than as structured-clone
@@ -74,7 +79,7 @@ export type WorkerMessage =
    * `restart`: no chunk of this LIST was sent (it is empty), so drop what was assembled first.
    */
   | { kind: 'replace-end'; count: number; stats: PodSourceStats; restart?: true }
-  | { kind: 'log'; level: LogLevel; obj: unknown; msg: string | undefined };
+  | { kind: 'log'; level: WorkerLogLevel; obj: unknown; msg: string | undefined };
 
 /** Main → worker. */
 export type MainMessage =

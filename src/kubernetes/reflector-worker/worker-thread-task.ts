@@ -13,9 +13,9 @@ import { connectPodApi } from '../resources/http-pod-api.js';
 import type { PodApi } from '../resources/pod-api.js';
 import type {
   ChangeEvent,
-  LogLevel,
   MainMessage,
   ReflectorTask,
+  WorkerLogLevel,
   WorkerMessage,
 } from './protocol.js';
 
@@ -45,7 +45,7 @@ function encode(value: unknown): { bytes: Uint8Array; transfer: ArrayBuffer[] } 
 /** A `Logger` whose entries travel to the main thread's logger. */
 function portLogger(port: MessagePort): Logger {
   const at =
-    (level: LogLevel) =>
+    (level: WorkerLogLevel) =>
     (obj?: unknown, msg?: string): void => {
       try {
         post(port, { kind: 'log', level, obj, msg });
