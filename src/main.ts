@@ -13,12 +13,11 @@ import {
   type Config,
   ConfigError,
   HelpRequested,
-  loadAdminToken,
-  loadSecretFile,
   parseConfig,
   VersionRequested,
 } from './cli/config.js';
 import { PRETTY_OPTIONS, serviceLoggerOptions } from './cli/log-options.js';
+import { loadAdminToken, loadSecretFile } from './cli/secret-file.js';
 import {
   chooseSource,
   type HostFacts,

@@ -1,12 +1,3 @@
-/**
- * The service's configuration: command-line flags, each mirrored by an environment variable
- * (`--pool-label` ⇄ `POOL_CONTROLLER_POOL_LABEL`), validated with zod at start.
- *
- * Flags win over the environment, the environment over defaults. Container images and Helm charts
- * set environment variables; people at a terminal type flags; both reach every setting. A bad
- * value stops the process before anything starts, with a message naming the flag and its variable.
- */
-import { readFile, stat } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
@@ -16,11 +7,6 @@ import {
   DEFAULT_RETRY_PERIOD_MS,
   LEADER_ELECTION_JITTER_FACTOR,
 } from '../coordination/leader-elector.js';
-import {
-  LabelSelectorError,
-  labelKeyProblem,
-  parseLabelSelector,
-} from '../kubernetes/resources/label-selector.js';
 import { SOURCE_KINDS, type SourceKind } from '../model/pod-source.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
 import {
@@ -29,7 +15,6 @@ import {
   LWS_LABELS,
   type PoolLabels,
 } from '../pools/labels.js';
-import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
@@ -38,14 +23,33 @@ import {
   DEFAULT_ROUTER_OWNERSHIP,
   ROUTER_OWNERSHIP_MODES,
   type RouterOwnershipMode,
-  routerTargetClash,
-  SGLANG_ROUTER_ROLES,
-  type SglangRouterRole,
   type SglangRouterTarget,
 } from '../sinks/sglang-router.js';
 import { DEFAULT_SINK_MODE, SINK_MODES, type SinkMode } from '../sinks/sink.js';
+import {
+  ALL_NAMESPACES,
+  booleanFlag,
+  duration,
+  type ListenAddress,
+  labelKey,
+  labelSelector,
+  listen,
+  MAX_DURATION_MS,
+  namespace,
+  nonEmpty,
+  optionalPeriod,
+  parseDuration,
+  parseListen,
+  parseSglangRouterTarget,
+  portName,
+  resourceName,
+  resyncPeriod,
+  serviceSuffix,
+  sglangRouters,
+} from './flag-values.js';
 
-export type { SglangRouterTarget };
+export type { ListenAddress, SglangRouterTarget };
+export { ALL_NAMESPACES, MAX_DURATION_MS, parseDuration, parseListen, parseSglangRouterTarget };
 
 /** Prefix of every environment variable the service reads. */
 export const ENV_PREFIX = 'POOL_CONTROLLER_';
@@ -74,9 +78,6 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
  * take the connections probes, scrapes and API clients need.
  */
 export const MAX_EVENT_STREAMS_LIMIT = 512;
-
-/** Means "watch all namespaces" as a `--namespace` value. */
-export const ALL_NAMESPACES = '*';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -121,16 +122,6 @@ export {
   DEFAULT_DRIFT_INTERVAL_MS,
   DEFAULT_SERVICE_SUFFIX as DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
 };
-/**
- * Every duration flag is bounded by the longest delay a Node.js timer keeps (the clock's
- * `MAX_TIMER_DELAY_MS`, ≈ 24.8 days), so no setting can turn into a busy loop.
- */
-export const MAX_DURATION_MS = MAX_TIMER_DELAY_MS;
-
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
 
 export interface Config {
   /** `undefined`: decide at start (see source-choice.ts). */
@@ -210,235 +201,6 @@ export class HelpRequested extends Error {
 export class VersionRequested extends Error {
   override readonly name = 'VersionRequested';
 }
-
-// ----- value schemas -----
-
-const DURATION_PART = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;
-const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** Parses Go-style durations (`500ms`, `90s`, `10m`, `1h30m`) into milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  if (!DURATION.test(text)) return undefined;
-  let total = 0;
-  for (const [, value, unit] of text.matchAll(DURATION_PART)) {
-    total += Number(value) * UNIT_MS[unit!]!;
-  }
-  return total;
-}
-
-/**
- * The milliseconds of a positive duration Node.js can time; otherwise an issue, with `expected`
- * saying what was wanted when `text` is no positive duration at all.
- */
-function positiveDuration(text: string, ctx: z.RefinementCtx, expected: string): number {
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: 'custom', message: `expected ${expected}, got ${JSON.stringify(text)}` });
-  } else if (ms > MAX_DURATION_MS) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `${JSON.stringify(text)} is longer than the longest timer Node.js keeps (${MAX_DURATION_MS} ms, about 24.8 days)`,
-    });
-  } else {
-    return ms;
-  }
-  return z.NEVER;
-}
-
-const duration = (what: string) =>
-  z
-    .string()
-    .transform((text, ctx) =>
-      positiveDuration(text, ctx, `a positive ${what} such as 500ms, 30s, 10m or 1h30m`),
-    );
-
-/** A duration, or `0`/`off` for "never" (`null`). */
-const optionalPeriod = (example: string) =>
-  z
-    .string()
-    .transform((text, ctx) =>
-      text === '0' || text === 'off'
-        ? null
-        : positiveDuration(text, ctx, `a duration such as ${example}, or 0/off to disable`),
-    );
-
-const resyncPeriod = optionalPeriod('30m or 10h');
-
-/** Go's `strconv.ParseBool` spellings, as kube-controller-manager's boolean flags accept. */
-const BOOLEAN_TRUE = ['true', '1', 't', 'T', 'TRUE', 'True'];
-const BOOLEAN_FALSE = ['false', '0', 'f', 'F', 'FALSE', 'False'];
-const booleanFlag = z.string().transform((text, ctx) => {
-  if (BOOLEAN_TRUE.includes(text)) return true;
-  if (BOOLEAN_FALSE.includes(text)) return false;
-  ctx.addIssue({ code: 'custom', message: `expected true or false, got ${JSON.stringify(text)}` });
-  return z.NEVER;
-});
-
-/** `POOL=URL`: a pool name and the router's base URL (http or https, no query or fragment). */
-export function parseSglangRouterTarget(text: string): SglangRouterTarget | string {
-  const at = text.indexOf('=');
-  if (at <= 0)
-    return `expected POOL=URL (e.g. engine=http://router:30000), got ${JSON.stringify(text)}`;
-  const pool = text.slice(0, at).trim();
-  const rawUrl = text.slice(at + 1).trim();
-  if (!/^[a-z0-9](?:[-a-z0-9.]{0,61}[a-z0-9])?$/.test(pool)) {
-    return `expected a pool name (a Kubernetes label value) before '=', got ${JSON.stringify(pool)}`;
-  }
-  let url: URL;
-  try {
-    url = new URL(rawUrl);
-  } catch {
-    return `expected a router URL such as http://router:30000 after '=', got ${JSON.stringify(rawUrl)}`;
-  }
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
-    return `expected an http(s) router URL without query or fragment, got ${JSON.stringify(rawUrl)}`;
-  }
-  if (url.username || url.password) {
-    return 'the router URL must not carry credentials; use --sglang-router-api-key-file';
-  }
-  return { pool, url: url.href.replace(/\/+$/, '') };
-}
-
-/**
- * An option of the `POOL=URL` before it (`role=prefill`). A `POOL=URL` item always has `://`
- * after its `=`, so a pool named `role` is never taken for the option.
- */
-const ROUTER_OPTION = /^role=([^:]*)$/;
-
-/** Sets `target`'s role from `role=VALUE`; an error message when the value is not a role. */
-function applyRouterRole(target: SglangRouterTarget, value: string): string | undefined {
-  if (!SGLANG_ROUTER_ROLES.includes(value as SglangRouterRole)) {
-    return `expected role=prefill or role=decode after ${target.pool}=${target.url}, got role=${JSON.stringify(value)}`;
-  }
-  if (target.role !== undefined) return `role is given twice for ${target.pool}=${target.url}`;
-  target.role = value as SglangRouterRole;
-  return undefined;
-}
-
-/**
- * Comma-separated `POOL=URL[,role=prefill|decode]` items (the flag may also be repeated; the
- * variable takes them all in one list, each option after its item).
- */
-const sglangRouters = z.array(z.string()).transform((items, ctx) => {
-  const targets: SglangRouterTarget[] = [];
-  const fail = (message: string): typeof z.NEVER => {
-    ctx.addIssue({ code: 'custom', message });
-    return z.NEVER;
-  };
-  for (const value of items) {
-    // Options belong to the item before them within one flag value.
-    let current: SglangRouterTarget | undefined;
-    for (const item of value
-      .split(',')
-      .map((i) => i.trim())
-      .filter(Boolean)) {
-      const option = ROUTER_OPTION.exec(item);
-      if (option) {
-        if (current === undefined) {
-          return fail(`${JSON.stringify(item)} must follow the POOL=URL it belongs to`);
-        }
-        const error = applyRouterRole(current, option[1] as string);
-        if (error) return fail(error);
-        continue;
-      }
-      const parsed = parseSglangRouterTarget(item);
-      if (typeof parsed === 'string') return fail(parsed);
-      targets.push(parsed);
-      current = parsed;
-    }
-  }
-  // Checked once every option is known: `a=URL,role=prefill` and `b=URL,role=decode` may share.
-  for (let i = 1; i < targets.length; i += 1) {
-    const clash = routerTargetClash(targets.slice(0, i), targets[i] as SglangRouterTarget);
-    if (clash) return fail(clash);
-  }
-  return targets;
-});
-
-/** A DNS-1123 label fragment, as a Service name suffix must be. */
-const serviceSuffix = z.string().refine((v) => /^[-a-z0-9]{1,20}$/.test(v), {
-  error: (issue) =>
-    `expected up to 20 lowercase letters, digits or '-', got ${JSON.stringify(issue.input)}`,
-});
-
-/** A DNS-1123 subdomain, as a Lease name must be. */
-const resourceName = z
-  .string()
-  .refine((v) => v.length <= 253 && /^[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?$/.test(v), {
-    error: (issue) =>
-      `expected a Kubernetes object name (lowercase letters, digits, '-', '.'), got ${JSON.stringify(issue.input)}`,
-  });
-
-/** Parses `host:port`, `[v6]:port` or `:port`. */
-export function parseListen(text: string): ListenAddress | undefined {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  if (!match) return undefined;
-  const port = Number(match[3]);
-  if (port > 65_535) return undefined;
-  const host = match[1] ?? (match[2] || '0.0.0.0');
-  return { host, port };
-}
-
-const listen = z.string().transform((text, ctx) => {
-  const address = parseListen(text);
-  if (!address) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `expected host:port (e.g. 0.0.0.0:8080, 127.0.0.1:9000, [::]:8080), got ${JSON.stringify(text)}`,
-    });
-    return z.NEVER;
-  }
-  return address;
-});
-
-/** Kubernetes' qualified name: an optional DNS-subdomain prefix, `/`, and a ≤63-char name. */
-const labelKey = z.string().refine((v) => labelKeyProblem(v) === undefined, {
-  error: (issue) =>
-    `expected a Kubernetes label key such as example.com/name, got ${JSON.stringify(issue.input)}`,
-});
-
-/**
- * A selector the API server would accept (see label-selector.ts). Checked here because the API
- * server only says no at the first LIST, and then says it again on every relist, forever.
- */
-const labelSelector = z
-  .string()
-  .trim()
-  .min(1, { error: 'expected a label selector, got an empty value' })
-  .superRefine((text, ctx) => {
-    try {
-      parseLabelSelector(text);
-    } catch (err) {
-      if (!(err instanceof LabelSelectorError)) throw err;
-      ctx.addIssue({
-        code: 'custom',
-        message: `expected a label selector such as app=engine,tier in (a,b),!canary; ${JSON.stringify(text)} is not one: ${err.message}`,
-      });
-    }
-  });
-
-/** RFC 1123 label, as Kubernetes requires of namespace names. */
-const namespace = z
-  .string()
-  .refine((v) => v === ALL_NAMESPACES || /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(v), {
-    error: (issue) =>
-      `expected a namespace name (lowercase letters, digits, '-') or '*' for all namespaces, got ${JSON.stringify(issue.input)}`,
-  });
-
-/** IANA service name, what Kubernetes allows as a container port name. */
-const portName = z
-  .string()
-  .refine((v) => /^(?=.*[a-z])[a-z0-9](?:-?[a-z0-9])*$/.test(v) && v.length <= 15, {
-    error: (issue) =>
-      `expected a container port name (≤15 lowercase letters, digits and single '-'), got ${JSON.stringify(issue.input)}`,
-  });
-
-const nonEmpty = (what: string) =>
-  z
-    .string()
-    .trim()
-    .min(1, { error: `expected ${what}, got an empty value` });
 
 // ----- the flag table -----
 
@@ -1120,91 +882,4 @@ function checkLeaderElectionTimings(config: LeaderElectionConfig): void {
       `invalid ${flag('leader-elect-renew-deadline')}: ${config.renewDeadlineMs} ms must be longer than ${LEADER_ELECTION_JITTER_FACTOR} × ${flag('leader-elect-retry-period')} (${config.retryPeriodMs} ms)`,
     );
   }
-}
-
-/** A secret read from a file, and what the caller should log about it (never the secret). */
-export interface SecretFile {
-  secret: string;
-  /** One line each, for the caller's `warn` log: e.g. a file other users may read. */
-  warnings: string[];
-}
-
-/**
- * Reads the admin token. Surrounding whitespace is trimmed (a Secret written with `echo` ends in a
- * newline); an unreadable or empty file, or a token no `Authorization` header could carry, is a
- * start-up error naming the flag, never "no auth" and never a token that matches nothing.
- */
-export async function readAdminTokenFile(path: string): Promise<SecretFile> {
-  return readSecretFile(path, 'admin-token-file');
-}
-
-/** `readAdminTokenFile`'s token; `onWarning` hears its warnings. */
-export async function loadAdminToken(
-  path: string,
-  onWarning: (message: string) => void = () => {},
-): Promise<string> {
-  return loadSecretFile(path, 'admin-token-file', onWarning);
-}
-
-/** `readSecretFile`'s secret; `onWarning` hears its warnings. */
-export async function loadSecretFile(
-  path: string,
-  flagName: string,
-  onWarning: (message: string) => void = () => {},
-): Promise<string> {
-  const { secret, warnings } = await readSecretFile(path, flagName);
-  for (const warning of warnings) onWarning(warning);
-  return secret;
-}
-
-/**
- * Visible ASCII: what a header value can carry and compare byte for byte. Node decodes header
- * bytes as Latin-1, so a token with any other character could never equal what a client sends.
- */
-const HEADER_SAFE = /^[\x21-\x7e]+$/;
-
-/**
- * Reads a one-line secret (a token, an API key) from a file named by `flagName`. Never echoes the
- * contents: errors name the flag, the path and what is wrong (and where, by character position).
- * Refused: an unreadable or empty file, invalid UTF-8, whitespace inside the secret, any character
- * outside visible ASCII. Warned about: a file its group or other users may read.
- */
-export async function readSecretFile(path: string, flagName: string): Promise<SecretFile> {
-  const flag = `--${flagName} (${envName(flagName)})`;
-  let bytes: Buffer;
-  let mode: number;
-  try {
-    bytes = await readFile(path);
-    mode = (await stat(path)).mode;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(`invalid ${flag}: cannot read ${path}${code ? ` (${code})` : ''}`);
-  }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw new ConfigError(`invalid ${flag}: ${path} is not valid UTF-8 text`);
-  }
-  const secret = text.trim();
-  if (secret === '') throw new ConfigError(`invalid ${flag}: ${path} is empty`);
-  const inner = secret.search(/\s/);
-  if (inner >= 0) {
-    throw new ConfigError(
-      `invalid ${flag}: the secret in ${path} contains whitespace (at character ${inner + 1}); it must be one token, which no header could carry with whitespace inside`,
-    );
-  }
-  if (!HEADER_SAFE.test(secret)) {
-    const at = [...secret].findIndex((c) => !HEADER_SAFE.test(c));
-    throw new ConfigError(
-      `invalid ${flag}: the secret in ${path} contains a character outside visible ASCII (at character ${at + 1}), which an HTTP header cannot carry unchanged`,
-    );
-  }
-  const warnings: string[] = [];
-  if ((mode & 0o044) !== 0) {
-    warnings.push(
-      `${flag}: ${path} is readable by ${mode & 0o004 ? 'every user' : 'its group'} (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); make it readable by its owner only (chmod 600, or a Secret volume's defaultMode: 0400)`,
-    );
-  }
-  return { secret, warnings };
 }

@@ -8,13 +8,12 @@ import {
   FLAGS,
   HelpRequested,
   helpText,
-  loadAdminToken,
   parseConfig,
   parseDuration,
   parseListen,
-  readAdminTokenFile,
   VersionRequested,
 } from '../../src/cli/config.js';
+import { loadAdminToken, readAdminTokenFile } from '../../src/cli/secret-file.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 
 function errorOf(argv: string[], env: NodeJS.ProcessEnv = {}): string {
