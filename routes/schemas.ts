@@ -40,12 +40,25 @@ export const cellMemberSchema = named(
     name: z.string(),
     uid: z.string(),
     phase: z.string().nullable(),
-    ready: z.boolean().describe("The pod's `Ready` condition is `True`."),
+    ready: z
+      .boolean()
+      .describe(
+        'The pod counts as ready for its cell: its `Ready` condition is `True`, or, for a pod carrying the cell readiness gate, phase `Running`, `ContainersReady` `True` and every other readiness gate `True` (its own `Ready` waits for the gate).',
+      ),
     podIP: z.string().nullable(),
     restarts: z.number().int().describe("Sum of the containers' restart counts."),
     deleting: z.boolean().describe('A deletion timestamp is set: the pod is terminating.'),
     workerIndex: z.number().int().nullable().describe('`null` when the label is unreadable.'),
     node: z.string().nullable(),
+    readinessGate: z
+      .object({
+        status: z.string().nullable().describe('`null` before anyone wrote the condition.'),
+        reason: z.string().nullable(),
+      })
+      .nullable()
+      .describe(
+        "The cell readiness gate's condition on this pod (`--cell-readiness-gate`); `null` when the pod does not name it in `spec.readinessGates` or the gate is off.",
+      ),
   }),
   'CellMember',
 );
@@ -344,12 +357,18 @@ export const sinksSchema = z.object({
   sinks: z.array(
     named(
       z.object({
-        kind: z.enum(['sglang-router', 'endpointslice']),
-        target: z.string().describe('The router URL, or the EndpointSlice `namespace/name`.'),
+        kind: z.enum(['sglang-router', 'endpointslice', 'readiness-gate']),
+        target: z
+          .string()
+          .describe(
+            'The router URL, the EndpointSlice `namespace/name`, or the `namespace/pool` whose gated pods the readiness gate writes.',
+          ),
         pool: z.string(),
         desired: z
           .array(z.string())
-          .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),
+          .describe(
+            'Sorted: `http://host:port` (router), `ip:port` (slice) or `pod=Status/Reason` (readiness gate).',
+          ),
         actual: z
           .array(z.string())
           .describe(

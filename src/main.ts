@@ -206,6 +206,30 @@ async function createSinks(
         }),
     );
   }
+  if (config.cellReadinessGate && choice.kind === 'simulated') {
+    logger.warn(
+      '--cell-readiness-gate has no effect with the simulated source: there are no pods to write to',
+    );
+  } else if (config.cellReadinessGate) {
+    const { connectPodConditionApi } = await import('./kubernetes/resources/pod-condition-api.js');
+    const { ReadinessGateSink } = await import('./sinks/readiness-gate.js');
+    const api = await connectPodConditionApi({ ...clusterOptions(config) });
+    factories.push(
+      (wiring) =>
+        new ReadinessGateSink({
+          api,
+          conditionType: config.cellReadinessGateCondition,
+          cells: wiring.cells,
+          pods: wiring.pods,
+          logger: logger.child({ component: 'readiness-gate' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+          ...(wiring.onConditionWrite ? { onWrite: wiring.onConditionWrite } : {}),
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
+        }),
+    );
+  }
   if (factories.length === 0) return undefined;
   return (wiring) => factories.map((create) => create(wiring));
 }
@@ -302,6 +326,9 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     labels: config.labels,
     portName: config.portName,
     sinkAllowLoopback: config.sinkAllowLoopback,
+    ...(config.cellReadinessGate && choice.kind === 'kubernetes'
+      ? { readinessGate: config.cellReadinessGateCondition }
+      : {}),
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,

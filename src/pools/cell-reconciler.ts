@@ -96,6 +96,7 @@ export function createCellReconciler(
     labels: options.labels,
     portName: options.portName,
     allowLoopback: options.allowLoopback ?? false,
+    ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
   };
   return async (key, signal) => {
     // A reconcile interrupted by shutdown publishes nothing rather than half a world.

@@ -22,7 +22,7 @@ import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
 import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
-import { CellRegistry, type CellTransition } from '../pools/cell-registry.js';
+import { type Cell, CellRegistry, type CellTransition } from '../pools/cell-registry.js';
 import { memberOf } from '../pools/cell-state.js';
 import type { PoolLabels } from '../pools/labels.js';
 import { type Clock, realClock } from '../runtime/clock.js';
@@ -33,6 +33,7 @@ import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
+import { CellHealthMetrics } from './cell-health-metrics.js';
 import type {
   CellResolution,
   CellScope,
@@ -65,6 +66,12 @@ export interface PoolServiceOptions {
    * host. Default false: a pod status naming loopback is never routed to.
    */
   sinkAllowLoopback?: boolean;
+  /**
+   * The cell readiness gate's condition type when `--cell-readiness-gate` is on: pods naming it
+   * in `spec.readinessGates` are judged without their own `Ready` (cell-state.ts,
+   * `countsAsReady`). `undefined`: the gate is off.
+   */
+  readinessGate?: string;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
@@ -105,6 +112,12 @@ export interface SinkWiring {
   backoffMaxMs: number;
   /** The service's clock, which the sinks' backoff must share with the routing controller. */
   clock: Clock;
+  /** The published cells now (the readiness gate reads their why-not). */
+  cells: () => Iterable<Cell>;
+  /** A cell's member pods as the store holds them now (the readiness gate reads their status). */
+  pods: (key: ParentKey) => readonly Pod[];
+  /** Where the readiness gate counts its condition writes. */
+  onConditionWrite?: (record: { status: string; result: 'success' | 'error' }) => void;
 }
 
 /** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
@@ -119,6 +132,8 @@ export class PoolService implements ControlPlane {
   readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
   readonly coordinationMetrics: CoordinationMetrics;
+  /** Readiness gate writes and Kubernetes Events. */
+  readonly cellHealthMetrics: CellHealthMetrics;
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** Everything the service publishes; `GET /api/v1/events` streams it. */
   readonly bus: EventBus<ServiceEvent>;
@@ -139,6 +154,7 @@ export class PoolService implements ControlPlane {
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
+  readonly #readinessGate: string | undefined;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -150,6 +166,7 @@ export class PoolService implements ControlPlane {
     this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
+    this.#readinessGate = options.readinessGate;
     const logger = options.logger ?? silentLogger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
     this.cells = new CellBodies(this.registry, { source: options.sourceKind });
@@ -158,6 +175,7 @@ export class PoolService implements ControlPlane {
       processMetrics: options.processMetrics ?? false,
     });
     this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
+    this.cellHealthMetrics = new CellHealthMetrics(this.metrics.registry);
     this.bus = new EventBus<ServiceEvent>({ logger });
     this.eventStreams = new EventStreams({
       bus: this.bus,
@@ -175,6 +193,9 @@ export class PoolService implements ControlPlane {
         onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
         backoffMaxMs: retryCapMs(driftIntervalMs),
         clock: this.#clock,
+        cells: () => this.registry.list(),
+        pods: (key) => this.#loop.getByParent(key),
+        onConditionWrite: (record) => this.cellHealthMetrics.gateWrite(record),
       }) ?? [];
     this.#routing = new RoutingController({
       cells: () => this.registry.list(),
@@ -207,6 +228,7 @@ export class PoolService implements ControlPlane {
       labels: options.labels,
       portName: options.portName,
       allowLoopback: options.sinkAllowLoopback ?? false,
+      ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,
@@ -399,7 +421,7 @@ export class PoolService implements ControlPlane {
         key: podKey(pod),
         namespace: pod.metadata.namespace,
         resourceVersion: pod.metadata.resourceVersion ?? null,
-        ...memberOf(pod, this.labels),
+        ...memberOf(pod, this.labels, this.#readinessGate),
       }));
       return entry;
     });

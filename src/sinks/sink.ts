@@ -9,12 +9,12 @@
 import type { RoutingState } from '../pools/routing-state.js';
 
 /** The kinds of sink, as `GET /api/v1/sinks` names them. */
-export type SinkKind = 'sglang-router' | 'endpointslice';
+export type SinkKind = 'sglang-router' | 'endpointslice' | 'readiness-gate';
 
 /** One target of one sink for one pool, as `GET /api/v1/sinks` serves it. */
 export interface SinkTargetStatus {
   kind: SinkKind;
-  /** The router URL, or the EndpointSlice's `namespace/name`. */
+  /** The router URL, the EndpointSlice's `namespace/name`, or the gated pool's `namespace/pool`. */
   target: string;
   pool: string;
   /** Sorted: `http://host:port` for a router, `ip:port` for a slice. */

@@ -97,7 +97,31 @@ describe('parseConfig defaults', () => {
       publishEndpointSlices: false,
       endpointSliceServiceSuffix: '-alive',
       sinkAllowLoopback: false,
+      cellReadinessGate: false,
+      cellReadinessGateCondition: 'pool-controller/cell-alive',
+      events: undefined,
     });
+  });
+
+  it('takes the cell readiness gate and Events flags, and refuses a kubelet condition type', () => {
+    const config = parseConfig(
+      [
+        '--cell-readiness-gate',
+        '--cell-readiness-gate-condition',
+        'example.com/cell-up',
+        '--events=false',
+      ],
+      {},
+    );
+    expect(config.cellReadinessGate).toBe(true);
+    expect(config.cellReadinessGateCondition).toBe('example.com/cell-up');
+    expect(config.events).toBe(false);
+    expect(() => parseConfig(['--cell-readiness-gate-condition', 'Ready'], {})).toThrow(
+      /--cell-readiness-gate-condition \(POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION\).*domain-prefixed/,
+    );
+    expect(() => parseConfig(['--cell-readiness-gate-condition', 'a b/c'], {})).toThrow(
+      /qualified name/,
+    );
   });
 
   it('allows loopback cell addresses only when --sink-allow-loopback or its variable says so', () => {
@@ -155,6 +179,9 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
       POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX: '-ready',
       POOL_CONTROLLER_SINK_ALLOW_LOOPBACK: 'true',
+      POOL_CONTROLLER_CELL_READINESS_GATE: 'true',
+      POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION: 'example.com/cell-up',
+      POOL_CONTROLLER_EVENTS: 'false',
     });
     expect(config).toEqual({
       source: 'simulated',
@@ -200,6 +227,9 @@ describe('flags and environment variables', () => {
       publishEndpointSlices: true,
       endpointSliceServiceSuffix: '-ready',
       sinkAllowLoopback: true,
+      cellReadinessGate: true,
+      cellReadinessGateCondition: 'example.com/cell-up',
+      events: false,
     });
   });
 
