@@ -6,8 +6,9 @@
  */
 import { Counter, type Registry } from 'prom-client';
 
-/** Why the recorder dropped an occurrence, as `pool_controller_kubernetes_events_dropped_total{cause}`. */
-export type EventDropCause = 'rate_limited' | 'queue_full' | 'failed';
+import type { EventDropCause } from '../kubernetes/resources/event-recorder.js';
+
+export type { EventDropCause };
 
 export const EVENT_DROP_CAUSES: readonly EventDropCause[] = [
   'rate_limited',

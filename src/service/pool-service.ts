@@ -17,6 +17,8 @@
 import type { Readable } from 'node:stream';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
+import type { EventObjectReference } from '../kubernetes/resources/event-api.js';
+import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
 import { type Pod, podKey } from '../model/pod.js';
 import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
@@ -33,7 +35,7 @@ import type { Sink, SinkEvent, SinkTargetStatus } from '../sinks/sink.js';
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
-import { CellHealthMetrics } from './cell-health-metrics.js';
+import { CellHealthMetrics, type EventDropCause } from './cell-health-metrics.js';
 import type {
   CellResolution,
   CellScope,
@@ -45,6 +47,7 @@ import type {
 import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
 import { EventStreams } from './event-stream.js';
 import { HealthEndpoint } from './health.js';
+import { KubernetesEvents } from './kubernetes-events.js';
 import {
   type Leadership,
   type LeadershipHooks,
@@ -99,6 +102,24 @@ export interface PoolServiceOptions {
   watchStatePollMs?: number;
   /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
   maxEventStreams?: number;
+  /**
+   * Kubernetes Events (`--events`): the recorder, built with the service's counters. Default none.
+   */
+  kubernetesEvents?: (hooks: KubernetesEventHooks) => KubernetesEventRecorder;
+  /** The controller's own pod, which sink Events are about; `undefined`: no sink Events. */
+  selfPod?: EventObjectReference;
+}
+
+/** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */
+export interface KubernetesEventHooks {
+  onEmitted: (reason: string) => void;
+  onDropped: (cause: EventDropCause) => void;
+}
+
+/** What the service needs of a Kubernetes Event recorder (`EventRecorder`). */
+export interface KubernetesEventRecorder {
+  record(occurrence: EventOccurrence): void;
+  stop(): void;
 }
 
 /** What the service hands a sink it builds: where its events and operation counts go. */
@@ -155,6 +176,8 @@ export class PoolService implements ControlPlane {
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
   readonly #readinessGate: string | undefined;
+  readonly #eventRecorder: KubernetesEventRecorder | undefined;
+  readonly #kubernetesEvents: KubernetesEvents | undefined;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -206,6 +229,18 @@ export class PoolService implements ControlPlane {
       clock: this.#clock,
       logger,
     });
+    this.#eventRecorder = options.kubernetesEvents?.({
+      onEmitted: (reason) => this.cellHealthMetrics.eventEmitted(reason),
+      onDropped: (cause) => this.cellHealthMetrics.eventDropped(cause),
+    });
+    const recorder = this.#eventRecorder;
+    this.#kubernetesEvents = recorder
+      ? new KubernetesEvents({
+          record: (occurrence) => recorder.record(occurrence),
+          self: options.selfPod,
+          acting: () => this.#routing.acting,
+        })
+      : undefined;
     const hooks: LeadershipHooks = {
       onStartedLeading: (term) => this.#startedLeading(term),
       onStoppedLeading: () => this.#stoppedLeading(),
@@ -359,6 +394,7 @@ export class PoolService implements ControlPlane {
       this.eventStreams.close();
       await Promise.allSettled(this.#background);
       await this.#routing.stop();
+      this.#eventRecorder?.stop();
     })();
     return this.#stoppedActing;
   }
@@ -513,12 +549,16 @@ export class PoolService implements ControlPlane {
   #publish(event: ServiceEvent): void {
     this.coordinationMetrics.observe(event);
     this.bus.publish(event);
+    if (event.type === 'reconciliation.completed' || event.type === 'reconciliation.failed') {
+      this.#kubernetesEvents?.sinksApplied(this.#routing.sinkStatus());
+    }
   }
 
   #cellTransition(transition: CellTransition): void {
     this.metrics.cellTransition(transition.type);
     const event = cellChangedEvent(transition);
     this.#publish(event);
+    this.#kubernetesEvents?.cellTransition(transition);
     // The initial-sync gate: before it, the first run after sync covers every change.
     if (this.#cellsSynced) {
       this.#routing.triggerForCell(`cell ${event.namespace}/${event.cell} ${transition.type}`);
