@@ -40,12 +40,25 @@ export const cellMemberSchema = named(
     name: z.string(),
     uid: z.string(),
     phase: z.string().nullable(),
-    ready: z.boolean().describe("The pod's `Ready` condition is `True`."),
+    ready: z
+      .boolean()
+      .describe(
+        'The pod counts as ready for its cell: its `Ready` condition is `True`, or, for a pod carrying the cell readiness gate, phase `Running`, `ContainersReady` `True` and every other readiness gate `True` (its own `Ready` waits for the gate).',
+      ),
     podIP: z.string().nullable(),
     restarts: z.number().int().describe("Sum of the containers' restart counts."),
     deleting: z.boolean().describe('A deletion timestamp is set: the pod is terminating.'),
     workerIndex: z.number().int().nullable().describe('`null` when the label is unreadable.'),
     node: z.string().nullable(),
+    readinessGate: z
+      .object({
+        status: z.string().nullable().describe('`null` before anyone wrote the condition.'),
+        reason: z.string().nullable(),
+      })
+      .nullable()
+      .describe(
+        "The cell readiness gate's condition on this pod (`--cell-readiness-gate`); `null` when the pod does not name it in `spec.readinessGates` or the gate is off.",
+      ),
   }),
   'CellMember',
 );
@@ -389,8 +402,12 @@ export const sinksSchema = z.object({
   sinks: z.array(
     named(
       z.object({
-        kind: z.enum(['sglang-router', 'endpointslice']),
-        target: z.string().describe('The router URL, or the EndpointSlice `namespace/name`.'),
+        kind: z.enum(['sglang-router', 'endpointslice', 'readiness-gate']),
+        target: z
+          .string()
+          .describe(
+            'The router URL, the EndpointSlice `namespace/name`, or the `namespace/pool` whose gated pods the readiness gate writes.',
+          ),
         pool: z.string(),
         role: z
           .enum(['prefill', 'decode'])
@@ -400,7 +417,9 @@ export const sinksSchema = z.object({
           ),
         desired: z
           .array(z.string())
-          .describe('Sorted: `http://host:port` (router) or `ip:port` (slice).'),
+          .describe(
+            'Sorted: `http://host:port` (router), `ip:port` (slice) or `pod=Status/Reason` (readiness gate).',
+          ),
         actual: z
           .array(z.string())
           .describe(
@@ -444,10 +463,10 @@ export const sinksSchema = z.object({
                 '`managed`: only endpoints the sink marked (or recorded adding) are removed; `all`: any it does not desire (`--sglang-router-ownership`).',
               ),
             by: z
-              .enum(['labels', 'record'])
+              .enum(['labels', 'record', 'field-manager'])
               .nullable()
               .describe(
-                "`labels`: the target keeps the sink's mark (router worker labels, the EndpointSlice managed-by label); `record`: the router lists no labels, so the URLs this process added are what it owns; `null`: not known yet, or `all`.",
+                "`labels`: the target keeps the sink's mark (router worker labels, the EndpointSlice managed-by label); `record`: the router lists no labels, so the URLs this process added are what it owns; `field-manager`: the readiness gate owns its one pod condition by server-side apply; `null`: not known yet, or `all`.",
               ),
           })
           .describe('Which endpoints of the target the sink may remove, and how it tells them.'),

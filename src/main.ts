@@ -8,6 +8,7 @@
  * flight, stop the loop (the in-flight reconcile is aborted and awaited), stop the source (the
  * reflector's worker thread); all within --shutdown-timeout, else exit anyway.
  */
+import { hostname } from 'node:os';
 import { pino } from 'pino';
 import {
   type Config,
@@ -38,7 +39,7 @@ import {
   leaderIdentity,
   SoleLeadership,
 } from './service/leadership.js';
-import { PoolService, type SinkWiring } from './service/pool-service.js';
+import { PoolService, type PoolServiceOptions, type SinkWiring } from './service/pool-service.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './simulated/simulated-source.js';
 import type { Sink } from './sinks/sink.js';
 
@@ -208,8 +209,77 @@ async function createSinks(
         }),
     );
   }
+  if (config.cellReadinessGate && choice.kind === 'simulated') {
+    logger.warn(
+      '--cell-readiness-gate has no effect with the simulated source: there are no pods to write to',
+    );
+  } else if (config.cellReadinessGate) {
+    const { connectPodConditionApi } = await import('./kubernetes/resources/pod-condition-api.js');
+    const { ReadinessGateSink } = await import('./sinks/readiness-gate.js');
+    const api = await connectPodConditionApi({ ...clusterOptions(config) });
+    factories.push(
+      (wiring) =>
+        new ReadinessGateSink({
+          api,
+          conditionType: config.cellReadinessGateCondition,
+          cells: wiring.cells,
+          pods: wiring.pods,
+          logger: logger.child({ component: 'readiness-gate' }),
+          publish: wiring.publish,
+          onOperation: wiring.onOperation,
+          ...(wiring.onConditionWrite ? { onWrite: wiring.onConditionWrite } : {}),
+          clock: wiring.clock,
+          backoffMaxMs: wiring.backoffMaxMs,
+          mode: wiring.mode,
+        }),
+    );
+  }
   if (factories.length === 0) return undefined;
   return (wiring) => factories.map((create) => create(wiring));
+}
+
+/**
+ * The Kubernetes Event recorder when `--events` is on (its default with the kubernetes source),
+ * and the controller's own pod that sink Events are about (`POD_NAME`, `POD_NAMESPACE`, as the
+ * Deployment sets them; without them there are cell Events only).
+ */
+async function createKubernetesEvents(
+  config: Config,
+  choice: SourceChoice,
+  env: NodeJS.ProcessEnv,
+  logger: pino.Logger,
+): Promise<Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>> {
+  const enabled = config.events ?? choice.kind === 'kubernetes';
+  if (!enabled) return {};
+  if (choice.kind === 'simulated') {
+    logger.warn('--events has no effect with the simulated source: there is no cluster');
+    return {};
+  }
+  const { connectEventApi } = await import('./kubernetes/resources/event-api.js');
+  const { EventRecorder } = await import('./kubernetes/resources/event-recorder.js');
+  const api = await connectEventApi({ ...clusterOptions(config) });
+  const podName = env.POD_NAME?.trim();
+  const podNamespace = env.POD_NAMESPACE?.trim();
+  const log = logger.child({ component: 'events' });
+  if (!podName || !podNamespace) {
+    log.info(
+      'POD_NAME or POD_NAMESPACE unset: no SinkFailed/SinkRecovered Events (cell Events only)',
+    );
+  }
+  return {
+    kubernetesEvents: (hooks) =>
+      new EventRecorder({
+        api,
+        reportingController: 'pool-controller',
+        reportingInstance: podName || hostname(),
+        logger: log,
+        onEmitted: hooks.onEmitted,
+        onDropped: hooks.onDropped,
+      }),
+    ...(podName && podNamespace
+      ? { selfPod: { apiVersion: 'v1', kind: 'Pod', namespace: podNamespace, name: podName } }
+      : {}),
+  };
 }
 
 /**
@@ -294,9 +364,11 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   }
   let leadership: (hooks: LeadershipHooks) => Leadership;
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
+  let kubernetesEvents: Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>;
   try {
     leadership = await createLeadership(config, choice, facts, namespace, logger);
     sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
+    kubernetesEvents = await createKubernetesEvents(config, choice, env, logger);
   } catch (err) {
     return usageExit(err);
   }
@@ -304,6 +376,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   const service = new PoolService({
     leadership,
     ...(sinks ? { sinks } : {}),
+    ...kubernetesEvents,
     driftIntervalMs: config.driftIntervalMs,
     sinkMode: config.sinkMode,
     sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,
@@ -316,6 +389,9 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       config.sglangRouters.filter((t) => t.role === 'prefill').map((t) => t.pool),
     ),
     bootstrapPortAnnotation: config.sglangBootstrapPortAnnotation,
+    ...(config.cellReadinessGate && choice.kind === 'kubernetes'
+      ? { readinessGate: config.cellReadinessGateCondition }
+      : {}),
     resyncPeriodMs: config.resyncPeriodMs,
     adminToken,
     adminAllowedHosts: config.adminAllowedHosts,

@@ -7,8 +7,10 @@ import {
   DEFAULT_RETRY_PERIOD_MS,
   LEADER_ELECTION_JITTER_FACTOR,
 } from '../coordination/leader-elector.js';
+import { labelKeyProblem } from '../kubernetes/resources/label-selector.js';
 import { SOURCE_KINDS, type SourceKind } from '../model/pod-source.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
+import { DEFAULT_CELL_READINESS_GATE_CONDITION } from '../pools/cell-readiness-gate.js';
 import {
   DEFAULT_PORT_NAME,
   defaultSelector,
@@ -174,6 +176,12 @@ export interface Config {
   sinkPanicThresholdPercent: number;
   /** `--sglang-router-ownership`: which router workers the sink may remove. */
   sglangRouterOwnership: RouterOwnershipMode;
+  /** `--cell-readiness-gate`: the leader writes the gate's condition on gated pods. */
+  cellReadinessGate: boolean;
+  /** The condition type pods name in `spec.readinessGates`. */
+  cellReadinessGateCondition: string;
+  /** `--events`; `undefined`: on with the kubernetes source, off with the simulated one. */
+  events: boolean | undefined;
 }
 
 export interface LeaderElectionConfig {
@@ -258,10 +266,13 @@ type RawConfig = Record<
   | 'sglangRouterApiKeyFile'
   | 'publishEndpointslices'
   | 'endpointsliceServiceSuffix'
+  | 'cellReadinessGate'
+  | 'cellReadinessGateCondition'
+  | 'events'
+  | 'sglangRouterOwnership'
   | 'sinkAllowLoopback'
   | 'sinkMode'
-  | 'sinkPanicThreshold'
-  | 'sglangRouterOwnership',
+  | 'sinkPanicThreshold',
   string | string[] | undefined
 >;
 
@@ -518,6 +529,32 @@ export const FLAGS: readonly FlagSpec[] = [
     defaultText: DEFAULT_SERVICE_SUFFIX,
   },
   {
+    flag: 'cell-readiness-gate',
+    key: 'cellReadinessGate',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Write the cell-alive condition (--cell-readiness-gate-condition) on every watched pod that names it in spec.readinessGates: True while the pod's cell is alive and routable, False with the why-not otherwise, so the pod's own Ready (kubectl, Services, InferencePools) waits for its whole cell. Such pods are judged by ContainersReady instead of Ready. The leader writes, by server-side apply on pods/status (needs RBAC: deploy/readiness-gate, or the chart's readinessGate.enabled).",
+    defaultText: 'false',
+  },
+  {
+    flag: 'cell-readiness-gate-condition',
+    key: 'cellReadinessGateCondition',
+    valueName: 'TYPE',
+    description:
+      'The pod condition type of the cell readiness gate: what pods name in spec.readinessGates[].conditionType.',
+    defaultText: DEFAULT_CELL_READINESS_GATE_CONDITION,
+  },
+  {
+    flag: 'events',
+    key: 'events',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Record Kubernetes Events (events.k8s.io/v1): CellAlive and CellNotAlive on a cell's leader pod, SinkFailed and SinkRecovered on this controller's own pod (POD_NAME, POD_NAMESPACE). The leader records; repeats become a series, each object is rate-limited and the queue is bounded.",
+    defaultText: 'true with --source kubernetes',
+  },
+  {
     flag: 'sink-allow-loopback',
     key: 'sinkAllowLoopback',
     valueName: '[=true|false]',
@@ -723,6 +760,17 @@ const rawSchema = z.object({
         `expected ${ROUTER_OWNERSHIP_MODES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
     })
     .default(DEFAULT_ROUTER_OWNERSHIP),
+  cellReadinessGate: booleanFlag.default(false),
+  cellReadinessGateCondition: z
+    .string()
+    // A prefix is required: the unprefixed types (Ready, ContainersReady, ...) are the kubelet's,
+    // and writing one of those would fight the kubelet over its own verdict.
+    .refine((v) => v.includes('/') && labelKeyProblem(v) === undefined, {
+      error: (issue) =>
+        `expected a domain-prefixed condition type such as example.com/cell-alive (a qualified name, as spec.readinessGates requires; unprefixed types are the kubelet's), got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+    })
+    .default(DEFAULT_CELL_READINESS_GATE_CONDITION),
+  events: booleanFlag.optional(),
 });
 
 /** The usage text for `--help`, built from the flag table so it cannot fall behind. */
@@ -862,6 +910,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     sinkMode: r.sinkMode,
     sinkPanicThresholdPercent: r.sinkPanicThreshold,
     sglangRouterOwnership: r.sglangRouterOwnership,
+    cellReadinessGate: r.cellReadinessGate,
+    cellReadinessGateCondition: r.cellReadinessGateCondition,
+    events: r.events,
   };
 }
 

@@ -37,6 +37,11 @@ export interface PodSpec {
   subdomain?: string;
   nodeSelector: Record<string, string>;
   schedulingGates: Array<{ name: string }>;
+  /**
+   * The condition types the pod's `Ready` also waits for (`spec.readinessGates`). Present only
+   * when the pod has any: most pods have none, and every cached pod stays as small as it was.
+   */
+  readinessGates?: Array<{ conditionType: string }>;
   containers: Container[];
 }
 
@@ -125,6 +130,7 @@ export const podWireSchema = z.object({
       subdomain: text,
       nodeSelector: stringMap,
       schedulingGates: list(z.object({ name: z.string() })),
+      readinessGates: list(z.object({ conditionType: text })),
       containers: list(
         z.object({
           name: z.string(),
@@ -227,6 +233,13 @@ function shape(wire: Wire): Pod {
       ...strings(spec, ['nodeName', 'subdomain']),
       nodeSelector: spec.nodeSelector ?? {},
       schedulingGates: (spec.schedulingGates ?? []).map((gate) => ({ name: gate.name })),
+      ...(spec.readinessGates && spec.readinessGates.length > 0
+        ? {
+            readinessGates: spec.readinessGates.map((gate) => ({
+              conditionType: gate.conditionType ?? '',
+            })),
+          }
+        : {}),
       containers: (spec.containers ?? []).map((container) => ({
         name: container.name,
         ports: (container.ports ?? []).map((port) => ({

@@ -100,6 +100,7 @@ export function createCellReconciler(
     ...(options.bootstrapPortAnnotation !== undefined
       ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
       : {}),
+    ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
   };
   return async (key, signal) => {
     // A reconcile interrupted by shutdown publishes nothing rather than half a world.

@@ -17,7 +17,11 @@ export interface CellMember {
   name: string;
   uid: string;
   phase: string | null;
-  /** The pod's `Ready` condition is `True`: the kubelet's readiness probe verdict. */
+  /**
+   * The pod counts as ready for its cell: its `Ready` condition is `True` (the kubelet's readiness
+   * probe verdict), or, for a pod carrying the cell readiness gate, `Ready` short of that gate
+   * (see `countsAsReady`).
+   */
   ready: boolean;
   podIP: string | null;
   /** Sum of the containers' restart counts. */
@@ -27,6 +31,18 @@ export interface CellMember {
   /** Position in the cell; `null` when the label is present but unreadable. */
   workerIndex: number | null;
   node: string | null;
+  /**
+   * The cell readiness gate on this pod (`--cell-readiness-gate`): `null` when the pod does not
+   * name it in `spec.readinessGates` (or the gate is off); else the condition as the pod's status
+   * holds it, `status` `null` before anyone wrote it.
+   */
+  readinessGate: MemberReadinessGate | null;
+}
+
+/** The cell readiness gate's condition on one member, as read from the pod's status. */
+export interface MemberReadinessGate {
+  status: string | null;
+  reason: string | null;
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell from being alive. */
@@ -113,18 +129,68 @@ export interface CellStateOptions {
   prefillPools?: ReadonlySet<string>;
   /** The leader annotation holding a prefill cell's bootstrap port; default smg's own key. */
   bootstrapPortAnnotation?: string;
+  /**
+   * The cell readiness gate's condition type when the gate is on (`--cell-readiness-gate`): a pod
+   * naming it in `spec.readinessGates` is judged without its own `Ready` (`countsAsReady`).
+   */
+  readinessGate?: string;
 }
 
 /** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */
 export const GENERATION_HEX_LENGTH = 16;
 
-/** Reads the pod's `Ready` condition the way kubectl and endpoint controllers do. */
-function isReady(pod: Pod): boolean {
-  return pod.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+/** The status of the pod's condition `type`; `undefined` when it has none. */
+function conditionStatus(pod: Pod, type: string): string | undefined {
+  for (const condition of pod.status.conditions) {
+    if (condition.type === type) return condition.status;
+  }
+  return undefined;
 }
 
-/** The member view of one pod; also what `/api/v1/store?objects=true` shows per pod. */
-export function memberOf(pod: Pod, labels: PoolLabels): CellMember {
+/** The pod names `conditionType` in `spec.readinessGates`. */
+export function carriesReadinessGate(pod: Pod, conditionType: string): boolean {
+  return pod.spec.readinessGates?.some((gate) => gate.conditionType === conditionType) ?? false;
+}
+
+/**
+ * Whether the pod counts as ready for its cell.
+ *
+ * Without the cell gate: its `Ready` condition, read the way kubectl and endpoint controllers do.
+ * With it, `Ready` cannot be used: the kubelet sets `Ready` only once every readiness gate is
+ * `True`, and the cell gate becomes `True` only once the cell is alive, which needs its pods
+ * ready, so no gated cell would ever come alive. Such a pod counts as ready when `Ready` would be
+ * `True` but for the cell gate: phase `Running`, `ContainersReady` `True`, and every other
+ * readiness gate `True` (a load balancer's gate still holds it back). Deletion and restarts are
+ * judged as for every pod (`PodsDeleting`, the generation).
+ */
+export function countsAsReady(pod: Pod, readinessGate: string | undefined): boolean {
+  if (readinessGate === undefined || !carriesReadinessGate(pod, readinessGate)) {
+    return conditionStatus(pod, 'Ready') === 'True';
+  }
+  if (pod.status.phase !== 'Running') return false;
+  if (conditionStatus(pod, 'ContainersReady') !== 'True') return false;
+  for (const gate of pod.spec.readinessGates ?? []) {
+    if (gate.conditionType === readinessGate) continue;
+    if (conditionStatus(pod, gate.conditionType) !== 'True') return false;
+  }
+  return true;
+}
+
+/** The cell gate's condition on a pod that carries it; `null` when it does not (or the gate is off). */
+function memberGate(pod: Pod, readinessGate: string | undefined): MemberReadinessGate | null {
+  if (readinessGate === undefined || !carriesReadinessGate(pod, readinessGate)) return null;
+  const condition = pod.status.conditions.find((c) => c.type === readinessGate);
+  return {
+    status: boundOptionalPodText(condition?.status) ?? null,
+    reason: boundOptionalPodText(condition?.reason) ?? null,
+  };
+}
+
+/**
+ * The member view of one pod; also what `/api/v1/store?objects=true` shows per pod.
+ * `readinessGate` is the cell gate's condition type when the gate is on.
+ */
+export function memberOf(pod: Pod, labels: PoolLabels, readinessGate?: string): CellMember {
   const rawIndex = pod.metadata.labels[labels.workerIndex];
   // `phase`, `podIP` and `nodeName` are absent until the API server sets them (a pod not yet
   // scheduled or started); the member view shows that as `null`.
@@ -136,13 +202,14 @@ export function memberOf(pod: Pod, labels: PoolLabels): CellMember {
     // Texts from the pod's status and spec are bounded (pod-text.ts): each is copied into
     // every event, log line and response that shows the cell.
     phase: boundOptionalPodText(status.phase) ?? null,
-    ready: isReady(pod),
+    ready: countsAsReady(pod, readinessGate),
     podIP: boundOptionalPodText(status.podIP) ?? null,
     restarts: pod.status.containerStatuses.reduce((sum, c) => sum + c.restartCount, 0),
     deleting: pod.metadata.deletionTimestamp !== undefined,
     // Absent means 0: a one-pod cell (or a workload without the label) is its own leader.
     workerIndex: rawIndex === undefined ? 0 : (parseIndex(rawIndex) ?? null),
     node: boundOptionalPodText(spec.nodeName) ?? null,
+    readinessGate: memberGate(pod, readinessGate),
   };
 }
 
@@ -291,7 +358,10 @@ export function deriveCellState(
 ): CellState | undefined {
   if (pods.length === 0) return undefined;
   const { labels } = options;
-  const entries = pods.map((pod) => ({ pod, member: memberOf(pod, labels) }));
+  const entries = pods.map((pod) => ({
+    pod,
+    member: memberOf(pod, labels, options.readinessGate),
+  }));
   entries.sort((a, b) => byWorkerIndex(a.member, b.member));
   const members = entries.map((e) => e.member);
 

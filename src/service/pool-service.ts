@@ -17,12 +17,14 @@
 import type { Readable } from 'node:stream';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
+import type { EventObjectReference } from '../kubernetes/resources/event-api.js';
+import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
 import { type Pod, podKey } from '../model/pod.js';
 import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
 import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
-import { CellRegistry, type CellTransition } from '../pools/cell-registry.js';
+import { type Cell, CellRegistry, type CellTransition } from '../pools/cell-registry.js';
 import { memberOf } from '../pools/cell-state.js';
 import type { PoolLabels } from '../pools/labels.js';
 import { type Clock, realClock } from '../runtime/clock.js';
@@ -39,6 +41,7 @@ import {
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
+import { CellHealthMetrics, type EventDropCause } from './cell-health-metrics.js';
 import type {
   CellResolution,
   CellScope,
@@ -51,6 +54,7 @@ import type {
 import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
 import { EventStreams } from './event-stream.js';
 import { HealthEndpoint } from './health.js';
+import { KubernetesEvents } from './kubernetes-events.js';
 import {
   type Leadership,
   type LeadershipHooks,
@@ -79,6 +83,12 @@ export interface PoolServiceOptions {
   prefillPools?: ReadonlySet<string>;
   /** `--sglang-bootstrap-port-annotation`; needed with `prefillPools`. */
   bootstrapPortAnnotation?: string;
+  /**
+   * The cell readiness gate's condition type when `--cell-readiness-gate` is on: pods naming it
+   * in `spec.readinessGates` are judged without their own `Ready` (cell-state.ts,
+   * `countsAsReady`). `undefined`: the gate is off.
+   */
+  readinessGate?: string;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
   resyncPeriodMs?: number | null;
   adminToken?: string;
@@ -110,6 +120,24 @@ export interface PoolServiceOptions {
   watchStatePollMs?: number;
   /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
   maxEventStreams?: number;
+  /**
+   * Kubernetes Events (`--events`): the recorder, built with the service's counters. Default none.
+   */
+  kubernetesEvents?: (hooks: KubernetesEventHooks) => KubernetesEventRecorder;
+  /** The controller's own pod, which sink Events are about; `undefined`: no sink Events. */
+  selfPod?: EventObjectReference;
+}
+
+/** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */
+export interface KubernetesEventHooks {
+  onEmitted: (reason: string) => void;
+  onDropped: (cause: EventDropCause) => void;
+}
+
+/** What the service needs of a Kubernetes Event recorder (`EventRecorder`). */
+export interface KubernetesEventRecorder {
+  record(occurrence: EventOccurrence): void;
+  stop(): void;
 }
 
 /** What the service hands a sink it builds: where its events and operation counts go. */
@@ -125,6 +153,12 @@ export interface SinkWiring {
   clock: Clock;
   /** `--sink-mode`: every sink must be built in it (observe: never write). */
   mode: SinkMode;
+  /** The published cells now (the readiness gate reads their why-not). */
+  cells: () => Iterable<Cell>;
+  /** A cell's member pods as the store holds them now (the readiness gate reads their status). */
+  pods: (key: ParentKey) => readonly Pod[];
+  /** Where the readiness gate counts its condition writes. */
+  onConditionWrite?: (record: { status: string; result: 'success' | 'error' }) => void;
 }
 
 /** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
@@ -139,6 +173,8 @@ export class PoolService implements ControlPlane {
   readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
   readonly coordinationMetrics: CoordinationMetrics;
+  /** Readiness gate writes and Kubernetes Events. */
+  readonly cellHealthMetrics: CellHealthMetrics;
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** Everything the service publishes; `GET /api/v1/events` streams it. */
   readonly bus: EventBus<ServiceEvent>;
@@ -161,6 +197,9 @@ export class PoolService implements ControlPlane {
   readonly #clock: Clock;
   readonly #sinkMode: SinkMode;
   readonly #panicThresholdPercent: number;
+  readonly #readinessGate: string | undefined;
+  readonly #eventRecorder: KubernetesEventRecorder | undefined;
+  readonly #kubernetesEvents: KubernetesEvents | undefined;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -172,6 +211,7 @@ export class PoolService implements ControlPlane {
     this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
+    this.#readinessGate = options.readinessGate;
     const logger = options.logger ?? silentLogger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
     this.cells = new CellBodies(this.registry, { source: options.sourceKind });
@@ -180,6 +220,7 @@ export class PoolService implements ControlPlane {
       processMetrics: options.processMetrics ?? false,
     });
     this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
+    this.cellHealthMetrics = new CellHealthMetrics(this.metrics.registry);
     this.bus = new EventBus<ServiceEvent>({ logger });
     this.eventStreams = new EventStreams({
       bus: this.bus,
@@ -200,6 +241,9 @@ export class PoolService implements ControlPlane {
         backoffMaxMs: retryCapMs(driftIntervalMs),
         clock: this.#clock,
         mode: this.#sinkMode,
+        cells: () => this.registry.list(),
+        pods: (key) => this.#loop.getByParent(key),
+        onConditionWrite: (record) => this.cellHealthMetrics.gateWrite(record),
       }) ?? [];
     this.#routing = new RoutingController({
       cells: () => this.registry.list(),
@@ -211,6 +255,18 @@ export class PoolService implements ControlPlane {
       clock: this.#clock,
       logger,
     });
+    this.#eventRecorder = options.kubernetesEvents?.({
+      onEmitted: (reason) => this.cellHealthMetrics.eventEmitted(reason),
+      onDropped: (cause) => this.cellHealthMetrics.eventDropped(cause),
+    });
+    const recorder = this.#eventRecorder;
+    this.#kubernetesEvents = recorder
+      ? new KubernetesEvents({
+          record: (occurrence) => recorder.record(occurrence),
+          self: options.selfPod,
+          acting: () => this.#routing.acting,
+        })
+      : undefined;
     const hooks: LeadershipHooks = {
       onStartedLeading: (term) => this.#startedLeading(term),
       onStoppedLeading: () => this.#stoppedLeading(),
@@ -238,6 +294,7 @@ export class PoolService implements ControlPlane {
       ...(options.bootstrapPortAnnotation !== undefined
         ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
         : {}),
+      ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,
@@ -368,6 +425,7 @@ export class PoolService implements ControlPlane {
       this.eventStreams.close();
       await Promise.allSettled(this.#background);
       await this.#routing.stop();
+      this.#eventRecorder?.stop();
     })();
     return this.#stoppedActing;
   }
@@ -430,7 +488,7 @@ export class PoolService implements ControlPlane {
         key: podKey(pod),
         namespace: pod.metadata.namespace,
         resourceVersion: pod.metadata.resourceVersion ?? null,
-        ...memberOf(pod, this.labels),
+        ...memberOf(pod, this.labels, this.#readinessGate),
       }));
       return entry;
     });
@@ -530,12 +588,16 @@ export class PoolService implements ControlPlane {
   #publish(event: ServiceEvent): void {
     this.coordinationMetrics.observe(event);
     this.bus.publish(event);
+    if (event.type === 'reconciliation.completed' || event.type === 'reconciliation.failed') {
+      this.#kubernetesEvents?.sinksApplied(this.#routing.sinkStatus());
+    }
   }
 
   #cellTransition(transition: CellTransition): void {
     this.metrics.cellTransition(transition.type);
     const event = cellChangedEvent(transition);
     this.#publish(event);
+    this.#kubernetesEvents?.cellTransition(transition);
     // The initial-sync gate: before it, the first run after sync covers every change.
     if (this.#cellsSynced) {
       this.#routing.triggerForCell(`cell ${event.namespace}/${event.cell} ${transition.type}`);

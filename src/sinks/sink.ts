@@ -9,7 +9,7 @@
 import type { RoutingState } from '../pools/routing-state.js';
 
 /** The kinds of sink, as `GET /api/v1/sinks` names them. */
-export type SinkKind = 'sglang-router' | 'endpointslice';
+export type SinkKind = 'sglang-router' | 'endpointslice' | 'readiness-gate';
 
 /**
  * `--sink-mode`: `apply` makes every target match; `observe` (a dry run) reads every target,
@@ -28,13 +28,18 @@ export const DEFAULT_SINK_MODE: SinkMode = 'apply';
  */
 export interface SinkOwnership {
   mode: 'managed' | 'all';
-  by: 'labels' | 'record' | null;
+  /**
+   * How the sink tells what it owns: its mark on the target (`labels`), a record of what this
+   * process added (`record`), or the API server's field ownership (`field-manager`: the
+   * readiness gate owns its one condition by server-side apply). `null`: not known yet, or `all`.
+   */
+  by: 'labels' | 'record' | 'field-manager' | null;
 }
 
 /** One target of one sink for one pool, as `GET /api/v1/sinks` serves it. */
 export interface SinkTargetStatus {
   kind: SinkKind;
-  /** The router URL, or the EndpointSlice's `namespace/name`. */
+  /** The router URL, the EndpointSlice's `namespace/name`, or the gated pool's `namespace/pool`. */
   target: string;
   pool: string;
   /**

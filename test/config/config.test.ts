@@ -100,6 +100,9 @@ describe('parseConfig defaults', () => {
       sinkMode: 'apply',
       sinkPanicThresholdPercent: 0,
       sglangRouterOwnership: 'managed',
+      cellReadinessGate: false,
+      cellReadinessGateCondition: 'pool-controller/cell-alive',
+      events: undefined,
     });
   });
 
@@ -126,6 +129,27 @@ describe('parseConfig defaults', () => {
     }
     expect(() => parseConfig(['--sglang-router-ownership', 'mine'], {})).toThrow(
       /--sglang-router-ownership \(POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP\): expected managed or all/,
+    );
+  });
+
+  it('takes the cell readiness gate and Events flags, and refuses a kubelet condition type', () => {
+    const config = parseConfig(
+      [
+        '--cell-readiness-gate',
+        '--cell-readiness-gate-condition',
+        'example.com/cell-up',
+        '--events=false',
+      ],
+      {},
+    );
+    expect(config.cellReadinessGate).toBe(true);
+    expect(config.cellReadinessGateCondition).toBe('example.com/cell-up');
+    expect(config.events).toBe(false);
+    expect(() => parseConfig(['--cell-readiness-gate-condition', 'Ready'], {})).toThrow(
+      /--cell-readiness-gate-condition \(POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION\).*domain-prefixed/,
+    );
+    expect(() => parseConfig(['--cell-readiness-gate-condition', 'a b/c'], {})).toThrow(
+      /qualified name/,
     );
   });
 
@@ -189,6 +213,9 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_SINK_MODE: 'observe',
       POOL_CONTROLLER_SINK_PANIC_THRESHOLD: '30',
       POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP: 'all',
+      POOL_CONTROLLER_CELL_READINESS_GATE: 'true',
+      POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION: 'example.com/cell-up',
+      POOL_CONTROLLER_EVENTS: 'false',
     });
     expect(config).toEqual({
       source: 'simulated',
@@ -239,6 +266,9 @@ describe('flags and environment variables', () => {
       sinkMode: 'observe',
       sinkPanicThresholdPercent: 30,
       sglangRouterOwnership: 'all',
+      cellReadinessGate: true,
+      cellReadinessGateCondition: 'example.com/cell-up',
+      events: false,
     });
   });
 

@@ -27,11 +27,12 @@ describe('deploy/', () => {
     ]);
   });
 
-  it('grants only get, list and watch on pods', async () => {
+  it('grants get, list and watch on pods, and create and patch on Events only', async () => {
     const role = await manifest('role.yaml');
     expect(role.kind).toBe('Role');
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
   });
 
@@ -210,5 +211,44 @@ describe('deploy/endpointslices (optional component)', () => {
     expect(container.env).toEqual([
       { name: 'POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES', value: 'true' },
     ]);
+  });
+});
+
+describe('deploy/readiness-gate (optional component)', () => {
+  it('is a kustomize Component adding a Role, its binding and the flag', async () => {
+    const component = await manifest('readiness-gate/kustomization.yaml');
+    expect(component.kind).toBe('Component');
+    expect(component.apiVersion).toBe('kustomize.config.k8s.io/v1alpha1');
+    expect(component.resources).toEqual(['role.yaml', 'rolebinding.yaml']);
+    expect(component.patches).toEqual([
+      { path: 'deployment-patch.yaml', target: { kind: 'Deployment', name: 'pool-controller' } },
+    ]);
+  });
+
+  it('grants patch on pods/status to the service account, and nothing else', async () => {
+    const [role, binding, account] = await Promise.all([
+      manifest('readiness-gate/role.yaml'),
+      manifest('readiness-gate/rolebinding.yaml'),
+      manifest('serviceaccount.yaml'),
+    ]);
+    expect(role.kind).toBe('Role');
+    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] }]);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.metadata.name }]);
+  });
+
+  it('turns --cell-readiness-gate on in the controller container', async () => {
+    const [patch, deployment] = await Promise.all([
+      manifest('readiness-gate/deployment-patch.yaml'),
+      manifest('deployment.yaml'),
+    ]);
+    expect(patch.metadata.name).toBe(deployment.metadata.name);
+    const [container] = patch.spec.template.spec.containers;
+    expect(container.name).toBe(deployment.spec.template.spec.containers[0].name);
+    expect(container.env).toEqual([{ name: 'POOL_CONTROLLER_CELL_READINESS_GATE', value: 'true' }]);
   });
 });

@@ -179,6 +179,7 @@ describe('charts/pool-controller', () => {
     const [clusterRole] = byKind(objects, 'ClusterRole');
     expect(clusterRole.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     expect(byKind(objects, 'ClusterRoleBinding')[0].roleRef.name).toBe(clusterRole.metadata.name);
     // The leases Role stays namespaced, in the release namespace.
@@ -239,6 +240,12 @@ describe('charts/pool-controller', () => {
     expect(vars.get('POOL_CONTROLLER_SINK_MODE')).toBe('observe');
     expect(vars.get('POOL_CONTROLLER_SINK_PANIC_THRESHOLD')).toBe('30');
     expect(vars.get('POOL_CONTROLLER_SGLANG_ROUTER_OWNERSHIP')).toBe('all');
+    expect(vars.get('POOL_CONTROLLER_CELL_READINESS_GATE')).toBe('true');
+    expect(vars.get('POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION')).toBe(
+      'example.com/cell-alive',
+    );
+    // Events are on by default: no variable, the rule in the watch Role.
+    expect(vars.has('POOL_CONTROLLER_EVENTS')).toBe(false);
     expect(vars.get('POOL_CONTROLLER_DRIFT_INTERVAL')).toBe('30s');
     expect(container.args).toEqual(['--resync-period=1h']);
     expect(container.image).toBe(
@@ -276,6 +283,19 @@ describe('charts/pool-controller', () => {
     expect(binding.subjects).toEqual([
       { kind: 'ServiceAccount', name: 'pool-controller', namespace },
     ]);
+    // The readiness gate: patch on pods/status where it watches, nothing else.
+    const gate = byKind(objects, 'Role').find((r) => r.metadata.name.endsWith('-readiness-gate'));
+    expect(gate.metadata.namespace).toBe(namespace);
+    expect(gate.rules).toEqual([{ apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] }]);
+    expect(
+      byKind(objects, 'RoleBinding').find((b) => b.roleRef.name === gate.metadata.name).subjects,
+    ).toEqual([{ kind: 'ServiceAccount', name: 'pool-controller', namespace }]);
+    const watch = byKind(objects, 'Role').find((r) => r.metadata.name === 'pool-controller');
+    expect(watch.rules).toContainEqual({
+      apiGroups: ['events.k8s.io'],
+      resources: ['events'],
+      verbs: ['create', 'patch'],
+    });
     // The Lease rule: create on leases; get and update on the one Lease only.
     const lease = byKind(objects, 'Role').find((r) => r.metadata.name.endsWith('-leader-election'));
     expect(lease.rules).toEqual([
@@ -307,7 +327,11 @@ describe('charts/pool-controller', () => {
   it('grants EndpointSlices through a ClusterRole when it watches all namespaces', async () => {
     const objects = await template(VALUES['all-features'], ['--set', 'watch.namespace=*']);
     const clusterRoles = byKind(objects, 'ClusterRole').map((r) => r.metadata.name);
-    expect(clusterRoles).toEqual(['pool-controller', 'pool-controller-endpointslices']);
+    expect(clusterRoles).toEqual([
+      'pool-controller',
+      'pool-controller-readiness-gate',
+      'pool-controller-endpointslices',
+    ]);
     const bindings = byKind(objects, 'ClusterRoleBinding').map((b) => b.roleRef.name);
     expect(bindings).toEqual(clusterRoles);
   });
@@ -342,10 +366,14 @@ describe('charts/pool-controller', () => {
     expect(JSON.parse(dashboards[0].data['pool-controller.json'])).toEqual(
       JSON.parse(await readFile(new URL('grafana-dashboard.json', monitoring), 'utf8')),
     );
-    // One replica, no leader election: no leases Role, no PodDisruptionBudget.
+    // One replica, no leader election: no leases Role, no PodDisruptionBudget. The Events about
+    // the controller's own pod need a Role in the release namespace.
     expect(byKind(objects, 'PodDisruptionBudget')).toEqual([]);
     const roles = byKind(objects, 'Role');
-    expect(roles.map((r) => r.metadata.namespace)).toEqual([watched]);
+    expect(roles.map((r) => r.metadata.namespace)).toEqual([watched, namespace]);
+    expect(roles[1].rules).toEqual([
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+    ]);
     expect(byKind(objects, 'RoleBinding')[0].subjects).toEqual([
       { kind: 'ServiceAccount', name: 'pool-controller', namespace },
     ]);

@@ -22,6 +22,11 @@ export const LEADER_ELECTION_ROLE = new URL(
   '../../deploy/leader-election-role.yaml',
   import.meta.url,
 );
+/** The optional readiness gate component's Role (patch pods/status). */
+export const READINESS_GATE_ROLE = new URL(
+  '../../deploy/readiness-gate/role.yaml',
+  import.meta.url,
+);
 /** The optional EndpointSlice component's Role (list/create/patch/delete EndpointSlices). */
 export const ENDPOINTSLICES_ROLE = new URL(
   '../../deploy/endpointslices/role.yaml',
@@ -153,12 +158,15 @@ export interface ServiceProcess {
 
 /**
  * Starts `node dist/src/main.js ...args --listen 127.0.0.1:0` with nothing of the test runner's
- * environment but PATH. The caller kills it (`child.kill`) when done.
+ * environment but PATH (and `env`, e.g. POD_NAME). The caller kills it (`child.kill`) when done.
  */
-export function spawnService(args: readonly string[]): ServiceProcess {
+export function spawnService(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): ServiceProcess {
   const child = spawn(process.execPath, [MAIN, ...args, '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH },
+    env: { PATH: process.env.PATH, ...env },
   });
   let output = '';
   const collect = (chunk: string): void => {

@@ -143,6 +143,7 @@ function richPod(): Record<string, unknown> {
       ],
       priority: 0,
       enableServiceLinks: true,
+      readinessGates: [{ conditionType: 'pool-controller/cell-alive' }],
       schedulingGates: [{ name: 'example.com/capacity' }, { name: 'example.com/quota' }],
     },
     status: {
@@ -282,6 +283,7 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
       { name: 'example.com/capacity' },
       { name: 'example.com/quota' },
     ]);
+    expect(pod.spec.readinessGates).toEqual([{ conditionType: 'pool-controller/cell-alive' }]);
     expect(pod.spec.containers[0]?.ports).toEqual([
       { name: 'http', containerPort: 30000, protocol: 'TCP' },
       { containerPort: 9400, protocol: 'UDP' },

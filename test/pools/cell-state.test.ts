@@ -133,6 +133,7 @@ describe('cell state: members', () => {
       deleting: false,
       workerIndex: 1,
       node: 'node-b',
+      readinessGate: null,
     });
   });
 
@@ -328,5 +329,61 @@ describe('cell state: bootstrap port of a prefill cell', () => {
     });
     expect(deriveCellState(KEY, withPort('8998'), decode)?.bootstrapPort).toBeNull();
     expect(deriveCellState(KEY, cell(2), options)?.bootstrapPort).toBeNull();
+  });
+});
+
+describe('the cell readiness gate', () => {
+  const GATE = 'pool-controller/cell-alive';
+  const gated = { labels: LWS_LABELS, portName: 'http', readinessGate: GATE };
+  const pair = (worker1: Parameters<typeof lwsPod>[0] = {}) => [
+    lwsPod({ worker: 0, size: 2, readinessGates: [GATE], ready: false, containersReady: true }),
+    lwsPod({
+      worker: 1,
+      size: 2,
+      readinessGates: [GATE],
+      ready: false,
+      containersReady: true,
+      ...worker1,
+    }),
+  ];
+
+  it('counts a gated pod whose Ready is False only because of the gate (no deadlock)', () => {
+    const state = deriveCellState('ns/engine-00000', pair(), gated)!;
+    expect(state.alive).toBe(true);
+    expect(state.members.map((m) => m.ready)).toEqual([true, true]);
+    expect(state.members[0]?.readinessGate).toEqual({ status: null, reason: null });
+  });
+
+  it('judges a gated pod by ContainersReady, its phase and its other gates', () => {
+    expect(deriveCellState('ns/engine-00000', pair({ containersReady: false }), gated)!.alive).toBe(
+      false,
+    );
+    expect(deriveCellState('ns/engine-00000', pair({ phase: 'Pending' }), gated)!.alive).toBe(
+      false,
+    );
+    const otherGate = pair({
+      readinessGates: [GATE, 'example.com/lb'],
+      conditions: [{ type: 'example.com/lb', status: 'False' }],
+    });
+    const state = deriveCellState('ns/engine-00000', otherGate, gated)!;
+    expect(state.whyNotAlive.map((r) => r.reason)).toEqual(['PodsNotReady']);
+    expect(state.whyNotAlive[0]?.pods).toEqual(['engine-0-1']);
+  });
+
+  it('still judges ungated pods, and every pod with the gate off, by Ready', () => {
+    const mixed = [pair()[0]!, lwsPod({ worker: 1, size: 2, ready: false, containersReady: true })];
+    expect(deriveCellState('ns/engine-00000', mixed, gated)!.alive).toBe(false);
+    const off = deriveCellState('ns/engine-00000', pair(), {
+      labels: LWS_LABELS,
+      portName: 'http',
+    })!;
+    expect(off.alive).toBe(false);
+    expect(off.members.map((m) => m.readinessGate)).toEqual([null, null]);
+  });
+
+  it('shows the condition as the pod holds it', () => {
+    const pods = pair({ conditions: [{ type: GATE, status: 'False', reason: 'PodsNotReady' }] });
+    const state = deriveCellState('ns/engine-00000', pods, gated)!;
+    expect(state.members[1]?.readinessGate).toEqual({ status: 'False', reason: 'PodsNotReady' });
   });
 });

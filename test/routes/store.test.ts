@@ -51,6 +51,7 @@ describe('GET /api/v1/store', () => {
       deleting: false,
       workerIndex: 1,
       node: 'node-a',
+      readinessGate: null,
     });
   });
 

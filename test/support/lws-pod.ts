@@ -26,6 +26,19 @@ export interface LwsPodOptions {
   noPoolLabel?: boolean;
   /** Annotations besides the size annotation. */
   annotations?: Record<string, string>;
+  /** Condition types of `spec.readinessGates`. */
+  readinessGates?: string[];
+  /** `ContainersReady`; default `ready`. */
+  containersReady?: boolean;
+  /** Conditions after Ready and ContainersReady (a readiness gate's, say). */
+  conditions?: Array<{
+    type: string;
+    status: string;
+    reason?: string;
+    message?: string;
+    lastTransitionTime?: string;
+  }>;
+  resourceVersion?: string;
 }
 
 export function lwsPod(options: LwsPodOptions = {}): Pod {
@@ -52,10 +65,16 @@ export function lwsPod(options: LwsPodOptions = {}): Pod {
       uid: options.uid ?? `uid-${name}`,
       labels,
       annotations,
+      ...(options.resourceVersion !== undefined
+        ? { resourceVersion: options.resourceVersion }
+        : {}),
       ...(options.deleting ? { deletionTimestamp: '2025-01-01T00:00:00Z' } : {}),
     },
     spec: {
       nodeName: options.node ?? 'node-a',
+      ...(options.readinessGates
+        ? { readinessGates: options.readinessGates.map((conditionType) => ({ conditionType })) }
+        : {}),
       containers: [
         {
           name: 'server',
@@ -66,7 +85,18 @@ export function lwsPod(options: LwsPodOptions = {}): Pod {
     status: {
       phase: options.phase ?? 'Running',
       ...(options.podIP === null ? {} : { podIP: options.podIP ?? '10.0.0.1' }),
-      conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }],
+      conditions: [
+        { type: 'Ready', status: ready ? 'True' : 'False' },
+        ...(options.containersReady !== undefined || options.readinessGates
+          ? [
+              {
+                type: 'ContainersReady',
+                status: (options.containersReady ?? ready) ? 'True' : 'False',
+              },
+            ]
+          : []),
+        ...(options.conditions ?? []),
+      ],
       containerStatuses: (options.restarts ?? [0]).map((restartCount, i) => ({
         name: `c${i}`,
         ready,

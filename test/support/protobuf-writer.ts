@@ -318,6 +318,7 @@ const toleration = schema('Toleration', {
   tolerationSeconds: ptr(int64(5)),
 });
 const schedulingGate = schema('PodSchedulingGate', { name: str(1) });
+const readinessGate = schema('PodReadinessGate', { conditionType: str(1) });
 const podSpec = schema('PodSpec', {
   volumes: list(1, volume),
   containers: list(2, container),
@@ -334,6 +335,7 @@ const podSpec = schema('PodSpec', {
   schedulerName: str(19),
   tolerations: list(22, toleration),
   priority: ptr(int32(25)),
+  readinessGates: list(28, readinessGate),
   enableServiceLinks: ptr(bool(30)),
   schedulingGates: list(38, schedulingGate),
 });

@@ -182,6 +182,7 @@ export function rfc3339Seconds(seconds: number): string {
 type StringFields = Readonly<Record<number, readonly [string, boolean]>>;
 /** `PodSchedulingGate`: `name` has no `omitempty`. */
 const GATE_FIELDS: StringFields = { 1: ['name', true] };
+const READINESS_GATE_FIELDS: StringFields = { 1: ['conditionType', true] };
 const WAITING_FIELDS: StringFields = { 1: ['reason', false], 2: ['message', false] };
 const CAUSE_FIELDS: StringFields = {
   1: ['reason', false],
@@ -276,6 +277,7 @@ function readPodSpec(reader: ProtobufReader): Json {
   const out: Json = {};
   const containers: Json[] = [];
   const gates: Json[] = [];
+  const readinessGates: Json[] = [];
   let nodeSelector: Record<string, string> | undefined;
   while (spec.more()) {
     const [field, wire] = spec.tag();
@@ -294,6 +296,9 @@ function readPodSpec(reader: ProtobufReader): Json {
         case 17:
           put(out, 'subdomain', spec.string());
           continue;
+        case 28:
+          readinessGates.push(readStrings(spec, READINESS_GATE_FIELDS));
+          continue;
         case 38:
           gates.push(readStrings(spec, GATE_FIELDS));
           continue;
@@ -304,6 +309,7 @@ function readPodSpec(reader: ProtobufReader): Json {
   if (containers.length > 0) out.containers = containers;
   if (nodeSelector) out.nodeSelector = nodeSelector;
   if (gates.length > 0) out.schedulingGates = gates;
+  if (readinessGates.length > 0) out.readinessGates = readinessGates;
   return out;
 }
 

@@ -125,7 +125,8 @@ export class FakeKubelet {
           PodScheduled: true,
           Initialized: true,
           ContainersReady: ready,
-          Ready: ready,
+          // As the kubelet: Ready also waits for every readiness gate's condition to be True.
+          Ready: ready && readinessGatesTrue(pod),
         }),
         containerStatuses,
       };
@@ -246,6 +247,14 @@ export class FakeKubelet {
       }
     }
   }
+}
+
+/** Every `spec.readinessGates` condition of the pod is `True` (none: true). */
+function readinessGatesTrue(pod: V1Pod): boolean {
+  const conditions = pod.status?.conditions ?? [];
+  return (pod.spec?.readinessGates ?? []).every(
+    (gate) => conditions.find((c) => c.type === gate.conditionType)?.status === 'True',
+  );
 }
 
 /** Sets the given condition types to True/False, keeping lastTransitionTime when unchanged. */

@@ -1,0 +1,175 @@
+/**
+ * events.k8s.io/v1 Events: POST one Event, PATCH one Event's series. The two calls client-go's
+ * `tools/events` sink makes (it never updates anything else: a v1 Event is immutable but for its
+ * series).
+ *
+ * Requests go over plain `node:http(s)` (../client/api-request.ts), bounded in time and in the
+ * size of the answer, as the EndpointSlice API does. Errors name the verb, the Event and the
+ * server's `Status`, never a request header.
+ */
+import type { Clock } from '../../runtime/clock.js';
+import { isRecord } from '../client/api-errors.js';
+import { answerStatus, apiRequest, parseAnswerJson } from '../client/api-request.js';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  loadApiConnection,
+} from '../client/connection.js';
+
+/** 10 s per request: an Event is small; a slower answer is a stuck server. */
+export const EVENT_REQUEST_TIMEOUT_MS = 10_000;
+/** An Event is at most a few KiB; a larger answer is not one and is refused unread. */
+export const EVENT_MAX_RESPONSE_BYTES = 256 * 1024;
+
+/** The object an Event is about (`regarding`). */
+export interface EventObjectReference {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+/** An Event as created: every field events.k8s.io/v1 requires. */
+export interface KubernetesEvent {
+  name: string;
+  namespace: string;
+  /** MicroTime of the first occurrence. */
+  eventTime: string;
+  series?: { count: number; lastObservedTime: string };
+  reportingController: string;
+  reportingInstance: string;
+  action: string;
+  reason: string;
+  regarding: EventObjectReference;
+  note: string;
+  type: 'Normal' | 'Warning';
+}
+
+export interface EventApi {
+  create(event: KubernetesEvent, signal: AbortSignal): Promise<void>;
+  /** Rejects with `EventApiError` of status 404 when the Event is gone (expired, deleted). */
+  patchSeries(
+    namespace: string,
+    name: string,
+    series: { count: number; lastObservedTime: string },
+    signal: AbortSignal,
+  ): Promise<void>;
+}
+
+export class EventApiError extends Error {
+  override readonly name = 'EventApiError';
+  constructor(
+    readonly verb: 'CREATE' | 'PATCH',
+    readonly target: string,
+    readonly statusCode: number,
+    readonly reason: string | undefined,
+    detail: string | undefined,
+  ) {
+    super(
+      `${verb} Event ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
+    );
+  }
+}
+
+export class MalformedEventAnswerError extends Error {
+  override readonly name = 'MalformedEventAnswerError';
+}
+
+export interface KubernetesEventApiOptions {
+  connection: ApiConnection;
+  timeoutMs?: number;
+  clock?: Clock;
+}
+
+export class KubernetesEventApi implements EventApi {
+  readonly #connection: ApiConnection;
+  readonly #timeoutMs: number;
+  readonly #clock: Clock | undefined;
+
+  constructor(options: KubernetesEventApiOptions) {
+    this.#connection = options.connection;
+    this.#clock = options.clock;
+    this.#timeoutMs = options.timeoutMs ?? EVENT_REQUEST_TIMEOUT_MS;
+    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  }
+
+  async create(event: KubernetesEvent, signal: AbortSignal): Promise<void> {
+    const { name, namespace, ...fields } = event;
+    await this.#send(
+      'CREATE',
+      `${namespace}/${name}`,
+      'POST',
+      `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+      { apiVersion: 'events.k8s.io/v1', kind: 'Event', metadata: { name, namespace }, ...fields },
+      'application/json',
+      signal,
+    );
+  }
+
+  async patchSeries(
+    namespace: string,
+    name: string,
+    series: { count: number; lastObservedTime: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.#send(
+      'PATCH',
+      `${namespace}/${name}`,
+      'PATCH',
+      `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
+      { series },
+      'application/merge-patch+json',
+      signal,
+    );
+  }
+
+  async #send(
+    verb: 'CREATE' | 'PATCH',
+    target: string,
+    method: 'POST' | 'PATCH',
+    path: string,
+    body: unknown,
+    contentType: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const what = `${verb} Event ${target}`;
+    const answer = await apiRequest(this.#connection, {
+      method,
+      path,
+      body,
+      contentType,
+      signal,
+      timeoutMs: this.#timeoutMs,
+      ...(this.#clock ? { clock: this.#clock } : {}),
+      what,
+      maxBodyBytes: EVENT_MAX_RESPONSE_BYTES,
+      tooLarge: () =>
+        new MalformedEventAnswerError(
+          `${what}: response larger than ${EVENT_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
+    });
+    if (answer.statusCode !== 200 && answer.statusCode !== 201) {
+      const status = answerStatus(answer);
+      throw new EventApiError(verb, target, answer.statusCode, status.reason, status.message);
+    }
+    const stored = parseAnswerJson(
+      answer.body,
+      'Event',
+      (message) => new MalformedEventAnswerError(message),
+    );
+    if (!isRecord(stored))
+      throw new MalformedEventAnswerError(`${what}: the answer is not an Event`);
+  }
+}
+
+/** The Event API of the configured cluster (kubeconfig, in-cluster, context). */
+export async function connectEventApi(
+  options: ClusterOptions & { timeoutMs?: number } = {},
+): Promise<KubernetesEventApi> {
+  const { timeoutMs, ...cluster } = options;
+  return new KubernetesEventApi({
+    connection: await loadApiConnection(cluster),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  });
+}

@@ -1,0 +1,160 @@
+/**
+ * One pod condition written through the `pods/status` subresource by server-side apply: the
+ * readiness gate's only API call.
+ *
+ * Server-side apply with a field manager of its own means the controller owns exactly the one
+ * entry of `status.conditions` it sends (conditions are a list keyed by `type`), and nothing the
+ * kubelet or anyone else writes there: no read-modify-write, no conflict with the kubelet's status
+ * updates. The apply names the pod's uid, so a newer pod that took the name is never written.
+ *
+ * Requests go over plain `node:http(s)` (../client/api-request.ts) with the connection
+ * ../client/connection.ts builds, bounded in time and in the size of the answer, as the
+ * EndpointSlice API does. Errors name the pod and the server's `Status`, never a request header.
+ */
+import type { Clock } from '../../runtime/clock.js';
+import { isRecord } from '../client/api-errors.js';
+import { answerStatus, apiRequest, parseAnswerJson } from '../client/api-request.js';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  loadApiConnection,
+} from '../client/connection.js';
+
+/**
+ * The field manager of the gate's applies, distinct from the EndpointSlice sink's: `managedFields`
+ * then say who wrote the condition, and `kubectl apply --server-side --field-manager` with this
+ * name is how someone removes it (docs/operations.md).
+ */
+export const POD_CONDITION_FIELD_MANAGER = 'pool-controller-cell-readiness-gate';
+/** 10 s per request: one small patch; a slower answer is a stuck server. */
+export const POD_CONDITION_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * The answer is the whole pod (managed fields included); the API server stores objects of up to
+ * about 1.5 MiB, so 4 MiB holds any pod and refuses anything that is not one.
+ */
+export const POD_CONDITION_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+/** One condition of `status.conditions`, as applied. */
+export interface PodConditionPatch {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  /** RFC 3339: when `status` last changed (kept when only reason or message change). */
+  lastTransitionTime: string;
+}
+
+/** What the gate needs of the API; the unit tests' fake speaks HTTP to the real class. */
+export interface PodConditionApi {
+  /**
+   * Applies `condition` to pod `namespace/name` if its uid is still `uid`; resolves with the
+   * pod's resourceVersion after the write.
+   */
+  apply(
+    pod: { namespace: string; name: string; uid: string },
+    condition: PodConditionPatch,
+    signal: AbortSignal,
+  ): Promise<{ resourceVersion: string | undefined }>;
+}
+
+/** The API server refused the apply (any non-2xx answer). */
+export class PodConditionApiError extends Error {
+  override readonly name = 'PodConditionApiError';
+  constructor(
+    readonly target: string,
+    readonly statusCode: number,
+    readonly reason: string | undefined,
+    detail: string | undefined,
+  ) {
+    super(
+      `APPLY pods/status ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
+    );
+  }
+}
+
+/** A 2xx answer that is not a pod. */
+export class MalformedPodConditionAnswerError extends Error {
+  override readonly name = 'MalformedPodConditionAnswerError';
+}
+
+export interface KubernetesPodConditionApiOptions {
+  connection: ApiConnection;
+  /** Per request, the answer's body included; default POD_CONDITION_REQUEST_TIMEOUT_MS. */
+  timeoutMs?: number;
+  /** Where the request timeout is measured; default the real clock. */
+  clock?: Clock;
+}
+
+export class KubernetesPodConditionApi implements PodConditionApi {
+  readonly #connection: ApiConnection;
+  readonly #timeoutMs: number;
+  readonly #clock: Clock | undefined;
+
+  constructor(options: KubernetesPodConditionApiOptions) {
+    this.#connection = options.connection;
+    this.#clock = options.clock;
+    this.#timeoutMs = options.timeoutMs ?? POD_CONDITION_REQUEST_TIMEOUT_MS;
+    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  }
+
+  async apply(
+    pod: { namespace: string; name: string; uid: string },
+    condition: PodConditionPatch,
+    signal: AbortSignal,
+  ): Promise<{ resourceVersion: string | undefined }> {
+    const target = `${pod.namespace}/${pod.name}`;
+    const what = `APPLY pods/status ${target}`;
+    const query = new URLSearchParams({
+      fieldManager: POD_CONDITION_FIELD_MANAGER,
+      // Forced, as controllers apply: a condition of this type is the gate's, whoever wrote it last.
+      force: 'true',
+      fieldValidation: 'Strict',
+    });
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid },
+      status: { conditions: [condition] },
+    };
+    const answer = await apiRequest(this.#connection, {
+      method: 'PATCH',
+      path: `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}/status?${query}`,
+      body,
+      contentType: 'application/apply-patch+yaml',
+      signal,
+      timeoutMs: this.#timeoutMs,
+      ...(this.#clock ? { clock: this.#clock } : {}),
+      what,
+      maxBodyBytes: POD_CONDITION_MAX_RESPONSE_BYTES,
+      tooLarge: () =>
+        new MalformedPodConditionAnswerError(
+          `${what}: response larger than ${POD_CONDITION_MAX_RESPONSE_BYTES} bytes; refused`,
+        ),
+    });
+    if (answer.statusCode !== 200 && answer.statusCode !== 201) {
+      const status = answerStatus(answer);
+      throw new PodConditionApiError(target, answer.statusCode, status.reason, status.message);
+    }
+    const stored = parseAnswerJson(
+      answer.body,
+      'Pod',
+      (message) => new MalformedPodConditionAnswerError(message),
+    );
+    if (!isRecord(stored) || !isRecord(stored.metadata)) {
+      throw new MalformedPodConditionAnswerError(`${what}: the answer is not a pod`);
+    }
+    const resourceVersion = stored.metadata.resourceVersion;
+    return { resourceVersion: typeof resourceVersion === 'string' ? resourceVersion : undefined };
+  }
+}
+
+/** The pod condition API of the configured cluster (kubeconfig, in-cluster, context). */
+export async function connectPodConditionApi(
+  options: ClusterOptions & { timeoutMs?: number } = {},
+): Promise<KubernetesPodConditionApi> {
+  const { timeoutMs, ...cluster } = options;
+  return new KubernetesPodConditionApi({
+    connection: await loadApiConnection(cluster),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  });
+}

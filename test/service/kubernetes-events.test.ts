@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import type { EventOccurrence } from '../../src/kubernetes/resources/event-recorder.js';
+import type { Cell } from '../../src/pools/cell-registry.js';
+import { KubernetesEvents } from '../../src/service/kubernetes-events.js';
+import type { SinkTargetStatus } from '../../src/sinks/sink.js';
+import { cellState } from '../support/cell-states.js';
+
+const self = {
+  apiVersion: 'v1' as const,
+  kind: 'Pod' as const,
+  namespace: 'ops',
+  name: 'pool-controller-0',
+};
+
+function events(acting = true) {
+  const recorded: EventOccurrence[] = [];
+  let isActing = acting;
+  const instance = new KubernetesEvents({
+    record: (o) => recorded.push(o),
+    self,
+    acting: () => isActing,
+  });
+  return { instance, recorded, setActing: (value: boolean) => (isActing = value) };
+}
+
+const cell = (ready: boolean): Cell => ({ ...cellState(0, { ready }), lastTransitionTime: 'now' });
+const target = (lastError: string | null): SinkTargetStatus => ({
+  kind: 'sglang-router',
+  target: 'http://router:30000',
+  pool: 'engine',
+  desired: [],
+  actual: [],
+  pending: [],
+  lastAppliedAt: null,
+  lastError,
+  backoffUntil: null,
+  mode: 'apply',
+  wouldAdd: [],
+  wouldRemove: [],
+  panic: false,
+  heldByPanic: [],
+  ownership: { mode: 'managed', by: 'labels' },
+});
+
+describe('KubernetesEvents', () => {
+  it('reports a cell becoming alive or not on its leader pod, with the reasons', () => {
+    const { instance, recorded } = events();
+    const dead = cell(false);
+    instance.cellTransition({ type: 'not-alive', cell: dead, reasons: dead.whyNotAlive });
+    instance.cellTransition({ type: 'alive', cell: cell(true) });
+    instance.cellTransition({ type: 'generation-changed', cell: cell(true), from: 'a', to: 'b' });
+    expect(recorded.map((e) => [e.type, e.reason, e.regarding.name, e.regarding.uid])).toEqual([
+      ['Warning', 'CellNotAlive', 'engine-0', 'uid-engine-0'],
+      ['Normal', 'CellAlive', 'engine-0', 'uid-engine-0'],
+    ]);
+    expect(recorded[0]?.note).toContain('PodsNotReady: engine-0-1 is not ready');
+  });
+
+  it('reports a sink target that began and stopped failing on the controller pod, once each', () => {
+    const { instance, recorded } = events();
+    instance.sinksApplied([target(null)]);
+    instance.sinksApplied([target('HTTP 503')]);
+    instance.sinksApplied([target('still 503')]);
+    instance.sinksApplied([target(null)]);
+    expect(recorded.map((e) => [e.reason, e.regarding, e.note])).toEqual([
+      ['SinkFailed', self, 'sglang-router http://router:30000: HTTP 503'],
+      ['SinkRecovered', self, 'sglang-router http://router:30000: applied again'],
+    ]);
+  });
+
+  it('emits nothing while this replica does not act', () => {
+    const { instance, recorded } = events(false);
+    instance.cellTransition({ type: 'alive', cell: cell(true) });
+    instance.sinksApplied([target('down')]);
+    expect(recorded).toEqual([]);
+  });
+});
