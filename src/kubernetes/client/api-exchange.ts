@@ -34,6 +34,11 @@ function failedOnStaleConnection(request: { reusedSocket?: boolean }, error: unk
   return request.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
+/**
+ * One request as the shared exchange sends it, before any caller's policy: the body is already
+ * encoded (JSON or not) and every header is the caller's, since only the caller knows its content
+ * type and what it accepts.
+ */
 export interface ApiExchangeOptions {
   method: string;
   /** Below the server's base URL, with an optional `?query`. */

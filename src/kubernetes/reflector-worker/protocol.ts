@@ -41,6 +41,10 @@ export interface ReflectorTask {
 /** Upserts and deletes travel in batches; a `replace` travels in chunks (see below). */
 export type ChangeEvent = Exclude<SourceEvent<Pod>, { type: 'replace' }>;
 
+/**
+ * The levels a worker's log message may carry: the main thread writes each through its own pino
+ * logger, so worker lines share the process's level, format and redaction.
+ */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 /**

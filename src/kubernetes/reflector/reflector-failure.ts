@@ -66,6 +66,11 @@ export interface FailureContext {
   cursorProven?: boolean;
 }
 
+/**
+ * What the reflector does about one classified failure: the classification is a pure table (failure
+ * and context in, action out), so each rule is one tested row and the reflector's loop only carries
+ * actions out.
+ */
 export type ReflectorAction =
   /** Log the frame, drop it, and move the cursor past it. */
   | { kind: 'skip'; advanceTo: string }

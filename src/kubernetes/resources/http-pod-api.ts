@@ -106,6 +106,12 @@ interface PageBody {
   protobuf: boolean;
 }
 
+/**
+ * The reflector's `PodApi` over raw HTTP, in the worker thread: it owns the bytes (counted,
+ * watched for silence, decoded as JSON or protobuf as the server chose) and releases its
+ * connection on every path. Built by `connectPodApi` from the cluster options; the e2e tests
+ * build it on a connection of their own to compare the two encodings.
+ */
 export class HttpPodApi implements PodApi {
   readonly #connection: ApiConnection;
   readonly #accept: string;

@@ -43,6 +43,10 @@ export const LEASE_MAX_RESPONSE_BYTES = 1024 * 1024;
  */
 export const DEFAULT_LEASE_REQUEST_TIMEOUT_MS = 5_000;
 
+/**
+ * Which Lease the lock holds, and over which connection; both names are required and checked at
+ * construction, since an empty one would only fail at the first request.
+ */
 export interface KubernetesLeaseLockOptions {
   /** Where and how requests go (./connection.ts's `loadApiConnection`). */
   connection: ApiConnection;
@@ -73,6 +77,12 @@ export class MalformedLeaseError extends Error {
 
 type JsonObject = Record<string, unknown>;
 
+/**
+ * The `LeaseLock` the leader elector uses against a real cluster. It remembers the last Lease it
+ * read or wrote, so an update carries the object's metadata and the fields it does not own; a 409
+ * becomes `LeaseConflictError`, which the elector reads as "someone else wrote first", not as a
+ * failure.
+ */
 export class KubernetesLeaseLock implements LeaseLock {
   readonly #connection: ApiConnection;
   readonly #requestTimeoutMs: number;
