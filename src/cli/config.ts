@@ -72,10 +72,26 @@ export const MAX_EVENT_STREAMS_LIMIT = 512;
 /** Means "watch all namespaces" as a `--namespace` value. */
 export const ALL_NAMESPACES = '*';
 
+/**
+ * `--log-level` values: pino's levels, so the flag's value is handed to the logger as it is; its
+ * help and its parser both read this list.
+ */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/**
+ * A `--log-level` value. Wider than the reflector worker's message `LogLevel` (protocol.ts), which
+ * carries only the four levels the worker logs at.
+ */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * `--log-format` values: one JSON object per line for collectors, or pino-pretty for a terminal;
+ * its help and its parser both read this list.
+ */
 export const LOG_FORMATS = ['json', 'pretty'] as const;
+/**
+ * A `--log-format` value; `Config.logFormat` is `undefined` when none was given, and main picks by
+ * whether stdout is a terminal.
+ */
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
@@ -96,11 +112,20 @@ export const KUBE_API_CONTENT_TYPES = {
  * to LIST + WATCH by itself on a server that cannot serve it.
  */
 export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
+/**
+ * `--initial-list`'s default (watch-list, see `INITIAL_LIST_VALUES`), named so the help text and
+ * the parser's default cannot differ.
+ */
 export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
 
 /** kube-controller-manager's defaults for its own leader election (15 s / 10 s / 2 s). */
 export const DEFAULT_LEADER_ELECT_LEASE_DURATION_MS = 15_000;
+/**
+ * `--leader-elect-renew-deadline`'s default (10 s): a leader that has not renewed for this long
+ * stops acting, 5 s before followers may take over.
+ */
 export const DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS = 10_000;
+/** `--leader-elect-retry-period`'s default (2 s): the pace of acquire and renew attempts. */
 export const DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS = 2_000;
 /** The Lease's default name: one controller per namespace needs no more than the product name. */
 export const DEFAULT_LEADER_ELECT_RESOURCE_NAME = 'pool-controller';
@@ -117,11 +142,22 @@ export const DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX = '-alive';
  */
 export const MAX_DURATION_MS = MAX_TIMER_DELAY_MS;
 
+/**
+ * Where a server listens, as `--listen` and `--health-probe-listen` parse it (`parseListen`): the
+ * host as Node's `listen` takes it (an IPv6 literal without its brackets; `0.0.0.0` when the flag
+ * gave none) and a port.
+ */
 export interface ListenAddress {
   host: string;
   port: number;
 }
 
+/**
+ * The whole parsed configuration: one field per flag (the flag's name in camelCase; `labels` and
+ * `leaderElection` gather several), each already validated, defaulted and checked against the
+ * others, so main builds the service from it without checking anything again. `--help` and
+ * docs/service.md describe each flag.
+ */
 export interface Config {
   /** `undefined`: decide at start (see source-choice.ts). */
   source: SourceKind | undefined;
@@ -175,6 +211,11 @@ export interface Config {
   sglangRouterOwnership: RouterOwnershipMode;
 }
 
+/**
+ * The `--leader-elect*` flags. The three durations are checked here as the elector checks them
+ * (lease > renew deadline > 1.2 × retry period), so a combination that could never work exits 2 at
+ * start, naming the flags.
+ */
 export interface LeaderElectionConfig {
   /** `undefined`: on with the kubernetes source, off (the process leads alone) with the simulated one. */
   enabled: boolean | undefined;
