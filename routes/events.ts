@@ -26,12 +26,21 @@ export const sseEventSchema = z.looseObject({
   data: z.string().describe('The event itself, as JSON.'),
 });
 
+/**
+ * The plugin's options: the control plane, and the event types `?types=` may name (the service
+ * passes `SERVICE_EVENT_TYPES`, kept apart so this file imports no value from src/).
+ */
 export interface EventsRoutesOptions {
   plane: ControlPlane;
   /** The event types a client may ask for, for `?types=` validation. */
   eventTypes: readonly string[];
 }
 
+/**
+ * Registers `GET /api/v1/events`. Beyond `maxEventStreams` open streams it answers 503 with
+ * `Retry-After`, and each stream's connection closes with it, so streams can never take the
+ * connections other clients need.
+ */
 export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   app,
   { plane, eventTypes },

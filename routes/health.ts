@@ -11,6 +11,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { HttpError } from './http-error.js';
 import { errorSchema } from './schemas.js';
 
+/** The plugin's one option: the control plane, whose health endpoints produce every report. */
 export interface HealthRoutesOptions {
   plane: ControlPlane;
 }
@@ -32,6 +33,10 @@ const healthQuery = z.object({
     .describe('A check to skip; repeatable.'),
 });
 
+/**
+ * Registers `/healthz`, `/readyz` and one `/<endpoint>/<check>` route per check. Used by both
+ * listeners (the API's and the probe listener), so a probe gets the same answer on either.
+ */
 export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (app, { plane }) => {
   const endpoints = [
     [plane.health.healthz, 'Liveness: the process is serving.'],
