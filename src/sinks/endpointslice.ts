@@ -62,8 +62,9 @@ export const MANAGED_BY_LABEL = 'endpointslice.kubernetes.io/managed-by';
  */
 export const MANAGED_BY = 'pool-controller';
 /**
- * `--endpointslice-service-suffix`'s default. A suffix is needed because LeaderWorkerSet already
- * creates a headless Service named after the pool; `-alive` says what this one selects.
+ * The suffix of a sink built without one. A suffix is needed because LeaderWorkerSet already
+ * creates a headless Service named after the pool; `-alive` says what this one selects. (The
+ * flag's default, `DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX` in src/cli/config.ts, spells it again.)
  */
 export const DEFAULT_SERVICE_SUFFIX = '-alive';
 /** Object names here must also be valid label values and DNS labels: 63 characters. */
