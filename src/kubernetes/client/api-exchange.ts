@@ -4,7 +4,7 @@
  * over the connection's kept-alive agent (./connection.ts), and sends a GET again, once, when the
  * reused connection it was given had just been closed by the server. Reading the
  * body, and what a status or an error means, stay with the callers: ./api-request.ts reads a
- * bounded body (Lease, EndpointSlice), ./http-pod-api.ts streams LIST pages and watches.
+ * bounded body (Lease, EndpointSlice), ../resources/http-pod-api.ts streams LIST pages and watches.
  */
 import http, {
   type ClientRequest,

@@ -1,7 +1,8 @@
 /**
  * Reads one watch frame into what it means for the reflector: a change to publish, a cursor to
- * move to, something to ignore, or a failure for ./reflector-failure.ts to classify. Pure, so the
- * cursor rules (bookmarks, frames without a version, unknown types) are tested row by row.
+ * move to, something to ignore, or a failure for ../reflector/reflector-failure.ts to classify.
+ * Pure, so the cursor rules (bookmarks, frames without a version, unknown types) are tested row by
+ * row.
  */
 
 import { MalformedPodError, type Pod, parsePod, podKey } from '../../model/pod.js';

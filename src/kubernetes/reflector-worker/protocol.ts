@@ -1,7 +1,8 @@
 /**
  * The messages between the reflector's worker thread and the main thread, one `MessagePort` per
- * stream. Plain data only (structured clone), and kept small: events carry the trimmed Pod view,
- * never the API server's objects.
+ * stream. Plain data only, and kept small: pods and events travel as JSON text in transferred
+ * buffers (`JsonBytes`), carrying the trimmed Pod view, never the API server's objects; stats, log
+ * lines and the control messages are structured-cloned.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';

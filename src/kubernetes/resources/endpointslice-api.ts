@@ -2,11 +2,11 @@
  * discovery.k8s.io/v1 EndpointSlices: LIST by label selector (one namespace or all), server-side
  * apply of one slice, DELETE of one slice with a uid precondition.
  *
- * Requests go over plain `node:http(s)` (./api-request.ts) with the connection ./connection.ts
- * builds from client-node's kubeconfig handling (auth, TLS), as the Lease lock does. Every request has a
- * bounded timeout and honours the caller's signal. Errors name the verb, the object and the
- * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
- * into a log line or an event.
+ * Requests go over plain `node:http(s)` (../client/api-request.ts) with the connection
+ * ../client/connection.ts builds from client-node's kubeconfig handling (auth, TLS), as the Lease
+ * lock does. Every request has a bounded timeout and honours the caller's signal. Errors name the
+ * verb, the object and the server's `Status` (reason and message), never a request header, so a
+ * bearer token cannot leak into a log line or an event.
  */
 import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';

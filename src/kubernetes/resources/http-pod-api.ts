@@ -1,6 +1,6 @@
 /**
  * LIST and WATCH for pods over plain `node:http(s)`, given a connection (server URL plus auth/TLS
- * options) that ./connection.ts builds from client-node's kubeconfig handling.
+ * options) that ../client/connection.ts builds from client-node's kubeconfig handling.
  *
  * Raw requests rather than client-node's typed client and `Watch` class, because the reflector has
  * to own the bytes: counting them, noticing when they stop, decoding JSON in the worker thread
@@ -393,7 +393,10 @@ function readListItem(item: unknown, index: number): Pod {
   }
 }
 
-/** A protobuf error body as the object ./api-errors.ts reads; undefined when it does not decode. */
+/**
+ * A protobuf error body as the object ../client/api-errors.ts reads; undefined when it does not
+ * decode.
+ */
 function decodeStatus(raw: Buffer): unknown {
   try {
     return decodeProtobufObject(raw);

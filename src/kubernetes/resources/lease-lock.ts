@@ -7,9 +7,9 @@
  * object it saw and replaces only the spec fields leader election owns, so labels, annotations and
  * newer spec fields (`strategy`, `preferredHolder`) set by others survive an update.
  *
- * Requests go over plain `node:http(s)` (./api-request.ts, shared with the EndpointSlice API) with
- * the connection ./connection.ts builds from client-node's kubeconfig handling (auth, TLS);
- * `connectLeaseLock` is the one place that obtains that connection.
+ * Requests go over plain `node:http(s)` (../client/api-request.ts, shared with the EndpointSlice
+ * API) with the connection ../client/connection.ts builds from client-node's kubeconfig handling
+ * (auth, TLS); `connectLeaseLock` is the one place that obtains that connection.
  */
 
 import {
@@ -48,7 +48,7 @@ export const DEFAULT_LEASE_REQUEST_TIMEOUT_MS = 5_000;
  * construction, since an empty one would only fail at the first request.
  */
 export interface KubernetesLeaseLockOptions {
-  /** Where and how requests go (./connection.ts's `loadApiConnection`). */
+  /** Where and how requests go (../client/connection.ts's `loadApiConnection`). */
   connection: ApiConnection;
   namespace: string;
   name: string;
