@@ -106,7 +106,8 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
           .header('cache-control', 'no-cache, no-transform')
           .header('x-accel-buffering', 'no')
           // The connection ends with the stream: a kept-alive socket would hold the server's
-          // close (and so a SIGTERM shutdown) until Fastify's 72 s keep-alive timeout.
+          // close (and so a SIGTERM shutdown) until the 65 s keep-alive timeout
+          // (`SERVER_TIMEOUTS.keepAliveMs` in src/http/app.ts).
           .header('connection', 'close')
           // The type provider types bodies from the schema; a stream is how Fastify sends one
           // that never ends (its schema only documents the media type).

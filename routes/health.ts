@@ -1,8 +1,9 @@
 /**
  * `/healthz`, `/readyz` and `/<endpoint>/<check>`, controller-runtime style: the control plane's
  * health endpoints produce the reports (src/service/health.ts); this plugin only serves them.
- * Liveness is "the process serves"; readiness is "the store has synced and the watch is healthy
- * now, and we are not shutting down".
+ * Liveness is "the process serves, and a leader's Lease renewal is not wedged" (`ping`,
+ * `leader-election`); readiness is "the store has synced and the watch is healthy now, and we are
+ * not shutting down".
  */
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
