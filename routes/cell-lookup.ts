@@ -6,6 +6,11 @@
 import type { CellScope, ControlPlane, ParentKey } from '../src/service/control-plane.js';
 import { HttpError } from './http-error.js';
 
+/**
+ * The parent key a route acts on for the cell id in its path; throws the `HttpError` (404 or 409)
+ * the handler lets through, so every route that takes a cell id answers the same way. `scope`
+ * decides whether unpublished keys count (a forced reconcile must reach them).
+ */
 export function resolveCellKey(
   plane: ControlPlane,
   id: string,

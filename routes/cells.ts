@@ -18,10 +18,15 @@ import {
   poolResponseSchema,
 } from './schemas.js';
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface CellsRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers the pool and cell reads. The cell bodies are the control plane's cached bytes, sent as
+ * they are (`sendJsonBytes`); the pool answers go through the serializer and their schema.
+ */
 export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app, { plane }) => {
   app.get(
     '/api/v1/pools',

@@ -21,10 +21,16 @@ export function runStateView(state: CoordinatorState) {
   };
 }
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface CoordinatorRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers `GET /api/v1/coordinator` and `GET /api/v1/sinks`. Every replica answers both: a
+ * follower shows a stopped coordinator and its locally rendered desired state, so replicas can be
+ * compared.
+ */
 export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> = async (
   app,
   { plane },

@@ -43,6 +43,10 @@ function trimSpaces(text: string): string {
   return text.slice(start, end);
 }
 
+/**
+ * The result of parsing `?types=`: the types in order, or a message the route sends as a 400, so a
+ * typo is answered with what was wrong rather than an empty stream.
+ */
 export type EventTypesParse = { ok: true; types: string[] } | { ok: false; message: string };
 
 /**

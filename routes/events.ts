@@ -26,12 +26,21 @@ export const sseEventSchema = z.looseObject({
   data: z.string().describe('The event itself, as JSON.'),
 });
 
+/**
+ * The plugin's options: the control plane, and the event types `?types=` may name (the service
+ * passes `SERVICE_EVENT_TYPES`, kept apart so this file imports no value from src/).
+ */
 export interface EventsRoutesOptions {
   plane: ControlPlane;
   /** The event types a client may ask for, for `?types=` validation. */
   eventTypes: readonly string[];
 }
 
+/**
+ * Registers `GET /api/v1/events`. Beyond `maxEventStreams` open streams it answers 503 with
+ * `Retry-After`, and each stream's connection closes with it, so streams can never take the
+ * connections other clients need.
+ */
 export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   app,
   { plane, eventTypes },
@@ -97,7 +106,8 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
           .header('cache-control', 'no-cache, no-transform')
           .header('x-accel-buffering', 'no')
           // The connection ends with the stream: a kept-alive socket would hold the server's
-          // close (and so a SIGTERM shutdown) until Fastify's 72 s keep-alive timeout.
+          // close (and so a SIGTERM shutdown) until the 65 s keep-alive timeout
+          // (`SERVER_TIMEOUTS.keepAliveMs` in src/http/app.ts).
           .header('connection', 'close')
           // The type provider types bodies from the schema; a stream is how Fastify sends one
           // that never ends (its schema only documents the media type).

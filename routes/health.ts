@@ -1,8 +1,9 @@
 /**
  * `/healthz`, `/readyz` and `/<endpoint>/<check>`, controller-runtime style: the control plane's
  * health endpoints produce the reports (src/service/health.ts); this plugin only serves them.
- * Liveness is "the process serves"; readiness is "the store has synced and the watch is healthy
- * now, and we are not shutting down".
+ * Liveness is "the process serves, and a leader's Lease renewal is not wedged" (`ping`,
+ * `leader-election`); readiness is "the store has synced and the watch is healthy now, and we are
+ * not shutting down".
  */
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -11,6 +12,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { HttpError } from './http-error.js';
 import { errorSchema } from './schemas.js';
 
+/** The plugin's one option: the control plane, whose health endpoints produce every report. */
 export interface HealthRoutesOptions {
   plane: ControlPlane;
 }
@@ -32,6 +34,10 @@ const healthQuery = z.object({
     .describe('A check to skip; repeatable.'),
 });
 
+/**
+ * Registers `/healthz`, `/readyz` and one `/<endpoint>/<check>` route per check. Used by both
+ * listeners (the API's and the probe listener), so a probe gets the same answer on either.
+ */
 export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (app, { plane }) => {
   const endpoints = [
     [plane.health.healthz, 'Liveness: the process is serving.'],

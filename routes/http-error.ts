@@ -4,6 +4,12 @@
  */
 import type { FastifyReply } from 'fastify';
 
+/**
+ * Thrown by handlers (and `resolveCellKey`) to answer with `statusCode` and a message for a
+ * person; the error handler in src/http/app.ts sends it in the API's error shape. Only for
+ * expected refusals: any other error becomes an answer whose message, for a 5xx, is not the
+ * error's.
+ */
 export class HttpError extends Error {
   override readonly name = 'HttpError';
   constructor(

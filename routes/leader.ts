@@ -3,10 +3,14 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, leaderSchema } from './schemas.js';
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface LeaderRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers `GET /api/v1/leader`, answered by every replica, so a person can ask any pod who leads.
+ */
 export const leaderRoutes: FastifyPluginAsyncZod<LeaderRoutesOptions> = async (app, { plane }) => {
   app.get(
     '/api/v1/leader',

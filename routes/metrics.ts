@@ -3,10 +3,15 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 
+/** The plugin's one option: the control plane, which renders the exposition text. */
 export interface MetricsRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers `GET /metrics`. The body and its content type come from the service's registry; the
+ * schema only documents the media type.
+ */
 export const metricsRoutes: FastifyPluginAsyncZod<MetricsRoutesOptions> = async (
   app,
   { plane },

@@ -28,10 +28,12 @@ export function queueView(plane: ControlPlane): StatusQueue {
   };
 }
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface QueueRoutesOptions {
   plane: ControlPlane;
 }
 
+/** Registers `GET /api/v1/queue`, serving `queueView`, the same view the status page renders. */
 export const queueRoutes: FastifyPluginAsyncZod<QueueRoutesOptions> = async (app, { plane }) => {
   app.get(
     '/api/v1/queue',

@@ -3,10 +3,15 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, reflectorSchema } from './schemas.js';
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface ReflectorRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers `GET /api/v1/reflector`: the pod source's stats in the response schema's shape (absent
+ * values as `null`), for the simulated source as for the real one.
+ */
 export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = async (
   app,
   { plane },

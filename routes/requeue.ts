@@ -12,12 +12,21 @@ import { resolveCellKey } from './cell-lookup.js';
 import { HttpError } from './http-error.js';
 import { commonErrors, errorSchema, namespaceQuery, requeueSchema } from './schemas.js';
 
+/**
+ * The plugin's one option: the control plane, which queues the reconciles and makes the admin
+ * decision.
+ */
 export interface RequeueRoutesOptions {
   plane: ControlPlane;
 }
 
 const authErrors = { 401: errorSchema, 403: errorSchema } as const;
 
+/**
+ * Registers the two POSTs. Their `preHandler` asks the admin check again: src/http/app.ts already
+ * refuses an unauthorised POST in `onRequest`, before its body, but the plugin stays guarded on
+ * any server it is registered on. A 401 carries `WWW-Authenticate`.
+ */
 export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async (
   app,
   { plane },

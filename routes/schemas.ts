@@ -22,10 +22,19 @@ function named<S extends z.ZodType>(schema: S, id: string): S {
   return schema;
 }
 
+/**
+ * The `source` field of every status response, so a simulated answer is never mistaken for a
+ * cluster's. Spells the `SourceKind` values again (src/model/pod-source.ts), since routes import no
+ * values from src/.
+ */
 export const sourceKindSchema = z
   .enum(['kubernetes', 'simulated'])
   .describe('Where pods come from; `simulated` means none of this is a real cluster.');
 
+/**
+ * The API's one error body (`Error` in the OpenAPI document), which every error status of every
+ * route is documented with, and which src/http/app.ts's handlers produce.
+ */
 export const errorSchema = named(
   z.object({
     status: z.number().int().describe('The HTTP status code, repeated for clients that lose it.'),
@@ -35,6 +44,11 @@ export const errorSchema = named(
   'Error',
 );
 
+/**
+ * One pod of a cell (`CellMember` in the OpenAPI document): the output type must equal
+ * src/pools/cell-state.ts's `CellMember`, which test/service/cell-bodies.test.ts checks through
+ * `Cell`.
+ */
 export const cellMemberSchema = named(
   z.object({
     name: z.string(),
@@ -63,6 +77,10 @@ export const cellMemberSchema = named(
   'CellMember',
 );
 
+/**
+ * One reason a cell is not alive (`NotAliveReason`); its codes must be those of
+ * `NotAliveReasonCode`, held equal through the `Cell` type test.
+ */
 export const notAliveReasonSchema = named(
   z.object({
     reason: z.enum([
@@ -81,6 +99,10 @@ export const notAliveReasonSchema = named(
   'NotAliveReason',
 );
 
+/**
+ * One reason a cell is not routed to (`NotRoutableReason`); its codes must be those of
+ * `NotRoutableReasonCode`, held equal through the `Cell` type test.
+ */
 export const notRoutableReasonSchema = named(
   z.object({
     reason: z
@@ -93,6 +115,11 @@ export const notRoutableReasonSchema = named(
   'NotRoutableReason',
 );
 
+/**
+ * A published cell (`Cell` in the OpenAPI document). The cell bodies bypass the serializer, so
+ * test/service/cell-bodies.test.ts ties this schema to the `Cell` type and parses the cached bodies
+ * against it.
+ */
 export const cellSchema = named(
   z.object({
     key: z.string().describe('The reconcile key, `namespace/id`.'),
@@ -129,6 +156,10 @@ export const cellSchema = named(
   'Cell',
 );
 
+/**
+ * The body of `GET /api/v1/cells`, sent as cached bytes (see `CellsView.listBody`): the envelope,
+ * the store's `synced` flag, and the cells in key order.
+ */
 export const cellListSchema = z.object({
   source: sourceKindSchema,
   synced: z
@@ -140,8 +171,13 @@ export const cellListSchema = z.object({
   cells: z.array(cellSchema),
 });
 
+/** The body of `GET /api/v1/cells/{cell}`, sent as cached bytes (`CellsView.cellBody`). */
 export const cellResponseSchema = z.object({ source: sourceKindSchema, cell: cellSchema });
 
+/**
+ * One pool's counts (`Pool` in the OpenAPI document), the serialized form of `PoolSummary`, which
+ * the same type test ties to it.
+ */
 export const poolSchema = named(
   z.object({
     namespace: z.string(),
@@ -154,18 +190,24 @@ export const poolSchema = named(
   'Pool',
 );
 
+/** The body of `GET /api/v1/pools`. */
 export const poolListSchema = z.object({
   source: sourceKindSchema,
   count: z.number().int(),
   pools: z.array(poolSchema),
 });
 
+/** The body of `GET /api/v1/pools/{pool}`. */
 export const poolResponseSchema = z.object({
   source: sourceKindSchema,
   pool: poolSchema,
   cells: z.array(cellSchema),
 });
 
+/**
+ * One pod as `GET /api/v1/store?objects=true` shows it (`PodView`): the member view, so the store
+ * and the cells describe a pod alike.
+ */
 export const podViewSchema = named(
   cellMemberSchema.extend({
     key: z.string().describe('The store key, `namespace/name`.'),
@@ -178,6 +220,7 @@ export const podViewSchema = named(
   'PodView',
 );
 
+/** The body of `GET /api/v1/store`: what the store observes per parent, reconciled or not. */
 export const storeSchema = z.object({
   source: sourceKindSchema,
   synced: z.boolean().describe('The first full list has been applied.'),
@@ -197,6 +240,7 @@ export const storeSchema = z.object({
   ),
 });
 
+/** The body of `GET /api/v1/queue`: the loop's clock times already turned into ages and delays. */
 export const queueSchema = z.object({
   source: sourceKindSchema,
   synced: z.boolean(),
@@ -216,6 +260,10 @@ export const queueSchema = z.object({
   nextResyncInMs: z.number().nullable().describe('`null` when resync is off or not yet running.'),
 });
 
+/**
+ * The body of `GET /api/v1/reflector`: the source's `PodSourceStats` with absent values as `null`.
+ * No type test ties it to `PodSourceStats` yet, so a field added there must be added here by hand.
+ */
 export const reflectorSchema = z.object({
   source: sourceKindSchema,
   phase: z.enum(['idle', 'listing', 'watching', 'backoff', 'stopped']),
@@ -254,6 +302,10 @@ export const reflectorSchema = z.object({
     .describe('The LIST under way (a first sync or a relist); `null` when not listing.'),
 });
 
+/**
+ * The 202 body of both forced-reconcile POSTs: the keys just queued (a key already queued is listed
+ * too; the queue absorbed it).
+ */
 export const requeueSchema = z.object({
   source: sourceKindSchema,
   count: z.number().int(),
@@ -289,6 +341,7 @@ export function documentedPattern<S extends z.ZodType>(schema: S, pattern: strin
 /** Error responses every route can give, for the OpenAPI document. */
 export const commonErrors = { 400: errorSchema, 500: errorSchema } as const;
 
+/** The body of `GET /api/v1/leader`: the service's `LeadershipView`. */
 export const leaderSchema = z.object({
   identity: z
     .string()
@@ -310,6 +363,10 @@ export const leaderSchema = z.object({
 const phaseSchema = z.enum(['render', 'validate', 'deploy']);
 const resultSchema = z.enum(['success', 'failure', 'aborted']);
 
+/**
+ * The desired routing state (`RoutingState` in the OpenAPI document), as the coordinator renders it
+ * for the sinks.
+ */
 export const routingStateSchema = named(
   z.object({
     pools: z.array(
@@ -349,6 +406,9 @@ export const routingStateSchema = named(
   'RoutingState',
 );
 
+/**
+ * The body of `GET /api/v1/coordinator`: the coordinator's run state and the desired routing state.
+ */
 export const coordinatorSchema = z.object({
   source: sourceKindSchema,
   leading: z.boolean(),
@@ -381,6 +441,7 @@ const sinkModeSchema = z
   .enum(['apply', 'observe'])
   .describe('`--sink-mode`: `observe` reads every target and writes nothing (a dry run).');
 
+/** The body of `GET /api/v1/sinks`: the sink settings and each target's status (`SinkTarget`). */
 export const sinksSchema = z.object({
   source: sourceKindSchema,
   mode: sinkModeSchema,

@@ -21,6 +21,10 @@ export interface StatusReason {
   message: string;
 }
 
+/**
+ * One row of the Cells table, as both renderers draw it: the published cell reduced to what the
+ * page shows (`podsReady`/`pods` instead of the members).
+ */
 export interface StatusCell {
   key: string;
   namespace: string;
@@ -37,6 +41,7 @@ export interface StatusCell {
   pods: number;
 }
 
+/** One row of the Pools table, as both renderers draw it. */
 export interface StatusPool {
   namespace: string;
   name: string;
@@ -45,6 +50,10 @@ export interface StatusPool {
   pods: number;
 }
 
+/**
+ * The Queue section: `queueView`'s answer, also what `GET /api/v1/queue` serves, so the page and
+ * the API never disagree.
+ */
 export interface StatusQueue {
   synced: boolean;
   depth: number;
@@ -54,6 +63,7 @@ export interface StatusQueue {
   nextResyncInMs: number | null;
 }
 
+/** The Reflector line: the source's phase and health, its cursor, and its last error line. */
 export interface StatusReflector {
   phase: string;
   healthy: boolean;
@@ -61,6 +71,7 @@ export interface StatusReflector {
   lastError: string | null;
 }
 
+/** The Leadership line: `GET /api/v1/leader`'s answer. */
 export interface StatusLeader {
   identity: string;
   leading: boolean;
@@ -69,6 +80,10 @@ export interface StatusLeader {
   since: string | null;
 }
 
+/**
+ * The Coordinator section: whether this replica leads and acts, whether the cells have synced
+ * (nothing is deployed before), and the coordinator's run state with clock times turned into ages.
+ */
 export interface StatusCoordinator {
   leading: boolean;
   acting: boolean;

@@ -11,6 +11,7 @@ import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
 import { renderStatusPage, STATUS_PAGE_CSP, type StatusPageData } from './status-page-html.js';
 
+/** The plugin's one option: the control plane, read once per page render. */
 export interface StatusPageRoutesOptions {
   plane: ControlPlane;
 }
@@ -88,6 +89,10 @@ export function statusPageData(
   };
 }
 
+/**
+ * Registers `GET /`, the HTML status page, with its Content-Security-Policy header (the page's own
+ * script and style by hash, nothing else).
+ */
 export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = async (
   app,
   { plane },

@@ -7,10 +7,15 @@ import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { booleanQuery, commonErrors, storeSchema } from './schemas.js';
 
+/** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface StoreRoutesOptions {
   plane: ControlPlane;
 }
 
+/**
+ * Registers `GET /api/v1/store`; the pod views (`?objects=true`) are built only when asked for,
+ * since they are the one answer that grows with every pod.
+ */
 export const storeRoutes: FastifyPluginAsyncZod<StoreRoutesOptions> = async (app, { plane }) => {
   app.get(
     '/api/v1/store',

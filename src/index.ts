@@ -1,5 +1,5 @@
 /**
- * The package root: the controller runtime's public API (see ../shared/design/RUNTIME.md), under
+ * The package root: the controller runtime's public API (the reference design's RUNTIME.md), under
  * exactly the names the contract gives them, plus the few extras the service builds on.
  */
 

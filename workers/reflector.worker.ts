@@ -10,6 +10,10 @@ import { runReflectorTask } from '../src/kubernetes/reflector-worker/worker-thre
 // Load the Kubernetes client while the thread is idle, so the first stream does not wait for it.
 preloadClientNode();
 
+/**
+ * Piscina calls the default export once per task; it runs one reflector stream until the main side
+ * closes it or it fails, and its promise is what the main thread's `WorkerEventStream` waits on.
+ */
 export default function reflectorWorker(task: ReflectorTask) {
   return runReflectorTask(task);
 }

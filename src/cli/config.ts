@@ -81,10 +81,26 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
  */
 export const MAX_EVENT_STREAMS_LIMIT = 512;
 
+/**
+ * `--log-level` values: pino's levels, so the flag's value is handed to the logger as it is; its
+ * help and its parser both read this list.
+ */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/**
+ * A `--log-level` value. Wider than the reflector worker's message `LogLevel` (protocol.ts), which
+ * carries only the four levels the worker logs at.
+ */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * `--log-format` values: one JSON object per line for collectors, or pino-pretty for a terminal;
+ * its help and its parser both read this list.
+ */
 export const LOG_FORMATS = ['json', 'pretty'] as const;
+/**
+ * A `--log-format` value; `Config.logFormat` is `undefined` when none was given, and main picks by
+ * whether stdout is a terminal.
+ */
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /**
@@ -105,6 +121,10 @@ export const KUBE_API_CONTENT_TYPES = {
  * to LIST + WATCH by itself on a server that cannot serve it.
  */
 export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
+/**
+ * `--initial-list`'s default (watch-list, see `INITIAL_LIST_VALUES`), named so the help text and
+ * the parser's default cannot differ.
+ */
 export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
 
 /**
@@ -125,6 +145,12 @@ export {
   DEFAULT_SERVICE_SUFFIX as DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
 };
 
+/**
+ * The whole parsed configuration: one field per flag (the flag's name in camelCase; `labels` and
+ * `leaderElection` gather several), each already validated, defaulted and checked against the
+ * others, so main builds the service from it without checking anything again. `--help` and
+ * docs/service.md describe each flag.
+ */
 export interface Config {
   /** `undefined`: decide at start (see source-choice.ts). */
   source: SourceKind | undefined;
@@ -184,6 +210,11 @@ export interface Config {
   events: boolean | undefined;
 }
 
+/**
+ * The `--leader-elect*` flags. The three durations are checked here as the elector checks them
+ * (lease > renew deadline > 1.2 × retry period), so a combination that could never work exits 2 at
+ * start, naming the flags.
+ */
 export interface LeaderElectionConfig {
   /** `undefined`: on with the kubernetes source, off (the process leads alone) with the simulated one. */
   enabled: boolean | undefined;

@@ -66,6 +66,10 @@ function positiveDuration(text: string, ctx: z.RefinementCtx, expected: string):
   return z.NEVER;
 }
 
+/**
+ * A positive duration flag (`what` names it in the error): Go's syntax, as kube-controller-manager's
+ * duration flags take, bounded by what a Node.js timer can wait.
+ */
 export const duration = (what: string) =>
   z
     .string()
@@ -83,11 +87,16 @@ export const optionalPeriod = (example: string) =>
         : positiveDuration(text, ctx, `a duration such as ${example}, or 0/off to disable`),
     );
 
+/** `--resync-period`: a duration, or `0`/`off` to never resync. */
 export const resyncPeriod = optionalPeriod('30m or 10h');
 
 /** Go's `strconv.ParseBool` spellings, as kube-controller-manager's boolean flags accept. */
 const BOOLEAN_TRUE = ['true', '1', 't', 'T', 'TRUE', 'True'];
 const BOOLEAN_FALSE = ['false', '0', 'f', 'F', 'FALSE', 'False'];
+/**
+ * A boolean flag's value: Go's spellings only, so a typo (`--leader-elect=ture`) is an error
+ * naming the flag rather than a silent `false`.
+ */
 export const booleanFlag = z.string().transform((text, ctx) => {
   if (BOOLEAN_TRUE.includes(text)) return true;
   if (BOOLEAN_FALSE.includes(text)) return false;
@@ -200,6 +209,7 @@ export function parseListen(text: string): ListenAddress | undefined {
   return { host, port };
 }
 
+/** A listen address flag: `parseListen`'s forms, or an error that shows them. */
 export const listen = z.string().transform((text, ctx) => {
   const address = parseListen(text);
   if (!address) {
@@ -254,6 +264,7 @@ export const portName = z
       `expected a container port name (≤15 lowercase letters, digits and single '-'), got ${JSON.stringify(issue.input)}`,
   });
 
+/** A text flag that must say something: an empty value (often an unset variable) is an error. */
 export const nonEmpty = (what: string) =>
   z
     .string()

@@ -13,6 +13,10 @@ import { ALL_NAMESPACES, type Config, ConfigError, envName } from './config.js';
 /** Where the kubelet mounts a pod's service-account credentials. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
+/**
+ * Which source runs and why, decided once at start; main logs `reason`, so a person can tell from
+ * the first lines whether the service is watching a cluster or playing the simulation.
+ */
 export interface SourceChoice {
   kind: SourceKind;
   /** True when the kind was not asked for but inferred. */
@@ -28,6 +32,10 @@ export interface HostFacts {
   home: string;
 }
 
+/**
+ * The facts of the machine the process runs on: the production argument to `chooseSource` (tests
+ * pass made-up ones).
+ */
 export function realHostFacts(): HostFacts {
   return { env: process.env, exists: existsSync, home: homedir() };
 }
@@ -39,6 +47,12 @@ export function inCluster(facts: HostFacts): boolean {
   );
 }
 
+/**
+ * The pod source to run: `--source` when given, else the real one in a cluster or with a kubeconfig
+ * found (`--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`), else the simulation. Throws
+ * `ConfigError` for a kubeconfig named but missing, rather than silently simulating a cluster
+ * someone meant to watch.
+ */
 export function chooseSource(config: Config, facts: HostFacts): SourceChoice {
   if (config.kubeconfig !== undefined && !facts.exists(config.kubeconfig)) {
     throw new ConfigError(

@@ -49,6 +49,15 @@ export interface CoordinatorEventSink {
   publish(event: CoordinatorEvent): void;
 }
 
+/**
+ * What a coordinator is built from. Only `pipeline` is required; every duration defaults to the
+ * contract's value and is checked at construction (a non-positive or non-finite one throws), so a
+ * bad value fails at start rather than as a hot retry loop.
+ *
+ * `failureBaseDelayMs` and `failureMaxDelayMs` shape the retry after a failed run (`base ×
+ * 2^(n−1)`, at most `max`; `max` must be at least `base`); `bus` receives the events, and one that
+ * throws is logged, never fatal.
+ */
 export interface CoordinatorOptions<D> {
   pipeline: Pipeline<D>;
   bus?: CoordinatorEventSink;
@@ -103,6 +112,12 @@ function positiveFinite(name: string, value: unknown, fallback: number): number 
   return positiveDurationMs('Coordinator', name, value, fallback);
 }
 
+/**
+ * The one owner of everything that can begin a reconciliation (trigger, retry, drift), so two runs
+ * never overlap and no timer outlives a term. One instance serves many terms: `start()` on gaining
+ * leadership, `stop()` on losing it; run ids keep counting across terms so events of two terms
+ * never share an id.
+ */
 export class Coordinator<D> {
   readonly #pipeline: Pipeline<D>;
   readonly #bus: CoordinatorEventSink | undefined;

@@ -12,10 +12,18 @@ import { type Logger, silentLogger } from '../runtime/logger.js';
 /** Room for a burst (a relist touching every cell) without dropping, at a few hundred KiB at most. */
 export const DEFAULT_SUBSCRIPTION_BUFFER_SIZE = 1024;
 
+/**
+ * Construction options; the logger receives the errors of subscribers and listeners, which the bus
+ * reports and never rethrows to the publisher.
+ */
 export interface EventBusOptions {
   logger?: Logger;
 }
 
+/**
+ * How one subscription filters and buffers. The type filter is applied on publish, so unwanted
+ * events never take a slot in this subscription's buffer.
+ */
 export interface SubscribeOptions {
   /** Event `type`s to receive; absent: every event; `[]`: none. */
   types?: readonly string[];
@@ -168,6 +176,11 @@ class BusSubscription<E extends { type: string }> implements Subscription<E> {
   }
 }
 
+/**
+ * The service's one bus: components publish to it and consumers (the control plane's event
+ * streams, tests) read from it, so a new consumer needs no change to any publisher. Typed by its
+ * event union `E`; the `type` field is what subscriptions filter on.
+ */
 export class EventBus<E extends { type: string }> {
   readonly #logger: Logger;
   readonly #subscriptions = new Set<BusSubscription<E>>();

@@ -39,6 +39,12 @@ export const LEADER_ELECTION_JITTER_FACTOR = 1.2;
 /** client-go's healthz adaptor default: slack past the lease before a wedged leader is unhealthy. */
 export const DEFAULT_HEALTH_TOLERANCE_MS = 20_000;
 
+/**
+ * What an elector is built from. The three durations default to client-go's and are checked as
+ * client-go checks them: lease > renew deadline > 1.2 × retry period, so a leader always has time
+ * to renew before it must stop and a follower never takes over from a leader still inside its
+ * deadline. Durations are in ms on `clock`.
+ */
 export interface LeaderElectorOptions {
   lock: LeaseLock;
   /** Non-empty and unique per process: two processes with one identity would both lead. */
@@ -75,6 +81,12 @@ function positiveFinite(name: string, value: unknown, fallback: number): number 
 /** Settled value of an attempt: the clock time its write returned, or null when it failed. */
 type AttemptResult = number | null;
 
+/**
+ * One process's side of a leader election. `run(signal)` is one term and may be called again after
+ * it resolves (the service loops it for as long as it runs), so a process that lost the lease
+ * competes again without being rebuilt. `isLeader()`, `leader()` and `healthy()` are cheap reads
+ * for the control plane and the liveness probe.
+ */
 export class LeaderElector {
   readonly #lock: LeaseLock;
   readonly #identity: string;

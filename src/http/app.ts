@@ -47,6 +47,10 @@ const QUIET_PATHS = /^\/(?:healthz|readyz|metrics)(?:[/?]|$)/;
 /** The API's version in the OpenAPI document. */
 export const API_VERSION = '1.0.0';
 
+/**
+ * What `buildServer` takes besides the control plane: each field is for a caller that is not
+ * production (tests, the OpenAPI generator), so the defaults are what the service runs with.
+ */
 export interface ServerOptions {
   /** Fastify's request logging; off by default (tests, the generator). main passes its pino logger. */
   logger?: FastifyBaseLogger;
@@ -229,6 +233,11 @@ function validationMessage(error: FastifyError): string {
   return where ? `${context} ${where}: ${first.message}` : `${context}: ${first.message}`;
 }
 
+/**
+ * The control plane's Fastify app, every route registered and the server's limits set, not yet
+ * listening. Async because plugin registration is; the same app serves `main.ts`, `app.inject()` in
+ * tests and the OpenAPI generator, so what is documented is what is served.
+ */
 export async function buildServer(
   plane: ControlPlane,
   options: ServerOptions = {},

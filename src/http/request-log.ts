@@ -7,6 +7,10 @@
  */
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 
+/**
+ * The `logController` `buildServer` passes to Fastify: it keeps Fastify's own request logging and
+ * its disable rule, and only moves the two per-request lines to `debug`.
+ */
 export class DebugRequestLog extends LogController {
   override incomingRequest(request: FastifyRequest): void {
     if (this.isLogDisabled(request)) return;

@@ -28,6 +28,10 @@ function compile(url: string): RegExp {
   return new RegExp(`^${source}$`);
 }
 
+/**
+ * The table behind the API's 405 answers: fed once per route at registration, read by the not-found
+ * handler to tell "no such path" from "wrong method".
+ */
 export class RouteMethods {
   readonly #routes = new Map<string, RouteEntry>();
 

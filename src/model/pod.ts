@@ -21,6 +21,12 @@ export interface Pod {
   status: PodStatus;
 }
 
+/**
+ * The subset of `ObjectMeta` this project reads: identity (name, namespace, uid), the cursor
+ * (`resourceVersion`), termination (`deletionTimestamp`), and the labels and annotations that place
+ * a pod in a pool and a cell. Maps are `{}` rather than absent, so readers never test for
+ * `undefined`.
+ */
 export interface PodMetadata {
   name: string;
   /** `''` for a pod without one (never from the API server, which always sets it). */
@@ -32,6 +38,11 @@ export interface PodMetadata {
   annotations: Record<string, string>;
 }
 
+/**
+ * The subset of `PodSpec` kept from the wire: `containers` (whose named port forms a cell's
+ * address) and `nodeName` (shown per member); `subdomain`, `nodeSelector` and `schedulingGates` are
+ * decoded and kept, but nothing in the service reads them today.
+ */
 export interface PodSpec {
   nodeName?: string;
   subdomain?: string;
@@ -45,17 +56,25 @@ export interface PodSpec {
   containers: Container[];
 }
 
+/** A container reduced to what forms an address: its name and its declared ports. */
 export interface Container {
   name: string;
   ports: ContainerPort[];
 }
 
+/**
+ * A declared container port: a cell's address uses the leader's port whose `name` is `--port-name`.
+ */
 export interface ContainerPort {
   name?: string;
   containerPort: number;
   protocol?: string;
 }
 
+/**
+ * The subset of `PodStatus` a cell's state is derived from: phase and pod IP (absent until set),
+ * the `Ready` condition, and the container statuses whose restart counts enter the generation.
+ */
 export interface PodStatus {
   phase?: string;
   podIP?: string;
@@ -63,6 +82,10 @@ export interface PodStatus {
   containerStatuses: ContainerStatus[];
 }
 
+/**
+ * A pod condition as the API writes it; only `type: 'Ready'` with `status: 'True'` is read (a pod's
+ * readiness, as kubectl and the endpoint controllers read it).
+ */
 export interface PodCondition {
   type: string;
   status: string;
@@ -71,6 +94,10 @@ export interface PodCondition {
   lastTransitionTime?: string;
 }
 
+/**
+ * One container's status: `restartCount` is summed into a member's restarts, so a container restart
+ * changes the cell's generation.
+ */
 export interface ContainerStatus {
   name: string;
   /** Absent on the wire reads as `false`: not known to be ready. */
@@ -80,6 +107,10 @@ export interface ContainerStatus {
   lastState?: ContainerState;
 }
 
+/**
+ * At most one of the three is set, as in the API; kept for the simulated world and the codec's
+ * fidelity, not read by the cell rules.
+ */
 export interface ContainerState {
   waiting?: { reason?: string; message?: string };
   running?: { startedAt?: string };

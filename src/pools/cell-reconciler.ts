@@ -11,6 +11,11 @@ import type { ParentKey } from '../runtime/source-event.js';
 import type { CellRegistry, CellTransition } from './cell-registry.js';
 import { type CellStateOptions, deriveCellState } from './cell-state.js';
 
+/**
+ * What the reconcile reads and writes: `members` is the store's view by parent (the reconcile never
+ * holds pods of its own), `registry` is where it publishes; the cell-state options decide how the
+ * members are judged.
+ */
 export interface CellReconcilerOptions extends CellStateOptions {
   /** The cell's members as the store holds them now (`ReconcileLoop.getByParent`). */
   members: (key: ParentKey) => readonly Pod[];
@@ -87,6 +92,11 @@ export function logTransition(logger: Logger, transition: CellTransition): void 
   }
 }
 
+/**
+ * The reconcile function the loop calls per key: derive the cell from its members now, publish it,
+ * log and report each transition. It throws only when `signal` has already aborted, so a shutdown
+ * never publishes half a world.
+ */
 export function createCellReconciler(
   options: CellReconcilerOptions,
 ): (key: ParentKey, signal: AbortSignal) => Promise<void> {

@@ -30,6 +30,10 @@ export type CellTransition =
   | { type: 'routability-changed'; cell: Cell; reasons: NotRoutableReason[] }
   | { type: 'gone'; key: ParentKey; last: Cell };
 
+/**
+ * The `type` of a transition, used as a metric label and an event name; `CELL_TRANSITION_TYPES`
+ * lists every value.
+ */
 export type CellTransitionType = CellTransition['type'];
 
 /** Every transition type, for pre-initialising counters and documenting the log lines. */
@@ -57,12 +61,20 @@ export interface PoolSummary {
   cellIds: string[];
 }
 
+/**
+ * Narrows `list()`/`listJson()`, as the control plane's query parameters do; an absent field does
+ * not filter, and all given fields must match.
+ */
 export interface CellFilter {
   pool?: string;
   alive?: boolean;
   namespace?: string;
 }
 
+/**
+ * Construction options; only the wall clock, since everything else the registry holds comes from
+ * publish calls.
+ */
 export interface CellRegistryOptions {
   /** Wall clock (epoch ms) for `lastTransitionTime`; injected so tests are deterministic. */
   wallClock?: () => number;
@@ -85,6 +97,11 @@ function reasonCodes(reasons: readonly NotRoutableReason[]): string {
   return reasons.map((r) => r.reason).join(',');
 }
 
+/**
+ * The acted-on state, with one writer (the reconcile) and many readers. It also owns the one rule
+ * that needs every cell at once: an address claimed by two alive cells makes both unroutable, and
+ * each claimant changes when the other comes or goes.
+ */
 export class CellRegistry {
   readonly #entries = new Map<ParentKey, Entry>();
   readonly #byId = new Map<string, Set<ParentKey>>();

@@ -76,6 +76,12 @@ export interface NotRoutableReason {
   message: string;
 }
 
+/**
+ * Everything the service knows about one cell, derived from its members alone: what the registry
+ * publishes (plus `lastTransitionTime`), what sinks route to, and what `/api/v1/cells` shows. Two
+ * derivations from the same members are deeply equal, which is what makes a repeated reconcile
+ * publish nothing.
+ */
 export interface CellState {
   /** The loop's parent key, `namespace/id`. */
   key: ParentKey;
@@ -113,6 +119,10 @@ export interface CellState {
   members: CellMember[];
 }
 
+/**
+ * The flags that decide how members are judged: which labels name the pool and the index, which
+ * port forms the address, and which addresses and pools get the stricter or looser routing rules.
+ */
 export interface CellStateOptions {
   labels: PoolLabels;
   /** Name of the leader's container port that forms the address. */

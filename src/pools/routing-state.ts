@@ -46,6 +46,7 @@ export interface PoolRouting {
 /** `--sink-panic-threshold`'s default: 0, no panic ever (every removal goes ahead). */
 export const DEFAULT_PANIC_THRESHOLD_PERCENT = 0;
 
+/** How `renderRoutingState` judges capacity; without options no pool is ever in panic. */
 export interface RenderOptions {
   /**
    * 0–100: a pool whose alive and routable cells are fewer than this share of its known cells

@@ -8,8 +8,18 @@
  */
 import type { ParentKey } from './source-event.js';
 
+/**
+ * How one reconcile ended, as the `result` label of the reconcile counters: controller-runtime's
+ * two outcomes that apply here (there is no requeue-after result, since a reconcile cannot ask for
+ * one).
+ */
 export type ReconcileResult = 'success' | 'error';
 
+/**
+ * The loop's hooks for counting what happens as it happens. They are called synchronously from
+ * the loop and not guarded, so an implementation must be cheap and must not throw: a throw would
+ * escape into the loop's own work, not just lose a count.
+ */
 export interface LoopInstrumentation {
   /** A key became queued (an add that a queued key absorbed is not counted, as in client-go). */
   queueAdded(key: ParentKey, depth: number): void;

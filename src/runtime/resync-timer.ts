@@ -7,6 +7,11 @@
  */
 import type { Clock } from './clock.js';
 
+/**
+ * The resync backstop's timer, apart from the loop so its period, its next tick and its stop are
+ * tested with a fake clock alone. It only calls `onTick`; which keys to requeue is the caller's
+ * rule.
+ */
 export class ResyncTimer {
   #nextAtMs: number | undefined;
   readonly #done: Promise<void>;

@@ -8,6 +8,11 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 
+/**
+ * The admin check's answer, with the status and message the route sends as they are: 401 for a
+ * missing or wrong token, 403 for a client that may not POST at all, 415 for a loopback POST a
+ * browser form could have sent.
+ */
 export type AdminDecision =
   | { allowed: true }
   | { allowed: false; status: 401 | 403 | 415; message: string };

@@ -36,6 +36,11 @@ export interface CellsView {
   cellBody(key: ParentKey): Buffer | undefined;
 }
 
+/**
+ * The `CellsView` routes serve from: reads pass through to the registry, bodies are cached per
+ * registry version and filter (at most `MAX_CACHED_LIST_BODIES`), so a poll between changes costs
+ * no serialization.
+ */
 export class CellBodies implements CellsView {
   readonly #registry: CellRegistry;
   readonly #envelopeJson: string;

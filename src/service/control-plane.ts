@@ -101,6 +101,11 @@ export type CellResolution =
   | { kind: 'not-found' }
   | { kind: 'ambiguous'; namespaces: string[] };
 
+/**
+ * Everything a route may call, implemented by `PoolService`. Every read is synchronous or returns
+ * what is ready to serve, so a route handler never waits on the loop or the API server; the only
+ * writes are `enqueue` and `triggerRouting`.
+ */
 export interface ControlPlane {
   /** Shutdown has begun: responses close their connections so the server can close promptly. */
   readonly shuttingDown: boolean;

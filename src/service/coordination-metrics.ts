@@ -25,6 +25,10 @@ export interface SinkOperationCount {
   result: 'success' | 'error';
 }
 
+/**
+ * What the scrape-time gauges read; bound by the service once its leadership, bus and sinks exist,
+ * since the metrics are registered before them.
+ */
 export interface CoordinationMetricsBindings {
   leaseName: string;
   subscribers: () => number;
@@ -37,6 +41,11 @@ function targetKey(sink: string, target: string): string {
   return `${sink}\u0000${target}`;
 }
 
+/**
+ * The acting half's Prometheus series. Counters are fed as events happen (`observe` with each bus
+ * event, `sinkOperation` per call); gauges read their bindings at scrape time. Every series with a
+ * known label set starts at 0, so a rate is defined before the first event.
+ */
 export class CoordinationMetrics {
   readonly #masterStatus: Gauge<'name'>;
   readonly #transitions: Counter;

@@ -45,6 +45,10 @@ export const SSE_RETRY_MS = 2_000;
  */
 const STREAM_HIGH_WATER_MARK = 16_384;
 
+/**
+ * What the event streams are built from. The limits default to `DEFAULT_MAX_EVENT_STREAMS`,
+ * `SSE_MAX_CLIENT_BYTES` and the heartbeat constant above; the clock times the heartbeats.
+ */
 export interface EventStreamsOptions {
   bus: EventBus<ServiceEvent>;
   clock: Clock;

@@ -30,6 +30,10 @@ export type HealthFailureHook = (endpoint: string, check: string, reason: string
 /** The body of a failed single check: the status says it failed, the reason stays inside. */
 export const WITHHELD_SINGLE_CHECK_BODY = 'internal server error: reason withheld\n';
 
+/**
+ * One health answer as the route sends it: the status a probe acts on and the text body
+ * (controller-runtime's format); never a check's reason.
+ */
 export interface HealthResponse {
   status: 200 | 500;
   body: string;

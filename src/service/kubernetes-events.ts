@@ -18,6 +18,7 @@ export const CELL_EVENT_ACTION = 'Reconcile';
 /** The action of sink Events: the controller deployed to a target. */
 export const SINK_EVENT_ACTION = 'Deploy';
 
+/** Options of `KubernetesEvents`: where occurrences go, whom sink Events regard, who acts. */
 export interface KubernetesEventsOptions {
   record: (occurrence: EventOccurrence) => void;
   /** The controller's own pod; `undefined` outside a pod (no sink Events then). */
@@ -26,6 +27,10 @@ export interface KubernetesEventsOptions {
   acting: () => boolean;
 }
 
+/**
+ * Turns cell transitions and sink status changes into Event occurrences, on their edges only (a
+ * target failing again with the same error is no new fact), while this replica acts.
+ */
 export class KubernetesEvents {
   readonly #options: KubernetesEventsOptions;
   /** By `kind target`: the last error seen, for the failed ↔ recovered edges. */

@@ -36,6 +36,11 @@ export interface LeadershipHooks {
   onNewLeader(identity: string): void;
 }
 
+/**
+ * Who acts, as the service drives it: `run` for the life of the service, `view()` for `GET
+ * /api/v1/leader`, `healthy()` for `/healthz`. `LeaseLeadership` and `SoleLeadership` implement it,
+ * so the service never checks whether a Lease exists.
+ */
 export interface Leadership {
   readonly identity: string;
   view(): LeadershipView;
@@ -54,6 +59,10 @@ export function leaderIdentity(env: NodeJS.ProcessEnv = process.env): string {
   return `${base}_${randomBytes(5).toString('hex')}`;
 }
 
+/**
+ * A Lease leadership's settings: the lock, this replica's identity (`leaderIdentity()`) and the
+ * three elector durations (checked by the elector), plus the hooks the service acts on.
+ */
 export interface LeaseLeadershipOptions {
   lock: LeaseLock;
   identity: string;
@@ -133,6 +142,10 @@ export class LeaseLeadership implements Leadership {
   }
 }
 
+/**
+ * A sole leadership's settings: the identity it shows as leader and the reason there is no Lease,
+ * which it logs once, so a single replica without election says so.
+ */
 export interface SoleLeadershipOptions {
   identity: string;
   /** Why there is no Lease, for the log line that says so. */

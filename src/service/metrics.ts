@@ -58,6 +58,10 @@ export interface MetricsBindings {
   sourceKind: string;
 }
 
+/**
+ * What the service's metrics are built from; `controller` is the `controller` label of the
+ * controller-runtime series (default the product name).
+ */
 export interface ServiceMetricsOptions {
   /** The loop's clock: in-flight ages are computed on it. */
   clock: Clock;
@@ -69,6 +73,12 @@ export interface ServiceMetricsOptions {
   processMetrics?: boolean;
 }
 
+/**
+ * The service's Prometheus registry with controller-runtime's and client-go's workqueue series
+ * under their upstream names, so dashboards built for those work here. `instrumentation` is what
+ * the loop is given; the scrape-time gauges read their bindings (`bind`), set once the loop and the
+ * source exist.
+ */
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly instrumentation: LoopInstrumentation;

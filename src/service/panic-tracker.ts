@@ -20,12 +20,21 @@ export interface PanicEntry extends Omit<PoolCapacity, 'panic'> {
   since: string;
 }
 
+/**
+ * Where the tracker reports: `publish` receives each `pool.panic` event, `logger` the matching
+ * line; the wall clock stamps each entry's `since`.
+ */
 export interface PanicTrackerOptions {
   publish: (event: PoolPanicEvent) => void;
   logger: Logger;
   wallClock?: () => Date;
 }
 
+/**
+ * The memory of which pools were in panic at the last deploy, so entry and exit are each reported
+ * once. The routing controller feeds it each state it deploys (`observe`); the sinks status and the
+ * gauge read it.
+ */
 export class PanicTracker {
   readonly #publish: (event: PoolPanicEvent) => void;
   readonly #logger: Logger;

@@ -66,6 +66,12 @@ import { ServiceMetrics } from './metrics.js';
 import { RoutingController, retryCapMs } from './routing-controller.js';
 import { cellChangedEvent, type ServiceEvent, type WatchStateEvent } from './service-events.js';
 
+/**
+ * What the service is built from: the parsed flags in the shape the domain needs, plus the parts
+ * main chooses (the pod source, the leadership, the sinks) as factories, so tests build the same
+ * service with a simulated source and fake sinks. Every optional field defaults to what the flag's
+ * default means.
+ */
 export interface PoolServiceOptions {
   podSource: PodSource;
   sourceKind: SourceKind;
@@ -164,6 +170,12 @@ export interface SinkWiring {
 /** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
 export const WATCH_STATE_POLL_MS = 1_000;
 
+/**
+ * The running service: the wiring of source, loop, registry, leadership and routing, and the
+ * `ControlPlane` the HTTP routes read. Lifecycle, as main sequences it: `start()`; on SIGTERM
+ * `beginShutdown()` (readiness fails), `closeEventStreams()`, `stopActing()` (the Lease is
+ * released while reads are still served), then `stop()` once the listeners have closed.
+ */
 export class PoolService implements ControlPlane {
   readonly sourceKind: SourceKind;
   readonly buildInfo: BuildInfo = buildInfo();

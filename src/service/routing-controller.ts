@@ -68,6 +68,10 @@ export function retryCapMs(driftIntervalMs: number | null): number {
   );
 }
 
+/**
+ * What the routing controller is built from: the published cells and the sync gate it renders from,
+ * the sinks it deploys to, and the bus its coordinator's events go to.
+ */
 export interface RoutingControllerOptions {
   /** The published cells, read at render time. */
   cells: () => Iterable<RoutableCell>;
@@ -85,6 +89,12 @@ export interface RoutingControllerOptions {
   logger?: Logger;
 }
 
+/**
+ * The coordinator the leader acts through, with the service's rules around it: nothing is rendered
+ * before the cells have synced, a deploy that left changes pending is looked at again in
+ * `PENDING_RECHECK_MS`, a sink target's ended backoff begins a run, and the retry cap is
+ * `retryCapMs` rather than the library's.
+ */
 export class RoutingController {
   readonly #options: RoutingControllerOptions;
   readonly #coordinator: Coordinator<RoutingState>;

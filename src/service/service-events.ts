@@ -61,11 +61,19 @@ export interface WatchStateEvent {
   lastError?: string;
 }
 
+/**
+ * This replica began leading (`identity` is its own): from now until `leadership.lost`, its
+ * coordinator may write to the sinks.
+ */
 export interface LeadershipAcquiredEvent {
   type: 'leadership.acquired';
   identity: string;
 }
 
+/**
+ * This replica stopped leading (`identity` is its own): its term's signal has aborted, so its
+ * running reconciliation ends and its coordinator begins no new one until it leads again.
+ */
 export interface LeadershipLostEvent {
   type: 'leadership.lost';
   identity: string;
@@ -77,6 +85,11 @@ export interface LeaderChangedEvent {
   identity: string;
 }
 
+/**
+ * Every event the service publishes on its bus, as one union discriminated by `type`: what `GET
+ * /api/v1/events` streams (`SERVICE_EVENT_TYPES` lists the types), so a consumer can switch on
+ * `type` exhaustively.
+ */
 export type ServiceEvent =
   | CoordinatorEvent
   | SinkEvent

@@ -32,6 +32,10 @@ export const SNAPSHOT_SLICE_SIZE = 500;
 /** The namespace simulated pods live in unless `--namespace` names one. */
 export const DEFAULT_SIMULATED_NAMESPACE = 'default';
 
+/**
+ * What the simulated source is built from; every field has a default, so `new SimulatedPodSource()`
+ * plays the default story over the default pools on the real clock.
+ */
 export interface SimulatedPodSourceOptions {
   clock?: Clock;
   /** Epoch ms for pod timestamps and the stats' wall-clock fields. */
@@ -59,6 +63,11 @@ interface Counters {
   lastSyncAtMs?: number;
 }
 
+/**
+ * The `--source simulated` pod source: the same `PodSource` shape as the Kubernetes one, so the
+ * service cannot tell them apart except by `stats().source`. Benchmarks also use it without a story
+ * (`story: false`), growing the world with `addReadyCells` and loading the service with `relist()`.
+ */
 export class SimulatedPodSource implements PodSource {
   readonly source: Source<Pod>;
   readonly #world: SimulatedWorld;

@@ -9,12 +9,20 @@
  */
 import type { SimulatedPoolSpec, SimulatedWorld, WorldChange } from './simulated-world.js';
 
+/**
+ * One tick of the story: `run()` changes the world and returns the changes a watch would have
+ * carried, in order.
+ */
 export interface StoryStep {
   /** What happens, for the debug log and for tests to follow the story by name. */
   name: string;
   run(): WorldChange[];
 }
 
+/**
+ * The steps the source plays: `intro` once, then `cycle` for ever (the cycle ends where it began,
+ * so it can repeat).
+ */
 export interface Story {
   intro: StoryStep[];
   cycle: StoryStep[];

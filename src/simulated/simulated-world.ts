@@ -31,6 +31,10 @@ export interface SimulatedPoolSpec {
 /** The watch event type a change would arrive as, for the source's per-type counters. */
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
+/**
+ * One change to the world as the source delivers it: the event for the loop, and the watch type it
+ * would have arrived as, for the source's per-type counters.
+ */
 export interface WorldChange {
   type: WatchEventType;
   event: SourceEvent<Pod>;
@@ -56,6 +60,10 @@ interface SimPod {
   startedAt?: string;
 }
 
+/**
+ * What shapes the simulated pods: the labels and port name the service is configured with, so a
+ * simulated pod is read by exactly the rules a real one is.
+ */
 export interface SimulatedWorldOptions {
   labels: PoolLabels;
   namespace: string;
@@ -75,6 +83,12 @@ export function simulatedPodName(pool: string, group: number, worker: number): s
   return worker === 0 ? `${pool}-${group}` : `${pool}-${group}-${worker}`;
 }
 
+/**
+ * The mutable world behind the simulated source: kubelet-like operations (create a cell, start,
+ * become ready, restart a container, terminate, remove) that each return the watch events they
+ * cause. It holds compact records and renders a fresh `Pod` per event, since the store keeps what
+ * it is given.
+ */
 export class SimulatedWorld {
   readonly #pods = new Map<string, SimPod>();
   readonly #options: SimulatedWorldOptions;

@@ -48,21 +48,33 @@ import {
 } from './sink.js';
 import { TargetBackoff } from './target-backoff.js';
 
+/**
+ * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
+ */
 export const ENDPOINTSLICE_SINK = 'endpointslice' as const;
 /** The label that ties a slice to its Service. */
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** The label naming the controller that owns a slice; the endpointslice controller skips others. */
 export const MANAGED_BY_LABEL = 'endpointslice.kubernetes.io/managed-by';
+/**
+ * The value of `MANAGED_BY_LABEL` on every slice this controller writes, and the label selector of
+ * its LIST: slices carrying it are the ones it may change and delete.
+ */
 export const MANAGED_BY = 'pool-controller';
 /**
  * Appended to a pool's name to name its EndpointSlices' Service: LeaderWorkerSet already creates
- * a headless Service under the pool's own name, which must never be taken over.
+ * a headless Service under the pool's own name, which must never be taken over; `-alive` says
+ * what this one selects. The flag's default (`--endpointslice-service-suffix`) is this constant.
  */
 export const DEFAULT_SERVICE_SUFFIX = '-alive';
 /** Object names here must also be valid label values and DNS labels: 63 characters. */
 const MAX_NAME_LENGTH = 63;
 const DNS_1035_LABEL = /^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
 
+/**
+ * The API calls this sink makes, as the `operation` label of
+ * `pool_controller_sink_operations_total`.
+ */
 export type EndpointSliceOperation = 'list' | 'apply' | 'delete';
 
 /** One API call, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
@@ -74,6 +86,11 @@ export interface EndpointSliceOperationRecord {
   result: 'success' | 'error';
 }
 
+/**
+ * What the sink is built from. `api` is the only way it reaches the cluster (tests give it a fake
+ * API server through the real client); `namespace` must be the namespace the source watches, since
+ * the slices it owns are listed there.
+ */
 export interface EndpointSliceSinkOptions {
   api: EndpointSliceApi;
   /** The watched namespace, whose managed slices are listed; `undefined` lists all namespaces. */
@@ -241,6 +258,11 @@ function diff(from: string[], to: string[]): { added: string[]; removed: string[
   };
 }
 
+/**
+ * The `Sink` that publishes alive cells as EndpointSlices (see the module comment). Per slice it
+ * keeps what it desired and last listed, for `status()`; each slice and each namespace's LIST has
+ * its own backoff, so one refused slice never holds back the others.
+ */
 export class EndpointSliceSink implements Sink {
   readonly kind = ENDPOINTSLICE_SINK;
   readonly #api: EndpointSliceApi;

@@ -7,12 +7,20 @@
 import type { Logger } from '../runtime/logger.js';
 import type { SinkEvent, SinkKind } from './sink.js';
 
+/**
+ * Who reports: the sink's kind names the log line and the event; `publish` is absent when the sink
+ * was built without a bus.
+ */
 export interface ObservedDiffOptions {
   kind: SinkKind;
   logger: Logger;
   publish: ((event: SinkEvent) => void) | undefined;
 }
 
+/**
+ * Both sinks' observe-mode reporter, one per sink, so "report a diff only when it changed" is
+ * written once. It holds one entry per target, kept for the sink's lifetime.
+ */
 export class ObservedDiff {
   readonly #kind: SinkKind;
   readonly #logger: Logger;

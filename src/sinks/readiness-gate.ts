@@ -42,6 +42,7 @@ import {
 } from './sink.js';
 import { TargetBackoff } from './target-backoff.js';
 
+/** The gate's sink kind, as `/api/v1/sinks` and the sink metrics label it. */
 export const READINESS_GATE_SINK = 'readiness-gate' as const;
 
 /**
@@ -69,6 +70,7 @@ export interface ReadinessGateOperationRecord {
   result: 'success' | 'error';
 }
 
+/** Options of `ReadinessGateSink`: the API, the condition type, and reads of cells and pods. */
 export interface ReadinessGateSinkOptions {
   api: PodConditionApi;
   /** The condition type pods name in `spec.readinessGates` (`--cell-readiness-gate-condition`). */
@@ -137,6 +139,10 @@ function sameCondition(actual: PodCondition | undefined, want: GateCondition): b
   );
 }
 
+/**
+ * The cell readiness gate as a sink (see the header): the coordinator's one pipeline drives it,
+ * so it writes only as the leader, only after a render, and backs off per pod like any target.
+ */
 export class ReadinessGateSink implements Sink {
   readonly kind = READINESS_GATE_SINK;
   readonly #options: ReadinessGateSinkOptions;

@@ -82,11 +82,21 @@ export interface RouterWorkerDetail {
   job?: { type?: string; status?: string };
 }
 
+/**
+ * How a `POST /workers` ended when the router took it. Both results are a success for the sink;
+ * `id`, when the router gave one, is what lets the sink follow a pending add with `GET
+ * /workers/{id}`.
+ */
 export type AddResult =
   | { result: 'accepted'; id?: string }
   /** 409: the URL is already registered or being added (smg 1.13); `id` when the router named it. */
   | { result: 'exists'; id?: string };
 
+/**
+ * Every failure of a router call (transport, timeout, size, status, unreadable answer), with a
+ * message naming the call and never the API key: the sink reports it as the target's `lastError`
+ * and in `sink.failed` as it is.
+ */
 export class RouterRequestError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -94,6 +104,10 @@ export class RouterRequestError extends Error {
   }
 }
 
+/**
+ * One router's connection settings; the sink builds one client per target, all with the same key
+ * and timeout.
+ */
 export interface SglangRouterClientOptions {
   /** The router's base URL, e.g. `http://router:30000`. */
   url: string;
@@ -111,6 +125,11 @@ function text(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/**
+ * One router's worker API as typed calls: the sink decides what to call, this class only sends it,
+ * bounds it and reads the answer leniently (smg and sglang-router spell some fields differently).
+ * `url` is the base URL without trailing slashes, the target's identity in status and metrics.
+ */
 export class SglangRouterClient {
   readonly url: string;
   readonly #apiKey: string | undefined;

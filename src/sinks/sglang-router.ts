@@ -60,10 +60,17 @@ import {
 } from './sink.js';
 import { TargetBackoff } from './target-backoff.js';
 
+/**
+ * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
+ */
 export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
 
 /** `--sglang-router-ownership` values. */
 export type RouterOwnershipMode = SinkOwnership['mode'];
+/**
+ * Every `RouterOwnershipMode`, in the order `--sglang-router-ownership` lists them; the flag's help
+ * and parser read this list.
+ */
 export const ROUTER_OWNERSHIP_MODES: readonly RouterOwnershipMode[] = ['managed', 'all'];
 /**
  * `managed`: a controller that removes workers it did not add breaks whatever added them (a
@@ -72,6 +79,10 @@ export const ROUTER_OWNERSHIP_MODES: readonly RouterOwnershipMode[] = ['managed'
 export const DEFAULT_ROUTER_OWNERSHIP: RouterOwnershipMode = 'managed';
 /** The label every worker this sink adds carries: Kubernetes' own key for "who manages this". */
 export const WORKER_MARK_LABEL = 'app.kubernetes.io/managed-by';
+/**
+ * The value of `WORKER_MARK_LABEL` this sink sets and, under `managed` ownership, the only one
+ * whose workers it removes.
+ */
 export const WORKER_MARK_VALUE = 'pool-controller';
 
 /** A prefill/decode router's pool: its cells are registered as workers of this type. */
@@ -111,6 +122,11 @@ export function routerTargetClash(
   return undefined;
 }
 
+/**
+ * The router calls this sink makes, as the `operation` label of
+ * `pool_controller_sink_operations_total`: `check` is the `GET /workers/{id}` that follows an add
+ * still pending.
+ */
 export type SinkOperation = 'list' | 'check' | 'add' | 'remove';
 
 /** One HTTP call to a target, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
@@ -121,6 +137,11 @@ export interface SinkOperationRecord {
   result: 'success' | 'error';
 }
 
+/**
+ * What the sink is built from. `targets` must be free of clashes (`routerTargetClash`): the
+ * config refuses one at start and the constructor throws on one, since two targets owning one
+ * router's list would undo each other's work on every run.
+ */
 export interface SglangRouterSinkOptions {
   targets: readonly SglangRouterTarget[];
   /** Sent to every router as `Authorization: Bearer <key>`; never logged. */
@@ -233,6 +254,11 @@ function sliceUrls(target: TargetState, workers: readonly RouterWorker[]): strin
   return [...new Set(workers.filter((w) => ofTarget(target, w)).map((w) => w.url))].sort();
 }
 
+/**
+ * The `Sink` that keeps SGLang routers' worker lists equal to their pools' alive cells (see the
+ * module comment). It remembers between runs what only it can know: adds still pending, the URLs it
+ * added to a router that keeps no marks, and each router's backoff.
+ */
 export class SglangRouterSink implements Sink {
   readonly kind = SGLANG_ROUTER_SINK;
   readonly #targets: Map<string, TargetState>;

@@ -16,6 +16,10 @@ export type SinkKind = 'sglang-router' | 'endpointslice' | 'readiness-gate';
  * computes what `apply` would add and remove, reports it, and never writes.
  */
 export type SinkMode = 'apply' | 'observe';
+/**
+ * Every `SinkMode`, in the order `--sink-mode` lists them: the flag's help and its parser read this
+ * list, so a new mode cannot be accepted by one and missed by the other.
+ */
 export const SINK_MODES: readonly SinkMode[] = ['apply', 'observe'];
 /** Writing is what a sink is for; a dry run is asked for. */
 export const DEFAULT_SINK_MODE: SinkMode = 'apply';
@@ -111,6 +115,11 @@ export interface SinkObservation {
   wouldRemove: string[];
 }
 
+/**
+ * What sinks publish on the service's bus: a change made, a failure, or (observe mode) a change
+ * that would be made. Part of `ServiceEvent`, so the event stream's `types` filter and the status
+ * page name these `type`s.
+ */
 export type SinkEvent = SinkChange | SinkFailure | SinkObservation;
 
 /** The error of a target `apply` did not call because its backoff holds it. */
@@ -134,6 +143,12 @@ export class SinkApplyError extends Error {
   }
 }
 
+/**
+ * What the coordinator's deploy phase calls: each sink owns its targets' state between runs and is
+ * never called concurrently (the coordinator runs one reconciliation at a time). `status()` and
+ * `nextAttemptAtMs()` are synchronous reads for the control plane and the routing controller,
+ * served from what the last `apply` learnt.
+ */
 export interface Sink {
   readonly kind: SinkKind;
   /**

@@ -21,6 +21,10 @@ export const DEFAULT_SINK_BACKOFF_BASE_MS = 1_000;
  */
 export const DEFAULT_SINK_BACKOFF_MAX_MS = 60_000;
 
+/**
+ * The delays of one sink's targets; both are checked at construction (positive, finite, cap at
+ * least the base), so a sink cannot be built to hot-loop.
+ */
 export interface TargetBackoffOptions {
   baseMs?: number;
   maxMs?: number;
@@ -32,6 +36,11 @@ interface Held {
   dueAtMs: number;
 }
 
+/**
+ * Per-target failure streaks of one sink, keyed by whatever names a target there (a router URL, a
+ * slice). It only answers "may this be called now, and when next"; the sink decides what a
+ * failure is and passes the earliest time on through its own `nextAttemptAtMs()`.
+ */
 export class TargetBackoff<K> {
   readonly #baseMs: number;
   readonly #maxMs: number;

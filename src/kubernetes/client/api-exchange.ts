@@ -4,7 +4,7 @@
  * over the connection's kept-alive agent (./connection.ts), and sends a GET again, once, when the
  * reused connection it was given had just been closed by the server. Reading the
  * body, and what a status or an error means, stay with the callers: ./api-request.ts reads a
- * bounded body (Lease, EndpointSlice), ./http-pod-api.ts streams LIST pages and watches.
+ * bounded body (Lease, EndpointSlice), ../resources/http-pod-api.ts streams LIST pages and watches.
  */
 import http, {
   type ClientRequest,
@@ -34,6 +34,11 @@ function failedOnStaleConnection(request: { reusedSocket?: boolean }, error: unk
   return request.reusedSocket === true && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
+/**
+ * One request as the shared exchange sends it, before any caller's policy: the body is already
+ * encoded (JSON or not) and every header is the caller's, since only the caller knows its content
+ * type and what it accepts.
+ */
 export interface ApiExchangeOptions {
   method: string;
   /** Below the server's base URL, with an optional `?query`. */

@@ -6,8 +6,9 @@
  * import inside `loadApiConnection`), so the runtime, the pool domain and every test that uses a
  * fake API load without it. client-node is used for what it is good at — kubeconfig, in-cluster
  * service accounts, exec/OIDC/token-file auth, TLS — while the requests themselves go over plain
- * `node:http(s)` (./api-exchange.ts, for ./http-pod-api.ts and ./api-request.ts), so the callers
- * control bytes, decoding and closing, over connections kept alive here (`sharedAgentCache`).
+ * `node:http(s)` (./api-exchange.ts, for ../resources/http-pod-api.ts and ./api-request.ts), so the
+ * callers control bytes, decoding and closing, over connections kept alive here
+ * (`sharedAgentCache`).
  *
  * In a build, client-node's `KubeConfig` is loaded from dist/vendor/client-node-kubeconfig.js, the
  * same pinned package bundled into one file by scripts/bundle-client-node.mjs at build time: the

@@ -24,6 +24,13 @@ export class RequestReleasedError extends Error {
   }
 }
 
+/**
+ * A per-request signal that aborts after `idleMs` without a byte: the owner calls `touch()` on
+ * every chunk and `release()` when done, which aborts the signal with `RequestReleasedError` (so
+ * anything still open closes) and unlinks it from the parent signal, so a long-lived parent does
+ * not collect listeners. `timedOut` tells the watchdog's abort from the others, so the caller can
+ * word the failure and choose the retry.
+ */
 export class IdleWatchdog {
   readonly #controller = new AbortController();
   readonly #clock: Clock;

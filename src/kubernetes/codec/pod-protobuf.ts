@@ -1,8 +1,8 @@
 /**
  * Kubernetes' protobuf encoding of pods, lists of pods, watch events and `Status`, decoded into the
- * same plain values the JSON encoding gives (only the fields ./pod.ts reads), so one schema,
- * `podWireSchema`, validates both: the encoding is a transport detail, never a second source of
- * truth about what a pod is.
+ * same plain values the JSON encoding gives (only the fields ../../model/pod.ts reads), so one
+ * schema, `podWireSchema`, validates both: the encoding is a transport detail, never a second
+ * source of truth about what a pod is.
  *
  * Why protobuf at all: it is what client-go's typed clients ask for, and on a real API server it
  * is several times cheaper to produce and to read than JSON (the server encodes 10,000 pods as JSON
@@ -442,7 +442,7 @@ function readPodStatus(reader: ProtobufReader): Json {
   return out;
 }
 
-/** A core/v1 `Pod` message (no envelope) as its JSON fields that ./pod.ts reads. */
+/** A core/v1 `Pod` message (no envelope) as its JSON fields that ../../model/pod.ts reads. */
 function readPod(reader: ProtobufReader): Json {
   const out: Json = {};
   while (reader.more()) {
@@ -456,7 +456,10 @@ function readPod(reader: ProtobufReader): Json {
   return out;
 }
 
-/** A meta/v1 `Status` message (no envelope) as its JSON form, for ./api-errors.ts `readStatus`. */
+/**
+ * A meta/v1 `Status` message (no envelope) as its JSON form, for ../client/api-errors.ts
+ * `readStatus`.
+ */
 function readStatusMessage(reader: ProtobufReader): Json {
   const out: Json = { kind: 'Status', apiVersion: 'v1', metadata: {} };
   while (reader.more()) {
@@ -511,8 +514,8 @@ function readStatusDetails(reader: ProtobufReader): Json {
 }
 
 /**
- * One enveloped object as its JSON form: a Pod (fields ./pod.ts reads) or a Status; any other
- * kind as just `{kind, apiVersion}`, which the pod schema then rejects by name.
+ * One enveloped object as its JSON form: a Pod (fields ../../model/pod.ts reads) or a Status; any
+ * other kind as just `{kind, apiVersion}`, which the pod schema then rejects by name.
  */
 function readEnveloped(bytes: Uint8Array, start?: number, end?: number): Json {
   const envelope = openEnvelope(bytes, start, end);
@@ -530,7 +533,7 @@ export function decodeProtobufObject(bytes: Uint8Array): Json {
 
 /**
  * A `PodList` page as its JSON form: `{metadata: {resourceVersion, continue}, items}`, each item
- * the fields ./pod.ts reads. A body of another kind is an error naming the kind.
+ * the fields ../../model/pod.ts reads. A body of another kind is an error naming the kind.
  */
 export function decodeProtobufPodList(bytes: Uint8Array): Json {
   const envelope = openEnvelope(bytes);
@@ -571,7 +574,8 @@ function readListMeta(reader: ProtobufReader): Json {
 /**
  * The continue token of a protobuf `PodList` page, read from its head only (the list's metadata
  * is its first field, written before any item; the head may be all that has arrived), or
- * undefined: the prefetch hint ./http-pod-api.ts checks against the decoded page. Never throws.
+ * undefined: the prefetch hint ../resources/http-pod-api.ts checks against the decoded page. Never
+ * throws.
  */
 export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined {
   try {

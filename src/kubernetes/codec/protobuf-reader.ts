@@ -16,8 +16,14 @@ export class ProtobufDecodeError extends Error {
 
 /** Wire types (the low three bits of a field's tag). */
 export const WIRE_VARINT = 0;
+/** A 64-bit fixed-width field (`fixed64`, `double`): eight bytes, skipped by the Pod reader. */
 export const WIRE_FIXED64 = 1;
+/**
+ * A varint length, then that many bytes: strings, bytes, nested messages and packed repeated
+ * fields.
+ */
 export const WIRE_LENGTH_DELIMITED = 2;
+/** A 32-bit fixed-width field (`fixed32`, `float`): four bytes, skipped by the Pod reader. */
 export const WIRE_FIXED32 = 5;
 
 const TWO_POW_32 = 2 ** 32;

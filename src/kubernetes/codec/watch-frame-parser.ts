@@ -1,7 +1,8 @@
 /**
  * Reads one watch frame into what it means for the reflector: a change to publish, a cursor to
- * move to, something to ignore, or a failure for ./reflector-failure.ts to classify. Pure, so the
- * cursor rules (bookmarks, frames without a version, unknown types) are tested row by row.
+ * move to, something to ignore, or a failure for ../reflector/reflector-failure.ts to classify.
+ * Pure, so the cursor rules (bookmarks, frames without a version, unknown types) are tested row by
+ * row.
  */
 
 import { MalformedPodError, type Pod, parsePod, podKey } from '../../model/pod.js';
@@ -16,6 +17,11 @@ export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 /** The stats key for frames of any other type, or none: bounded, whatever a server sends. */
 export const OTHER_FRAME_TYPE = 'OTHER';
 
+/**
+ * What one frame means, as a closed union the reflector switches on. Every kind but `failure` may
+ * carry the frame's `resourceVersion`, since a frame the reflector does not apply can still move
+ * its cursor; `type` is the frame's own type, for the per-type stats.
+ */
 export type FrameReading =
   /** `resourceVersion` absent: the frame is applied but the cursor stays where it was. */
   | { kind: 'change'; type: ChangeType; event: SourceEvent<Pod>; resourceVersion?: string }
@@ -59,6 +65,12 @@ export function frameTypeKey(type: string): string {
     : OTHER_FRAME_TYPE;
 }
 
+/**
+ * Reads one decoded frame without trusting its shape: a frame that is not an object, has no type or
+ * holds an unreadable pod becomes a `failure` reading (with the version, when it had one, so the
+ * cursor can skip it), never a throw. Only an unexpected error from the pod parser itself
+ * propagates.
+ */
 export function readFrame(frame: WatchFrame): FrameReading {
   if (frame.kind === 'garbled') {
     return {

@@ -252,7 +252,8 @@ export class WorkerPodSource {
     this.#open.delete(stream);
     if (stream.latest) this.#finished = foldReflectorStats(this.#finished, stream.latest);
     if (error !== undefined && !stream.closeRequested) {
-      // Redacted: the text crossed from the worker and may quote a kubeconfig (./safe-error.ts).
+      // Redacted: the text crossed from the worker and may quote a kubeconfig
+      // (../client/safe-error.ts).
       const message = safeErrorMessage(error);
       this.#finished = { ...this.#finished, lastError: `reflector worker failed: ${message}` };
       this.#logger.error({ error: message }, 'reflector worker stream failed');

@@ -30,6 +30,11 @@ export interface StreamPort {
   close(): void;
 }
 
+/**
+ * What one stream is built from: the worker's port and task (created by the source, which owns the
+ * piscina pool), the bound on events buffered for a slow consumer (past it the stream fails, and
+ * the reopen relists), and how long a close waits for the worker before terminating the task.
+ */
 export interface WorkerEventStreamOptions {
   port: StreamPort;
   /** The reflector task: settles when the worker ends the stream, rejects if the worker dies. */
@@ -49,6 +54,12 @@ export class WorkerStreamError extends Error {
   override readonly name = 'WorkerStreamError';
 }
 
+/**
+ * The async iterator the source driver reads one worker-backed stream through. It reassembles a
+ * `replace` from its chunks (checking the announced count), decodes the JSON batches, and turns a
+ * worker that ended, died or fell behind into a `WorkerStreamError`, so the driver's ordinary
+ * reopen handles every way a stream can end.
+ */
 export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #port: StreamPort;
   readonly #abortTask: () => void;

@@ -1,7 +1,8 @@
 /**
  * The messages between the reflector's worker thread and the main thread, one `MessagePort` per
- * stream. Plain data only (structured clone), and kept small: events carry the trimmed Pod view,
- * never the API server's objects.
+ * stream. Plain data only, and kept small: pods and events travel as JSON text in transferred
+ * buffers (`JsonBytes`), carrying the trimmed Pod view, never the API server's objects; stats, log
+ * lines and the control messages are structured-cloned.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';
@@ -42,9 +43,10 @@ export interface ReflectorTask {
 export type ChangeEvent = Exclude<SourceEvent<Pod>, { type: 'replace' }>;
 
 /**
- * The levels a worker forwards to the main thread's logger: the four the reflector uses. Not the
- * service's `LogLevel` (`--log-level`, which adds fatal, trace and silent): the main thread's
- * logger applies that filter to what arrives.
+ * The levels a worker's log message may carry: the main thread writes each through its own pino
+ * logger, so worker lines share the process's level, format and redaction. Not the service's
+ * `LogLevel` (`--log-level`, which adds fatal, trace and silent): the main thread's logger
+ * applies that filter to what arrives.
  */
 export type WorkerLogLevel = 'debug' | 'info' | 'warn' | 'error';
 

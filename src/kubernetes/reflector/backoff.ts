@@ -41,6 +41,11 @@ export const DEFAULT_UNANSWERED_MIN_MS = 1_000;
  */
 export const DEFAULT_UNANSWERED_MAX_MS = 2_000;
 
+/**
+ * The retry policy's numbers. Partial options fill in from `defaultBackoffOptions`, and the
+ * constructor refuses a combination that could never work (a zero or inverted range, a negative
+ * jitter).
+ */
 export interface BackoffOptions {
   /** First wait after an answered failure; doubles per further one. */
   initialMs: number;
@@ -55,6 +60,10 @@ export interface BackoffOptions {
   random: () => number;
 }
 
+/**
+ * The defaults every reflector stream uses (the constants above), gathered so a test can override
+ * one field and keep the rest.
+ */
 export const defaultBackoffOptions: BackoffOptions = {
   initialMs: DEFAULT_BACKOFF_INITIAL_MS,
   maxMs: DEFAULT_BACKOFF_MAX_MS,

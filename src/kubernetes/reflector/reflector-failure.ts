@@ -66,6 +66,11 @@ export interface FailureContext {
   cursorProven?: boolean;
 }
 
+/**
+ * What the reflector does about one classified failure: the classification is a pure table (failure
+ * and context in, action out), so each rule is one tested row and the reflector's loop only carries
+ * actions out.
+ */
 export type ReflectorAction =
   /** Log the frame, drop it, and move the cursor past it. */
   | { kind: 'skip'; advanceTo: string }
@@ -95,7 +100,7 @@ function backoff(status?: ApiStatus): Wait {
 
 /**
  * client-go's `IsResourceExpired`: the version (a cursor, or a LIST's continue token) was compacted
- * away. The pager's fallback to one unpaged LIST (./http-pod-api.ts) asks this too.
+ * away. The pager's fallback to one unpaged LIST (../resources/http-pod-api.ts) asks this too.
  */
 export function isExpiredStatus(status: ApiStatus): boolean {
   return (
@@ -185,7 +190,7 @@ export function classifyFailure(
 
 /**
  * One line for logs and `PodSourceStats.lastError`, which `GET /api/v1/reflector` serves: redacted
- * (./safe-error.ts), since a proxy's error body or a transport error may quote credentials.
+ * (../client/safe-error.ts), since a proxy's error body or a transport error may quote credentials.
  */
 export function describeFailure(failure: ReflectorFailure): string {
   return redactSecrets(describeRaw(failure));

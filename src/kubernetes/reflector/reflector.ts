@@ -18,8 +18,9 @@
  *   the streak. A cursor that expires after a WATCH proved it live is relisted at once.
  * - WATCHes ask for bookmarks (the adapter sets `allowWatchBookmarks`); a bookmark only moves the
  *   cursor, so a quiet watch resumes near the present instead of from an expiring version.
- * - `stats().healthy` is `PodSourceStats.healthy` (./pod-source-stats.ts has the one definition):
- *   a WATCH that proved itself, or a synced stream recovering with progress for under 30 s.
+ * - `stats().healthy` is `PodSourceStats.healthy` (../../model/pod-source-stats.ts has the one
+ *   definition): a WATCH that proved itself, or a synced stream recovering with progress for
+ *   under 30 s.
  */
 
 import { type Pod, podKey } from '../../model/pod.js';

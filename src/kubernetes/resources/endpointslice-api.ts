@@ -2,11 +2,11 @@
  * discovery.k8s.io/v1 EndpointSlices: LIST by label selector (one namespace or all), server-side
  * apply of one slice, DELETE of one slice with a uid precondition.
  *
- * Requests go over plain `node:http(s)` (./api-request.ts) with the connection ./connection.ts
- * builds from client-node's kubeconfig handling (auth, TLS), as the Lease lock does. Every request has a
- * bounded timeout and honours the caller's signal. Errors name the verb, the object and the
- * server's `Status` (reason and message), never a request header, so a bearer token cannot leak
- * into a log line or an event.
+ * Requests go over plain `node:http(s)` (../client/api-request.ts) with the connection
+ * ../client/connection.ts builds from client-node's kubeconfig handling (auth, TLS), as the Lease
+ * lock does. Every request has a bounded timeout and honours the caller's signal. Errors name the
+ * verb, the object and the server's `Status` (reason and message), never a request header, so a
+ * bearer token cannot leak into a log line or an event.
  */
 import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';
@@ -33,8 +33,18 @@ export const ENDPOINTSLICE_LIST_PAGE_SIZE = 500;
 /** A page of 500 slices of a few KiB each fits easily; anything bigger is refused, not buffered. */
 export const ENDPOINTSLICE_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The slice's `addressType`, immutable once the slice exists: changing it means deleting the slice
+ * and creating it again, which the sink does. `FQDN` is read (a listed slice may be one) but never
+ * written.
+ */
 export type EndpointSliceAddressType = 'IPv4' | 'IPv6' | 'FQDN';
 
+/**
+ * One endpoint of a slice. The sink writes `addresses` (one IP each) and `conditions`; the index
+ * signature keeps every other field of a listed endpoint as read, so the comparison with the
+ * desired slice sees what the server really holds.
+ */
 export interface EndpointSliceEndpoint {
   addresses: string[];
   conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean };
@@ -43,6 +53,10 @@ export interface EndpointSliceEndpoint {
   [field: string]: unknown;
 }
 
+/**
+ * One port of a slice, as the API spells it; every field is optional there (a port without `port`
+ * means all ports), and a listed slice's ports are kept as read for the comparison.
+ */
 export interface EndpointSlicePort {
   name?: string;
   port?: number;
@@ -107,6 +121,10 @@ export class MalformedEndpointSliceError extends Error {
   override readonly name = 'MalformedEndpointSliceError';
 }
 
+/**
+ * What the real API is built from: an already loaded connection (`connectEndpointSliceApi` loads
+ * one from the cluster options), and the per-request bound in time.
+ */
 export interface KubernetesEndpointSliceApiOptions {
   connection: ApiConnection;
   /** Per request, the answer's body included; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
@@ -115,6 +133,12 @@ export interface KubernetesEndpointSliceApiOptions {
   clock?: Clock;
 }
 
+/**
+ * The `EndpointSliceApi` over the cluster's HTTP API: paged LIST, server-side apply and a
+ * uid-guarded DELETE, each bounded in time and size, each failure an `EndpointSliceApiError` naming
+ * the verb, the slice and the server's Status. Unit tests run it against a fake HTTP server, so the
+ * requests it sends are what is tested.
+ */
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
   readonly #connection: ApiConnection;
   readonly #timeoutMs: number;

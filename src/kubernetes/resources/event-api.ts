@@ -46,6 +46,10 @@ export interface KubernetesEvent {
   type: 'Normal' | 'Warning';
 }
 
+/**
+ * The two writes the recorder needs (a new Event, a series update), so the recorder's bounds and
+ * timing are tested against a fake without an API server.
+ */
 export interface EventApi {
   create(event: KubernetesEvent, signal: AbortSignal): Promise<void>;
   /** Rejects with `EventApiError` of status 404 when the Event is gone (expired, deleted). */
@@ -57,6 +61,7 @@ export interface EventApi {
   ): Promise<void>;
 }
 
+/** The API server refused an Event write; the recorder reads `statusCode` (404: re-create). */
 export class EventApiError extends Error {
   override readonly name = 'EventApiError';
   constructor(
@@ -72,16 +77,22 @@ export class EventApiError extends Error {
   }
 }
 
+/** A 2xx answer that is not an Event: a proxy or a broken server, never retried as success. */
 export class MalformedEventAnswerError extends Error {
   override readonly name = 'MalformedEventAnswerError';
 }
 
+/** Options of `KubernetesEventApi`: the connection, and each request's bound in time. */
 export interface KubernetesEventApiOptions {
   connection: ApiConnection;
   timeoutMs?: number;
   clock?: Clock;
 }
 
+/**
+ * `EventApi` over events.k8s.io/v1: POST to create, merge PATCH of `series` to count a repeat.
+ * Every request is bounded in time and body, as the other resource calls are.
+ */
 export class KubernetesEventApi implements EventApi {
   readonly #connection: ApiConnection;
   readonly #timeoutMs: number;

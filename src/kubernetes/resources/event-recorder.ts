@@ -47,13 +47,16 @@ export const MAX_EVENT_BUCKETS = 4_096;
 export const MAX_EVENT_WRITE_ATTEMPTS = 5;
 /** The first retry waits this long, doubling. */
 export const EVENT_RETRY_BASE_MS = 1_000;
-/** The Kubernetes limits on an Event's texts (note in bytes). */
+/** The Kubernetes limits on an Event's texts (note in bytes): the API server refuses longer. */
 export const MAX_EVENT_NOTE_BYTES = 1_024;
+/** The API server's limit on `reason`. */
 export const MAX_EVENT_REASON_LENGTH = 128;
+/** The API server's limit on `reportingInstance`. */
 export const MAX_EVENT_INSTANCE_LENGTH = 128;
 /** An object name is a DNS subdomain of at most 253 characters. */
 const MAX_NAME_LENGTH = 253;
 
+/** Why an occurrence never became a write: the label of `..._kubernetes_events_dropped_total`. */
 export type EventDropCause = 'rate_limited' | 'queue_full' | 'failed';
 
 /** One occurrence, as the caller records it. */
@@ -65,6 +68,7 @@ export interface EventOccurrence {
   note: string;
 }
 
+/** Options of `EventRecorder`; `maxPending` defaults to MAX_PENDING_EVENTS. */
 export interface EventRecorderOptions {
   api: EventApi;
   /** `reportingController`: a qualified name. */
@@ -117,6 +121,11 @@ function boundBytes(text: string, maxBytes: number): string {
   return `${out}…`;
 }
 
+/**
+ * Records occurrences without ever blocking or throwing, and writes them in the background under
+ * the three bounds of this file's header: a caller on the reconcile path can report every
+ * transition, and a dead API server costs at most `maxPending` queued writes.
+ */
 export class EventRecorder {
   readonly #options: EventRecorderOptions;
   readonly #clock: Clock;

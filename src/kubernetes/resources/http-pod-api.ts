@@ -1,6 +1,6 @@
 /**
  * LIST and WATCH for pods over plain `node:http(s)`, given a connection (server URL plus auth/TLS
- * options) that ./connection.ts builds from client-node's kubeconfig handling.
+ * options) that ../client/connection.ts builds from client-node's kubeconfig handling.
  *
  * Raw requests rather than client-node's typed client and `Watch` class, because the reflector has
  * to own the bytes: counting them, noticing when they stop, decoding JSON in the worker thread
@@ -106,6 +106,12 @@ interface PageBody {
   protobuf: boolean;
 }
 
+/**
+ * The reflector's `PodApi` over raw HTTP, in the worker thread: it owns the bytes (counted,
+ * watched for silence, decoded as JSON or protobuf as the server chose) and releases its
+ * connection on every path. Built by `connectPodApi` from the cluster options; the e2e tests
+ * build it on a connection of their own to compare the two encodings.
+ */
 export class HttpPodApi implements PodApi {
   readonly #connection: ApiConnection;
   readonly #accept: string;
@@ -387,7 +393,10 @@ function readListItem(item: unknown, index: number): Pod {
   }
 }
 
-/** A protobuf error body as the object ./api-errors.ts reads; undefined when it does not decode. */
+/**
+ * A protobuf error body as the object ../client/api-errors.ts reads; undefined when it does not
+ * decode.
+ */
 function decodeStatus(raw: Buffer): unknown {
   try {
     return decodeProtobufObject(raw);

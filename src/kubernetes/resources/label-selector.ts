@@ -17,6 +17,10 @@
 
 export type SelectorOperator = 'exists' | '!' | '=' | '==' | '!=' | 'in' | 'notin' | '>' | '<';
 
+/**
+ * One parsed requirement, as apimachinery's `labels.Requirement` holds it: the parser returns these
+ * so callers (and tests) can see how a selector was read, not only whether it was accepted.
+ */
 export interface SelectorRequirement {
   key: string;
   operator: SelectorOperator;

@@ -7,9 +7,9 @@
  * object it saw and replaces only the spec fields leader election owns, so labels, annotations and
  * newer spec fields (`strategy`, `preferredHolder`) set by others survive an update.
  *
- * Requests go over plain `node:http(s)` (./api-request.ts, shared with the EndpointSlice API) with
- * the connection ./connection.ts builds from client-node's kubeconfig handling (auth, TLS);
- * `connectLeaseLock` is the one place that obtains that connection.
+ * Requests go over plain `node:http(s)` (../client/api-request.ts, shared with the EndpointSlice
+ * API) with the connection ../client/connection.ts builds from client-node's kubeconfig handling
+ * (auth, TLS); `connectLeaseLock` is the one place that obtains that connection.
  */
 
 import {
@@ -43,8 +43,12 @@ export const LEASE_MAX_RESPONSE_BYTES = 1024 * 1024;
  */
 export const DEFAULT_LEASE_REQUEST_TIMEOUT_MS = 5_000;
 
+/**
+ * Which Lease the lock holds, and over which connection; both names are required and checked at
+ * construction, since an empty one would only fail at the first request.
+ */
 export interface KubernetesLeaseLockOptions {
-  /** Where and how requests go (./connection.ts's `loadApiConnection`). */
+  /** Where and how requests go (../client/connection.ts's `loadApiConnection`). */
   connection: ApiConnection;
   namespace: string;
   name: string;
@@ -73,6 +77,12 @@ export class MalformedLeaseError extends Error {
 
 type JsonObject = Record<string, unknown>;
 
+/**
+ * The `LeaseLock` the leader elector uses against a real cluster. It remembers the last Lease it
+ * read or wrote, so an update carries the object's metadata and the fields it does not own; a 409
+ * becomes `LeaseConflictError`, which the elector reads as "someone else wrote first", not as a
+ * failure.
+ */
 export class KubernetesLeaseLock implements LeaseLock {
   readonly #connection: ApiConnection;
   readonly #requestTimeoutMs: number;

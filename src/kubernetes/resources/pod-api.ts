@@ -8,6 +8,10 @@ import type { WatchFrame } from '../codec/watch-line-splitter.js';
 
 export type { WatchFrame } from '../codec/watch-line-splitter.js';
 
+/**
+ * One paged LIST of pods. The two hooks let the reflector count bytes and report progress while a
+ * large LIST is still being read, without the adapter knowing what the numbers are for.
+ */
 export interface ListPodsOptions {
   /** Undefined or `''`: all namespaces. */
   namespace?: string;
@@ -33,6 +37,10 @@ export interface PodList {
   resourceVersion: string;
 }
 
+/**
+ * One WATCH of pods from a cursor. `timeoutSeconds` is required so every watch ends on the server's
+ * side in bounded time, as client-go's reflector asks (a random 5–10 minutes there).
+ */
 export interface WatchPodsOptions {
   namespace?: string;
   labelSelector?: string;

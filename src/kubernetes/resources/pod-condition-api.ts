@@ -77,6 +77,7 @@ export class MalformedPodConditionAnswerError extends Error {
   override readonly name = 'MalformedPodConditionAnswerError';
 }
 
+/** Options of `KubernetesPodConditionApi`: the connection, and each request's bound in time. */
 export interface KubernetesPodConditionApiOptions {
   connection: ApiConnection;
   /** Per request, the answer's body included; default POD_CONDITION_REQUEST_TIMEOUT_MS. */
@@ -85,6 +86,10 @@ export interface KubernetesPodConditionApiOptions {
   clock?: Clock;
 }
 
+/**
+ * `PodConditionApi` over `pods/status`: server-side apply under the gate's own field manager, so
+ * the controller owns its one condition and never the kubelet's.
+ */
 export class KubernetesPodConditionApi implements PodConditionApi {
   readonly #connection: ApiConnection;
   readonly #timeoutMs: number;
