@@ -12,11 +12,14 @@ import type { EventObjectReference } from '../kubernetes/resources/event-api.js'
 import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
 import type { CellTransition } from '../pools/cell-registry.js';
 import type { SinkTargetStatus } from '../sinks/sink.js';
+import type { PoolPanicEvent } from './service-events.js';
 
 /** The action of cell Events: the controller judged the cell. */
 export const CELL_EVENT_ACTION = 'Reconcile';
 /** The action of sink Events: the controller deployed to a target. */
 export const SINK_EVENT_ACTION = 'Deploy';
+/** The action of panic Events: the controller held (or released) a pool's removals. */
+export const PANIC_EVENT_ACTION = 'GuardRemovals';
 
 /** Options of `KubernetesEvents`: where occurrences go, whom sink Events regard, who acts. */
 export interface KubernetesEventsOptions {
@@ -71,6 +74,33 @@ export class KubernetesEvents {
       action: CELL_EVENT_ACTION,
       note: `cell ${cell.id} of pool ${cell.pool} is not alive: ${transition.reasons.map((r) => `${r.reason}: ${r.message}`).join('; ')}`,
     });
+  }
+
+  /**
+   * A pool entering or leaving panic (`--sink-panic-threshold`), regarding the controller's own
+   * pod: the pool's pods are not what changed, the controller's behaviour towards them is.
+   */
+  poolPanic(event: PoolPanicEvent): void {
+    const self = this.#options.self;
+    if (!self || !this.#options.acting()) return;
+    const share = `${event.routable} of ${event.known} cells alive and routable, threshold ${event.thresholdPercent}%`;
+    this.#options.record(
+      event.inPanic
+        ? {
+            regarding: self,
+            type: 'Warning',
+            reason: 'PoolPanicEntered',
+            action: PANIC_EVENT_ACTION,
+            note: `pool ${event.namespace}/${event.pool} entered panic (${share}): its sinks remove nothing until it leaves`,
+          }
+        : {
+            regarding: self,
+            type: 'Normal',
+            reason: 'PoolPanicExited',
+            action: PANIC_EVENT_ACTION,
+            note: `pool ${event.namespace}/${event.pool} left panic (${share}): held removals go ahead`,
+          },
+    );
   }
 
   /** The sinks' status after a run: a target that began or stopped failing is an Event. */

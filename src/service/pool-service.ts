@@ -603,6 +603,7 @@ export class PoolService implements ControlPlane {
     if (event.type === 'reconciliation.completed' || event.type === 'reconciliation.failed') {
       this.#kubernetesEvents?.sinksApplied(this.#routing.sinkStatus());
     }
+    if (event.type === 'pool.panic') this.#kubernetesEvents?.poolPanic(event);
   }
 
   #cellTransition(transition: CellTransition): void {

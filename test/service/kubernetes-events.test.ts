@@ -42,6 +42,17 @@ const target = (lastError: string | null): SinkTargetStatus => ({
   ownership: { mode: 'managed', by: 'labels' },
 });
 
+const panic = (inPanic: boolean) =>
+  ({
+    type: 'pool.panic',
+    namespace: 'inference',
+    pool: 'engine',
+    inPanic,
+    routable: inPanic ? 1 : 3,
+    known: 4,
+    thresholdPercent: 50,
+  }) as const;
+
 describe('KubernetesEvents', () => {
   it('reports a cell becoming alive or not on its leader pod, with the reasons', () => {
     const { instance, recorded } = events();
@@ -68,10 +79,31 @@ describe('KubernetesEvents', () => {
     ]);
   });
 
+  it('reports a pool entering and leaving panic on the controller pod', () => {
+    const { instance, recorded } = events();
+    instance.poolPanic(panic(true));
+    instance.poolPanic(panic(false));
+    expect(recorded.map((e) => [e.type, e.reason, e.regarding, e.note])).toEqual([
+      [
+        'Warning',
+        'PoolPanicEntered',
+        self,
+        'pool inference/engine entered panic (1 of 4 cells alive and routable, threshold 50%): its sinks remove nothing until it leaves',
+      ],
+      [
+        'Normal',
+        'PoolPanicExited',
+        self,
+        'pool inference/engine left panic (3 of 4 cells alive and routable, threshold 50%): held removals go ahead',
+      ],
+    ]);
+  });
+
   it('emits nothing while this replica does not act', () => {
     const { instance, recorded } = events(false);
     instance.cellTransition({ type: 'alive', cell: cell(true) });
     instance.sinksApplied([target('down')]);
+    instance.poolPanic(panic(true));
     expect(recorded).toEqual([]);
   });
 });
