@@ -21,10 +21,33 @@ const CLIENT_GONE = new Error('the client closed the event stream');
 
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
-  id: z.string().describe('Position of the event on this connection.'),
+  id: z
+    .string()
+    .describe(
+      '`<epoch>-<sequence>`: the epoch is random per process, the sequence counts every event the process published. What a client sends back as `Last-Event-ID`.',
+    ),
   event: z.string().describe('The event type, e.g. `cell.changed`.'),
-  data: z.string().describe('The event itself, as JSON.'),
+  data: z
+    .string()
+    .describe(
+      'The event itself, as JSON, with its `type` and its `time` (RFC 3339, when it was published).',
+    ),
 });
+
+/**
+ * An id as the stream writes it: 8 hex digits, `-`, a decimal below 2^53. Anchored and without
+ * nested repetition, so it runs in linear time on any input; Node bounds a header's length.
+ */
+const EVENT_ID_PATTERN = /^[0-9a-f]{8}-(0|[1-9][0-9]{0,14})$/;
+
+function eventIdSchema(where: string) {
+  return z
+    .string()
+    .regex(EVENT_ID_PATTERN, {
+      error: `${where} must be an event id this server sent (8 hex digits, '-', a number)`,
+    })
+    .optional();
+}
 
 export interface EventsRoutesOptions {
   plane: ControlPlane;
@@ -36,7 +59,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   app,
   { plane, eventTypes },
 ) => {
-  const known = new Set([...eventTypes, 'events.dropped']);
+  const known = new Set([...eventTypes, 'events.dropped', 'events.missed']);
   // Parsed by hand in one pass (event-types-query.ts), never by a backtracking regular
   // expression: the value is client input of any length. The pattern is only published, so a
   // client (or a fuzzer) knows beforehand which values are valid.
@@ -56,9 +79,19 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       schema: {
         summary: 'Event stream (SSE)',
         description:
-          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.',
+          "Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`, the JSON with the event's `time` (RFC 3339). A comment line every 15 s keeps idle connections open. The last events (up to 1,024 and 512 KiB) are kept: a client that reconnects with `Last-Event-ID` (as `EventSource` does by itself) first receives the events of its `types` it missed; when they are no longer all kept, or the id is not of this process (another replica, a restart), it first receives an `events.missed` event (`missed`: how many are lost, `null` when unknown) and should reread the state. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.",
         tags: ['observability'],
-        querystring: z.object({ types: typesQuery }),
+        headers: z.object({
+          'last-event-id': eventIdSchema('Last-Event-ID').describe(
+            'The `id` of the last event received: the stream resumes after it.',
+          ),
+        }),
+        querystring: z.object({
+          types: typesQuery,
+          lastEventId: eventIdSchema('lastEventId').describe(
+            "As the `Last-Event-ID` header, for a first connection (a browser's `EventSource` cannot set the header); the header wins when both are given.",
+          ),
+        }),
         response: {
           200: {
             description: 'An endless `text/event-stream`.',
@@ -78,7 +111,12 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       request.raw.once('close', abort);
       reply.raw.once('close', abort);
       const { types } = request.query;
-      const stream = plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal });
+      const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId;
+      const stream = plane.eventStream({
+        ...(types ? { types } : {}),
+        signal: closed.signal,
+        ...(lastEventId !== undefined ? { lastEventId } : {}),
+      });
       if (stream === undefined) {
         request.raw.off('close', abort);
         reply.raw.off('close', abort);

@@ -3,6 +3,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, reflectorSchema } from './schemas.js';
 
+/** Epoch ms as the API shows every time: RFC 3339. */
+function rfc3339(epochMs: number | undefined): string | null {
+  return epochMs === undefined ? null : new Date(epochMs).toISOString();
+}
+
 export interface ReflectorRoutesOptions {
   plane: ControlPlane;
 }
@@ -35,11 +40,17 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
         initialList: s.initialList,
         watchListFallbacks: s.watchListFallbacks,
         events: s.events,
-        lastEventAtMs: s.lastEventAtMs ?? null,
-        lastSyncAtMs: s.lastSyncAtMs ?? null,
+        lastEventAt: rfc3339(s.lastEventAtMs),
+        lastSyncAt: rfc3339(s.lastSyncAtMs),
         bytesDecoded: s.bytesDecoded,
         lastError: s.lastError ?? null,
-        listProgress: s.listProgress ?? null,
+        listProgress: s.listProgress
+          ? {
+              pages: s.listProgress.pages,
+              pods: s.listProgress.pods,
+              startedAt: new Date(s.listProgress.startedAtMs).toISOString(),
+            }
+          : null,
       };
     },
   );

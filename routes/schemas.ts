@@ -220,15 +220,21 @@ export const reflectorSchema = z.object({
       'Watch-list attempts that fell back to a LIST (the server refused it, or it failed).',
     ),
   events: z.record(z.string(), z.number().int()),
-  lastEventAtMs: z.number().nullable().describe('Epoch ms.'),
-  lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),
+  lastEventAt: z
+    .string()
+    .nullable()
+    .describe('RFC 3339: when the last pod event (or list) arrived; `null` before the first.'),
+  lastSyncAt: z
+    .string()
+    .nullable()
+    .describe('RFC 3339: when the last full list (first sync or relist) was applied.'),
   bytesDecoded: z.number().int(),
   lastError: z.string().nullable(),
   listProgress: z
     .object({
       pages: z.number().int().describe('Pages read and validated so far.'),
       pods: z.number().int().describe('Pods in those pages.'),
-      startedAtMs: z.number().describe('Epoch ms when this LIST began.'),
+      startedAt: z.string().describe('RFC 3339: when this LIST began.'),
     })
     .nullable()
     .describe('The LIST under way (a first sync or a relist); `null` when not listing.'),
@@ -323,10 +329,23 @@ export const coordinatorSchema = z.object({
     runningId: z.number().int().nullable(),
     pendingReasons: z.array(z.string()),
     consecutiveFailures: z.number().int(),
-    nextRetryAtMs: z.number().nullable().describe('A clock time (monotonic ms).'),
+    nextRetryAt: z
+      .string()
+      .nullable()
+      .describe('RFC 3339: when the retry after a failed run begins; `null` when none is due.'),
+    nextRetryInMs: z
+      .number()
+      .nullable()
+      .describe('The same as a delay from now (monotonic, immune to clock steps).'),
     lastCompleted: z
-      .object({ id: z.number().int(), result: resultSchema, atMs: z.number() })
-      .nullable(),
+      .object({
+        id: z.number().int(),
+        result: resultSchema,
+        at: z.string().describe('RFC 3339: when the run ended.'),
+        agoMs: z.number().describe('How long ago it ended (monotonic).'),
+      })
+      .nullable()
+      .describe('The last run that ended; `null` before the first.'),
     lastError: z
       .object({ phase: phaseSchema, message: z.string() })
       .nullable()

@@ -74,7 +74,7 @@ export interface PoolServiceOptions {
    */
   adminAllowedHosts?: readonly string[];
   clock?: Clock;
-  /** Epoch ms for the cells' `lastTransitionTime`. */
+  /** Epoch ms for the cells' `lastTransitionTime`, events' `time` and the API's RFC 3339 times. */
   wallClock?: () => number;
   logger?: Logger;
   /** prom-client's process metrics; main turns them on, tests leave them off. */
@@ -139,6 +139,7 @@ export class PoolService implements ControlPlane {
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
   readonly #clock: Clock;
+  readonly #wallClock: () => number;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -150,6 +151,7 @@ export class PoolService implements ControlPlane {
     this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
+    this.#wallClock = options.wallClock ?? Date.now;
     const logger = options.logger ?? silentLogger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
     this.cells = new CellBodies(this.registry, { source: options.sourceKind });
@@ -162,6 +164,7 @@ export class PoolService implements ControlPlane {
     this.eventStreams = new EventStreams({
       bus: this.bus,
       clock: this.#clock,
+      wallClock: this.#wallClock,
       ...(options.maxEventStreams !== undefined ? { maxStreams: options.maxEventStreams } : {}),
       onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
     });
@@ -370,6 +373,10 @@ export class PoolService implements ControlPlane {
     return this.#clock.now();
   }
 
+  wallTime(clockMs: number): string {
+    return new Date(this.#wallClock() + (clockMs - this.#clock.now())).toISOString();
+  }
+
   get synced(): boolean {
     return this.#loop.synced;
   }
@@ -471,8 +478,16 @@ export class PoolService implements ControlPlane {
     return this.#routing.sinkStatus();
   }
 
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+  eventStream(options: {
+    types?: readonly string[];
+    signal: AbortSignal;
+    lastEventId?: string | undefined;
+  }): Readable | undefined {
     return this.eventStreams.open(options);
+  }
+
+  eventReplayCursor(types: readonly string[], count: number): string {
+    return this.eventStreams.history.replayCursor(new Set(types), count);
   }
 
   get maxEventStreams(): number {
