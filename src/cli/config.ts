@@ -359,13 +359,15 @@ const labelSelector = z
     }
   });
 
-/** RFC 1123 label, as Kubernetes requires of namespace names. */
-const namespace = z
-  .string()
-  .refine((v) => v === ALL_NAMESPACES || /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(v), {
-    error: (issue) =>
-      `expected a namespace name (lowercase letters, digits, '-') or '*' for all namespaces, got ${JSON.stringify(issue.input)}`,
-  });
+/** An RFC 1123 label, as Kubernetes requires of namespace names. */
+export function isNamespaceName(text: string): boolean {
+  return /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(text);
+}
+
+const namespace = z.string().refine((v) => v === ALL_NAMESPACES || isNamespaceName(v), {
+  error: (issue) =>
+    `expected a namespace name (lowercase letters, digits, '-') or '*' for all namespaces, got ${JSON.stringify(issue.input)}`,
+});
 
 /** IANA service name, what Kubernetes allows as a container port name. */
 const portName = z
@@ -492,7 +494,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'namespace',
     valueName: 'NAME',
     description:
-      "Namespace to watch; '*' for all. Default: the pod's own namespace in a cluster, all namespaces outside one ('default' for the simulation).",
+      "Namespace to watch; '*' for all. Default, as kubectl's: the kubeconfig context's namespace when it names one, the pod's own namespace in a cluster, else 'default' (also for the simulation). The start-up log says which and why.",
   },
   {
     flag: 'selector',
@@ -619,7 +621,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'leaderElectResourceNamespace',
     valueName: 'NAME',
     description:
-      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else 'default'.",
+      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'.",
   },
   {
     flag: 'leader-elect-lease-duration',
