@@ -21,6 +21,8 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
     {
       schema: {
         summary: 'The pod source',
+        description:
+          "The pod source's account of itself: its phase and health (what `/readyz` checks), the watch cursor, counts of lists, relists, watch opens and frames, the last event and sync times, and the LIST under way.",
         tags: ['debug'],
         response: { 200: reflectorSchema, ...commonErrors },
       },
