@@ -235,6 +235,8 @@ export class EventStreams {
   readonly #heartbeatMs: number;
   readonly #onDropped: ((count: number) => void) | undefined;
   readonly #wallClock: () => number;
+  /** The last `time` written, and its epoch ms: a burst within one millisecond formats it once. */
+  #lastTime = { ms: Number.NaN, iso: '' };
   readonly #history: EventHistory;
   readonly #streams = new Set<EventStream>();
   readonly #ends = new Map<EventStream, () => void>();
@@ -385,7 +387,9 @@ export class EventStreams {
 
   /** The message of sequence `seq`: `data` with the wall-clock `time` of now. */
   #message(seq: number, type: string, data: object): Buffer {
-    const time = new Date(this.#wallClock()).toISOString();
+    const ms = this.#wallClock();
+    if (ms !== this.#lastTime.ms) this.#lastTime = { ms, iso: new Date(ms).toISOString() };
+    const time = this.#lastTime.iso;
     const id = formatEventId(this.#history.epoch, seq);
     return Buffer.from(formatSseEvent(id, type, { type, ...data, time }));
   }
