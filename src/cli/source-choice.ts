@@ -109,6 +109,16 @@ export interface NamespaceChoice {
   reason: string;
 }
 
+/** The longest context name a log line quotes whole: a kubeconfig's text is bounded like any other. */
+const MAX_QUOTED_CONTEXT = 64;
+
+/** A kubeconfig context's name for a log line or an error: JSON-quoted, cut past 64 characters. */
+function quoteContext(name: string): string {
+  return JSON.stringify(
+    name.length > MAX_QUOTED_CONTEXT ? `${name.slice(0, MAX_QUOTED_CONTEXT)}…` : name,
+  );
+}
+
 /** kubectl's namespace when nothing names one. */
 export const DEFAULT_NAMESPACE = 'default';
 
@@ -137,7 +147,7 @@ export async function resolveNamespace(
       throw new ConfigError(
         context.inCluster
           ? "the service account's namespace file does not hold a namespace name; pass --namespace"
-          : `kubeconfig context ${JSON.stringify(context.name)} names a namespace that is not a namespace name (lowercase letters, digits, '-'); fix it or pass --namespace`,
+          : `kubeconfig context ${quoteContext(context.name)} names a namespace that is not a namespace name (lowercase letters, digits, '-'); fix it or pass --namespace`,
       );
     }
     return context.inCluster
@@ -149,7 +159,7 @@ export async function resolveNamespace(
       : {
           namespace: fromContext,
           origin: 'kubeconfig-context',
-          reason: `the namespace of kubeconfig context ${JSON.stringify(context.name)}`,
+          reason: `the namespace of kubeconfig context ${quoteContext(context.name)}`,
         };
   }
   if (context === undefined || context.inCluster) {
@@ -167,7 +177,7 @@ export async function resolveNamespace(
     origin: 'default',
     reason:
       context && !context.inCluster
-        ? `kubeconfig context ${JSON.stringify(context.name)} names no namespace: kubectl's default`
+        ? `kubeconfig context ${quoteContext(context.name)} names no namespace: kubectl's default`
         : "no --namespace and no namespace found: kubectl's default",
   };
 }

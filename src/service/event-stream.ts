@@ -20,9 +20,10 @@
  * the state instead of trusting the stream to be complete.
  *
  * A comment line every `heartbeatMs` keeps proxies and port-forwards from closing an idle stream.
- * Nothing outlives a stream: its bus listener, its timer and its signal listener are removed when
- * it ends, however it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for
- * as long as the long-lived signals it combines live).
+ * Nothing outlives a stream: its timer and its signal listener are removed when it ends, however
+ * it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for as long as the
+ * long-lived signals it combines live). The one bus listener, which feeds the history and every
+ * stream, lives from construction to `close()`.
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';

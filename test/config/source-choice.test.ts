@@ -143,6 +143,16 @@ describe('the namespace to watch', () => {
     });
   });
 
+  it('quotes a long context name only in part', async () => {
+    const long: KubeconfigContext = {
+      name: 'x'.repeat(500),
+      namespace: 'team-a',
+      inCluster: false,
+    };
+    const choice = await resolveNamespace(none, facts([]), long, read);
+    expect(choice.reason).toBe(`the namespace of kubeconfig context "${'x'.repeat(64)}…"`);
+  });
+
   it('refuses a context namespace that is not a namespace name, without quoting it', async () => {
     const error = await resolveNamespace(none, facts([]), context('Not/A Namespace'), read).then(
       () => undefined,

@@ -312,7 +312,7 @@ describe('EventStreams', () => {
     s.streams.close();
   });
 
-  it('leaves nothing behind when a stream ends: no listener on its signal or the bus, no timer', async () => {
+  it('leaves nothing behind when a stream ends: no listener on its signal, no timer', async () => {
     const s = setup();
     const abort = new AbortController();
     const client = consume(s.streams.open({ signal: abort.signal })!);
@@ -325,13 +325,22 @@ describe('EventStreams', () => {
     expect(s.streams.count).toBe(0);
     await settle();
     expect(s.clock.pendingTimers).toBe(0);
-    // The bus has no listener left: a publish reaches no stream.
+    // A stream its consumer destroys ends the same way.
     const other = new AbortController();
     const stream = s.streams.open({ signal: other.signal })!;
     stream.destroy();
     await settle();
     expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
     expect(s.streams.count).toBe(0);
+  });
+
+  it('listens to the bus from construction to close(): the history records until then', () => {
+    const s = setup();
+    s.bus.publish(leader('before any stream'));
+    expect(s.streams.history.latest).toBe(1);
+    s.streams.close();
+    s.bus.publish(leader('after close'));
+    expect(s.streams.history.latest).toBe(1);
   });
 
   it('ends at once when opened with an aborted signal, or after close()', async () => {
