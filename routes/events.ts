@@ -35,19 +35,25 @@ export const sseEventSchema = z.looseObject({
 });
 
 /**
- * An id as the stream writes it: 8 hex digits, `-`, a decimal below 2^53. Anchored and without
- * nested repetition, so it runs in linear time on any input; Node bounds a header's length.
+ * `Last-Event-ID`: any text. One this process did not send (another replica's, an earlier run's,
+ * or none of ours at all) is answered in the stream with `events.missed` (`missed: null`), never
+ * with a 400: `EventSource` sends the header by itself on every reconnect and stops reconnecting
+ * for good on any answer but 200. The value is parsed in linear time and never quoted back.
  */
-const EVENT_ID_PATTERN = /^[0-9a-f]{8}-(0|[1-9][0-9]{0,14})$/;
+const lastEventIdHeader = z.string().optional();
 
-function eventIdSchema(where: string) {
-  return z
-    .string()
-    .regex(EVENT_ID_PATTERN, {
-      error: `${where} must be an event id this server sent (8 hex digits, '-', a number)`,
-    })
-    .optional();
-}
+/**
+ * `?lastEventId=`: a parameter of ours, so checked like every other (400 for a value that is not
+ * an id as the stream writes them: 8 hex digits, `-`, a decimal below 2^53). Anchored and
+ * without nested repetition, so linear on any input.
+ */
+const lastEventIdQuery = z
+  .string()
+  .regex(/^[0-9a-f]{8}-(0|[1-9][0-9]{0,14})$/, {
+    error:
+      "lastEventId must be an event id as the stream writes them (8 hex digits, '-', a number)",
+  })
+  .optional();
 
 export interface EventsRoutesOptions {
   plane: ControlPlane;
@@ -82,13 +88,13 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
           "Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`, the JSON with the event's `time` (RFC 3339). A comment line every 15 s keeps idle connections open. The last events (up to 1,024 and 512 KiB) are kept: a client that reconnects with `Last-Event-ID` (as `EventSource` does by itself) first receives the events of its `types` it missed; when they are no longer all kept, or the id is not of this process (another replica, a restart), it first receives an `events.missed` event (`missed`: how many events, of any type, are lost; `null` when unknown) and should reread the state. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.",
         tags: ['observability'],
         headers: z.object({
-          'last-event-id': eventIdSchema('Last-Event-ID').describe(
-            'The `id` of the last event received: the stream resumes after it.',
+          'last-event-id': lastEventIdHeader.describe(
+            'The `id` of the last event received: the stream resumes after it. An id this process did not send is answered with `events.missed` (`missed: null`).',
           ),
         }),
         querystring: z.object({
           types: typesQuery,
-          lastEventId: eventIdSchema('lastEventId').describe(
+          lastEventId: lastEventIdQuery.describe(
             "As the `Last-Event-ID` header, for a first connection (a browser's `EventSource` cannot set the header); the header wins when both are given.",
           ),
         }),

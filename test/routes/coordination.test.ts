@@ -311,19 +311,29 @@ describe('GET /api/v1/events', () => {
     expect(text).not.toContain('"objects":1');
   });
 
-  it('refuses a Last-Event-ID it could not have sent with 400, naming the header', async () => {
+  it('refuses a ?lastEventId= that is not an id with 400, naming the parameter', async () => {
     const { app } = await harness();
-    const res = await app.inject({
-      url: '/api/v1/events',
-      headers: { 'last-event-id': 'x'.repeat(100) },
-    });
+    const res = await app.inject({ url: '/api/v1/events?lastEventId=12' });
     expect(res.statusCode).toBe(400);
     expect(res.json().message).toBe(
-      "header last-event-id: Last-Event-ID must be an event id this server sent (8 hex digits, '-', a number)",
+      "query parameter lastEventId: lastEventId must be an event id as the stream writes them (8 hex digits, '-', a number)",
     );
-    const query = await app.inject({ url: '/api/v1/events?lastEventId=12' });
-    expect(query.statusCode).toBe(400);
-    expect(query.json().message).toContain('query parameter lastEventId: lastEventId must be');
+  });
+
+  it('answers a Last-Event-ID it could not have sent with events.missed (missed: null), not a 400', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    for (const lastEventId of ['x'.repeat(100), '0', 'deadbeef-1']) {
+      const client = await connect(h, '/api/v1/events?types=leader.changed', {
+        'last-event-id': lastEventId,
+      });
+      expect(client.response.statusCode).toBe(200);
+      const text = await client.until((t) => t.includes('event: events.missed'));
+      expect(text).toContain('"missed":null');
+      // The value is never quoted back.
+      if (lastEventId.length > 1) expect(text).not.toContain(lastEventId);
+      client.response.destroy();
+      while (h.service.eventStreams.count > 0) await settle(1);
+    }
   });
 
   it('sends only the types asked for', async () => {

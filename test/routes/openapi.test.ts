@@ -51,7 +51,8 @@ describe('openapi.yaml', () => {
     const header = events.parameters.find((p: { name: string }) => p.name === 'last-event-id');
     expect(header).toMatchObject({
       in: 'header',
-      description: 'The `id` of the last event received: the stream resumes after it.',
+      description:
+        'The `id` of the last event received: the stream resumes after it. An id this process did not send is answered with `events.missed` (`missed: null`).',
     });
   });
 
