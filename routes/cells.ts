@@ -53,8 +53,12 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     {
       schema: {
         summary: 'Get a pool and its cells',
+        description:
+          'One pool by name with its counts and every cell of it; 404 when there is no such pool (in `?namespace=` when given), 409 when the name is a pool in several namespaces and `?namespace=` does not pick one.',
         tags: ['pools'],
-        params: z.object({ pool: z.string().min(1) }),
+        params: z.object({
+          pool: z.string().min(1).describe('The pool name: the value of the pool label.'),
+        }),
         querystring: z.object({ namespace: namespaceQuery }),
         response: { 200: poolResponseSchema, 404: errorSchema, 409: errorSchema, ...commonErrors },
       },
@@ -120,7 +124,9 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
         description:
           'One cell by the id users see (`engine-00003`). When the id exists in several namespaces, `?namespace=` is required (409 otherwise).',
         tags: ['cells'],
-        params: z.object({ cell: z.string().min(1) }),
+        params: z.object({
+          cell: z.string().min(1).describe('The cell id, e.g. `engine-00003`.'),
+        }),
         querystring: z.object({ namespace: namespaceQuery }),
         response: { 200: cellResponseSchema, 404: errorSchema, 409: errorSchema, ...commonErrors },
       },

@@ -49,6 +49,9 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
     async () => {
       const view = plane.coordinator();
       const { state } = view;
+      const now = plane.now();
+      const retryAt = state.nextRetryAtMs;
+      const last = state.lastCompleted;
       return {
         source: plane.sourceKind,
         leading: view.leading,
@@ -56,8 +59,16 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
         cellsSynced: view.cellsSynced,
         state: {
           ...runStateView(state),
-          nextRetryAtMs: state.nextRetryAtMs ?? null,
-          lastCompleted: state.lastCompleted ?? null,
+          nextRetryAt: retryAt === undefined ? null : plane.wallTime(retryAt),
+          nextRetryInMs: retryAt === undefined ? null : Math.max(0, retryAt - now),
+          lastCompleted: last
+            ? {
+                id: last.id,
+                result: last.result,
+                at: plane.wallTime(last.atMs),
+                agoMs: Math.max(0, now - last.atMs),
+              }
+            : null,
         },
         desired: view.desired,
       };

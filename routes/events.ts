@@ -21,10 +21,39 @@ const CLIENT_GONE = new Error('the client closed the event stream');
 
 /** One message of the stream: every event the service sends has all three fields. */
 export const sseEventSchema = z.looseObject({
-  id: z.string().describe('Position of the event on this connection.'),
+  id: z
+    .string()
+    .describe(
+      '`<epoch>-<sequence>`: the epoch is random per process, the sequence counts every event the process published. What a client sends back as `Last-Event-ID`.',
+    ),
   event: z.string().describe('The event type, e.g. `cell.changed`.'),
-  data: z.string().describe('The event itself, as JSON.'),
+  data: z
+    .string()
+    .describe(
+      'The event itself, as JSON, with its `type` and its `time` (RFC 3339, when it was published).',
+    ),
 });
+
+/**
+ * `Last-Event-ID`: any text. One this process did not send (another replica's, an earlier run's,
+ * or none of ours at all) is answered in the stream with `events.missed` (`missed: null`), never
+ * with a 400: `EventSource` sends the header by itself on every reconnect and stops reconnecting
+ * for good on any answer but 200. The value is parsed in linear time and never quoted back.
+ */
+const lastEventIdHeader = z.string().optional();
+
+/**
+ * `?lastEventId=`: a parameter of ours, so checked like every other (400 for a value that is not
+ * an id as the stream writes them: 8 hex digits, `-`, a decimal below 2^53). Anchored and
+ * without nested repetition, so linear on any input.
+ */
+const lastEventIdQuery = z
+  .string()
+  .regex(/^[0-9a-f]{8}-(0|[1-9][0-9]{0,14})$/, {
+    error:
+      "lastEventId must be an event id as the stream writes them (8 hex digits, '-', a number)",
+  })
+  .optional();
 
 /**
  * The plugin's options: the control plane, and the event types `?types=` may name (the service
@@ -45,7 +74,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
   app,
   { plane, eventTypes },
 ) => {
-  const known = new Set([...eventTypes, 'events.dropped']);
+  const known = new Set([...eventTypes, 'events.dropped', 'events.missed']);
   // Parsed by hand in one pass (event-types-query.ts), never by a backtracking regular
   // expression: the value is client input of any length. The pattern is only published, so a
   // client (or a fuzzer) knows beforehand which values are valid.
@@ -65,9 +94,19 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       schema: {
         summary: 'Event stream (SSE)',
         description:
-          'Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`. A comment line every 15 s keeps idle connections open. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. Events published before the client connected are not replayed. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.',
+          "Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`, the JSON with the event's `time` (RFC 3339). A comment line every 15 s keeps idle connections open. The last events (up to 1,024 and 512 KiB) are kept: a client that reconnects with `Last-Event-ID` (as `EventSource` does by itself) first receives the events of its `types` it missed; when they are no longer all kept, or the id is not of this process (another replica, a restart), it first receives an `events.missed` event (`missed`: how many events, of any type, are lost; `null` when unknown) and should reread the state. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.",
         tags: ['observability'],
-        querystring: z.object({ types: typesQuery }),
+        headers: z.object({
+          'last-event-id': lastEventIdHeader.describe(
+            'The `id` of the last event received: the stream resumes after it. An id this process did not send is answered with `events.missed` (`missed: null`).',
+          ),
+        }),
+        querystring: z.object({
+          types: typesQuery,
+          lastEventId: lastEventIdQuery.describe(
+            "As the `Last-Event-ID` header, for a first connection (a browser's `EventSource` cannot set the header); the header wins when both are given.",
+          ),
+        }),
         response: {
           200: {
             description: 'An endless `text/event-stream`.',
@@ -87,7 +126,12 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
       request.raw.once('close', abort);
       reply.raw.once('close', abort);
       const { types } = request.query;
-      const stream = plane.eventStream({ ...(types ? { types } : {}), signal: closed.signal });
+      const lastEventId = request.headers['last-event-id'] ?? request.query.lastEventId;
+      const stream = plane.eventStream({
+        ...(types ? { types } : {}),
+        signal: closed.signal,
+        ...(lastEventId !== undefined ? { lastEventId } : {}),
+      });
       if (stream === undefined) {
         request.raw.off('close', abort);
         reply.raw.off('close', abort);

@@ -78,7 +78,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
           summary: `${endpoint}: one check`,
           description: `One check by name; on failure 500 with the reason withheld, as in the full report. Checks: ${checks}.`,
           tags: ['health'],
-          params: z.object({ check: z.string() }),
+          params: z.object({ check: z.string().describe(`The check's name: ${checks}.`) }),
           response: {
             200: text('`ok`'),
             404: errorSchema,

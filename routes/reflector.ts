@@ -3,6 +3,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, reflectorSchema } from './schemas.js';
 
+/** Epoch ms as the API shows every time: RFC 3339. */
+function rfc3339(epochMs: number | undefined): string | null {
+  return epochMs === undefined ? null : new Date(epochMs).toISOString();
+}
+
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
 export interface ReflectorRoutesOptions {
   plane: ControlPlane;
@@ -21,6 +26,8 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
     {
       schema: {
         summary: 'The pod source',
+        description:
+          "The pod source's account of itself: its phase and health (what `/readyz` checks), the watch cursor, counts of lists, relists, watch opens and frames, the last event and sync times, and the LIST under way.",
         tags: ['debug'],
         response: { 200: reflectorSchema, ...commonErrors },
       },
@@ -40,11 +47,17 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
         initialList: s.initialList,
         watchListFallbacks: s.watchListFallbacks,
         events: s.events,
-        lastEventAtMs: s.lastEventAtMs ?? null,
-        lastSyncAtMs: s.lastSyncAtMs ?? null,
+        lastEventAt: rfc3339(s.lastEventAtMs),
+        lastSyncAt: rfc3339(s.lastSyncAtMs),
         bytesDecoded: s.bytesDecoded,
         lastError: s.lastError ?? null,
-        listProgress: s.listProgress ?? null,
+        listProgress: s.listProgress
+          ? {
+              pages: s.listProgress.pages,
+              pods: s.listProgress.pods,
+              startedAt: new Date(s.listProgress.startedAtMs).toISOString(),
+            }
+          : null,
       };
     },
   );

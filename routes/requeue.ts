@@ -56,7 +56,9 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
         description:
           'Queues the cell for a reconcile. Also reaches a cell that is observed in the store but not yet published. Needs the admin bearer token, or a loopback client when none is configured.',
         tags: ['reconcile'],
-        params: z.object({ cell: z.string().min(1) }),
+        params: z.object({
+          cell: z.string().min(1).describe('The cell id, e.g. `engine-00003`.'),
+        }),
         querystring: z.object({ namespace: namespaceQuery }),
         security: [{ adminToken: [] }],
         response: {

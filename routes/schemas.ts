@@ -12,9 +12,11 @@ import { z } from 'zod';
 
 /**
  * The named schemas that become `components/schemas` in the OpenAPI document. A registry of our
- * own rather than zod's global one, so nothing else in the process can add to the contract.
+ * own rather than zod's global one, so nothing else in the process can add to the contract; the
+ * descriptions `.describe()` gives are copied in when the document is generated
+ * (src/http/openapi-transform.ts), and test/routes/openapi.test.ts fails on a field without one.
  */
-export const apiSchemas = z.registry<{ id?: string; pattern?: string }>();
+export const apiSchemas = z.registry<{ id?: string; pattern?: string; description?: string }>();
 
 /** Registers `schema` under `id` in `apiSchemas` and returns it. */
 function named<S extends z.ZodType>(schema: S, id: string): S {
@@ -51,23 +53,32 @@ export const errorSchema = named(
  */
 export const cellMemberSchema = named(
   z.object({
-    name: z.string(),
-    uid: z.string(),
-    phase: z.string().nullable(),
+    name: z.string().describe('The pod name.'),
+    uid: z.string().describe("The pod's UID: a replaced pod of the same name has a new one."),
+    phase: z
+      .string()
+      .nullable()
+      .describe('`status.phase` (`Pending`, `Running`, …); `null` when unset.'),
     ready: z
       .boolean()
       .describe(
         'The pod counts as ready for its cell: its `Ready` condition is `True`, or, for a pod carrying the cell readiness gate, phase `Running`, `ContainersReady` `True` and every other readiness gate `True` (its own `Ready` waits for the gate).',
       ),
-    podIP: z.string().nullable(),
+    podIP: z.string().nullable().describe('`status.podIP`; `null` before the pod has one.'),
     restarts: z.number().int().describe("Sum of the containers' restart counts."),
     deleting: z.boolean().describe('A deletion timestamp is set: the pod is terminating.'),
-    workerIndex: z.number().int().nullable().describe('`null` when the label is unreadable.'),
-    node: z.string().nullable(),
+    workerIndex: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        'The position in the cell (worker-index label); `null` when the label is unreadable.',
+      ),
+    node: z.string().nullable().describe('`spec.nodeName`; `null` before the pod is scheduled.'),
     readinessGate: z
       .object({
         status: z.string().nullable().describe('`null` before anyone wrote the condition.'),
-        reason: z.string().nullable(),
+        reason: z.string().nullable().describe("The condition's reason; `null` when it has none."),
       })
       .nullable()
       .describe(
@@ -83,18 +94,26 @@ export const cellMemberSchema = named(
  */
 export const notAliveReasonSchema = named(
   z.object({
-    reason: z.enum([
-      'PodsNotReady',
-      'PodsDeleting',
-      'IndicesMissing',
-      'IndicesUnexpected',
-      'IndicesDuplicated',
-      'WorkerIndexInvalid',
-      'SizeInvalid',
-    ]),
-    message: z.string(),
-    pods: z.array(z.string()).optional(),
-    indices: z.array(z.number().int()).optional(),
+    reason: z
+      .enum([
+        'PodsNotReady',
+        'PodsDeleting',
+        'IndicesMissing',
+        'IndicesUnexpected',
+        'IndicesDuplicated',
+        'WorkerIndexInvalid',
+        'SizeInvalid',
+      ])
+      .describe('Which rule keeps the cell from being alive; one entry per rule broken.'),
+    message: z.string().describe('The same for a person, naming the pods or indices.'),
+    pods: z
+      .array(z.string())
+      .optional()
+      .describe('The pods concerned, when the rule is about pods.'),
+    indices: z
+      .array(z.number().int())
+      .optional()
+      .describe('The worker indices concerned, when the rule is about indices.'),
   }),
   'NotAliveReason',
 );
@@ -110,7 +129,7 @@ export const notRoutableReasonSchema = named(
       .describe(
         '`NoServingPort`: no leader, no `--port-name` container port, or no pod IP yet; `AddressInvalid`: not an IP, or loopback (unless `--sink-allow-loopback`), link-local or unspecified; `AddressConflict`: another alive cell, in any namespace, has the same address (both are left out); `NoBootstrapPort`: a cell of a prefill pool (`--sglang-router POOL=URL,role=prefill`) whose leader has no valid `--sglang-bootstrap-port-annotation` (1-65535).',
       ),
-    message: z.string(),
+    message: z.string().describe('The same for a person, naming the address or the other cell.'),
   }),
   'NotRoutableReason',
 );
@@ -123,11 +142,15 @@ export const notRoutableReasonSchema = named(
 export const cellSchema = named(
   z.object({
     key: z.string().describe('The reconcile key, `namespace/id`.'),
-    namespace: z.string(),
-    pool: z.string(),
+    namespace: z.string().describe("The pods' namespace."),
+    pool: z.string().describe('The pool: the value of the pool label (`--pool-label`).'),
     id: z.string().describe('`<pool>-<index as 5 digits>`, or the pod name for a one-pod cell.'),
     size: z.number().int().nullable().describe('From the cell size annotation; `null` if absent.'),
-    alive: z.boolean(),
+    alive: z
+      .boolean()
+      .describe(
+        'Every member is Ready, none is terminating, and the worker indices are exactly `0..size-1`.',
+      ),
     whyNotAlive: z.array(notAliveReasonSchema).describe('Empty exactly when `alive`.'),
     generation: z
       .string()
@@ -150,8 +173,10 @@ export const cellSchema = named(
       .describe(
         "A prefill pool's cell: its leader's `--sglang-bootstrap-port-annotation`, registered with its router worker. `null` for other cells, and for a prefill cell without a valid one.",
       ),
-    members: z.array(cellMemberSchema),
-    lastTransitionTime: z.string().describe('When the cell appeared or last changed aliveness.'),
+    members: z.array(cellMemberSchema).describe('The pods of the cell, by worker index.'),
+    lastTransitionTime: z
+      .string()
+      .describe('RFC 3339: when the cell appeared or last changed aliveness.'),
   }),
   'Cell',
 );
@@ -167,8 +192,8 @@ export const cellListSchema = z.object({
     .describe(
       'Whether the store has synced (the first full list is applied). Until it has, an empty or short list means "not synced yet", not "no cells".',
     ),
-  count: z.number().int(),
-  cells: z.array(cellSchema),
+  count: z.number().int().describe('Cells in the list.'),
+  cells: z.array(cellSchema).describe('The cells, sorted by key.'),
 });
 
 /** The body of `GET /api/v1/cells/{cell}`, sent as cached bytes (`CellsView.cellBody`). */
@@ -180,12 +205,14 @@ export const cellResponseSchema = z.object({ source: sourceKindSchema, cell: cel
  */
 export const poolSchema = named(
   z.object({
-    namespace: z.string(),
-    name: z.string(),
-    cells: z.number().int(),
-    aliveCells: z.number().int(),
-    pods: z.number().int(),
-    cellIds: z.array(z.string()),
+    namespace: z
+      .string()
+      .describe("The pool's namespace: one name in two namespaces is two pools."),
+    name: z.string().describe('The value of the pool label.'),
+    cells: z.number().int().describe('Cells of the pool.'),
+    aliveCells: z.number().int().describe('Of those, the alive ones.'),
+    pods: z.number().int().describe("Pods in the pool's cells."),
+    cellIds: z.array(z.string()).describe('The ids of its cells, sorted.'),
   }),
   'Pool',
 );
@@ -193,15 +220,15 @@ export const poolSchema = named(
 /** The body of `GET /api/v1/pools`. */
 export const poolListSchema = z.object({
   source: sourceKindSchema,
-  count: z.number().int(),
-  pools: z.array(poolSchema),
+  count: z.number().int().describe('Pools in the list.'),
+  pools: z.array(poolSchema).describe('The pools, sorted by namespace and name.'),
 });
 
 /** The body of `GET /api/v1/pools/{pool}`. */
 export const poolResponseSchema = z.object({
   source: sourceKindSchema,
   pool: poolSchema,
-  cells: z.array(cellSchema),
+  cells: z.array(cellSchema).describe("The pool's cells, sorted by key."),
 });
 
 /**
@@ -211,7 +238,7 @@ export const poolResponseSchema = z.object({
 export const podViewSchema = named(
   cellMemberSchema.extend({
     key: z.string().describe('The store key, `namespace/name`.'),
-    namespace: z.string(),
+    namespace: z.string().describe("The pod's namespace."),
     resourceVersion: z
       .string()
       .nullable()
@@ -225,38 +252,48 @@ export const storeSchema = z.object({
   source: sourceKindSchema,
   synced: z.boolean().describe('The first full list has been applied.'),
   objects: z.number().int().describe('Pods in the store.'),
-  parentCount: z.number().int(),
-  parents: z.array(
-    z.object({
-      key: z.string(),
-      reconciled: z
-        .boolean()
-        .describe(
-          'A cell for this key is published; `false` means its first reconcile is pending.',
-        ),
-      members: z.array(z.string()).describe('Store keys of the members, sorted.'),
-      pods: z.array(podViewSchema).optional().describe('Only with `?objects=true`.'),
-    }),
-  ),
+  parentCount: z.number().int().describe('Parents (cell keys) with members in the store.'),
+  parents: z
+    .array(
+      z.object({
+        key: z.string().describe('The parent key, `namespace/id`.'),
+        reconciled: z
+          .boolean()
+          .describe(
+            'A cell for this key is published; `false` means its first reconcile is pending.',
+          ),
+        members: z.array(z.string()).describe('Store keys of the members, sorted.'),
+        pods: z.array(podViewSchema).optional().describe('Only with `?objects=true`.'),
+      }),
+    )
+    .describe('Every parent, sorted by key.'),
 });
 
 /** The body of `GET /api/v1/queue`: the loop's clock times already turned into ages and delays. */
 export const queueSchema = z.object({
   source: sourceKindSchema,
-  synced: z.boolean(),
-  depth: z.number().int(),
+  synced: z.boolean().describe('The first full list has been applied.'),
+  depth: z.number().int().describe('Keys waiting for a reconcile.'),
   queued: z.array(z.string()).describe('Keys waiting, oldest first.'),
   inFlight: z
-    .object({ key: z.string(), runningForMs: z.number() })
+    .object({
+      key: z.string().describe('The key.'),
+      runningForMs: z.number().describe('How long its reconcile has run (monotonic).'),
+    })
     .nullable()
     .describe('The key being reconciled now, if any.'),
-  retries: z.array(
-    z.object({
-      key: z.string(),
-      failures: z.number().int(),
-      dueInMs: z.number().nullable().describe('`null` once the retry has been queued.'),
-    }),
-  ),
+  retries: z
+    .array(
+      z.object({
+        key: z.string().describe('The key.'),
+        failures: z.number().int().describe('Failed reconciles in a row.'),
+        dueInMs: z
+          .number()
+          .nullable()
+          .describe('When it is queued again, from now; `null` once it has been.'),
+      }),
+    )
+    .describe('Keys backing off after a failed reconcile (exponential, per key).'),
   nextResyncInMs: z.number().nullable().describe('`null` when resync is off or not yet running.'),
 });
 
@@ -266,16 +303,23 @@ export const queueSchema = z.object({
  */
 export const reflectorSchema = z.object({
   source: sourceKindSchema,
-  phase: z.enum(['idle', 'listing', 'watching', 'backoff', 'stopped']),
+  phase: z
+    .enum(['idle', 'listing', 'watching', 'backoff', 'stopped'])
+    .describe("Where the reflector's state machine is."),
   healthy: z
     .boolean()
     .describe(
       'The pod watch is healthy (what `/readyz` checks): a WATCH that proved itself (a change or bookmark, open a second, or a watch-list whose initial events ended), or a synced source recovering for under 30 s.',
     ),
   cursor: z.string().nullable().describe('The resourceVersion the next watch resumes from.'),
-  lists: z.number().int(),
-  relists: z.record(z.string(), z.number().int()),
-  watchOpens: z.number().int(),
+  lists: z
+    .number()
+    .int()
+    .describe('Whole-world reads completed: LISTs, and watch-lists whose initial events ended.'),
+  relists: z
+    .record(z.string(), z.number().int())
+    .describe('Relists by reason (`expired`, `list-failed`, …), after the first sync.'),
+  watchOpens: z.number().int().describe('WATCH requests sent, accepted or not.'),
   initialList: z
     .enum(['watch-list', 'list'])
     .describe(
@@ -287,16 +331,27 @@ export const reflectorSchema = z.object({
     .describe(
       'Watch-list attempts that fell back to a LIST (the server refused it, or it failed).',
     ),
-  events: z.record(z.string(), z.number().int()),
-  lastEventAtMs: z.number().nullable().describe('Epoch ms.'),
-  lastSyncAtMs: z.number().nullable().describe('Epoch ms.'),
-  bytesDecoded: z.number().int(),
-  lastError: z.string().nullable(),
+  events: z
+    .record(z.string(), z.number().int())
+    .describe('Watch frames by type: ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, OTHER.'),
+  lastEventAt: z
+    .string()
+    .nullable()
+    .describe('RFC 3339: when the last pod event (or list) arrived; `null` before the first.'),
+  lastSyncAt: z
+    .string()
+    .nullable()
+    .describe('RFC 3339: when the last full list (first sync or relist) was applied.'),
+  bytesDecoded: z.number().int().describe('Bytes of LIST and WATCH bodies read, after gzip.'),
+  lastError: z
+    .string()
+    .nullable()
+    .describe('The last failure, one line, never quoting credentials; `null` before one.'),
   listProgress: z
     .object({
       pages: z.number().int().describe('Pages read and validated so far.'),
       pods: z.number().int().describe('Pods in those pages.'),
-      startedAtMs: z.number().describe('Epoch ms when this LIST began.'),
+      startedAt: z.string().describe('RFC 3339: when this LIST began.'),
     })
     .nullable()
     .describe('The LIST under way (a first sync or a relist); `null` when not listing.'),
@@ -308,7 +363,7 @@ export const reflectorSchema = z.object({
  */
 export const requeueSchema = z.object({
   source: sourceKindSchema,
-  count: z.number().int(),
+  count: z.number().int().describe('Keys queued.'),
   queued: z.array(z.string()).describe('The keys queued for a reconcile, sorted.'),
 });
 
@@ -369,39 +424,43 @@ const resultSchema = z.enum(['success', 'failure', 'aborted']);
  */
 export const routingStateSchema = named(
   z.object({
-    pools: z.array(
-      z.object({
-        namespace: z.string(),
-        pool: z.string(),
-        cells: z
-          .array(
-            z.object({
-              cell: z.string(),
-              generation: z.string(),
-              address: z.string().describe('`host:port` of the cell leader.'),
-              bootstrapPort: z
-                .number()
-                .int()
-                .optional()
-                .describe("A prefill pool's cell: the bootstrap port its router worker gets."),
-            }),
-          )
-          .describe("The pool's alive cells with an address, sorted by address."),
-        capacity: z
-          .object({
-            routable: z.number().int().describe('Cells alive and routable.'),
-            known: z.number().int().describe('Every cell of the pool, alive or not.'),
-            thresholdPercent: z.number(),
-            panic: z
-              .boolean()
-              .describe(
-                '`routable` is under `thresholdPercent` of `known`: the sinks remove nothing from this pool (they still add).',
-              ),
-          })
-          .optional()
-          .describe('Present when `--sink-panic-threshold` is set (above 0).'),
-      }),
-    ),
+    pools: z
+      .array(
+        z.object({
+          namespace: z.string().describe("The pool's namespace."),
+          pool: z.string().describe('The pool name.'),
+          cells: z
+            .array(
+              z.object({
+                cell: z.string().describe('The cell id.'),
+                generation: z.string().describe("The cell's generation, as in `Cell`."),
+                address: z.string().describe('`host:port` of the cell leader.'),
+                bootstrapPort: z
+                  .number()
+                  .int()
+                  .optional()
+                  .describe("A prefill pool's cell: the bootstrap port its router worker gets."),
+              }),
+            )
+            .describe("The pool's alive, routable cells, sorted by address."),
+          capacity: z
+            .object({
+              routable: z.number().int().describe('Cells alive and routable.'),
+              known: z.number().int().describe('Every cell of the pool, alive or not.'),
+              thresholdPercent: z.number().describe('`--sink-panic-threshold`.'),
+              panic: z
+                .boolean()
+                .describe(
+                  '`routable` is under `thresholdPercent` of `known`: the sinks remove nothing from this pool (they still add).',
+                ),
+            })
+            .optional()
+            .describe('Present when `--sink-panic-threshold` is set (above 0).'),
+        }),
+      )
+      .describe(
+        'Every pool with at least one cell (its list may be empty), sorted by namespace and name.',
+      ),
   }),
   'RoutingState',
 );
@@ -411,25 +470,47 @@ export const routingStateSchema = named(
  */
 export const coordinatorSchema = z.object({
   source: sourceKindSchema,
-  leading: z.boolean(),
+  leading: z.boolean().describe('This replica holds the Lease (or leads alone).'),
   acting: z
     .boolean()
     .describe('The coordinator runs: this replica leads and the cells have synced.'),
-  cellsSynced: z.boolean(),
-  state: z.object({
-    running: z.boolean(),
-    runningId: z.number().int().nullable(),
-    pendingReasons: z.array(z.string()),
-    consecutiveFailures: z.number().int(),
-    nextRetryAtMs: z.number().nullable().describe('A clock time (monotonic ms).'),
-    lastCompleted: z
-      .object({ id: z.number().int(), result: resultSchema, atMs: z.number() })
-      .nullable(),
-    lastError: z
-      .object({ phase: phaseSchema, message: z.string() })
-      .nullable()
-      .describe('The last failure, until the next success.'),
-  }),
+  cellsSynced: z
+    .boolean()
+    .describe('The initial list is applied and every cell in it was reconciled once.'),
+  state: z
+    .object({
+      running: z.boolean().describe('A run (render, validate, deploy) is under way.'),
+      runningId: z.number().int().nullable().describe('Its id; `null` when none runs.'),
+      pendingReasons: z
+        .array(z.string())
+        .describe('Why the next run will happen (cell changes, drift, retry), collapsed into one.'),
+      consecutiveFailures: z.number().int().describe('Failed runs in a row.'),
+      nextRetryAt: z
+        .string()
+        .nullable()
+        .describe('RFC 3339: when the retry after a failed run begins; `null` when none is due.'),
+      nextRetryInMs: z
+        .number()
+        .nullable()
+        .describe('The same as a delay from now (monotonic, immune to clock steps).'),
+      lastCompleted: z
+        .object({
+          id: z.number().int().describe('The run id, counting from 1.'),
+          result: resultSchema.describe('How it ended.'),
+          at: z.string().describe('RFC 3339: when the run ended.'),
+          agoMs: z.number().describe('How long ago it ended (monotonic).'),
+        })
+        .nullable()
+        .describe('The last run that ended; `null` before the first.'),
+      lastError: z
+        .object({
+          phase: phaseSchema.describe('The phase that failed.'),
+          message: z.string().describe('Its error, for a person.'),
+        })
+        .nullable()
+        .describe('The last failure, until the next success.'),
+    })
+    .describe("The coordinator's run state."),
   desired: routingStateSchema
     .nullable()
     .describe(
@@ -449,90 +530,102 @@ export const sinksSchema = z.object({
   panic: z
     .array(
       z.object({
-        namespace: z.string(),
-        pool: z.string(),
-        routable: z.number().int(),
-        known: z.number().int(),
-        thresholdPercent: z.number(),
+        namespace: z.string().describe("The pool's namespace."),
+        pool: z.string().describe('The pool name.'),
+        routable: z.number().int().describe('Cells alive and routable when it entered.'),
+        known: z.number().int().describe('Every cell of the pool when it entered.'),
+        thresholdPercent: z.number().describe('`--sink-panic-threshold`.'),
         since: z.string().describe('RFC 3339: when the pool entered panic.'),
       }),
     )
     .describe(
       "The pools in panic at the leader's last deploy: fewer than the threshold's share of their cells are alive and routable, so their sinks remove nothing (they still add). Empty on a follower.",
     ),
-  sinks: z.array(
-    named(
-      z.object({
-        kind: z.enum(['sglang-router', 'endpointslice', 'readiness-gate']),
-        target: z
-          .string()
-          .describe(
-            'The router URL, the EndpointSlice `namespace/name`, or the `namespace/pool` whose gated pods the readiness gate writes.',
-          ),
-        pool: z.string(),
-        role: z
-          .enum(['prefill', 'decode'])
-          .optional()
-          .describe(
-            "A prefill/decode router's pool (`--sglang-router POOL=URL,role=…`): this target is the router's workers of that type. Absent for a plain router, whose whole list is the pool's.",
-          ),
-        desired: z
-          .array(z.string())
-          .describe(
-            'Sorted: `http://host:port` (router), `ip:port` (slice) or `pod=Status/Reason` (readiness gate).',
-          ),
-        actual: z
-          .array(z.string())
-          .describe(
-            "Sorted: the target's list as read at the end of the last apply that reached it, after that apply's adds and removes were sent (a router add still being processed is in `pending` until a later read lists it); empty before the first read.",
-          ),
-        pending: z.array(
-          z.object({
-            operation: z.enum(['add', 'remove']),
-            endpoint: z.string(),
-            since: z.string(),
-          }),
-        ),
-        lastAppliedAt: z.string().nullable().describe('RFC 3339 of the last apply without error.'),
-        lastError: z.string().nullable(),
-        backoffUntil: z
-          .string()
-          .nullable()
-          .describe(
-            'RFC 3339: its last call failed, and it is not called again before then, however many runs begin (1 s doubling, capped at the drift interval or 60 s); a run begins at that time. `null`: it may be called now.',
-          ),
-        mode: sinkModeSchema,
-        wouldAdd: z
-          .array(z.string())
-          .describe(
-            'Observe mode: what apply would add, from the last read (sorted); empty in apply mode.',
-          ),
-        wouldRemove: z
-          .array(z.string())
-          .describe(
-            'Observe mode: what apply would remove, ownership and panic honoured (sorted); empty in apply mode.',
-          ),
-        panic: z.boolean().describe("The target's pool is in panic: nothing is removed from it."),
-        heldByPanic: z
-          .array(z.string())
-          .describe('Listed, not desired, and kept only because the pool is in panic (sorted).'),
-        ownership: z
-          .object({
-            mode: z
-              .enum(['managed', 'all'])
-              .describe(
-                '`managed`: only endpoints the sink marked (or recorded adding) are removed; `all`: any it does not desire (`--sglang-router-ownership`).',
-              ),
-            by: z
-              .enum(['labels', 'record', 'field-manager'])
-              .nullable()
-              .describe(
-                "`labels`: the target keeps the sink's mark (router worker labels, the EndpointSlice managed-by label); `record`: the router lists no labels, so the URLs this process added are what it owns; `field-manager`: the readiness gate owns its one pod condition by server-side apply; `null`: not known yet, or `all`.",
-              ),
-          })
-          .describe('Which endpoints of the target the sink may remove, and how it tells them.'),
-      }),
-      'SinkTarget',
-    ),
-  ),
+  sinks: z
+    .array(
+      named(
+        z.object({
+          kind: z
+            .enum(['sglang-router', 'endpointslice', 'readiness-gate'])
+            .describe('Which sink the target is of.'),
+          target: z
+            .string()
+            .describe(
+              'The router URL, the EndpointSlice `namespace/name`, or the `namespace/pool` whose gated pods the readiness gate writes.',
+            ),
+          pool: z.string().describe('The pool whose cells it receives.'),
+          role: z
+            .enum(['prefill', 'decode'])
+            .optional()
+            .describe(
+              "A prefill/decode router's pool (`--sglang-router POOL=URL,role=…`): this target is the router's workers of that type. Absent for a plain router, whose whole list is the pool's.",
+            ),
+          desired: z
+            .array(z.string())
+            .describe(
+              'Sorted: `http://host:port` (router), `ip:port` (slice) or `pod=Status/Reason` (readiness gate).',
+            ),
+          actual: z
+            .array(z.string())
+            .describe(
+              "Sorted: the target's list as read at the end of the last apply that reached it, after that apply's adds and removes were sent (a router add still being processed is in `pending` until a later read lists it); empty before the first read.",
+            ),
+          pending: z
+            .array(
+              z.object({
+                operation: z.enum(['add', 'remove']).describe('What was sent.'),
+                endpoint: z.string().describe('The endpoint it was sent for.'),
+                since: z.string().describe('RFC 3339: when it was sent.'),
+              }),
+            )
+            .describe('Changes sent but not yet visible on the target (a router add in progress).'),
+          lastAppliedAt: z
+            .string()
+            .nullable()
+            .describe('RFC 3339 of the last apply without error.'),
+          lastError: z
+            .string()
+            .nullable()
+            .describe("The last apply's error for this target; `null` after a success."),
+          backoffUntil: z
+            .string()
+            .nullable()
+            .describe(
+              'RFC 3339: its last call failed, and it is not called again before then, however many runs begin (1 s doubling, capped at the drift interval or 60 s); a run begins at that time. `null`: it may be called now.',
+            ),
+          mode: sinkModeSchema,
+          wouldAdd: z
+            .array(z.string())
+            .describe(
+              'Observe mode: what apply would add, from the last read (sorted); empty in apply mode.',
+            ),
+          wouldRemove: z
+            .array(z.string())
+            .describe(
+              'Observe mode: what apply would remove, ownership and panic honoured (sorted); empty in apply mode.',
+            ),
+          panic: z.boolean().describe("The target's pool is in panic: nothing is removed from it."),
+          heldByPanic: z
+            .array(z.string())
+            .describe('Listed, not desired, and kept only because the pool is in panic (sorted).'),
+          ownership: z
+            .object({
+              mode: z
+                .enum(['managed', 'all'])
+                .describe(
+                  '`managed`: only endpoints the sink marked (or recorded adding) are removed; `all`: any it does not desire (`--sglang-router-ownership`).',
+                ),
+              by: z
+                .enum(['labels', 'record', 'field-manager'])
+                .nullable()
+                .describe(
+                  "`labels`: the target keeps the sink's mark (router worker labels, the EndpointSlice managed-by label); `record`: the router lists no labels, so the URLs this process added are what it owns; `field-manager`: the readiness gate owns its one pod condition by server-side apply; `null`: not known yet, or `all`.",
+                ),
+            })
+            .describe('Which endpoints of the target the sink may remove, and how it tells them.'),
+        }),
+        'SinkTarget',
+      ),
+    )
+    .describe('Every target of every sink.'),
 });

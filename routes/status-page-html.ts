@@ -3,7 +3,9 @@
  * from elsewhere) that a person opens after `kubectl port-forward`. The server renders every
  * value into the document, escaped, so `curl` shows the cells; the inline script then keeps it
  * current from `GET /api/v1/events` (debounced re-fetches of the JSON API, and a log of the last
- * events), polling every 2 s while the event stream is down.
+ * events), polling every 2 s while the event stream is down. The stream is opened from the event
+ * id the server names at render time, so the log starts with the last events the server holds
+ * and misses none published between rendering and connecting.
  *
  * Two renderers draw the same sections: `renderStatusPage` here (strings, every value through
  * `escapeHtml`), and the browser's in `CLIENT_SCRIPT` (DOM nodes, values only ever set as
@@ -119,10 +121,13 @@ export interface StatusPageData {
   source: string;
   /** Which build renders the page (`--version`'s facts). */
   build: { version: string; revision: string; nodeVersion: string };
-  /** The service's monotonic clock at render time, so the script can age clock times later. */
-  serverNowMs: number;
   /** Wall-clock ISO time of the render. */
   renderedAt: string;
+  /**
+   * The event id the script resumes the stream from: just before the last `EVENT_LOG_LENGTH`
+   * logged events the server holds (`ControlPlane.eventReplayCursor`).
+   */
+  eventsFrom: string;
   pools: StatusPool[];
   cells: StatusCell[];
   queue: StatusQueue;
@@ -134,6 +139,37 @@ export interface StatusPageData {
 
 /** How many events the page's log keeps. */
 export const EVENT_LOG_LENGTH = 20;
+/**
+ * The event types the page asks for. The log shows all but `STATUS_PAGE_QUIET_TYPES`; the rest
+ * trigger re-fetches of the JSON API.
+ */
+export const STATUS_PAGE_EVENT_TYPES: readonly string[] = [
+  'cell.changed',
+  'reconciliation.triggered',
+  'reconciliation.started',
+  'reconciliation.completed',
+  'reconciliation.failed',
+  'watch.state',
+  'leadership.acquired',
+  'leadership.lost',
+  'leader.changed',
+  'store.synced',
+  'sink.applied',
+  'sink.failed',
+  'sink.observed',
+  'pool.panic',
+  'events.dropped',
+  'events.missed',
+];
+/** Types the page asks for but does not log: a run's start and trigger show on its end line. */
+export const STATUS_PAGE_QUIET_TYPES: readonly string[] = [
+  'reconciliation.triggered',
+  'reconciliation.started',
+];
+/** The types the log shows a line for. */
+export const STATUS_PAGE_LOGGED_TYPES: readonly string[] = STATUS_PAGE_EVENT_TYPES.filter(
+  (t) => !STATUS_PAGE_QUIET_TYPES.includes(t),
+);
 /** How long the script gathers events before it re-fetches. */
 export const REFRESH_DEBOUNCE_MS = 250;
 /** How often the script polls while the event stream is down. */
@@ -212,16 +248,11 @@ const CLIENT_SCRIPT = `
   var LOG_LENGTH = ${EVENT_LOG_LENGTH};
   var DEBOUNCE_MS = ${REFRESH_DEBOUNCE_MS};
   var POLL_MS = ${POLL_INTERVAL_MS};
-  var EVENT_TYPES = ['cell.changed', 'reconciliation.triggered', 'reconciliation.started',
-    'reconciliation.completed', 'reconciliation.failed', 'watch.state', 'leadership.acquired',
-    'leadership.lost', 'leader.changed', 'store.synced', 'sink.applied', 'sink.failed',
-    'sink.observed', 'pool.panic', 'events.dropped'];
-  var REFRESHING = /^(cell\\.|reconciliation\\.|watch\\.|leadership\\.|leader\\.|store\\.|sink\\.|pool\\.|events\\.dropped)/;
+  var EVENT_TYPES = ${JSON.stringify(STATUS_PAGE_EVENT_TYPES)};
+  var QUIET = ${JSON.stringify(Object.fromEntries(STATUS_PAGE_QUIET_TYPES.map((t) => [t, true])))};
+  var REFRESHING = /^(cell\\.|reconciliation\\.|watch\\.|leadership\\.|leader\\.|store\\.|sink\\.|pool\\.|events\\.)/;
 
   var body = document.body;
-  var serverNowAtLoad = Number(body.getAttribute('data-server-now'));
-  var loadedAt = Date.now();
-  function serverNow() { return serverNowAtLoad + (Date.now() - loadedAt); }
 
   function el(tag, attrs) {
     var node = document.createElement(tag);
@@ -266,7 +297,7 @@ const CLIENT_SCRIPT = `
       ['Now', s.running ? 'running #' + s.runningId : el('span', { 'class': 'muted' }, 'idle')],
       ['Last run', last === null ? el('span', { 'class': 'muted' }, 'none yet')
         : el('span', { 'class': last.result === 'success' ? 'ok' : 'bad' },
-          '#' + last.id + ' ' + last.result + ', ' + ms(Math.max(0, serverNow() - last.atMs)) + ' ago')],
+          '#' + last.id + ' ' + last.result + ', ' + ms(last.agoMs) + ' ago')],
       ['Failures in a row', el('span', { 'class': s.consecutiveFailures > 0 ? 'bad' : '' }, String(s.consecutiveFailures))],
       ['Last error', s.lastError === null ? el('span', { 'class': 'muted' }, 'none')
         : el('span', { 'class': 'bad' }, s.lastError.phase + ': ' + s.lastError.message)],
@@ -384,13 +415,13 @@ const CLIENT_SCRIPT = `
       case 'sink.observed': return e.kind + ' ' + e.target + ' would +' + e.wouldAdd.length + ' -' + e.wouldRemove.length;
       case 'pool.panic': return e.namespace + '/' + e.pool + (e.inPanic ? ' entered' : ' left') + ' panic (' + e.routable + ' / ' + e.known + ' cells routable)';
       case 'events.dropped': return e.dropped + ' events lost (this page fell behind)';
+      case 'events.missed': return (e.missed === null ? 'an unknown number of' : e.missed) + ' events missed while disconnected';
       default: return '';
     }
   }
   var log = document.getElementById('event-log');
   // A run's reasons arrive with its start; the log shows them on its one line, at its end.
   var runReasons = {};
-  var QUIET = { 'reconciliation.triggered': true, 'reconciliation.started': true };
   function logEvent(e) {
     if (e.type === 'reconciliation.started') {
       runReasons[e.id] = e.reasons.join(', ');
@@ -400,9 +431,10 @@ const CLIENT_SCRIPT = `
     var placeholder = log.querySelector('li.placeholder');
     if (placeholder) log.removeChild(placeholder);
     var bad = e.type === 'reconciliation.failed' || e.type === 'sink.failed' || e.type === 'leadership.lost'
+      || e.type === 'events.missed'
       || (e.type === 'cell.changed' && (!e.alive || e.routable === false)) || (e.type === 'watch.state' && !e.healthy);
     log.insertBefore(el('li', { 'data-type': e.type, 'class': bad ? 'bad' : '' },
-      el('span', { 'class': 't' }, new Date().toLocaleTimeString()),
+      el('span', { 'class': 't', title: e.time }, new Date(e.time || Date.now()).toLocaleTimeString()),
       el('span', { 'class': 'type' }, e.type), describe(e)), log.firstChild);
     while (log.children.length > LOG_LENGTH) log.removeChild(log.lastChild);
   }
@@ -420,7 +452,10 @@ const CLIENT_SCRIPT = `
   }
 
   if (typeof EventSource !== 'function') { startPolling(); return; }
-  var source = new EventSource('/api/v1/events?types=' + EVENT_TYPES.join(','));
+  // From the render's event id: the log begins with the last events; EventSource itself sends
+  // Last-Event-ID when it reconnects, so a blip loses nothing either.
+  var source = new EventSource('/api/v1/events?types=' + EVENT_TYPES.join(',')
+    + '&lastEventId=' + encodeURIComponent(body.getAttribute('data-events-from') || ''));
   source.addEventListener('open', function () {
     stopPolling();
     setStatus('live', 'ok');
@@ -691,7 +726,7 @@ export function renderStatusPage(data: StatusPageData): string {
 </head>
 ${h(
   'body',
-  { 'data-server-now': data.serverNowMs, 'data-source': data.source },
+  { 'data-source': data.source, 'data-events-from': data.eventsFrom },
   h(
     'header',
     null,
@@ -752,15 +787,7 @@ ${h(
       'section',
       { class: 'panel', id: 'activity' },
       h('h2', null, text(`What the controller is doing (last ${EVENT_LOG_LENGTH} events)`)),
-      h(
-        'ol',
-        { id: 'event-log' },
-        h(
-          'li',
-          { class: 'placeholder muted' },
-          'Waiting for events\u2026 (past events are not replayed)',
-        ),
-      ),
+      h('ol', { id: 'event-log' }, h('li', { class: 'placeholder muted' }, 'No events yet.')),
       h('noscript', null, 'Live updates need JavaScript; reload the page to refresh it.'),
     ),
   ),

@@ -9,7 +9,13 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { runStateView } from './coordinator.js';
 import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
-import { renderStatusPage, STATUS_PAGE_CSP, type StatusPageData } from './status-page-html.js';
+import {
+  EVENT_LOG_LENGTH,
+  renderStatusPage,
+  STATUS_PAGE_CSP,
+  STATUS_PAGE_LOGGED_TYPES,
+  type StatusPageData,
+} from './status-page-html.js';
 
 /** The plugin's one option: the control plane, read once per page render. */
 export interface StatusPageRoutesOptions {
@@ -28,8 +34,8 @@ export function statusPageData(
   return {
     source: plane.sourceKind,
     build: plane.buildInfo,
-    serverNowMs: now,
     renderedAt: wallClock().toISOString(),
+    eventsFrom: plane.eventReplayCursor(STATUS_PAGE_LOGGED_TYPES, EVENT_LOG_LENGTH),
     pools: plane.cells.pools().map((p) => ({
       namespace: p.namespace,
       name: p.name,

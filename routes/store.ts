@@ -22,6 +22,8 @@ export const storeRoutes: FastifyPluginAsyncZod<StoreRoutesOptions> = async (app
     {
       schema: {
         summary: 'The store snapshot',
+        description:
+          'What the local cache holds: pods per parent (cell key), whether each parent has been reconciled into a cell yet, and with `?objects=true` a view of every pod with its resourceVersion, to compare with what the API server lists.',
         tags: ['debug'],
         querystring: z.object({
           objects: booleanQuery('objects').describe('Add a view of every pod.').optional(),

@@ -29,6 +29,7 @@ import {
 } from './cli/source-choice.js';
 import { buildServer } from './http/app.js';
 import { buildProbeServer } from './http/probe-app.js';
+import type { KubeconfigContext } from './kubernetes/client/connection.js';
 import type { PodSource } from './model/pod-source.js';
 import { realClock } from './runtime/clock.js';
 import { buildInfo, versionLine } from './service/build-info.js';
@@ -117,6 +118,7 @@ async function createLeadership(
   choice: SourceChoice,
   facts: HostFacts,
   watchedNamespace: string | undefined,
+  context: KubeconfigContext | undefined,
   logger: pino.Logger,
 ): Promise<(hooks: LeadershipHooks) => Leadership> {
   const identity = leaderIdentity(facts.env);
@@ -132,7 +134,7 @@ async function createLeadership(
     }
     return (hooks) => new SoleLeadership({ identity, reason, hooks, logger: log });
   }
-  const namespace = await resolveLeaseNamespace(config, facts, watchedNamespace);
+  const namespace = await resolveLeaseNamespace(config, facts, watchedNamespace, context);
   const { connectLeaseLock } = await import('./kubernetes/resources/lease-lock.js');
   const lock = await connectLeaseLock({
     namespace,
@@ -303,6 +305,8 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let adminToken: string | undefined;
   let routerApiKey: string | undefined;
   let choice: SourceChoice;
+  /** The kubeconfig context in use (kubernetes source): where the default namespace comes from. */
+  let context: KubeconfigContext | undefined;
   const facts = { ...realHostFacts(), env };
   /** Said once the logger exists: a group- or world-readable secret file, for instance. */
   const startWarnings: string[] = [];
@@ -322,7 +326,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       // A kubeconfig that can never work (syntax, empty, a directory, unreadable, an unknown
       // context, plain http without insecure-skip-tls-verify) fails now, not every second later.
       const { checkClusterConfig } = await import('./kubernetes/client/connection.js');
-      await checkClusterConfig({
+      context = await checkClusterConfig({
         ...clusterOptions(config),
       });
     }
@@ -350,12 +354,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   } else {
     logger.info({ source: 'kubernetes', reason: choice.reason }, 'watching a Kubernetes cluster');
   }
-  const namespace =
-    choice.kind === 'simulated'
-      ? config.namespace === undefined || config.namespace === '*'
-        ? DEFAULT_SIMULATED_NAMESPACE
-        : config.namespace
-      : await resolveNamespace(config, facts);
+  let namespace: string | undefined;
   if (config.sinkMode === 'observe') {
     logger.warn(
       { sinkMode: 'observe' },
@@ -366,7 +365,20 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
   let kubernetesEvents: Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>;
   try {
-    leadership = await createLeadership(config, choice, facts, namespace, logger);
+    if (choice.kind === 'simulated') {
+      namespace =
+        config.namespace === undefined || config.namespace === '*'
+          ? DEFAULT_SIMULATED_NAMESPACE
+          : config.namespace;
+    } else {
+      const watched = await resolveNamespace(config, facts, context);
+      namespace = watched.namespace;
+      logger.info(
+        { namespace: namespace ?? '*', from: watched.origin },
+        `watching ${namespace === undefined ? 'all namespaces' : `namespace ${namespace}`}: ${watched.reason}`,
+      );
+    }
+    leadership = await createLeadership(config, choice, facts, namespace, context, logger);
     sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
     kubernetesEvents = await createKubernetesEvents(config, choice, env, logger);
   } catch (err) {

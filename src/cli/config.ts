@@ -359,7 +359,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'namespace',
     valueName: 'NAME',
     description:
-      "Namespace to watch; '*' for all. Default: the pod's own namespace in a cluster, all namespaces outside one ('default' for the simulation).",
+      "Namespace to watch; '*' for all. Default, as kubectl's: the kubeconfig context's namespace when it names one, the pod's own namespace in a cluster, else 'default' (also for the simulation). The start-up log says which and why.",
   },
   {
     flag: 'selector',
@@ -486,7 +486,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'leaderElectResourceNamespace',
     valueName: 'NAME',
     description:
-      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else 'default'.",
+      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'.",
   },
   {
     flag: 'leader-elect-lease-duration',

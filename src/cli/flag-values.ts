@@ -248,13 +248,16 @@ export const labelSelector = z
     }
   });
 
-/** RFC 1123 label, as Kubernetes requires of namespace names. */
-export const namespace = z
-  .string()
-  .refine((v) => v === ALL_NAMESPACES || /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(v), {
-    error: (issue) =>
-      `expected a namespace name (lowercase letters, digits, '-') or '*' for all namespaces, got ${JSON.stringify(issue.input)}`,
-  });
+/** An RFC 1123 label, as Kubernetes requires of namespace names. */
+export function isNamespaceName(text: string): boolean {
+  return /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/.test(text);
+}
+
+/** `--namespace`: a namespace name, or `*` for all namespaces. */
+export const namespace = z.string().refine((v) => v === ALL_NAMESPACES || isNamespaceName(v), {
+  error: (issue) =>
+    `expected a namespace name (lowercase letters, digits, '-') or '*' for all namespaces, got ${JSON.stringify(issue.input)}`,
+});
 
 /** IANA service name, what Kubernetes allows as a container port name. */
 export const portName = z

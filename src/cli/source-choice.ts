@@ -7,8 +7,10 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import type { KubeconfigContext } from '../kubernetes/client/connection.js';
 import type { SourceKind } from '../model/pod-source.js';
 import { ALL_NAMESPACES, type Config, ConfigError, envName } from './config.js';
+import { isNamespaceName } from './flag-values.js';
 
 /** Where the kubelet mounts a pod's service-account credentials. */
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -112,33 +114,110 @@ async function ownNamespace(
   }
 }
 
+/** Where the watched namespace came from, for the start-up log. */
+export type NamespaceOrigin = 'flag' | 'kubeconfig-context' | 'service-account' | 'default';
+
+/** The namespace to watch (`undefined`: all) and why, in one sentence for the start-up log. */
+export interface NamespaceChoice {
+  namespace: string | undefined;
+  origin: NamespaceOrigin;
+  reason: string;
+}
+
+/** The longest context name a log line quotes whole: a kubeconfig's text is bounded like any other. */
+const MAX_QUOTED_CONTEXT = 64;
+
+/** A kubeconfig context's name for a log line or an error: JSON-quoted, cut past 64 characters. */
+function quoteContext(name: string): string {
+  return JSON.stringify(
+    name.length > MAX_QUOTED_CONTEXT ? `${name.slice(0, MAX_QUOTED_CONTEXT)}…` : name,
+  );
+}
+
+/** kubectl's namespace when nothing names one. */
+export const DEFAULT_NAMESPACE = 'default';
+
 /**
- * The namespace to watch, `undefined` for all. Unset means the pod's own namespace in a cluster
- * (what a namespaced Role allows) and all namespaces outside one.
+ * The namespace to watch, by kubectl's rule: `--namespace` (`'*'`: all, only when asked), else
+ * the namespace of the kubeconfig context in use (`context`, from `checkClusterConfig`), else
+ * the pod's own in a cluster (what a namespaced Role allows), else `default`. A context whose
+ * namespace is not a namespace name is a configuration error; its text is not quoted, being a
+ * file's.
  */
 export async function resolveNamespace(
   config: Config,
   facts: HostFacts,
+  context: KubeconfigContext | undefined,
   readText: (path: string) => Promise<string> = (p) => readFile(p, 'utf8'),
-): Promise<string | undefined> {
-  if (config.namespace === ALL_NAMESPACES) return undefined;
-  if (config.namespace !== undefined) return config.namespace;
-  return ownNamespace(facts, readText);
+): Promise<NamespaceChoice> {
+  if (config.namespace === ALL_NAMESPACES) {
+    return { namespace: undefined, origin: 'flag', reason: "--namespace '*': all namespaces" };
+  }
+  if (config.namespace !== undefined) {
+    return { namespace: config.namespace, origin: 'flag', reason: '--namespace' };
+  }
+  const fromContext = context?.namespace?.trim();
+  if (context && fromContext) {
+    if (!isNamespaceName(fromContext)) {
+      throw new ConfigError(
+        context.inCluster
+          ? "the service account's namespace file does not hold a namespace name; pass --namespace"
+          : `kubeconfig context ${quoteContext(context.name)} names a namespace that is not a namespace name (lowercase letters, digits, '-'); fix it or pass --namespace`,
+      );
+    }
+    return context.inCluster
+      ? {
+          namespace: fromContext,
+          origin: 'service-account',
+          reason: "the service account's namespace (in a cluster)",
+        }
+      : {
+          namespace: fromContext,
+          origin: 'kubeconfig-context',
+          reason: `the namespace of kubeconfig context ${quoteContext(context.name)}`,
+        };
+  }
+  if (context === undefined || context.inCluster) {
+    const own = await ownNamespace(facts, readText);
+    if (own !== undefined && isNamespaceName(own)) {
+      return {
+        namespace: own,
+        origin: 'service-account',
+        reason: "the service account's namespace (in a cluster)",
+      };
+    }
+  }
+  return {
+    namespace: DEFAULT_NAMESPACE,
+    origin: 'default',
+    reason:
+      context && !context.inCluster
+        ? `kubeconfig context ${quoteContext(context.name)} names no namespace: kubectl's default`
+        : "no --namespace and no namespace found: kubectl's default",
+  };
 }
 
 /**
  * Where the Lease lives: `--leader-elect-resource-namespace`, else the pod's own namespace
  * (`$POD_NAMESPACE` from the downward API, or the service account's namespace file: what the
- * Role in deploy/ grants), else the watched namespace, else `default`.
+ * Role in deploy/ grants), else the watched namespace, else (all namespaces watched) the
+ * kubeconfig context's namespace, else `default`.
  */
 export async function resolveLeaseNamespace(
   config: Config,
   facts: HostFacts,
   watchedNamespace: string | undefined,
+  context?: KubeconfigContext,
   readText: (path: string) => Promise<string> = (p) => readFile(p, 'utf8'),
 ): Promise<string> {
   if (config.leaderElection.resourceNamespace) return config.leaderElection.resourceNamespace;
   const fromEnv = facts.env.POD_NAMESPACE?.trim();
   if (fromEnv) return fromEnv;
-  return (await ownNamespace(facts, readText)) ?? watchedNamespace ?? 'default';
+  const fromContext = context?.namespace?.trim();
+  return (
+    (await ownNamespace(facts, readText)) ??
+    watchedNamespace ??
+    (fromContext && isNamespaceName(fromContext) ? fromContext : undefined) ??
+    DEFAULT_NAMESPACE
+  );
 }

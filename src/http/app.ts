@@ -226,7 +226,9 @@ function validationMessage(error: FastifyError): string {
       ? 'query parameter'
       : error.validationContext === 'params'
         ? 'path parameter'
-        : (error.validationContext ?? 'request');
+        : error.validationContext === 'headers'
+          ? 'header'
+          : (error.validationContext ?? 'request');
   const first = error.validation?.[0];
   if (!first) return error.message;
   const where = first.instancePath.replace(/^\//, '').replaceAll('/', '.');

@@ -130,6 +130,11 @@ export interface ControlPlane {
   ): AdminDecision;
   /** The loop's clock, to turn its clock times into ages and delays. */
   now(): number;
+  /**
+   * The wall-clock time, RFC 3339, of the loop clock's reading `clockMs`: every time the API
+   * shows is one, since a monotonic reading means nothing outside the process.
+   */
+  wallTime(clockMs: number): string;
   readonly synced: boolean;
   loopState(): ReconcileLoopState;
   /** Parents with members in the store, sorted: what is observed, reconciled or not. */
@@ -152,10 +157,20 @@ export interface ControlPlane {
   /** How the sinks act (`--sink-mode`, `--sink-panic-threshold`) and the pools in panic now. */
   sinkSettings(): SinkSettingsView;
   /**
-   * The event bus as a Server-Sent Events byte stream, filtered by `types`; ends when `signal`
+   * The event bus as a Server-Sent Events byte stream, filtered by `types`, starting with the
+   * held events after `lastEventId` (or a notice that they are not all held); ends when `signal`
    * aborts or the service shuts down. `undefined` when `maxEventStreams` are open already.
    */
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined;
+  eventStream(options: {
+    types?: readonly string[];
+    signal: AbortSignal;
+    lastEventId?: string | undefined;
+  }): Readable | undefined;
+  /**
+   * The event id to resume from to receive the last `count` held events of `types` and every
+   * later one: what the status page connects with, so it shows recent events on load.
+   */
+  eventReplayCursor(types: readonly string[], count: number): string;
   /** How many event streams may be open at once (`--max-event-streams`). */
   readonly maxEventStreams: number;
   /** Asks the leader's coordinator for a run now; ignored on a follower. */

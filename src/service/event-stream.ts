@@ -6,20 +6,30 @@
  * who can reach the port and a pod's texts are written by anyone who can create pods:
  * - at most `maxStreams` at once (the route answers 503 beyond), so streams cannot use up the
  *   server's connections;
- * - each event is serialized once, into one buffer every stream shares (a stream adds only its
- *   `id:` line), so a thousand clients do not stringify it a thousand times;
+ * - each event is serialized once, into one buffer every stream shares (its `id:` included: ids
+ *   are of the process, not of the connection), so a thousand clients do not stringify it a
+ *   thousand times;
  * - each stream holds at most `maxBytes` not yet taken by its socket; past that the oldest queued
  *   events are dropped and the client is told how many with an `events.dropped` event before the
  *   next one it gets. Bytes, not events: one event can be large.
  *
+ * Every event carries an id (`<epoch>-<sequence>`, see event-history.ts) and its wall-clock
+ * `time` (RFC 3339). The last events are kept in a bounded history, so a client reconnecting with
+ * `Last-Event-ID` first receives what it missed; when that is no longer all held, or the id is
+ * not of this process, it is told so with an `events.missed` event, and then knows to reread
+ * the state instead of trusting the stream to be complete.
+ *
  * A comment line every `heartbeatMs` keeps proxies and port-forwards from closing an idle stream.
- * Nothing outlives a stream: its bus listener, its timer and its signal listener are removed when
- * it ends, however it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for
- * as long as the long-lived signals it combines live).
+ * Nothing outlives a stream: its timer and its signal listener are removed when it ends, however
+ * it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for as long as the
+ * long-lived signals it combines live). The one bus listener, which feeds the history and every
+ * stream, lives from construction to `close()`.
  */
+import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { EventBus } from '../coordination/event-bus.js';
 import type { Clock } from '../runtime/clock.js';
+import { EventHistory, formatEventId, type HistoryEntry } from './event-history.js';
 import type { ServiceEvent } from './service-events.js';
 
 /** 15 s: well inside the idle timeouts of common proxies (60 s) and of kubectl port-forward. */
@@ -28,7 +38,7 @@ export const SSE_HEARTBEAT_MS = 15_000;
  * Bytes one client may fall behind by before its oldest events are dropped: thousands of events
  * of a few hundred bytes (a relist of thousands of cells publishes one `cell.changed` each), and
  * at most 256 MiB counted over the default 256 streams — counted, since the event buffers are
- * shared between streams and a stream adds only its id lines.
+ * shared between streams and with the history.
  */
 export const SSE_MAX_CLIENT_BYTES = 1_048_576;
 /**
@@ -57,22 +67,28 @@ export interface EventStreamsOptions {
   heartbeatMs?: number;
   /** Told each time events were dropped for a client (for the metric). */
   onDropped?: (count: number) => void;
+  /** Epoch ms, for each event's `time`; default `Date.now`. */
+  wallClock?: () => number;
+  /** The first part of every id; default 8 random hex digits, new in every process. */
+  epoch?: string;
+  /** Bounds of the history a reconnecting client resumes from (event-history.ts). */
+  historyEvents?: number;
+  historyBytes?: number;
 }
 
 /** One SSE message: `id`, `event` and one `data` line of JSON. */
-export function formatSseEvent(id: number, type: string, data: unknown): string {
-  return `id: ${id}\n${eventBody(type, data)}`;
+export function formatSseEvent(id: string | number, type: string, data: unknown): string {
+  return `id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-function eventBody(type: string, data: unknown): string {
-  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
-}
+/** Builds one of the stream's own messages (a notice) with the id of sequence `seq`. */
+type NoticeWriter = (seq: number, type: string, data: Record<string, unknown>) => Buffer;
 
-/** A queued message: the shared bytes after its `id:` line (none for a comment). */
+/** A queued message, as shared bytes. */
 interface Queued {
   body: Buffer;
-  /** Comments (heartbeats) have no id and are never counted as dropped events. */
-  event: boolean;
+  /** The event's sequence; `undefined` for a comment (heartbeat), never counted as dropped. */
+  seq: number | undefined;
 }
 
 /**
@@ -88,11 +104,13 @@ class EventStream extends Readable {
   readonly #onDropped: ((count: number) => void) | undefined;
   /** Asks the owner to call `flush()` soon (batched with the other streams' flushes). */
   readonly #schedule: (stream: EventStream) => void;
+  readonly #notice: NoticeWriter;
   readonly #queue: Queued[] = [];
   #head = 0;
   #queuedBytes = 0;
-  #id = 0;
   #dropped = 0;
+  /** The sequence of the newest event dropped: the id of the notice that reports the drop. */
+  #lastDroppedSeq = 0;
   #totalDropped = 0;
   #wanting = false;
   #ending = false;
@@ -102,29 +120,37 @@ class EventStream extends Readable {
     maxBytes: number,
     onDropped: ((count: number) => void) | undefined,
     schedule: (stream: EventStream) => void,
+    notice: NoticeWriter,
   ) {
     super({ highWaterMark: STREAM_HIGH_WATER_MARK });
     this.#types = types === undefined ? undefined : new Set(types);
     this.#maxBytes = maxBytes;
     this.#onDropped = onDropped;
     this.#schedule = schedule;
+    this.#notice = notice;
   }
 
   wants(type: string): boolean {
     return this.#types === undefined || this.#types.has(type);
   }
 
-  /** Queues `body`, dropping the oldest queued events while over the byte bound. */
-  offer(body: Buffer, event = true): void {
+  /**
+   * Queues `body` (the event of sequence `seq`, or a comment when `undefined`), dropping the
+   * oldest queued events while over the byte bound.
+   */
+  offer(body: Buffer, seq: number | undefined): void {
     if (this.#ending || this.destroyed) return;
-    this.#queue.push({ body, event });
+    this.#queue.push({ body, seq });
     this.#queuedBytes += body.length;
     while (this.#queuedBytes > this.#maxBytes && this.#head < this.#queue.length - 1) {
       const oldest = this.#queue[this.#head]!;
       this.#queue[this.#head] = undefined as never;
       this.#head += 1;
       this.#queuedBytes -= oldest.body.length;
-      if (oldest.event) this.#dropped += 1;
+      if (oldest.seq !== undefined) {
+        this.#dropped += 1;
+        this.#lastDroppedSeq = oldest.seq;
+      }
     }
     this.#compact();
     if (this.#wanting) this.#schedule(this);
@@ -162,9 +188,11 @@ class EventStream extends Readable {
         this.#dropped = 0;
         this.#totalDropped += dropped;
         this.#onDropped?.(dropped);
-        this.#id += 1;
-        const notice = { type: 'events.dropped', dropped, totalDropped: this.#totalDropped };
-        const text = Buffer.from(formatSseEvent(this.#id, 'events.dropped', notice));
+        // The id of the newest event lost: a client resuming from here is not sent them again.
+        const text = this.#notice(this.#lastDroppedSeq, 'events.dropped', {
+          dropped,
+          totalDropped: this.#totalDropped,
+        });
         pieces.push(text);
         bytes += text.length;
       }
@@ -173,12 +201,6 @@ class EventStream extends Readable {
         this.#queue[this.#head] = undefined as never;
         this.#head += 1;
         this.#queuedBytes -= next.body.length;
-        if (next.event) {
-          this.#id += 1;
-          const idLine = Buffer.from(`id: ${this.#id}\n`);
-          pieces.push(idLine);
-          bytes += idLine.length;
-        }
         pieces.push(next.body);
         bytes += next.body.length;
       }
@@ -217,6 +239,10 @@ export class EventStreams {
   readonly #maxBytes: number;
   readonly #heartbeatMs: number;
   readonly #onDropped: ((count: number) => void) | undefined;
+  readonly #wallClock: () => number;
+  /** The last `time` written, and its epoch ms: a burst within one millisecond formats it once. */
+  #lastTime = { ms: Number.NaN, iso: '' };
+  readonly #history: EventHistory;
   readonly #streams = new Set<EventStream>();
   readonly #ends = new Map<EventStream, () => void>();
   #unlisten: (() => void) | undefined;
@@ -233,6 +259,18 @@ export class EventStreams {
     this.#maxBytes = options.maxBytes ?? SSE_MAX_CLIENT_BYTES;
     this.#heartbeatMs = options.heartbeatMs ?? SSE_HEARTBEAT_MS;
     this.#onDropped = options.onDropped;
+    this.#wallClock = options.wallClock ?? Date.now;
+    this.#history = new EventHistory({
+      epoch: options.epoch ?? randomBytes(4).toString('hex'),
+      ...(options.historyEvents !== undefined ? { maxEvents: options.historyEvents } : {}),
+      ...(options.historyBytes !== undefined ? { maxBytes: options.historyBytes } : {}),
+    });
+    this.#listen();
+  }
+
+  /** The history reconnecting clients resume from. */
+  get history(): EventHistory {
+    return this.#history;
   }
 
   /** Streams open now. */
@@ -245,27 +283,35 @@ export class EventStreams {
   }
 
   /**
-   * A new stream of events published from now on (filtered by `types`), ending when `signal`
-   * aborts, when its consumer destroys it, or at `close()`. `undefined` when `maxStreams` are
-   * open already.
+   * A new stream of events (filtered by `types`): those after `lastEventId` still held when
+   * given, then every event published from now on. Ends when `signal` aborts, when its consumer
+   * destroys it, or at `close()`. `undefined` when `maxStreams` are open already.
    */
-  open(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+  open(options: {
+    types?: readonly string[];
+    signal: AbortSignal;
+    lastEventId?: string | undefined;
+  }): Readable | undefined {
     if (this.#streams.size >= this.#maxStreams) return undefined;
-    const stream = new EventStream(options.types, this.#maxBytes, this.#onDropped, (s) =>
-      this.#markDirty(s),
+    const stream = new EventStream(
+      options.types,
+      this.#maxBytes,
+      this.#onDropped,
+      (s) => this.#markDirty(s),
+      (seq, type, data) => this.#message(seq, type, data),
     );
     stream.offer(
       Buffer.from(
         `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every ${this.#heartbeatMs / 1000}s\n\n`,
       ),
-      false,
+      undefined,
     );
     if (this.#closed || options.signal.aborted) {
       stream.finish();
       return stream;
     }
+    if (options.lastEventId !== undefined) this.#replay(stream, options.lastEventId);
     this.#streams.add(stream);
-    this.#listen();
     const heartbeat = new AbortController();
     const { signal } = options;
     let ended = false;
@@ -276,7 +322,6 @@ export class EventStreams {
       heartbeat.abort(STREAM_ENDED);
       this.#streams.delete(stream);
       this.#ends.delete(stream);
-      if (this.#streams.size === 0) this.#unlistenNow();
       stream.finish();
     };
     this.#ends.set(stream, end);
@@ -292,6 +337,7 @@ export class EventStreams {
    */
   close(): void {
     this.#closed = true;
+    this.#unlistenNow();
     for (const [stream, end] of [...this.#ends]) {
       end();
       if (stream.pending) stream.destroy();
@@ -325,21 +371,48 @@ export class EventStreams {
       } catch {
         return;
       }
-      stream.offer(this.#heartbeat, false);
+      stream.offer(this.#heartbeat, undefined);
     }
   }
 
-  /** One bus listener for all streams, while any is open: each event serialized once. */
+  /**
+   * One bus listener for the history and all streams, from construction to `close()`: each event
+   * serialized once, with its id and time, whether or not a stream is open (the history is for
+   * the clients that are not connected right now).
+   */
   #listen(): void {
-    if (this.#unlisten) return;
     this.#unlisten = this.#bus.listen((event) => {
-      let body: Buffer | undefined;
+      const seq = this.#history.nextSeq;
+      const entry = this.#history.record(event.type, this.#message(seq, event.type, event));
       for (const stream of this.#streams) {
-        if (!stream.wants(event.type)) continue;
-        body ??= Buffer.from(eventBody(event.type, event));
-        stream.offer(body);
+        if (stream.wants(entry.type)) stream.offer(entry.body, entry.seq);
       }
     });
+  }
+
+  /** The message of sequence `seq`: `data` with the wall-clock `time` of now. */
+  #message(seq: number, type: string, data: object): Buffer {
+    const ms = this.#wallClock();
+    if (ms !== this.#lastTime.ms) this.#lastTime = { ms, iso: new Date(ms).toISOString() };
+    const time = this.#lastTime.iso;
+    const id = formatEventId(this.#history.epoch, seq);
+    return Buffer.from(formatSseEvent(id, type, { type, ...data, time }));
+  }
+
+  /** Queues what a client that last saw `lastEventId` missed, or says it cannot. */
+  #replay(stream: EventStream, lastEventId: string): void {
+    const point = this.#history.resume(lastEventId);
+    if (point.kind === 'unknown') {
+      const latest = this.#history.latest;
+      stream.offer(this.#message(latest, 'events.missed', { missed: null }), latest);
+      return;
+    }
+    if (point.kind === 'gap') {
+      const notice = this.#message(point.lostThrough, 'events.missed', { missed: point.missed });
+      stream.offer(notice, point.lostThrough);
+    }
+    const entries: readonly HistoryEntry[] = point.entries;
+    for (const entry of entries) if (stream.wants(entry.type)) stream.offer(entry.body, entry.seq);
   }
 
   #unlistenNow(): void {

@@ -104,7 +104,7 @@ export interface PoolServiceOptions {
    */
   adminAllowedHosts?: readonly string[];
   clock?: Clock;
-  /** Epoch ms for the cells' `lastTransitionTime`. */
+  /** Epoch ms for the cells' `lastTransitionTime`, events' `time` and the API's RFC 3339 times. */
   wallClock?: () => number;
   logger?: Logger;
   /** prom-client's process metrics; main turns them on, tests leave them off. */
@@ -212,6 +212,7 @@ export class PoolService implements ControlPlane {
   readonly #readinessGate: string | undefined;
   readonly #eventRecorder: KubernetesEventRecorder | undefined;
   readonly #kubernetesEvents: KubernetesEvents | undefined;
+  readonly #wallClock: () => number;
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
@@ -224,6 +225,7 @@ export class PoolService implements ControlPlane {
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
     this.#readinessGate = options.readinessGate;
+    this.#wallClock = options.wallClock ?? Date.now;
     const logger = options.logger ?? silentLogger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
     this.cells = new CellBodies(this.registry, { source: options.sourceKind });
@@ -237,6 +239,7 @@ export class PoolService implements ControlPlane {
     this.eventStreams = new EventStreams({
       bus: this.bus,
       clock: this.#clock,
+      wallClock: this.#wallClock,
       ...(options.maxEventStreams !== undefined ? { maxStreams: options.maxEventStreams } : {}),
       onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
     });
@@ -471,6 +474,10 @@ export class PoolService implements ControlPlane {
     return this.#clock.now();
   }
 
+  wallTime(clockMs: number): string {
+    return new Date(this.#wallClock() + (clockMs - this.#clock.now())).toISOString();
+  }
+
   get synced(): boolean {
     return this.#loop.synced;
   }
@@ -580,8 +587,16 @@ export class PoolService implements ControlPlane {
     };
   }
 
-  eventStream(options: { types?: readonly string[]; signal: AbortSignal }): Readable | undefined {
+  eventStream(options: {
+    types?: readonly string[];
+    signal: AbortSignal;
+    lastEventId?: string | undefined;
+  }): Readable | undefined {
     return this.eventStreams.open(options);
+  }
+
+  eventReplayCursor(types: readonly string[], count: number): string {
+    return this.eventStreams.history.replayCursor(new Set(types), count);
   }
 
   get maxEventStreams(): number {

@@ -211,7 +211,7 @@ interface CoordinatorBody {
   state: {
     consecutiveFailures: number;
     lastError: { phase: string; message: string } | null;
-    nextRetryAtMs: number | null;
+    nextRetryAt: string | null;
   };
 }
 
@@ -563,7 +563,7 @@ describe.skipIf(unavailable !== undefined)(
             'the coordinator to count failures and back off',
             async () => {
               const c = await controller.get<CoordinatorBody>('/api/v1/coordinator');
-              return c.state.consecutiveFailures > 0 && c.state.nextRetryAtMs !== null
+              return c.state.consecutiveFailures > 0 && c.state.nextRetryAt !== null
                 ? c
                 : undefined;
             },

@@ -244,6 +244,25 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
     await page.context().close();
   });
 
+  it('shows the last events on load, each at the time it was published', async () => {
+    // The story has been changing cells since the service started: a page loaded now shows
+    // those changes from the server's history before any new one arrives.
+    const page = await openPage();
+    const loadedAt = new Date().toISOString();
+    await page.goto(`${base}/`);
+    await page.locator('#live-status', { hasText: /^live$/ }).waitFor();
+    const earlier = await waitFor('events from before the load in the log', async () => {
+      const times = await page.$$eval('#event-log li[data-type] .t', (items) =>
+        items.map((item) => item.getAttribute('title') ?? ''),
+      );
+      const before = times.filter((time) => time !== '' && time < loadedAt);
+      return before.length > 0 ? before : undefined;
+    });
+    expect(earlier.every((time) => !Number.isNaN(Date.parse(time)))).toBe(true);
+    expect(await page.$$eval('#event-log li', (items) => items.length)).toBeLessThanOrEqual(20);
+    await page.context().close();
+  });
+
   it('polls every 2 s when the event stream is unavailable', async () => {
     const page = await openPage();
     await page.route('**/api/v1/events*', (route) => route.abort());

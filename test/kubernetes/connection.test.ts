@@ -102,14 +102,39 @@ describe('loadApiConnection: errors never quote the kubeconfig', () => {
 });
 
 describe('checkClusterConfig', () => {
-  it('accepts a usable kubeconfig and contacts no server', async () => {
+  it('accepts a usable kubeconfig, contacts no server, and names the context in use', async () => {
     await expect(
       checkClusterConfig({
         kubeconfigPath: file(
           kubeconfig(['server: http://127.0.0.1:1', 'insecure-skip-tls-verify: true']),
         ),
       }),
-    ).resolves.toBeUndefined();
+    ).resolves.toEqual({ name: 'c', namespace: undefined, inCluster: false });
+  });
+
+  it("names the namespace of the context in use, --context's when given, as kubectl reads it", async () => {
+    const path = file(
+      [
+        kubeconfig(['server: http://127.0.0.1:1', 'insecure-skip-tls-verify: true']).trimEnd(),
+        '    namespace: team-a',
+        '- name: other',
+        '  context:',
+        '    cluster: k',
+        '    user: u',
+        '    namespace: team-b',
+        '',
+      ].join('\n'),
+    );
+    await expect(checkClusterConfig({ kubeconfigPath: path })).resolves.toEqual({
+      name: 'c',
+      namespace: 'team-a',
+      inCluster: false,
+    });
+    await expect(checkClusterConfig({ kubeconfigPath: path, context: 'other' })).resolves.toEqual({
+      name: 'other',
+      namespace: 'team-b',
+      inCluster: false,
+    });
   });
 
   it('refuses a syntax error, naming the line', async () => {

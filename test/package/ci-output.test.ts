@@ -87,4 +87,22 @@ describe('the fuzz step output CI reads', () => {
     const run = readFileSync(`${root}.ci/run`, 'utf8');
     expect(run).toMatch(/console\.log\(`tests: \$\{passed\} passed, \$\{failed\} failed/);
   });
+
+  it("is what the README's CI table lists: every step, in order, with its time bound", () => {
+    const run = readFileSync(`${root}.ci/run`, 'utf8');
+    // `step 15 npm test -- --reporter=…` → ['npm test', 15]: the command without report flags.
+    const steps = run
+      .split('\n')
+      .map((line) => /^step (\d+) (.*?)(?: --(?: |reporter).*| \\)?$/.exec(line))
+      .filter((m) => m !== null)
+      .map((m) => [m[2]!, Number(m[1])]);
+    const readme = readFileSync(`${root}README.md`, 'utf8');
+    const table = readme.slice(readme.indexOf('`bash .ci/run` is what CI runs'));
+    const rows = [...table.matchAll(/^\| `([^`]+)` +\| (\d+) min +\|/gm)].map((m) => [
+      m[1]!,
+      Number(m[2]),
+    ]);
+    expect(steps.length).toBeGreaterThan(8);
+    expect(rows).toEqual(steps);
+  });
 });

@@ -11,6 +11,7 @@ import {
   harness,
   leaseLeadership,
   upsert,
+  WALL_CLOCK_MS,
 } from '../support/service-harness.js';
 
 const streams: IncomingMessage[] = [];
@@ -106,8 +107,9 @@ describe('GET /api/v1/coordinator', () => {
         runningId: null,
         pendingReasons: [],
         consecutiveFailures: 0,
-        nextRetryAtMs: null,
-        lastCompleted: { id: 1, result: 'success', atMs: 0 },
+        nextRetryAt: null,
+        nextRetryInMs: null,
+        lastCompleted: { id: 1, result: 'success', at: '2025-06-01T12:00:00.000Z', agoMs: 0 },
         lastError: null,
       },
       desired: ROUTED,
@@ -121,8 +123,10 @@ describe('GET /api/v1/coordinator', () => {
     const { state } = (await app.inject({ url: '/api/v1/coordinator' })).json();
     expect(state).toMatchObject({
       consecutiveFailures: 1,
-      nextRetryAtMs: 1_000,
-      lastCompleted: { id: 1, result: 'failure' },
+      // The harness's wall clock stands still at WALL_CLOCK_MS while its fake clock is at 0.
+      nextRetryAt: '2025-06-01T12:00:01.000Z',
+      nextRetryInMs: 1_000,
+      lastCompleted: { id: 1, result: 'failure', at: '2025-06-01T12:00:00.000Z', agoMs: 0 },
       lastError: { phase: 'deploy', message: 'deploy failed: router unreachable' },
     });
   });
@@ -193,12 +197,12 @@ describe('GET /api/v1/sinks', () => {
 });
 
 /** An SSE client on a real socket: collects the text it receives. */
-async function connect(h: Harness, path = '/api/v1/events') {
+async function connect(h: Harness, path = '/api/v1/events', headers: Record<string, string> = {}) {
   const address = h.app.server.address() as AddressInfo | null;
   if (!address) await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = h.app.server.address() as AddressInfo;
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
-    httpRequest({ host: '127.0.0.1', port, path }, resolve).on('error', reject).end();
+    httpRequest({ host: '127.0.0.1', port, path, headers }, resolve).on('error', reject).end();
   });
   streams.push(response);
   let text = '';
@@ -269,9 +273,11 @@ describe('GET /api/v1/events', () => {
       'event: phase.completed',
       'event: reconciliation.completed',
     ]);
-    expect(messages.map((m) => m.split('\n')[0])).toEqual(
-      ['1', '2', '3', '4', '5', '6', '7'].map((id) => `id: ${id}`),
-    );
+    // Ids are `<epoch>-<sequence>`, one epoch per process, the sequence counting every event.
+    const ids = messages.map((m) => /^id: ([0-9a-f]{8})-(\d+)$/.exec(m.split('\n')[0]!)!);
+    expect(new Set(ids.map((id) => id[1])).size).toBe(1);
+    const first = Number(ids[0]![2]);
+    expect(ids.map((id) => Number(id[2]))).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => first + i));
     const changed = JSON.parse(messages[0]!.split('\n')[2]!.slice('data: '.length));
     expect(changed).toMatchObject({
       type: 'cell.changed',
@@ -279,7 +285,64 @@ describe('GET /api/v1/events', () => {
       pool: 'engine',
       alive: false,
       address: '10.0.0.1:30000',
+      time: new Date(WALL_CLOCK_MS).toISOString(),
     });
+  });
+
+  it('resumes after the Last-Event-ID header: a reconnecting client receives what it missed', async () => {
+    const h = await harness({ pods: [lwsPod()], driftIntervalMs: null });
+    const first = await connect(h, '/api/v1/events?types=cell.changed');
+    await h.push(upsert(lwsPod({ ready: false })));
+    const seen = await first.until((t) => t.includes('event: cell.changed'));
+    const lastId = /^id: (.*)$/m.exec(seen)![1]!;
+    first.response.destroy();
+    while (h.service.eventStreams.count > 0) await settle(1);
+    await h.push(upsert(lwsPod({ ready: true })));
+    const again = await connect(h, '/api/v1/events?types=cell.changed', {
+      'last-event-id': lastId,
+    });
+    const text = await again.until((t) => t.includes('"alive":true'));
+    expect(text.match(/^event: .*$/gm)).toEqual(['event: cell.changed']);
+    expect(text).not.toContain(`id: ${lastId}\n`);
+  });
+
+  it('takes ?lastEventId= for a first connection (EventSource cannot set the header); the header wins', async () => {
+    const h = await harness({ pods: [lwsPod()], driftIntervalMs: null });
+    const epoch = h.service.eventStreams.history.epoch;
+    const latest = h.service.eventStreams.history.latest;
+    const query = await connect(h, `/api/v1/events?types=store.synced&lastEventId=${epoch}-0`);
+    expect(await query.until((t) => t.includes('event: store.synced'))).toContain('"objects":1');
+    const both = await connect(h, `/api/v1/events?types=store.synced&lastEventId=${epoch}-0`, {
+      'last-event-id': `${epoch}-${latest}`,
+    });
+    h.service.bus.publish({ type: 'store.synced', objects: 7, cells: 7 });
+    const text = await both.until((t) => t.includes('"objects":7'));
+    expect(text).not.toContain('"objects":1');
+  });
+
+  it('refuses a ?lastEventId= that is not an id with 400, naming the parameter', async () => {
+    const { app } = await harness();
+    const res = await app.inject({ url: '/api/v1/events?lastEventId=12' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toBe(
+      "query parameter lastEventId: lastEventId must be an event id as the stream writes them (8 hex digits, '-', a number)",
+    );
+  });
+
+  it('answers a Last-Event-ID it could not have sent with events.missed (missed: null), not a 400', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    for (const lastEventId of ['x'.repeat(100), '0', 'deadbeef-1']) {
+      const client = await connect(h, '/api/v1/events?types=leader.changed', {
+        'last-event-id': lastEventId,
+      });
+      expect(client.response.statusCode).toBe(200);
+      const text = await client.until((t) => t.includes('event: events.missed'));
+      expect(text).toContain('"missed":null');
+      // The value is never quoted back.
+      if (lastEventId.length > 1) expect(text).not.toContain(lastEventId);
+      client.response.destroy();
+      while (h.service.eventStreams.count > 0) await settle(1);
+    }
   });
 
   it('sends only the types asked for', async () => {

@@ -61,6 +61,7 @@ async function controlledLoop(): Promise<{
     metrics,
     authorizeAdmin: () => ({ allowed: false, status: 403, message: 'not in this test' }),
     now: () => clock.now(),
+    wallTime: (clockMs) => new Date(clockMs).toISOString(),
     get synced() {
       return loop.synced;
     },
@@ -86,6 +87,9 @@ async function controlledLoop(): Promise<{
     sinks: () => [],
     sinkSettings: () => ({ mode: 'apply' as const, panicThresholdPercent: 0, panic: [] }),
     eventStream: () => {
+      throw new Error('not in this test');
+    },
+    eventReplayCursor: () => {
       throw new Error('not in this test');
     },
     triggerRouting: () => undefined,

@@ -19,8 +19,8 @@ describe('GET /api/v1/reflector', () => {
       initialList: 'watch-list',
       watchListFallbacks: 0,
       events: {},
-      lastEventAtMs: null,
-      lastSyncAtMs: null,
+      lastEventAt: null,
+      lastSyncAt: null,
       bytesDecoded: 0,
       lastError: null,
       listProgress: null,
@@ -55,11 +55,11 @@ describe('GET /api/v1/reflector', () => {
       initialList: 'list',
       watchListFallbacks: 1,
       events: { ADDED: 5, BOOKMARK: 1 },
-      lastEventAtMs: 1_700_000_000_000,
-      lastSyncAtMs: 1_699_999_999_000,
+      lastEventAt: '2023-11-14T22:13:20.000Z',
+      lastSyncAt: '2023-11-14T22:13:19.000Z',
       bytesDecoded: 12_345,
       lastError: 'watch closed: 410 Gone',
-      listProgress: { pages: 7, pods: 3_500, startedAtMs: 1_700_000_000_500 },
+      listProgress: { pages: 7, pods: 3_500, startedAt: '2023-11-14T22:13:20.500Z' },
     });
   });
 });

@@ -28,6 +28,9 @@ import type {
   SinkTargetStatus,
 } from '../../src/service/control-plane.js';
 
+/** The API shows epoch times as RFC 3339 under the name without `Ms` (`lastSyncAtMs` → `lastSyncAt`). */
+type AsRfc3339<K> = K extends `${infer Name}AtMs` ? `${Name}At` : K;
+
 describe('response schemas and the types they serialize', () => {
   it('names the same source kinds', () => {
     expectTypeOf<z.output<typeof sourceKindSchema>>().toEqualTypeOf<SourceKind>();
@@ -35,7 +38,7 @@ describe('response schemas and the types they serialize', () => {
 
   it('describes every field of the reflector stats', () => {
     expectTypeOf<keyof z.output<typeof reflectorSchema>>().toEqualTypeOf<
-      keyof PodSourceStats | 'source'
+      AsRfc3339<keyof PodSourceStats> | 'source'
     >();
   });
 
@@ -47,7 +50,10 @@ describe('response schemas and the types they serialize', () => {
     expectTypeOf<z.output<typeof routingStateSchema>>().toEqualTypeOf<RoutingState>();
     type Coordinator = z.output<typeof coordinatorSchema>;
     expectTypeOf<keyof Coordinator>().toEqualTypeOf<keyof CoordinatorView | 'source'>();
-    expectTypeOf<keyof Coordinator['state']>().toEqualTypeOf<keyof CoordinatorView['state']>();
+    // A clock time is shown as RFC 3339 and as the wait from now (`nextRetryInMs`).
+    expectTypeOf<keyof Coordinator['state']>().toEqualTypeOf<
+      AsRfc3339<keyof CoordinatorView['state']> | 'nextRetryInMs'
+    >();
   });
 
   it('describes each sink target and the sink settings', () => {

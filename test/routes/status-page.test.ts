@@ -203,6 +203,31 @@ describe('GET /', () => {
   });
 });
 
+describe('GET / and the event log', () => {
+  it('names the event id just before the last 20 logged events, so the log starts with them', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    const history = h.service.eventStreams.history;
+    for (let i = 0; i < 30; i += 1) {
+      h.service.bus.publish({ type: 'leader.changed', identity: `r${i}` });
+      // Not logged (a run's start shows on its end line): not counted among the 20.
+      h.service.bus.publish({ type: 'reconciliation.started', id: i, reasons: ['test'] });
+    }
+    const html = (await h.app.inject({ url: '/' })).body;
+    const from = /data-events-from="([^"]+)"/.exec(html)![1]!;
+    // The last 20 `leader.changed` are the last 40 events, one in two.
+    expect(from).toBe(`${history.epoch}-${history.latest - 40}`);
+  });
+
+  it('names the id before the first event when fewer than 20 logged events were published', async () => {
+    const h = await harness({ driftIntervalMs: null });
+    h.service.bus.publish({ type: 'phase.completed', id: 1, phase: 'render', durationMs: 1 });
+    const html = (await h.app.inject({ url: '/' })).body;
+    const history = h.service.eventStreams.history;
+    expect(history.latest).toBeGreaterThan(1);
+    expect(html).toContain(`data-events-from="${history.epoch}-0"`);
+  });
+});
+
 describe('openapi.yaml', () => {
   it('documents GET / as text/html', async () => {
     const doc = await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8');
@@ -216,8 +241,8 @@ describe('renderStatusPage', () => {
   const data: StatusPageData = {
     source: 'simulated',
     build: { version: '1.2.3', revision: '0123456789ab', nodeVersion: 'v24.22.3' },
-    serverNowMs: 50_000,
     renderedAt: '2025-06-01T12:00:00.000Z',
+    eventsFrom: 'feedbeef-41',
     pools: [],
     cells: [],
     queue: {
@@ -274,6 +299,15 @@ describe('renderStatusPage', () => {
     expect(renderStatusPage({ ...data, sinks: [] })).toContain('No sink configured.');
   });
 
+  it('has its script open the stream from the named id and show each event at its own time', () => {
+    const html = renderStatusPage(data);
+    expect(html).toContain('data-events-from="feedbeef-41"');
+    expect(html).toContain(
+      "'&lastEventId=' + encodeURIComponent(body.getAttribute('data-events-from')",
+    );
+    expect(html).toContain('new Date(e.time || Date.now()).toLocaleTimeString()');
+  });
+
   it('names the build in the header', () => {
     const header = renderStatusPage(data).match(/<header>.*?<\/header>/s)![0];
     expect(header).toContain(
@@ -291,7 +325,6 @@ describe('renderStatusPage', () => {
     expect(html).toContain('running #8');
     expect(html).toContain('#7 failure, 3.2 s ago');
     expect(html).toContain('deploy: router &lt;down&gt;');
-    expect(html).toContain('data-server-now="50000"');
   });
 });
 

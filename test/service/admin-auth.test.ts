@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   authorizeAdmin,
@@ -29,6 +30,23 @@ describe('isLoopback', () => {
       undefined,
     ]) {
       expect(isLoopback(a), String(a)).toBe(false);
+    }
+  });
+});
+
+describe("README's loopback rule", () => {
+  it('names exactly the peers isLoopback accepts, and not the rest of 127.0.0.0/8', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rule = readme.slice(
+      readme.indexOf('**Who may POST.**'),
+      readme.indexOf('- **Install.**'),
+    );
+    expect(rule).toContain('exactly `127.0.0.1` or `::1` (also as IPv4-mapped `::ffff:127.0.0.1`)');
+    expect(rule).toContain('not the rest of `127.0.0.0/8`');
+    for (const peer of ['127.0.0.1', '::1', '::ffff:127.0.0.1'])
+      expect(isLoopback(peer)).toBe(true);
+    for (const peer of ['127.0.0.6', '127.1.2.3', '::ffff:127.0.0.6']) {
+      expect(isLoopback(peer)).toBe(false);
     }
   });
 });

@@ -12,6 +12,15 @@ import { SERVICE_EVENT_TYPES, type ServiceEvent } from '../../src/service/servic
 import { FakeClock, settle } from '../support/fake-clock.js';
 
 const HELLO = `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every 15s\n\n`;
+const EPOCH = 'feedbeef';
+/** The wall clock the fake clock's 0 stands for. */
+const WALL_START = Date.parse('2026-01-02T03:04:05.000Z');
+
+/** The message the stream sends for event number `seq`, published at fake-clock time `atMs`. */
+function message<E extends { type: string }>(seq: number, event: E, atMs = 0): string {
+  const time = new Date(WALL_START + atMs).toISOString();
+  return formatSseEvent(`${EPOCH}-${seq}`, event.type, { ...event, time });
+}
 
 function leader(identity: string): ServiceEvent {
   return { type: 'leader.changed', identity };
@@ -55,13 +64,23 @@ function consume(stream: Readable) {
   };
 }
 
-function setup(options: { maxBytes?: number; maxStreams?: number; heartbeatMs?: number } = {}) {
+function setup(
+  options: {
+    maxBytes?: number;
+    maxStreams?: number;
+    heartbeatMs?: number;
+    historyEvents?: number;
+    historyBytes?: number;
+  } = {},
+) {
   const bus = new EventBus<ServiceEvent>();
   const clock = new FakeClock();
   const dropped: number[] = [];
   const streams = new EventStreams({
     bus,
     clock,
+    wallClock: () => WALL_START + clock.now(),
+    epoch: EPOCH,
     ...options,
     onDropped: (count) => dropped.push(count),
   });
@@ -70,8 +89,8 @@ function setup(options: { maxBytes?: number; maxStreams?: number; heartbeatMs?: 
 
 describe('formatSseEvent', () => {
   it('writes id, event and one data line of JSON, ended by a blank line', () => {
-    expect(formatSseEvent(7, 'leader.changed', { type: 'leader.changed', identity: 'a' })).toBe(
-      'id: 7\nevent: leader.changed\ndata: {"type":"leader.changed","identity":"a"}\n\n',
+    expect(formatSseEvent('e-7', 'leader.changed', { type: 'leader.changed', identity: 'a' })).toBe(
+      'id: e-7\nevent: leader.changed\ndata: {"type":"leader.changed","identity":"a"}\n\n',
     );
   });
 
@@ -83,18 +102,19 @@ describe('formatSseEvent', () => {
 });
 
 describe('EventStreams', () => {
-  it('opens with the retry field and a comment, then sends every event in publish order with increasing ids', async () => {
+  it('opens with the retry field and a comment, then sends every event in publish order with increasing ids and its time', async () => {
     const s = setup();
     const abort = new AbortController();
     const client = consume(s.streams.open({ signal: abort.signal })!);
     await client.until((t) => t === HELLO);
     s.bus.publish(leader('a'));
+    await s.clock.advance(1_500);
     s.bus.publish({ type: 'store.synced', objects: 2, cells: 1 });
     const text = await client.until((t) => t.includes('store.synced'));
     expect(text).toBe(
       HELLO +
-        formatSseEvent(1, 'leader.changed', leader('a')) +
-        formatSseEvent(2, 'store.synced', { type: 'store.synced', objects: 2, cells: 1 }),
+        `id: ${EPOCH}-1\nevent: leader.changed\ndata: {"type":"leader.changed","identity":"a","time":"2026-01-02T03:04:05.000Z"}\n\n` +
+        `id: ${EPOCH}-2\nevent: store.synced\ndata: {"type":"store.synced","objects":2,"cells":1,"time":"2026-01-02T03:04:06.500Z"}\n\n`,
     );
     abort.abort();
     await client.until(() => false);
@@ -111,21 +131,109 @@ describe('EventStreams', () => {
     s.bus.publish(leader('b'));
     s.bus.publish({ type: 'store.synced', objects: 1, cells: 1 });
     const text = await client.until((t) => t.includes('"objects":1'));
+    // Ids are of the process, not of the connection: the skipped events keep their numbers.
     expect(text).toBe(
       HELLO +
-        formatSseEvent(1, 'store.synced', { type: 'store.synced', objects: 0, cells: 0 }) +
-        formatSseEvent(2, 'store.synced', { type: 'store.synced', objects: 1, cells: 1 }),
+        message(2, { type: 'store.synced', objects: 0, cells: 0 }) +
+        message(4, { type: 'store.synced', objects: 1, cells: 1 }),
     );
     s.streams.close();
   });
 
-  it('does not replay events published before the client connected', async () => {
+  it('without Last-Event-ID, sends only events published after the client connected', async () => {
     const s = setup();
     s.bus.publish(leader('early'));
     const client = consume(s.streams.open({ signal: new AbortController().signal })!);
     s.bus.publish(leader('late'));
     const text = await client.until((t) => t.includes('late'));
-    expect(text).toBe(HELLO + formatSseEvent(1, 'leader.changed', leader('late')));
+    expect(text).toBe(HELLO + message(2, leader('late')));
+    s.streams.close();
+  });
+
+  it('resumes after Last-Event-ID: first the held events the client missed (of its types), then live ones', async () => {
+    const s = setup();
+    s.bus.publish(leader('a'));
+    s.bus.publish({ type: 'store.synced', objects: 1, cells: 1 });
+    s.bus.publish(leader('b'));
+    s.bus.publish(leader('c'));
+    const client = consume(
+      s.streams.open({
+        types: ['leader.changed'],
+        signal: new AbortController().signal,
+        lastEventId: `${EPOCH}-1`,
+      })!,
+    );
+    s.bus.publish(leader('d'));
+    const text = await client.until((t) => t.includes('"d"'));
+    expect(text).toBe(
+      HELLO + message(3, leader('b')) + message(4, leader('c')) + message(5, leader('d')),
+    );
+    s.streams.close();
+  });
+
+  it('resuming from the newest id sends nothing old, and misses nothing published while away', async () => {
+    const s = setup();
+    s.bus.publish(leader('a'));
+    const first = s.streams.open({ signal: new AbortController().signal })!;
+    first.destroy();
+    s.bus.publish(leader('while away'));
+    const client = consume(
+      s.streams.open({ signal: new AbortController().signal, lastEventId: `${EPOCH}-1` })!,
+    );
+    const text = await client.until((t) => t.includes('while away'));
+    expect(text).toBe(HELLO + message(2, leader('while away')));
+    s.streams.close();
+  });
+
+  it('says how many events are lost when Last-Event-ID is older than the history, then sends what is held', async () => {
+    const s = setup({ historyEvents: 3 });
+    for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) s.bus.publish(leader(name));
+    const client = consume(
+      s.streams.open({ signal: new AbortController().signal, lastEventId: `${EPOCH}-1` })!,
+    );
+    const text = await client.until((t) => t.includes('"f"'));
+    // Held: 4, 5, 6. Lost after 1: 2 and 3; the notice has the id of the newest lost.
+    expect(text).toBe(
+      HELLO +
+        message(3, { type: 'events.missed', missed: 2 }) +
+        message(4, leader('d')) +
+        message(5, leader('e')) +
+        message(6, leader('f')),
+    );
+    s.streams.close();
+  });
+
+  it('says the loss is unknown, and replays nothing, for an id of another process or one never sent', async () => {
+    const s = setup();
+    s.bus.publish(leader('a'));
+    s.bus.publish(leader('b'));
+    for (const lastEventId of ['0badcafe-1', `${EPOCH}-3`, 'not an id']) {
+      const client = consume(
+        s.streams.open({ signal: new AbortController().signal, lastEventId })!,
+      );
+      const text = await client.until((t) => t.includes('events.missed'));
+      expect(text).toBe(HELLO + message(2, { type: 'events.missed', missed: null }));
+    }
+    s.streams.close();
+  });
+
+  it('keeps the history while no stream is open, bounded in bytes as well as in events', async () => {
+    const s = setup({ historyBytes: 1_000 });
+    const big = (i: number): ServiceEvent => ({
+      type: 'leader.changed',
+      identity: `${i}`.padEnd(300, 'x'),
+    });
+    for (let i = 1; i <= 10; i += 1) s.bus.publish(big(i));
+    const history = s.streams.history;
+    expect(history.bytes).toBeLessThanOrEqual(1_000);
+    expect(history.size).toBe(Math.floor(1_000 / Buffer.byteLength(message(10, big(10)))));
+    expect(history.latest).toBe(10);
+    const client = consume(
+      s.streams.open({ signal: new AbortController().signal, lastEventId: `${EPOCH}-0` })!,
+    );
+    const text = await client.until((t) => t.includes('"identity":"10'));
+    const missed = 10 - history.size;
+    expect(text.startsWith(HELLO + message(missed, { type: 'events.missed', missed }))).toBe(true);
     s.streams.close();
   });
 
@@ -186,7 +294,9 @@ describe('EventStreams', () => {
     expect(text.indexOf('event: events.dropped')).toBeLessThan(
       text.indexOf('event: leader.changed'),
     );
-    expect(text).toContain(`id: 1\nevent: events.dropped`);
+    // Its id is the newest dropped event's: resuming from it replays only what was kept.
+    expect(text).toContain(`id: ${EPOCH}-${dropped}\nevent: events.dropped`);
+    expect(text).toContain(`id: ${EPOCH}-${dropped + 1}\nevent: leader.changed`);
     s.streams.close();
   });
 
@@ -202,7 +312,7 @@ describe('EventStreams', () => {
     s.streams.close();
   });
 
-  it('leaves nothing behind when a stream ends: no listener on its signal or the bus, no timer', async () => {
+  it('leaves nothing behind when a stream ends: no listener on its signal, no timer', async () => {
     const s = setup();
     const abort = new AbortController();
     const client = consume(s.streams.open({ signal: abort.signal })!);
@@ -215,13 +325,22 @@ describe('EventStreams', () => {
     expect(s.streams.count).toBe(0);
     await settle();
     expect(s.clock.pendingTimers).toBe(0);
-    // The bus has no listener left: a publish reaches no stream.
+    // A stream its consumer destroys ends the same way.
     const other = new AbortController();
     const stream = s.streams.open({ signal: other.signal })!;
     stream.destroy();
     await settle();
     expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
     expect(s.streams.count).toBe(0);
+  });
+
+  it('listens to the bus from construction to close(): the history records until then', () => {
+    const s = setup();
+    s.bus.publish(leader('before any stream'));
+    expect(s.streams.history.latest).toBe(1);
+    s.streams.close();
+    s.bus.publish(leader('after close'));
+    expect(s.streams.history.latest).toBe(1);
   });
 
   it('ends at once when opened with an aborted signal, or after close()', async () => {

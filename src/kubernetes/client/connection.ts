@@ -165,6 +165,24 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
   };
 }
 
+/**
+ * The kubeconfig context in use, as far as the namespace to watch is concerned: what `kubectl`
+ * reads its default namespace from. Names only, nothing of the credentials.
+ */
+export interface KubeconfigContext {
+  name: string;
+  /** The context's namespace, untrimmed and unchecked (a file's text); absent when none. */
+  namespace: string | undefined;
+  /**
+   * The configuration is the pod's service account (no kubeconfig was found), so `namespace` is
+   * the service account's namespace file.
+   */
+  inCluster: boolean;
+}
+
+/** The context name client-node gives the configuration it builds from a service account. */
+const IN_CLUSTER_CONTEXT = 'inClusterContext';
+
 /** client-node's `loadFromDefault` ends here when it found nothing at all. */
 const FALLBACK_CONTEXT = 'loaded-context';
 const FALLBACK_SERVER = 'http://localhost:8080';
@@ -246,6 +264,13 @@ export async function importKubeConfig(): Promise<{ origin: ClientNodeOrigin }> 
 
 /** Reads the kubeconfig (or in-cluster config) into a connection; throws `KubeConfigError`. */
 export async function loadApiConnection(options: ClusterOptions = {}): Promise<ApiConnection> {
+  return (await connect(options)).connection;
+}
+
+/** The connection and the context it was made from. */
+async function connect(
+  options: ClusterOptions,
+): Promise<{ connection: ApiConnection; context: KubeconfigContext }> {
   let KubeConfig: KubeConfigClass;
   try {
     ({ KubeConfig } = await loadKubeConfigClass());
@@ -302,7 +327,13 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
       `cannot prepare requests to ${cluster.server}: ${safeErrorMessage(error)}`,
     );
   }
-  return { server: cluster.server, requestOptions };
+  const name = config.getCurrentContext();
+  const context: KubeconfigContext = {
+    name,
+    namespace: config.getContextObject(name)?.namespace || undefined,
+    inCluster: !options.kubeconfigPath && name === IN_CLUSTER_CONTEXT,
+  };
+  return { connection: { server: cluster.server, requestOptions }, context };
 }
 
 /**
@@ -310,8 +341,8 @@ export async function loadApiConnection(options: ClusterOptions = {}): Promise<A
  * mistake (a kubeconfig with a syntax error, an empty file, a directory, an unreadable file, an
  * unknown `--context`, a plain-`http` server without `insecure-skip-tls-verify`) fails the start
  * with one safe line instead of being retried by the reflector every second. Throws
- * `KubeConfigError`; contacts no server.
+ * `KubeConfigError`; contacts no server. Returns the context in use, for the default namespace.
  */
-export async function checkClusterConfig(options: ClusterOptions = {}): Promise<void> {
-  await loadApiConnection(options);
+export async function checkClusterConfig(options: ClusterOptions = {}): Promise<KubeconfigContext> {
+  return (await connect(options)).context;
 }
