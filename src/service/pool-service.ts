@@ -19,13 +19,12 @@ import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import { EventBus } from '../coordination/event-bus.js';
 import type { EventObjectReference } from '../kubernetes/resources/event-api.js';
 import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
-import { type Pod, podKey } from '../model/pod.js';
+import type { Pod } from '../model/pod.js';
 import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
-import { cellKeyMap, splitParentKey } from '../pools/cell-key.js';
+import { cellKeyMap } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
 import { type Cell, CellRegistry, type CellTransition } from '../pools/cell-registry.js';
-import { memberOf } from '../pools/cell-state.js';
 import type { PoolLabels } from '../pools/labels.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
@@ -48,12 +47,12 @@ import type {
   ControlPlane,
   CoordinatorView,
   SinkSettingsView,
-  StoreParent,
   StoreSnapshot,
 } from './control-plane.js';
 import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
 import { EventStreams } from './event-stream.js';
-import { HealthEndpoint } from './health.js';
+import type { HealthEndpoint } from './health.js';
+import { InitialSyncGate } from './initial-sync-gate.js';
 import { KubernetesEvents } from './kubernetes-events.js';
 import {
   type Leadership,
@@ -64,7 +63,10 @@ import {
 } from './leadership.js';
 import { ServiceMetrics } from './metrics.js';
 import { RoutingController, retryCapMs } from './routing-controller.js';
-import { cellChangedEvent, type ServiceEvent, type WatchStateEvent } from './service-events.js';
+import { cellChangedEvent, type ServiceEvent } from './service-events.js';
+import { createServiceHealth } from './service-health.js';
+import { resolveCell, type StoreViewSources, storeSnapshot } from './store-views.js';
+import { publishWatchStates, WATCH_STATE_POLL_MS } from './watch-state-publisher.js';
 
 /**
  * What the service is built from: the parsed flags in the shape the domain needs, plus the parts
@@ -167,8 +169,8 @@ export interface SinkWiring {
   onConditionWrite?: (record: { status: string; result: 'success' | 'error' }) => void;
 }
 
-/** 1 s: a reflector state change (a relist, a broken watch) shows on the event stream within it. */
-export const WATCH_STATE_POLL_MS = 1_000;
+/** The poll of the source's stats for `watch.state` events (watch-state-publisher.ts). */
+export { WATCH_STATE_POLL_MS };
 
 /**
  * The running service: the wiring of source, loop, registry, leadership and routing, and the
@@ -195,10 +197,10 @@ export class PoolService implements ControlPlane {
   readonly #leadership: Leadership;
   readonly #routing: RoutingController;
   readonly #lifetime = new AbortController();
-  /** Parents of the initial list not yet reconciled once; `undefined` before the list is in. */
-  #initialPending: Set<ParentKey> | undefined;
-  readonly #reconciledBeforeSync = new Set<ParentKey>();
-  #cellsSynced = false;
+  /** Opens once every cell of the initial list was reconciled once (initial-sync-gate.ts). */
+  readonly #syncGate = new InitialSyncGate(() => this.#markCellsSynced());
+  /** What the store views read (store-views.ts). */
+  readonly #storeViews: StoreViewSources;
   #leadingTerm: AbortSignal | undefined;
   #background: Promise<unknown>[] = [];
   /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
@@ -209,7 +211,6 @@ export class PoolService implements ControlPlane {
   readonly #clock: Clock;
   readonly #sinkMode: SinkMode;
   readonly #panicThresholdPercent: number;
-  readonly #readinessGate: string | undefined;
   readonly #eventRecorder: KubernetesEventRecorder | undefined;
   readonly #kubernetesEvents: KubernetesEvents | undefined;
   readonly #wallClock: () => number;
@@ -224,7 +225,6 @@ export class PoolService implements ControlPlane {
     this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
     this.#podSource = options.podSource;
     this.#clock = options.clock ?? realClock;
-    this.#readinessGate = options.readinessGate;
     this.#wallClock = options.wallClock ?? Date.now;
     const logger = options.logger ?? silentLogger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
@@ -262,7 +262,7 @@ export class PoolService implements ControlPlane {
       }) ?? [];
     this.#routing = new RoutingController({
       cells: () => this.registry.list(),
-      synced: () => this.#cellsSynced,
+      synced: () => this.#syncGate.synced,
       sinks,
       publish,
       driftIntervalMs,
@@ -322,7 +322,7 @@ export class PoolService implements ControlPlane {
         try {
           await reconcileCell(key, signal);
         } finally {
-          this.#reconciledOnce(key);
+          this.#syncGate.reconciled(key);
         }
       },
       ...(options.resyncPeriodMs !== undefined ? { resyncPeriodMs: options.resyncPeriodMs } : {}),
@@ -330,6 +330,16 @@ export class PoolService implements ControlPlane {
       logger,
       instrumentation: this.metrics.instrumentation,
     });
+    this.#storeViews = {
+      sourceKind: options.sourceKind,
+      labels: options.labels,
+      readinessGate: options.readinessGate,
+      registry: this.registry,
+      synced: () => this.synced,
+      objectCount: () => this.#loop.objectCount,
+      parents: () => this.storeParents(),
+      pods: (key) => this.#loop.getByParent(key),
+    };
     this.metrics.bind({
       loopState: () => this.#loop.state(),
       storeObjects: () => this.#loop.objectCount,
@@ -337,57 +347,13 @@ export class PoolService implements ControlPlane {
       cells: this.registry,
       sourceKind: options.sourceKind,
     });
-    // The reasons never reach a probe's response (they may quote an error's text); the log has them.
-    let lastFailure = '';
-    const onHealthFailure = (endpoint: string, check: string, reason: string): void => {
-      const key = `${endpoint}/${check}: ${reason}`;
-      // Probes repeat every few seconds: a new reason is worth a warning, a repeated one debug.
-      const level = key === lastFailure ? 'debug' : 'warn';
-      lastFailure = key;
-      logger[level]({ endpoint, check, reason }, 'health check failed');
-    };
-    this.health = {
-      // Liveness asks only "is this process serving": restarting us cannot fix the API server.
-      healthz: new HealthEndpoint(
-        'healthz',
-        [
-          { name: 'ping', check: () => undefined },
-          {
-            // client-go's healthz adaptor: a leader whose renew loop is wedged must be restarted.
-            name: 'leader-election',
-            check: () =>
-              this.#leadership.healthy()
-                ? undefined
-                : 'this replica leads but has not renewed its Lease for longer than the lease duration',
-          },
-        ],
-        onHealthFailure,
-      ),
-      readyz: new HealthEndpoint(
-        'readyz',
-        [
-          {
-            name: 'store-synced',
-            check: () =>
-              this.#loop.synced ? undefined : 'the initial list has not been applied yet',
-          },
-          {
-            name: 'watch-healthy',
-            check: () => {
-              const stats = this.#podSource.stats();
-              return stats.healthy
-                ? undefined
-                : `the pod watch is not delivering (phase ${stats.phase}${stats.lastError ? `, last error: ${stats.lastError}` : ''})`;
-            },
-          },
-          {
-            name: 'shutdown',
-            check: () => (this.#shuttingDown ? 'the process is shutting down' : undefined),
-          },
-        ],
-        onHealthFailure,
-      ),
-    };
+    this.health = createServiceHealth({
+      leadershipHealthy: () => this.#leadership.healthy(),
+      storeSynced: () => this.#loop.synced,
+      podSourceStats: () => this.#podSource.stats(),
+      shuttingDown: () => this.#shuttingDown,
+      logger,
+    });
   }
 
   /**
@@ -398,21 +364,23 @@ export class PoolService implements ControlPlane {
   async start(signal?: AbortSignal): Promise<void> {
     this.#background.push(
       this.#leadership.run(this.#lifetime.signal),
-      this.#watchStates(this.#lifetime.signal),
+      publishWatchStates(
+        {
+          stats: () => this.#podSource.stats(),
+          publish: (event) => this.#publish(event),
+          clock: this.#clock,
+          pollMs: this.#watchStatePollMs,
+        },
+        this.#lifetime.signal,
+      ),
     );
     await this.#loop.start(signal);
-    const pending = new Set<ParentKey>();
-    for (const key of this.#loop.parentKeys()) {
-      if (!this.#reconciledBeforeSync.has(key)) pending.add(key);
-    }
-    this.#reconciledBeforeSync.clear();
-    this.#initialPending = pending;
-    if (pending.size === 0) this.#markCellsSynced();
+    this.#syncGate.listed(this.#loop.parentKeys());
   }
 
   /** Whether the initial list is applied and every cell in it was reconciled once. */
   get cellsSynced(): boolean {
-    return this.#cellsSynced;
+    return this.#syncGate.synced;
   }
 
   /**
@@ -495,50 +463,14 @@ export class PoolService implements ControlPlane {
   }
 
   storeSnapshot({ objects }: { objects: boolean }): StoreSnapshot {
-    const parents = this.storeParents().map((key): StoreParent => {
-      const pods = this.#loop.getByParent(key);
-      const entry: StoreParent = {
-        key,
-        reconciled: this.registry.get(key) !== undefined,
-        members: pods.map(podKey),
-      };
-      if (!objects) return entry;
-      entry.pods = pods.map((pod) => ({
-        key: podKey(pod),
-        namespace: pod.metadata.namespace,
-        resourceVersion: pod.metadata.resourceVersion ?? null,
-        ...memberOf(pod, this.labels, this.#readinessGate),
-      }));
-      return entry;
-    });
-    return {
-      source: this.sourceKind,
-      synced: this.synced,
-      objects: this.#loop.objectCount,
-      parentCount: parents.length,
-      parents,
-    };
+    return storeSnapshot(this.#storeViews, objects);
   }
 
   resolveCell(
     id: string,
-    { namespace, scope }: { namespace?: string | undefined; scope: CellScope },
+    options: { namespace?: string | undefined; scope: CellScope },
   ): CellResolution {
-    const keys = new Set(this.registry.keysForId(id));
-    if (scope === 'observed') {
-      for (const key of this.#loop.parentKeys()) if (splitParentKey(key).id === id) keys.add(key);
-    }
-    const candidates = [...keys]
-      .filter((key) => namespace === undefined || splitParentKey(key).namespace === namespace)
-      .sort();
-    if (candidates.length === 0) return { kind: 'not-found' };
-    if (candidates.length > 1) {
-      return {
-        kind: 'ambiguous',
-        namespaces: candidates.map((key) => splitParentKey(key).namespace),
-      };
-    }
-    return { kind: 'found', key: candidates[0]! };
+    return resolveCell(this.#storeViews, id, options);
   }
 
   authorizeAdmin(
@@ -569,7 +501,7 @@ export class PoolService implements ControlPlane {
     return {
       leading: this.#leadership.view().leading,
       acting: this.#routing.acting,
-      cellsSynced: this.#cellsSynced,
+      cellsSynced: this.#syncGate.synced,
       state,
       desired: this.#routing.desired(),
     };
@@ -627,25 +559,12 @@ export class PoolService implements ControlPlane {
     this.#publish(event);
     this.#kubernetesEvents?.cellTransition(transition);
     // The initial-sync gate: before it, the first run after sync covers every change.
-    if (this.#cellsSynced) {
+    if (this.#syncGate.synced) {
       this.#routing.triggerForCell(`cell ${event.namespace}/${event.cell} ${transition.type}`);
     }
   }
 
-  #reconciledOnce(key: ParentKey): void {
-    if (this.#cellsSynced) return;
-    if (this.#initialPending === undefined) {
-      this.#reconciledBeforeSync.add(key);
-      return;
-    }
-    this.#initialPending.delete(key);
-    if (this.#initialPending.size === 0) this.#markCellsSynced();
-  }
-
   #markCellsSynced(): void {
-    if (this.#cellsSynced) return;
-    this.#cellsSynced = true;
-    this.#initialPending = undefined;
     this.#publish({
       type: 'store.synced',
       objects: this.#loop.objectCount,
@@ -658,7 +577,7 @@ export class PoolService implements ControlPlane {
     this.#leadingTerm = term;
     this.coordinationMetrics.leading(true);
     this.#publish({ type: 'leadership.acquired', identity: this.#leadership.identity });
-    if (this.#cellsSynced) this.#routing.start();
+    if (this.#syncGate.synced) this.#routing.start();
   }
 
   #stoppedLeading(): void {
@@ -673,39 +592,5 @@ export class PoolService implements ControlPlane {
       this.#background = this.#background.filter((p) => p !== stopping);
     };
     stopping.then(forget, forget);
-  }
-
-  /** Publishes `watch.state` whenever the source's phase, health or relist count changes. */
-  async #watchStates(signal: AbortSignal): Promise<void> {
-    let last: { phase: string; healthy: boolean; relists: Record<string, number> } | undefined;
-    while (!signal.aborted) {
-      const stats = this.#podSource.stats();
-      const relists = { ...stats.relists } as Record<string, number>;
-      if (!last || last.phase !== stats.phase || last.healthy !== stats.healthy) {
-        const event: WatchStateEvent = {
-          type: 'watch.state',
-          phase: stats.phase,
-          healthy: stats.healthy,
-        };
-        if (stats.lastError && !stats.healthy) event.lastError = stats.lastError;
-        this.#publish(event);
-      }
-      for (const [reason, count] of Object.entries(relists)) {
-        if (last && count > (last.relists[reason] ?? 0)) {
-          this.#publish({
-            type: 'watch.state',
-            phase: stats.phase,
-            healthy: stats.healthy,
-            relistReason: reason as NonNullable<WatchStateEvent['relistReason']>,
-          });
-        }
-      }
-      last = { phase: stats.phase, healthy: stats.healthy, relists };
-      try {
-        await this.#clock.sleep(this.#watchStatePollMs, signal);
-      } catch {
-        return;
-      }
-    }
   }
 }
