@@ -70,7 +70,7 @@ export interface PodSourceStats {
    */
   healthy: boolean;
   /** The resourceVersion the next WATCH resumes from; absent when the next step is a LIST. */
-  cursor?: string;
+  cursor?: string | undefined;
   /**
    * Whole-world reads completed: LISTs, and watch-lists whose initial events ended (each published
    * a `replace`); a failed one is not counted.
@@ -100,18 +100,18 @@ export interface PodSourceStats {
    */
   events: Record<string, number>;
   /** Wall-clock (epoch ms) of the last frame or LIST; for humans and a staleness alert. */
-  lastEventAtMs?: number;
+  lastEventAtMs?: number | undefined;
   /** Wall-clock (epoch ms) of the last completed LIST (the last `replace` published). */
-  lastSyncAtMs?: number;
+  lastSyncAtMs?: number | undefined;
   /** Bytes of LIST and WATCH response bodies read, after gzip decompression. */
   bytesDecoded: number;
   /** The last failure, one line, for a human debugging through port-forward. */
-  lastError?: string;
+  lastError?: string | undefined;
   /**
    * The LIST under way, if any: pages and pods read so far and when it began (epoch ms), so a
    * long first sync of tens of thousands of pods shows it is moving. Absent outside `listing`.
    */
-  listProgress?: ListProgress;
+  listProgress?: ListProgress | undefined;
 }
 
 /** How far the LIST under way has got. */

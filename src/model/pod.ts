@@ -32,8 +32,8 @@ export interface PodMetadata {
   /** `''` for a pod without one (never from the API server, which always sets it). */
   namespace: string;
   uid: string;
-  resourceVersion?: string;
-  deletionTimestamp?: string;
+  resourceVersion?: string | undefined;
+  deletionTimestamp?: string | undefined;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
@@ -44,15 +44,15 @@ export interface PodMetadata {
  * decoded and kept, but nothing in the service reads them today.
  */
 export interface PodSpec {
-  nodeName?: string;
-  subdomain?: string;
+  nodeName?: string | undefined;
+  subdomain?: string | undefined;
   nodeSelector: Record<string, string>;
   schedulingGates: Array<{ name: string }>;
   /**
    * The condition types the pod's `Ready` also waits for (`spec.readinessGates`). Present only
    * when the pod has any: most pods have none, and every cached pod stays as small as it was.
    */
-  readinessGates?: Array<{ conditionType: string }>;
+  readinessGates?: Array<{ conditionType: string }> | undefined;
   containers: Container[];
 }
 
@@ -66,9 +66,9 @@ export interface Container {
  * A declared container port: a cell's address uses the leader's port whose `name` is `--port-name`.
  */
 export interface ContainerPort {
-  name?: string;
+  name?: string | undefined;
   containerPort: number;
-  protocol?: string;
+  protocol?: string | undefined;
 }
 
 /**
@@ -76,8 +76,8 @@ export interface ContainerPort {
  * the `Ready` condition, and the container statuses whose restart counts enter the generation.
  */
 export interface PodStatus {
-  phase?: string;
-  podIP?: string;
+  phase?: string | undefined;
+  podIP?: string | undefined;
   conditions: PodCondition[];
   containerStatuses: ContainerStatus[];
 }
@@ -89,9 +89,9 @@ export interface PodStatus {
 export interface PodCondition {
   type: string;
   status: string;
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
+  reason?: string | undefined;
+  message?: string | undefined;
+  lastTransitionTime?: string | undefined;
 }
 
 /**
@@ -103,8 +103,8 @@ export interface ContainerStatus {
   /** Absent on the wire reads as `false`: not known to be ready. */
   ready: boolean;
   restartCount: number;
-  state?: ContainerState;
-  lastState?: ContainerState;
+  state?: ContainerState | undefined;
+  lastState?: ContainerState | undefined;
 }
 
 /**
@@ -112,15 +112,17 @@ export interface ContainerStatus {
  * fidelity, not read by the cell rules.
  */
 export interface ContainerState {
-  waiting?: { reason?: string; message?: string };
-  running?: { startedAt?: string };
-  terminated?: {
-    exitCode: number;
-    reason?: string;
-    message?: string;
-    startedAt?: string;
-    finishedAt?: string;
-  };
+  waiting?: { reason?: string | undefined; message?: string | undefined } | undefined;
+  running?: { startedAt?: string | undefined } | undefined;
+  terminated?:
+    | {
+        exitCode: number;
+        reason?: string | undefined;
+        message?: string | undefined;
+        startedAt?: string | undefined;
+        finishedAt?: string | undefined;
+      }
+    | undefined;
 }
 
 /** Absent or `null`: the API server omits empty fields, and clients spell them `null`. */

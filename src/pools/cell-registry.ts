@@ -66,9 +66,9 @@ export interface PoolSummary {
  * not filter, and all given fields must match.
  */
 export interface CellFilter {
-  pool?: string;
-  alive?: boolean;
-  namespace?: string;
+  pool?: string | undefined;
+  alive?: boolean | undefined;
+  namespace?: string | undefined;
 }
 
 /**
@@ -77,7 +77,7 @@ export interface CellFilter {
  */
 export interface CellRegistryOptions {
   /** Wall clock (epoch ms) for `lastTransitionTime`; injected so tests are deterministic. */
-  wallClock?: () => number;
+  wallClock?: (() => number) | undefined;
 }
 
 interface Entry {

@@ -59,8 +59,8 @@ export type NotAliveReasonCode =
 export interface NotAliveReason {
   reason: NotAliveReasonCode;
   message: string;
-  pods?: string[];
-  indices?: number[];
+  pods?: string[] | undefined;
+  indices?: number[] | undefined;
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell out of every sink. */
@@ -204,8 +204,9 @@ export function memberOf(pod: Pod, labels: PoolLabels, readinessGate?: string): 
   const rawIndex = pod.metadata.labels[labels.workerIndex];
   // `phase`, `podIP` and `nodeName` are absent until the API server sets them (a pod not yet
   // scheduled or started); the member view shows that as `null`.
-  const status: { phase?: string; podIP?: string; conditions: unknown } = pod.status;
-  const spec: { nodeName?: string; containers: unknown } = pod.spec;
+  const status: { phase?: string | undefined; podIP?: string | undefined; conditions: unknown } =
+    pod.status;
+  const spec: { nodeName?: string | undefined; containers: unknown } = pod.spec;
   return {
     name: pod.metadata.name,
     uid: pod.metadata.uid,

@@ -14,7 +14,7 @@ export interface RoutedCell {
   /** `host:port` of the cell's leader (IPv6 hosts in brackets). */
   address: string;
   /** A prefill pool's cell: the bootstrap port its prefill router worker is registered with. */
-  bootstrapPort?: number;
+  bootstrapPort?: number | undefined;
 }
 
 /**
@@ -40,7 +40,7 @@ export interface PoolRouting {
    * Present when a panic threshold is set; `capacity.panic`: its sinks keep what they list, and
    * still add.
    */
-  capacity?: PoolCapacity;
+  capacity?: PoolCapacity | undefined;
 }
 
 /** `--sink-panic-threshold`'s default: 0, no panic ever (every removal goes ahead). */

@@ -83,57 +83,57 @@ export interface PoolServiceOptions {
    * Loopback cell addresses are routable (`--sink-allow-loopback`): engines and routers on one
    * host. Default false: a pod status naming loopback is never routed to.
    */
-  sinkAllowLoopback?: boolean;
+  sinkAllowLoopback?: boolean | undefined;
   /**
    * Pools a router takes as prefill workers (`--sglang-router POOL=URL,role=prefill`): their cells
    * need a bootstrap port in `bootstrapPortAnnotation` to be routable.
    */
-  prefillPools?: ReadonlySet<string>;
+  prefillPools?: ReadonlySet<string> | undefined;
   /** `--sglang-bootstrap-port-annotation`; needed with `prefillPools`. */
-  bootstrapPortAnnotation?: string;
+  bootstrapPortAnnotation?: string | undefined;
   /**
    * The cell readiness gate's condition type when `--cell-readiness-gate` is on: pods naming it
    * in `spec.readinessGates` are judged without their own `Ready` (cell-state.ts,
    * `countsAsReady`). `undefined`: the gate is off.
    */
-  readinessGate?: string;
+  readinessGate?: string | undefined;
   /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
-  resyncPeriodMs?: number | null;
-  adminToken?: string;
+  resyncPeriodMs?: number | null | undefined;
+  adminToken?: string | undefined;
   /**
    * Host names, besides loopback ones, a POST may name in its `Host` header in loopback-only mode
    * (no `adminToken`): for a port-forward reached under another name.
    */
-  adminAllowedHosts?: readonly string[];
-  clock?: Clock;
+  adminAllowedHosts?: readonly string[] | undefined;
+  clock?: Clock | undefined;
   /** Epoch ms for the cells' `lastTransitionTime`, events' `time` and the API's RFC 3339 times. */
-  wallClock?: () => number;
-  logger?: Logger;
+  wallClock?: (() => number) | undefined;
+  logger?: Logger | undefined;
   /** prom-client's process metrics; main turns them on, tests leave them off. */
-  processMetrics?: boolean;
+  processMetrics?: boolean | undefined;
   /**
    * Who acts. Default: this process alone, with no Lease (what the simulated source and
    * `--leader-elect=false` use).
    */
-  leadership?: (hooks: LeadershipHooks) => Leadership;
+  leadership?: ((hooks: LeadershipHooks) => Leadership) | undefined;
   /** The routing controller's deploy targets; default none (deploy logs the desired state). */
-  sinks?: (wiring: SinkWiring) => Sink[];
+  sinks?: ((wiring: SinkWiring) => Sink[]) | undefined;
   /** Time between drift runs; `null` none; default the coordinator's (60 s). */
-  driftIntervalMs?: number | null;
+  driftIntervalMs?: number | null | undefined;
   /** `--sink-mode`; handed to every sink through `SinkWiring`. Default `apply`. */
-  sinkMode?: SinkMode;
+  sinkMode?: SinkMode | undefined;
   /** `--sink-panic-threshold` (0–100); default 0, no panic. */
-  sinkPanicThresholdPercent?: number;
+  sinkPanicThresholdPercent?: number | undefined;
   /** How often the source's stats are compared for `watch.state` events; default 1 s. */
-  watchStatePollMs?: number;
+  watchStatePollMs?: number | undefined;
   /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
-  maxEventStreams?: number;
+  maxEventStreams?: number | undefined;
   /**
    * Kubernetes Events (`--events`): the recorder, built with the service's counters. Default none.
    */
-  kubernetesEvents?: (hooks: KubernetesEventHooks) => KubernetesEventRecorder;
+  kubernetesEvents?: ((hooks: KubernetesEventHooks) => KubernetesEventRecorder) | undefined;
   /** The controller's own pod, which sink Events are about; `undefined`: no sink Events. */
-  selfPod?: EventObjectReference;
+  selfPod?: EventObjectReference | undefined;
 }
 
 /** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */

@@ -50,7 +50,7 @@ export interface SinkTargetStatus {
    * A prefill/decode router's pool: this target is the router's workers of that type (one router
    * then has two targets). Absent for a plain router and a slice.
    */
-  role?: 'prefill' | 'decode';
+  role?: 'prefill' | 'decode' | undefined;
   /** Sorted: `http://host:port` for a router, `ip:port` for a slice. */
   desired: string[];
   /**

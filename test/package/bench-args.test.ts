@@ -13,7 +13,12 @@ class Exited extends Error {
   }
 }
 
-function run(argv: string[]): { code?: number; stdout: string; stderr: string; values?: unknown } {
+function run(argv: string[]): {
+  code?: number | undefined;
+  stdout: string;
+  stderr: string;
+  values?: unknown;
+} {
   let stdout = '';
   let stderr = '';
   vi.spyOn(process, 'exit').mockImplementation((code) => {

@@ -118,7 +118,7 @@ describe('ReconcileLoop start', () => {
     h.rec.block();
     const started = h.loop.start();
     const tracked = track(started);
-    let atResolve: { queued: string[]; inFlight?: string; calls: string[] } | undefined;
+    let atResolve: { queued: string[]; inFlight?: string | undefined; calls: string[] } | undefined;
     started.then(() => {
       const state = h.loop.state();
       atResolve = { queued: state.queued, inFlight: state.inFlight?.key, calls: h.rec.keys };

@@ -15,13 +15,13 @@ import { abortReason, type Clock } from '../../src/runtime/clock.js';
 
 export interface RecordedRequest {
   verb: 'LIST' | 'WATCH';
-  namespace?: string;
-  labelSelector?: string;
-  limit?: number;
-  resourceVersion?: string;
-  timeoutSeconds?: number;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  limit?: number | undefined;
+  resourceVersion?: string | undefined;
+  timeoutSeconds?: number | undefined;
   /** A watch-list: the WATCH asked for the initial events first. */
-  sendInitialEvents?: boolean;
+  sendInitialEvents?: boolean | undefined;
   /** The fake clock's time when the request was made (0 without a clock). */
   at: number;
 }

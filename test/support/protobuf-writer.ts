@@ -129,12 +129,12 @@ export const K8S_MAGIC = Uint8Array.from([0x6b, 0x38, 0x73, 0x00]);
 
 export interface EnvelopeOptions {
   /** Not "" only for a compressed or otherwise encoded `raw` (never from a real API server). */
-  contentEncoding?: string;
-  contentType?: string;
+  contentEncoding?: string | undefined;
+  contentType?: string | undefined;
   /** Instead of "k8s\0". */
-  magic?: Uint8Array;
+  magic?: Uint8Array | undefined;
   /** Fields `runtime.Unknown` does not have, before and after its own. */
-  unknownFields?: boolean;
+  unknownFields?: boolean | undefined;
 }
 
 /**

@@ -47,7 +47,7 @@ export interface ApiExchangeOptions {
   query?: Record<string, string>;
   headers: OutgoingHttpHeaders;
   /** The whole body, already encoded; none when undefined. */
-  payload?: string;
+  payload?: string | undefined;
   signal: AbortSignal;
 }
 

@@ -44,9 +44,9 @@ export interface WorkerEventStreamOptions {
   maxBufferedEvents: number;
   /** How long `return()` waits for the worker to close its stream before terminating it. */
   closeGraceMs: number;
-  clock?: Clock;
-  logger?: Logger;
-  onStats?: (stats: PodSourceStats) => void;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
+  onStats?: ((stats: PodSourceStats) => void) | undefined;
 }
 
 /** The worker's stream ended or failed without the main side asking. */

@@ -88,43 +88,43 @@ export interface KubernetesReflectorOptions {
   /** LIST and WATCH for pods: `HttpPodApi` in the service, a fake in tests. */
   api: PodApi;
   /** Undefined or `''`: all namespaces. */
-  namespace?: string;
+  namespace?: string | undefined;
   /** Scopes both the LIST and the WATCH: pods it excludes never cross the wire, let alone the cache. */
-  labelSelector?: string;
+  labelSelector?: string | undefined;
   /**
    * LIST page size (`limit`); the adapter follows `continue`, and the pages still make one
    * `replace`. Default: the adapter's, `DEFAULT_LIST_PAGE_SIZE` (500) in `HttpPodApi`.
    */
-  listPageSize?: number;
+  listPageSize?: number | undefined;
   /**
    * A fixed `timeoutSeconds` for every WATCH instead of a random one in
    * [`MIN_WATCH_TIMEOUT_SECONDS`, `MAX_WATCH_TIMEOUT_SECONDS`); at least 1.
    */
-  watchTimeoutSeconds?: number;
+  watchTimeoutSeconds?: number | undefined;
   /**
    * Longest silence (no bytes) before a request is torn down as dead, LIST responses included
    * (the time to the response headers counts). Default `DEFAULT_IDLE_TIMEOUT_MS`.
    */
-  idleTimeoutMs?: number;
+  idleTimeoutMs?: number | undefined;
   /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
-  unhealthyAfterMs?: number;
+  unhealthyAfterMs?: number | undefined;
   /**
    * Overrides of the stream's backoff (./backoff.ts): answered failures as client-go's
    * (`DEFAULT_BACKOFF_INITIAL_MS`, `DEFAULT_BACKOFF_MAX_MS`, `DEFAULT_BACKOFF_JITTER`), unanswered
    * ones `DEFAULT_UNANSWERED_MIN_MS` to `DEFAULT_UNANSWERED_MAX_MS`.
    * Validated in the constructor, not at the first failure.
    */
-  backoff?: Partial<Omit<BackoffOptions, 'random'>>;
+  backoff?: Partial<Omit<BackoffOptions, 'random'>> | undefined;
   /** Monotonic time for backoff waits and the idle watchdog. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** `[0, 1)`: drives backoff jitter and watch timeouts, injectable so tests are exact. */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** Epoch milliseconds, for the human-facing timestamps in stats. */
-  wallClock?: () => number;
+  wallClock?: (() => number) | undefined;
   /** Relists, reconnects and skipped frames are logged here; silent by default. */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Called after the stats changed; cheap to call often (the worker coalesces per turn). */
-  onStatsChange?: () => void;
+  onStatsChange?: (() => void) | undefined;
   /**
    * Hears each LIST page's pods as soon as the page is read and validated, before the LIST is
    * complete, so a consumer can start moving them (the worker streams them to the main thread).
@@ -132,13 +132,13 @@ export interface KubernetesReflectorOptions {
    * a relist or a fallback to an unpaged LIST), voiding every page heard before it, and a LIST
    * that fails yields nothing.
    */
-  onListPage?: (pods: readonly Pod[], page: number) => void;
+  onListPage?: ((pods: readonly Pod[], page: number) => void) | undefined;
   /**
    * How the whole world is read: `watch-list` (one WATCH with `sendInitialEvents`, whose
    * initial-events-end bookmark publishes the `replace` and proves the watch; it falls back to
    * LIST + WATCH when the server cannot serve it) or `list`. Default `DEFAULT_INITIAL_LIST`.
    */
-  initialList?: InitialListMode;
+  initialList?: InitialListMode | undefined;
 }
 
 /** Pods per `onListPage` batch while a watch-list's initial events arrive: a LIST page's worth. */

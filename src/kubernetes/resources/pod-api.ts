@@ -14,10 +14,10 @@ export type { WatchFrame } from '../codec/watch-line-splitter.js';
  */
 export interface ListPodsOptions {
   /** Undefined or `''`: all namespaces. */
-  namespace?: string;
-  labelSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
   /** Page size; the adapter follows `continue` until the collection is complete. */
-  limit?: number;
+  limit?: number | undefined;
   signal: AbortSignal;
   /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
   onBytes?: (count: number) => void;
@@ -42,8 +42,8 @@ export interface PodList {
  * side in bounded time, as client-go's reflector asks (a random 5–10 minutes there).
  */
 export interface WatchPodsOptions {
-  namespace?: string;
-  labelSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
   /** The cursor; `''` with `sendInitialEvents` asks for the freshest state (a consistent read). */
   resourceVersion: string;
   /**

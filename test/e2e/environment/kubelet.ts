@@ -105,16 +105,19 @@ export class FakeKubelet {
       const previous = new Map(
         (pod.status?.containerStatuses ?? []).map((status) => [status.name, status]),
       );
-      const containerStatuses: V1ContainerStatus[] = (pod.spec?.containers ?? []).map((c) => ({
-        name: c.name,
-        image: c.image ?? '',
-        imageID: '',
-        ready,
-        started: true,
-        restartCount: previous.get(c.name)?.restartCount ?? 0,
-        state: { running: { startedAt: previous.get(c.name)?.state?.running?.startedAt ?? now } },
-        ...(previous.get(c.name)?.lastState ? { lastState: previous.get(c.name)?.lastState } : {}),
-      }));
+      const containerStatuses: V1ContainerStatus[] = (pod.spec?.containers ?? []).map((c) => {
+        const lastState = previous.get(c.name)?.lastState;
+        return {
+          name: c.name,
+          image: c.image ?? '',
+          imageID: '',
+          ready,
+          started: true,
+          restartCount: previous.get(c.name)?.restartCount ?? 0,
+          state: { running: { startedAt: previous.get(c.name)?.state?.running?.startedAt ?? now } },
+          ...(lastState ? { lastState } : {}),
+        };
+      });
       pod.status = {
         ...pod.status,
         phase: 'Running',
