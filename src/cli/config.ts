@@ -1,3 +1,9 @@
+/**
+ * The configuration: flags and `POOL_CONTROLLER_*` variables merged (a flag wins over its
+ * variable), each value parsed (flag-values.ts) and defaulted from the flag table
+ * (flag-table.ts), then checked against the others, so a configuration that can never work fails
+ * at start with an error naming the flag.
+ */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
@@ -29,6 +35,24 @@ import {
 } from '../sinks/sglang-router.js';
 import { DEFAULT_SINK_MODE, SINK_MODES, type SinkMode } from '../sinks/sink.js';
 import {
+  DEFAULT_INITIAL_LIST_FLAG,
+  DEFAULT_LEADER_ELECT_RESOURCE_NAME,
+  DEFAULT_LISTEN,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  envName,
+  FLAGS,
+  helpText,
+  INITIAL_LIST_VALUES,
+  KUBE_API_CONTENT_TYPES,
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+  type LogLevel,
+  MAX_EVENT_STREAMS_LIMIT,
+  type RawConfig,
+} from './flag-table.js';
+import {
   ALL_NAMESPACES,
   booleanFlag,
   duration,
@@ -50,100 +74,9 @@ import {
   sglangRouters,
 } from './flag-values.js';
 
+export * from './flag-table.js';
 export type { ListenAddress, SglangRouterTarget };
 export { ALL_NAMESPACES, MAX_DURATION_MS, parseDuration, parseListen, parseSglangRouterTarget };
-
-/** Prefix of every environment variable the service reads. */
-export const ENV_PREFIX = 'POOL_CONTROLLER_';
-
-/**
- * `0.0.0.0:8080`: every interface, so `kubectl port-forward` and a Service both reach it; the
- * port is controller-runtime's metrics-server habit.
- */
-export const DEFAULT_LISTEN = '0.0.0.0:8080';
-
-/**
- * 10 s: Kubernetes gives a pod 30 s between SIGTERM and SIGKILL; finishing well inside that leaves
- * room for a slow reconcile and the preStop of whatever runs beside us.
- */
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-
-/**
- * 3 s: after SIGTERM the replica keeps serving, with `/readyz` failing, this long before its
- * listener closes, so Endpoints, kube-proxy and port-forwards notice it is leaving while its
- * in-flight and newly routed requests still get answers (the Lease is released at once).
- */
-export const DEFAULT_SHUTDOWN_GRACE_MS = 3_000;
-
-/**
- * `--max-event-streams` at most: half the server's connection cap (1,024), so streams can never
- * take the connections probes, scrapes and API clients need.
- */
-export const MAX_EVENT_STREAMS_LIMIT = 512;
-
-/**
- * `--log-level` values: pino's levels, so the flag's value is handed to the logger as it is; its
- * help and its parser both read this list.
- */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-/**
- * A `--log-level` value. Wider than the reflector worker's message `LogLevel` (protocol.ts), which
- * carries only the four levels the worker logs at.
- */
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/**
- * `--log-format` values: one JSON object per line for collectors, or pino-pretty for a terminal;
- * its help and its parser both read this list.
- */
-export const LOG_FORMATS = ['json', 'pretty'] as const;
-/**
- * A `--log-format` value; `Config.logFormat` is `undefined` when none was given, and main picks by
- * whether stdout is a terminal.
- */
-export type LogFormat = (typeof LOG_FORMATS)[number];
-
-/**
- * `--kube-api-content-type` values: kube-controller-manager's flag of that name takes the media
- * types; the short names are accepted too. Protobuf is the default there and here: on a real API
- * server it is several times cheaper to produce and to read than JSON.
- */
-export const KUBE_API_CONTENT_TYPES = {
-  'application/vnd.kubernetes.protobuf': 'protobuf',
-  protobuf: 'protobuf',
-  'application/json': 'json',
-  json: 'json',
-} as const;
-
-/**
- * `--initial-list` values and default: watch-list, as client-go's reflectors since 1.35 — one
- * WATCH served from the API server's watch cache instead of paged LISTs from etcd — falling back
- * to LIST + WATCH by itself on a server that cannot serve it.
- */
-export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
-/**
- * `--initial-list`'s default (watch-list, see `INITIAL_LIST_VALUES`), named so the help text and
- * the parser's default cannot differ.
- */
-export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
-
-/**
- * The leader-election flags default to the elector's own (client-go's, which kube-controller-manager
- * uses too: 15 s / 10 s / 2 s), defined once in src/coordination/leader-elector.ts.
- */
-export {
-  DEFAULT_LEASE_DURATION_MS as DEFAULT_LEADER_ELECT_LEASE_DURATION_MS,
-  DEFAULT_RENEW_DEADLINE_MS as DEFAULT_LEADER_ELECT_RENEW_DEADLINE_MS,
-  DEFAULT_RETRY_PERIOD_MS as DEFAULT_LEADER_ELECT_RETRY_PERIOD_MS,
-};
-/** The Lease's default name: one controller per namespace needs no more than the product name. */
-export const DEFAULT_LEADER_ELECT_RESOURCE_NAME = 'pool-controller';
-/** `--drift-interval`'s default is the coordinator's own (60 s, haptic's). */
-/** `--endpointslice-service-suffix`'s default is the sink's own (`-alive`, and why). */
-export {
-  DEFAULT_DRIFT_INTERVAL_MS,
-  DEFAULT_SERVICE_SUFFIX as DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
-};
 
 /**
  * The whole parsed configuration: one field per flag (the flag's name in camelCase; `labels` and
@@ -239,413 +172,6 @@ export class HelpRequested extends Error {
 /** Thrown for `--version`: main prints the version line and exits 0 instead of starting. */
 export class VersionRequested extends Error {
   override readonly name = 'VersionRequested';
-}
-
-// ----- the flag table -----
-
-interface FlagSpec {
-  /** The flag without dashes; also the environment variable's stem. */
-  flag: string;
-  /** The Config key it fills. */
-  key: keyof RawConfig;
-  valueName: string;
-  description: string;
-  /** Shown in --help and used when neither flag nor variable is set. */
-  defaultText?: string;
-  /**
-   * `boolean`: `--flag` alone means true, `--flag=true|false` sets it (pflag's rule: a bare
-   * boolean never takes the next argument). `multiple`: the flag may be repeated; its variable
-   * holds a comma-separated list. Default: one string value.
-   */
-  kind?: 'boolean' | 'multiple';
-}
-
-type RawConfig = Record<
-  | 'source'
-  | 'kubeconfig'
-  | 'context'
-  | 'kubeApiContentType'
-  | 'kubeApiCompression'
-  | 'initialList'
-  | 'namespace'
-  | 'selector'
-  | 'poolLabel'
-  | 'cellIndexLabel'
-  | 'workerIndexLabel'
-  | 'cellSizeAnnotation'
-  | 'portName'
-  | 'listen'
-  | 'healthProbeListen'
-  | 'adminTokenFile'
-  | 'adminAllowedHosts'
-  | 'maxEventStreams'
-  | 'resyncPeriod'
-  | 'logLevel'
-  | 'shutdownTimeout'
-  | 'shutdownGrace'
-  | 'simulationStep'
-  | 'logFormat'
-  | 'leaderElect'
-  | 'leaderElectResourceName'
-  | 'leaderElectResourceNamespace'
-  | 'leaderElectLeaseDuration'
-  | 'leaderElectRenewDeadline'
-  | 'leaderElectRetryPeriod'
-  | 'driftInterval'
-  | 'sglangRouter'
-  | 'sglangBootstrapPortAnnotation'
-  | 'sglangRouterApiKeyFile'
-  | 'publishEndpointslices'
-  | 'endpointsliceServiceSuffix'
-  | 'cellReadinessGate'
-  | 'cellReadinessGateCondition'
-  | 'events'
-  | 'sglangRouterOwnership'
-  | 'sinkAllowLoopback'
-  | 'sinkMode'
-  | 'sinkPanicThreshold',
-  string | string[] | undefined
->;
-
-/** Every flag, in --help order. */
-export const FLAGS: readonly FlagSpec[] = [
-  {
-    flag: 'source',
-    key: 'source',
-    valueName: 'kubernetes|simulated',
-    description:
-      'Where pods come from. Default: kubernetes when running in a cluster or when a kubeconfig exists, otherwise simulated (announced at start and shown in every status response).',
-  },
-  {
-    flag: 'kubeconfig',
-    key: 'kubeconfig',
-    valueName: 'PATH',
-    description:
-      'Kubeconfig file for --source kubernetes. Default: $KUBECONFIG, then ~/.kube/config.',
-  },
-  {
-    flag: 'context',
-    key: 'context',
-    valueName: 'NAME',
-    description: "Kubeconfig context to use. Default: the kubeconfig's current context.",
-  },
-  {
-    flag: 'kube-api-content-type',
-    key: 'kubeApiContentType',
-    valueName: 'application/vnd.kubernetes.protobuf|application/json',
-    description:
-      "Encoding to ask the API server for on pod LIST and WATCH, as kube-controller-manager's flag of that name ('protobuf' and 'json' also accepted). JSON is accepted in either case, for servers that do not speak protobuf.",
-    defaultText: 'application/vnd.kubernetes.protobuf',
-  },
-  {
-    flag: 'kube-api-compression',
-    key: 'kubeApiCompression',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      "Ask the API server to gzip pod LIST pages. Off by default: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
-    defaultText: 'false',
-  },
-  {
-    flag: 'initial-list',
-    key: 'initialList',
-    valueName: INITIAL_LIST_VALUES.join('|'),
-    description:
-      "How the first sync and every relist read the pods: 'watch-list' is one WATCH that sends the current pods and goes on as the watch (client-go's default since 1.35; served from the API server's watch cache), falling back to LIST + WATCH by itself when the server cannot serve it (logged once, shown in /api/v1/reflector); 'list' is a paged LIST, then a WATCH.",
-    defaultText: DEFAULT_INITIAL_LIST_FLAG,
-  },
-  {
-    flag: 'namespace',
-    key: 'namespace',
-    valueName: 'NAME',
-    description:
-      "Namespace to watch; '*' for all. Default, as kubectl's: the kubeconfig context's namespace when it names one, the pod's own namespace in a cluster, else 'default' (also for the simulation). The start-up log says which and why.",
-  },
-  {
-    flag: 'selector',
-    key: 'selector',
-    valueName: 'SELECTOR',
-    description:
-      'Label selector for the pods to watch, in Kubernetes syntax (app=engine,tier in (a,b),!canary); checked at start.',
-    defaultText: 'the pool label exists',
-  },
-  {
-    flag: 'pool-label',
-    key: 'poolLabel',
-    valueName: 'KEY',
-    description: 'Pod label naming the pool.',
-    defaultText: LWS_LABELS.pool,
-  },
-  {
-    flag: 'cell-index-label',
-    key: 'cellIndexLabel',
-    valueName: 'KEY',
-    description: "Pod label holding the cell's index in its pool.",
-    defaultText: LWS_LABELS.cellIndex,
-  },
-  {
-    flag: 'worker-index-label',
-    key: 'workerIndexLabel',
-    valueName: 'KEY',
-    description: "Pod label holding the pod's index in its cell (absent: 0, the leader).",
-    defaultText: LWS_LABELS.workerIndex,
-  },
-  {
-    flag: 'cell-size-annotation',
-    key: 'cellSizeAnnotation',
-    valueName: 'KEY',
-    description: 'Pod annotation holding how many pods a complete cell has.',
-    defaultText: LWS_LABELS.cellSize,
-  },
-  {
-    flag: 'port-name',
-    key: 'portName',
-    valueName: 'NAME',
-    description: "Name of the leader's container port that forms a cell's address.",
-    defaultText: DEFAULT_PORT_NAME,
-  },
-  {
-    flag: 'listen',
-    key: 'listen',
-    valueName: 'HOST:PORT',
-    description: 'Address of the HTTP control plane (API, health, metrics).',
-    defaultText: DEFAULT_LISTEN,
-  },
-  {
-    flag: 'health-probe-listen',
-    key: 'healthProbeListen',
-    valueName: 'HOST:PORT',
-    description:
-      "Also serve /healthz and /readyz on this address, alone, as controller-runtime's --health-probe-bind-address does: no API client or event stream can take the probes' connections there. '0' or 'off': only on --listen.",
-    defaultText: 'off',
-  },
-  {
-    flag: 'admin-token-file',
-    key: 'adminTokenFile',
-    valueName: 'PATH',
-    description:
-      'File holding the bearer token the POST endpoints require. Without it, POSTs are accepted from loopback clients only.',
-  },
-  {
-    flag: 'admin-allowed-hosts',
-    key: 'adminAllowedHosts',
-    valueName: 'HOST',
-    kind: 'multiple',
-    description:
-      'Without --admin-token-file, a POST must name a loopback host (localhost, 127.0.0.1, [::1]) in its Host header, so a web page reached through DNS rebinding cannot post; these host names (no port) are accepted too. Repeatable; the variable takes a comma-separated list.',
-  },
-  {
-    flag: 'max-event-streams',
-    key: 'maxEventStreams',
-    valueName: 'N',
-    description:
-      "Most GET /api/v1/events streams open at once; beyond, 503 with Retry-After. Kept well below the server's 1,024 connections, so streams can never starve probes, scrapes and the API.",
-    defaultText: String(DEFAULT_MAX_EVENT_STREAMS),
-  },
-  {
-    flag: 'resync-period',
-    key: 'resyncPeriod',
-    valueName: 'DURATION',
-    description:
-      "How often every cell is reconciled again regardless of events; '0' or 'off' disables.",
-    defaultText: '10h',
-  },
-  {
-    flag: 'log-level',
-    key: 'logLevel',
-    valueName: LOG_LEVELS.join('|'),
-    description: 'Minimum level of the JSON log lines on stdout.',
-    defaultText: 'info',
-  },
-  {
-    flag: 'log-format',
-    key: 'logFormat',
-    valueName: LOG_FORMATS.join('|'),
-    description:
-      'Log line format: pretty (human-readable, pino-pretty) or json (one JSON object per line, for log collectors).',
-    defaultText: 'pretty when stdout is a terminal, else json',
-  },
-  {
-    flag: 'leader-elect',
-    key: 'leaderElect',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      'Campaign for a Lease so that only one replica acts (runs the coordinator and its sinks); every replica serves reads. With the simulated source there is no Lease: the process leads.',
-    defaultText: 'true with --source kubernetes',
-  },
-  {
-    flag: 'leader-elect-resource-name',
-    key: 'leaderElectResourceName',
-    valueName: 'NAME',
-    description: 'Name of the Lease (coordination.k8s.io/v1) the replicas campaign for.',
-    defaultText: DEFAULT_LEADER_ELECT_RESOURCE_NAME,
-  },
-  {
-    flag: 'leader-elect-resource-namespace',
-    key: 'leaderElectResourceNamespace',
-    valueName: 'NAME',
-    description:
-      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'.",
-  },
-  {
-    flag: 'leader-elect-lease-duration',
-    key: 'leaderElectLeaseDuration',
-    valueName: 'DURATION',
-    description:
-      'How long followers wait, after last seeing the Lease change, before they may take it over.',
-    defaultText: '15s',
-  },
-  {
-    flag: 'leader-elect-renew-deadline',
-    key: 'leaderElectRenewDeadline',
-    valueName: 'DURATION',
-    description:
-      'How long the leader keeps trying to renew before it stops acting; must be shorter than the lease duration.',
-    defaultText: '10s',
-  },
-  {
-    flag: 'leader-elect-retry-period',
-    key: 'leaderElectRetryPeriod',
-    valueName: 'DURATION',
-    description:
-      'Time between attempts to acquire or renew the Lease; the renew deadline must exceed 1.2 × this.',
-    defaultText: '2s',
-  },
-  {
-    flag: 'drift-interval',
-    key: 'driftInterval',
-    valueName: 'DURATION',
-    description:
-      "How long after the last reconciliation the leader deploys the desired state again, repairing targets that drifted (a restarted router, a lost call); '0' or 'off' disables.",
-    defaultText: '60s',
-  },
-  {
-    flag: 'sglang-router',
-    key: 'sglangRouter',
-    valueName: 'POOL=URL[,role=prefill|decode]',
-    kind: 'multiple',
-    description:
-      "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>): it adds the missing and removes the extra it owns (see --sglang-router-ownership). With role=prefill or role=decode (a router started with --pd-disaggregation) POOL's cells are its prefill workers (with their bootstrap port) or decode workers, and that router may serve one prefill and one decode pool. Repeatable; the variable takes a comma-separated list.",
-  },
-  {
-    flag: 'sglang-bootstrap-port-annotation',
-    key: 'sglangBootstrapPortAnnotation',
-    valueName: 'KEY',
-    description:
-      "Leader pod annotation holding a prefill cell's bootstrap port (1-65535), registered with its prefill router worker; a prefill cell without a valid one is not routable (NoBootstrapPort).",
-    defaultText: DEFAULT_BOOTSTRAP_PORT_ANNOTATION,
-  },
-  {
-    flag: 'sglang-router-api-key-file',
-    key: 'sglangRouterApiKeyFile',
-    valueName: 'PATH',
-    description: "File holding the routers' API key, sent as 'Authorization: Bearer <key>'.",
-  },
-  {
-    flag: 'publish-endpointslices',
-    key: 'publishEndpointslices',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      "Publish each pool's alive cells as EndpointSlices for a selector-less Service named <pool><suffix> (needs RBAC on endpointslices).",
-    defaultText: 'false',
-  },
-  {
-    flag: 'endpointslice-service-suffix',
-    key: 'endpointsliceServiceSuffix',
-    valueName: 'SUFFIX',
-    description:
-      "Appended to a pool's name to name the Service its EndpointSlices belong to (never the pool's own name, which LeaderWorkerSet's headless Service uses).",
-    defaultText: DEFAULT_SERVICE_SUFFIX,
-  },
-  {
-    flag: 'cell-readiness-gate',
-    key: 'cellReadinessGate',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      "Write the cell-alive condition (--cell-readiness-gate-condition) on every watched pod that names it in spec.readinessGates: True while the pod's cell is alive and routable, False with the why-not otherwise, so the pod's own Ready (kubectl, Services, InferencePools) waits for its whole cell. Such pods are judged by ContainersReady instead of Ready. The leader writes, by server-side apply on pods/status (needs RBAC: deploy/readiness-gate, or the chart's readinessGate.enabled).",
-    defaultText: 'false',
-  },
-  {
-    flag: 'cell-readiness-gate-condition',
-    key: 'cellReadinessGateCondition',
-    valueName: 'TYPE',
-    description:
-      'The pod condition type of the cell readiness gate: what pods name in spec.readinessGates[].conditionType.',
-    defaultText: DEFAULT_CELL_READINESS_GATE_CONDITION,
-  },
-  {
-    flag: 'events',
-    key: 'events',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      "Record Kubernetes Events (events.k8s.io/v1): CellAlive and CellNotAlive on a cell's leader pod, SinkFailed and SinkRecovered on this controller's own pod (POD_NAME, POD_NAMESPACE). The leader records; repeats become a series, each object is rate-limited and the queue is bounded.",
-    defaultText: 'true with --source kubernetes',
-  },
-  {
-    flag: 'sink-allow-loopback',
-    key: 'sinkAllowLoopback',
-    valueName: '[=true|false]',
-    kind: 'boolean',
-    description:
-      'Route to cells whose address is loopback (engines and routers on one host: a laptop, a test). Off, such a cell is alive but not routable (AddressInvalid), as the API server refuses it in an EndpointSlice; link-local and unspecified addresses are refused either way.',
-    defaultText: 'false',
-  },
-  {
-    flag: 'sink-mode',
-    key: 'sinkMode',
-    valueName: SINK_MODES.join('|'),
-    description:
-      "'observe' is a dry run: every sink reads its targets, computes what it would add and remove, and reports it (GET /api/v1/sinks wouldAdd/wouldRemove, sink.observed events, pool_controller_sink_workers, one log line per change) without ever writing to a router or an EndpointSlice. Readiness and leader election are as in 'apply'.",
-    defaultText: DEFAULT_SINK_MODE,
-  },
-  {
-    flag: 'sink-panic-threshold',
-    key: 'sinkPanicThreshold',
-    valueName: 'PERCENT',
-    description:
-      "Envoy's panic threshold: while fewer than PERCENT of a pool's known cells are alive and routable, its sinks remove nothing they list (they still add), and the pool is reported in panic until the share is back at or above PERCENT. 0 turns it off.",
-    defaultText: '0',
-  },
-  {
-    flag: 'sglang-router-ownership',
-    key: 'sglangRouterOwnership',
-    valueName: ROUTER_OWNERSHIP_MODES.join('|'),
-    description:
-      "Which router workers the sink may remove. 'managed': only those it added (it marks them with the label app.kubernetes.io/managed-by=pool-controller), so hand-added workers and other tools' stay; 'all': every worker that is not an alive cell of the pool.",
-    defaultText: DEFAULT_ROUTER_OWNERSHIP,
-  },
-  {
-    flag: 'shutdown-timeout',
-    key: 'shutdownTimeout',
-    valueName: 'DURATION',
-    description:
-      'Longest an orderly shutdown on SIGTERM/SIGINT may take before the process exits anyway.',
-    defaultText: '10s',
-  },
-  {
-    flag: 'shutdown-grace',
-    key: 'shutdownGrace',
-    valueName: 'DURATION',
-    description:
-      "After SIGTERM, keep serving (with /readyz failing) this long before closing the listener, so endpoints and port-forwards notice first; '0' skips it. Must be shorter than --shutdown-timeout.",
-    defaultText: '3s',
-  },
-  {
-    flag: 'simulation-step',
-    key: 'simulationStep',
-    valueName: 'DURATION',
-    description: 'Time between two steps of the simulated story (--source simulated only).',
-    defaultText: `${DEFAULT_STEP_INTERVAL_MS / 1000}s`,
-  },
-];
-
-/** `pool-label` → `POOL_CONTROLLER_POOL_LABEL`. */
-export function envName(flag: string): string {
-  return `${ENV_PREFIX}${flag.toUpperCase().replaceAll('-', '_')}`;
 }
 
 const rawSchema = z.object({
@@ -803,31 +329,6 @@ const rawSchema = z.object({
     .default(DEFAULT_CELL_READINESS_GATE_CONDITION),
   events: booleanFlag.optional(),
 });
-
-/** The usage text for `--help`, built from the flag table so it cannot fall behind. */
-export function helpText(): string {
-  const lines = [
-    'Usage: pool-controller [flags]',
-    '',
-    'Watches pods, groups them into cells and pools, and serves their state over HTTP.',
-    `Every flag can also be set through the environment variable shown (${ENV_PREFIX}<FLAG>); a flag wins over its variable.`,
-    '',
-    'Flags:',
-  ];
-  for (const spec of FLAGS) {
-    lines.push(`  --${spec.flag}${spec.kind === 'boolean' ? '' : ' '}${spec.valueName}`);
-    lines.push(`      ${spec.description}`);
-    lines.push(
-      `      env: ${envName(spec.flag)}${spec.defaultText ? `   default: ${spec.defaultText}` : ''}`,
-    );
-  }
-  lines.push('  --help', '      Print this text and exit.');
-  lines.push(
-    '  --version',
-    '      Print the version, the source revision and the Node.js version, and exit.',
-  );
-  return `${lines.join('\n')}\n`;
-}
 
 /**
  * Reads flags and environment into a validated `Config`. Pure: no file is touched (see
