@@ -139,7 +139,8 @@ export class LivePage {
   #source: PageEventSource | null = null;
   #polling: AbortController | null = null;
   #refreshScheduled = false;
-  #refreshing = false;
+  /** The refresh under way, with the rounds asked for while it runs. */
+  #running: Promise<void> | null = null;
   #again = false;
 
   constructor(env: LivePageEnv) {
@@ -180,13 +181,34 @@ export class LivePage {
     this.#source = null;
   }
 
-  /** Re-reads the JSON API and redraws every section; resolves when this round is drawn. */
-  async refresh(): Promise<void> {
-    if (this.#refreshing) {
+  /**
+   * Re-reads the JSON API and redraws every section. Asked while a round runs, it runs one more
+   * round after it (however often it was asked); resolves when no round runs or is due.
+   */
+  refresh(): Promise<void> {
+    if (this.#running !== null) {
       this.#again = true;
-      return;
+      return this.#running;
     }
-    this.#refreshing = true;
+    this.#running = (async () => {
+      try {
+        do {
+          this.#again = false;
+          await this.#refreshOnce();
+        } while (this.#again);
+      } finally {
+        this.#running = null;
+      }
+    })();
+    return this.#running;
+  }
+
+  /** Resolves once no refresh runs or is due: what a test waits for after an event or a tick. */
+  idle(): Promise<void> {
+    return this.#running ?? Promise.resolve();
+  }
+
+  async #refreshOnce(): Promise<void> {
     try {
       const [cells, pools, queue, coordinator, reflector, leader, sinks] = await Promise.all(
         REFRESH_PATHS.map((path) => this.#getJson(path)),
@@ -203,12 +225,6 @@ export class LivePage {
     } catch (error) {
       this.#byId('updated').textContent =
         `update failed: ${error instanceof Error ? error.message : String(error)}`;
-    } finally {
-      this.#refreshing = false;
-      if (this.#again) {
-        this.#again = false;
-        void this.refresh();
-      }
     }
   }
 
