@@ -5,7 +5,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, queueSchema } from './schemas.js';
-import type { StatusQueue } from './status-page-html.js';
+import type { StatusQueue } from './status-page/page-data.js';
 
 /** The queue as ages and delays from now: what `/api/v1/queue` and the status page show. */
 export function queueView(plane: ControlPlane): StatusQueue {

@@ -1,7 +1,8 @@
 /**
  * `GET /`: the status page for people — pools, cells, queue, reflector, leadership and the
  * coordinator, rendered on the server from the control plane (so `curl` shows them) and kept live
- * in the browser by `GET /api/v1/events`. The document and its script are in status-page-html.ts.
+ * in the browser by `GET /api/v1/events`. The page's parts are in routes/status-page/: the data it
+ * shows, the one section renderer, the document, the browser module, its style and built assets.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -10,16 +11,19 @@ import { runStateView } from './coordinator.js';
 import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
 import {
-  EVENT_LOG_LENGTH,
-  renderStatusPage,
-  STATUS_PAGE_CSP,
-  STATUS_PAGE_LOGGED_TYPES,
-  type StatusPageData,
-} from './status-page-html.js';
+  loadStatusPageAssets,
+  type StatusPageAssets,
+  statusPageCsp,
+} from './status-page/assets.js';
+import { renderStatusPage } from './status-page/document.js';
+import { EVENT_LOG_LENGTH, STATUS_PAGE_LOGGED_TYPES } from './status-page/live-settings.js';
+import type { StatusPageData } from './status-page/page-data.js';
 
-/** The plugin's one option: the control plane, read once per page render. */
+/** The plugin's options: the control plane, read once per page render, and the built assets. */
 export interface StatusPageRoutesOptions {
   plane: ControlPlane;
+  /** Default: the build's, read once when the plugin is registered (`loadStatusPageAssets`). */
+  assets?: StatusPageAssets;
 }
 
 /** What the page shows, read from the plane now. */
@@ -97,12 +101,14 @@ export function statusPageData(
 
 /**
  * Registers `GET /`, the HTML status page, with its Content-Security-Policy header (the page's own
- * script and style by hash, nothing else).
+ * script and style by hash, nothing else). Fails to register when the assets are not built, so a
+ * service without its page does not start.
  */
 export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = async (
   app,
-  { plane },
+  { plane, assets = loadStatusPageAssets() },
 ) => {
+  const csp = statusPageCsp(assets);
   app.get(
     '/',
     {
@@ -123,10 +129,10 @@ export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = 
     async (_request, reply) =>
       reply
         .type('text/html; charset=utf-8')
-        .header('content-security-policy', STATUS_PAGE_CSP)
+        .header('content-security-policy', csp)
         .header('x-content-type-options', 'nosniff')
         .header('referrer-policy', 'no-referrer')
         .header('cache-control', 'no-store')
-        .send(renderStatusPage(statusPageData(plane))),
+        .send(renderStatusPage(statusPageData(plane), assets)),
   );
 };

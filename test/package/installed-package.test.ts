@@ -34,7 +34,7 @@ function npm(args: string[], cwd: string): string {
 
 /** The folders and files a package may ship: what runs, and what describes it. */
 const SHIPPED =
-  /^(dist\/(src|routes|workers|vendor)\/.+\.(js|d\.ts)|dist\/build-info\.json|README\.md|LICENSE|openapi\.yaml|package\.json)$/;
+  /^(dist\/(src|routes|workers|vendor)\/.+\.(js|d\.ts)|dist\/routes\/status-page\/assets\.json|dist\/build-info\.json|README\.md|LICENSE|openapi\.yaml|package\.json)$/;
 
 describe('the packed package, installed into a fresh project', () => {
   let work: string;
@@ -74,7 +74,7 @@ describe('the packed package, installed into a fresh project', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('ships only what runs: compiled code, the worker, the bundle, build info, README, LICENSE, openapi.yaml', () => {
+  it('ships only what runs: compiled code, the worker, the bundles, the status page assets, build info, README, LICENSE, openapi.yaml', () => {
     const paths = packed.files.map((f) => f.path);
     expect(paths.filter((p) => !SHIPPED.test(p))).toEqual([]);
     for (const needed of [
@@ -83,6 +83,7 @@ describe('the packed package, installed into a fresh project', () => {
       'dist/src/main.js',
       'dist/workers/reflector.worker.js',
       'dist/vendor/client-node-kubeconfig.js',
+      'dist/routes/status-page/assets.json',
       'dist/build-info.json',
       'README.md',
       'LICENSE',

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  escapeHtml,
-  renderStatusPage,
-  STATUS_PAGE_CSP,
-  type StatusPageData,
-} from '../../routes/status-page-html.js';
+import { loadStatusPageAssets, statusPageCsp } from '../../routes/status-page/assets.js';
+import { renderStatusPage } from '../../routes/status-page/document.js';
+import { escapeHtml } from '../../routes/status-page/markup.js';
+import type { StatusPageData } from '../../routes/status-page/page-data.js';
 import { SOURCE_HEADER } from '../../src/http/app.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
@@ -19,6 +17,9 @@ const PACKAGE_VERSION = (
 ).version;
 
 afterEach(closeAll);
+
+/** The build's assets (`npm test` builds first). */
+const assets = loadStatusPageAssets();
 
 /** Two engine cells (one alive, one with a not-ready worker) and a trainer cell. */
 function world() {
@@ -57,7 +58,7 @@ describe('GET /', () => {
     expect(res.body.startsWith('<!doctype html>')).toBe(true);
 
     const csp = String(res.headers['content-security-policy']);
-    expect(csp).toBe(STATUS_PAGE_CSP);
+    expect(csp).toBe(statusPageCsp(assets));
     const directives = new Map(
       csp.split(';').map((d) => {
         const [name, ...values] = d.trim().split(/\s+/);
@@ -291,32 +292,30 @@ describe('renderStatusPage', () => {
   };
 
   it('shows each sink target: desired, listed, pending, held by panic and the last error, escaped', () => {
-    const html = renderStatusPage(data);
+    const html = renderStatusPage(data, assets);
     const row = html.match(/<tr data-sink="http:\/\/router:30000">.*?<\/tr>/s)![0];
     expect(row).toContain('<td>1</td><td>4</td><td>0</td>');
     expect(row).toContain('<span class="badge warn">panic: 3</span>');
     expect(row).toContain('GET /workers: &lt;refused&gt;');
-    expect(renderStatusPage({ ...data, sinks: [] })).toContain('No sink configured.');
+    expect(renderStatusPage({ ...data, sinks: [] }, assets)).toContain('No sink configured.');
   });
 
-  it('has its script open the stream from the named id and show each event at its own time', () => {
-    const html = renderStatusPage(data);
+  it('names the event id the script opens the stream from, and inlines the built script', () => {
+    const html = renderStatusPage(data, assets);
     expect(html).toContain('data-events-from="feedbeef-41"');
-    expect(html).toContain(
-      "'&lastEventId=' + encodeURIComponent(body.getAttribute('data-events-from')",
-    );
-    expect(html).toContain('new Date(e.time || Date.now()).toLocaleTimeString()');
+    expect(html).toContain(`<script>${assets.script}</script>`);
+    expect(html).toContain(`<style>${assets.style}</style>`);
   });
 
   it('names the build in the header', () => {
-    const header = renderStatusPage(data).match(/<header>.*?<\/header>/s)![0];
+    const header = renderStatusPage(data, assets).match(/<header>.*?<\/header>/s)![0];
     expect(header).toContain(
       '<span id="build" class="muted">v1.2.3 (revision 0123456789ab, node v24.22.3)</span>',
     );
   });
 
   it('shows in-flight work, retries, the observed leader and the last failed run', () => {
-    const html = renderStatusPage(data);
+    const html = renderStatusPage(data, assets);
     expect(html).toContain('ns/x for 1.5 s');
     expect(html).toContain('ns/a, ns/b, ns/c, …');
     expect(html).toContain('ns/y (3 failures, due in 2.5 s)');

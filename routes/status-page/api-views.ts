@@ -1,0 +1,162 @@
+/**
+ * The JSON API's answers → the status page's data, for the browser: it re-fetches the same
+ * `GET /api/v1/…` endpoints anyone can call and reduces each answer to what the page shows, the
+ * shape the server builds from the control plane (`statusPageData` in routes/status-page.ts).
+ * A unit test feeds both the same service and checks the two views, and the rows drawn from
+ * them, are equal.
+ *
+ * Each `Api*` interface names only the fields read here; the route schemas (routes/schemas.ts)
+ * describe the whole answers, and a type test keeps them assignable to these.
+ */
+import type {
+  StatusCell,
+  StatusCoordinator,
+  StatusLeader,
+  StatusPool,
+  StatusQueue,
+  StatusReason,
+  StatusReflector,
+  StatusSink,
+} from './page-data.js';
+
+/** The fields of one cell of `GET /api/v1/cells` the page reads. */
+export interface ApiCell {
+  key: string;
+  namespace: string;
+  id: string;
+  pool: string;
+  alive: boolean;
+  whyNotAlive: StatusReason[];
+  routable: boolean;
+  whyNotRoutable: StatusReason[];
+  generation: string;
+  address: string | null;
+  members: Array<{ ready: boolean }>;
+}
+
+/** The fields of one target of `GET /api/v1/sinks` the page reads. */
+export interface ApiSink {
+  kind: string;
+  target: string;
+  pool: string;
+  mode: string;
+  desired: unknown[];
+  actual: unknown[];
+  pending: unknown[];
+  heldByPanic: unknown[];
+  panic: boolean;
+  wouldAdd: unknown[];
+  wouldRemove: unknown[];
+  lastError: string | null;
+}
+
+/** The fields of `GET /api/v1/coordinator` the page reads. */
+export interface ApiCoordinator {
+  leading: boolean;
+  acting: boolean;
+  cellsSynced: boolean;
+  state: {
+    running: boolean;
+    runningId: number | null;
+    pendingReasons: string[];
+    consecutiveFailures: number;
+    lastCompleted: { id: number; result: string; agoMs: number } | null;
+    lastError: { phase: string; message: string } | null;
+  };
+}
+
+/** A cell as the Cells table shows it: members counted, not listed. */
+export function cellView(c: ApiCell): StatusCell {
+  return {
+    key: c.key,
+    namespace: c.namespace,
+    id: c.id,
+    pool: c.pool,
+    alive: c.alive,
+    whyNotAlive: c.whyNotAlive.map((r) => ({ reason: r.reason, message: r.message })),
+    routable: c.routable,
+    whyNotRoutable: c.whyNotRoutable.map((r) => ({ reason: r.reason, message: r.message })),
+    generation: c.generation,
+    address: c.address,
+    podsReady: c.members.filter((m) => m.ready).length,
+    pods: c.members.length,
+  };
+}
+
+/** A pool as the Pools table shows it. */
+export function poolView(p: StatusPool): StatusPool {
+  return {
+    namespace: p.namespace,
+    name: p.name,
+    cells: p.cells,
+    aliveCells: p.aliveCells,
+    pods: p.pods,
+  };
+}
+
+/** A sink target as the Sinks table shows it: every list counted. */
+export function sinkView(t: ApiSink): StatusSink {
+  return {
+    kind: t.kind,
+    target: t.target,
+    pool: t.pool,
+    mode: t.mode,
+    desired: t.desired.length,
+    listed: t.actual.length,
+    pending: t.pending.length,
+    heldByPanic: t.heldByPanic.length,
+    panic: t.panic,
+    wouldAdd: t.wouldAdd.length,
+    wouldRemove: t.wouldRemove.length,
+    lastError: t.lastError,
+  };
+}
+
+/** The Queue card's data: `GET /api/v1/queue` without its `source`. */
+export function queueView(q: StatusQueue): StatusQueue {
+  return {
+    synced: q.synced,
+    depth: q.depth,
+    queued: q.queued,
+    inFlight:
+      q.inFlight === null ? null : { key: q.inFlight.key, runningForMs: q.inFlight.runningForMs },
+    retries: q.retries.map((r) => ({ key: r.key, failures: r.failures, dueInMs: r.dueInMs })),
+    nextResyncInMs: q.nextResyncInMs,
+  };
+}
+
+/** The Coordinator card's data: the run state lifted beside leading and acting. */
+export function coordinatorView(c: ApiCoordinator): StatusCoordinator {
+  const { state } = c;
+  const last = state.lastCompleted;
+  return {
+    leading: c.leading,
+    acting: c.acting,
+    cellsSynced: c.cellsSynced,
+    running: state.running,
+    runningId: state.runningId,
+    pendingReasons: state.pendingReasons,
+    consecutiveFailures: state.consecutiveFailures,
+    lastError:
+      state.lastError === null
+        ? null
+        : { phase: state.lastError.phase, message: state.lastError.message },
+    lastCompleted: last === null ? null : { id: last.id, result: last.result, agoMs: last.agoMs },
+  };
+}
+
+/** The Reflector card's data: `GET /api/v1/reflector` reduced to phase, health, cursor, error. */
+export function reflectorView(r: StatusReflector): StatusReflector {
+  return { phase: r.phase, healthy: r.healthy, cursor: r.cursor, lastError: r.lastError };
+}
+
+/** The Leadership card's data: `GET /api/v1/leader`'s fields. */
+export function leaderView(l: StatusLeader): StatusLeader {
+  return {
+    identity: l.identity,
+    leading: l.leading,
+    leader: l.leader,
+    lease: l.lease,
+    since: l.since,
+  };
+}
