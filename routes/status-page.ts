@@ -10,6 +10,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { runStateView } from './coordinator.js';
 import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
+import { cellView, poolView, sinkView } from './status-page/api-views.js';
 import {
   loadStatusPageAssets,
   type StatusPageAssets,
@@ -40,27 +41,8 @@ export function statusPageData(
     build: plane.buildInfo,
     renderedAt: wallClock().toISOString(),
     eventsFrom: plane.eventReplayCursor(STATUS_PAGE_LOGGED_TYPES, EVENT_LOG_LENGTH),
-    pools: plane.cells.pools().map((p) => ({
-      namespace: p.namespace,
-      name: p.name,
-      cells: p.cells,
-      aliveCells: p.aliveCells,
-      pods: p.pods,
-    })),
-    cells: plane.cells.list().map((c) => ({
-      key: c.key,
-      namespace: c.namespace,
-      id: c.id,
-      pool: c.pool,
-      alive: c.alive,
-      whyNotAlive: c.whyNotAlive.map((r) => ({ reason: r.reason, message: r.message })),
-      routable: c.routable,
-      whyNotRoutable: c.whyNotRoutable.map((r) => ({ reason: r.reason, message: r.message })),
-      generation: c.generation,
-      address: c.address,
-      podsReady: c.members.filter((m) => m.ready).length,
-      pods: c.members.length,
-    })),
+    pools: plane.cells.pools().map(poolView),
+    cells: plane.cells.list().map(cellView),
     queue: queueView(plane),
     reflector: {
       phase: reflector.phase,
@@ -69,20 +51,7 @@ export function statusPageData(
       lastError: reflector.lastError ?? null,
     },
     leader: plane.leader(),
-    sinks: plane.sinks().map((t) => ({
-      kind: t.kind,
-      target: t.target,
-      pool: t.pool,
-      mode: t.mode,
-      desired: t.desired.length,
-      listed: t.actual.length,
-      pending: t.pending.length,
-      heldByPanic: t.heldByPanic.length,
-      panic: t.panic,
-      wouldAdd: t.wouldAdd.length,
-      wouldRemove: t.wouldRemove.length,
-      lastError: t.lastError,
-    })),
+    sinks: plane.sinks().map(sinkView),
     coordinator: {
       leading: coordinator.leading,
       acting: coordinator.acting,
