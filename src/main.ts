@@ -7,6 +7,9 @@
  * start the loop. Order at shutdown: fail readiness, stop accepting requests and finish those in
  * flight, stop the loop (the in-flight reconcile is aborted and awaited), stop the source (the
  * reflector's worker thread); all within --shutdown-timeout, else exit anyway.
+ *
+ * Size: the command's whole sequence (config, source, leadership, sinks, service, HTTP, shutdown),
+ * read top to bottom; each piece it calls lives elsewhere.
  */
 import { hostname } from 'node:os';
 import { pino } from 'pino';

@@ -3,6 +3,9 @@
  * variable), each value parsed (flag-values.ts) and defaulted from the flag table
  * (flag-table.ts), then checked against the others, so a configuration that can never work fails
  * at start with an error naming the flag.
+ *
+ * Size: merging flags and variables, the schema each value passes, and the cross-flag checks: one
+ * pass from input to Config.
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';

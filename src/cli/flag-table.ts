@@ -3,6 +3,8 @@
  * defaults themselves, and the `--help` text built from them. One table, so help and parsing
  * cannot disagree about which flags exist; defaults are named constants (or the owning module's,
  * re-exported), so help shows what the code uses.
+ *
+ * Size: one table of every flag, one entry each, so help, parsing and docs read one list.
  */
 import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
 import {

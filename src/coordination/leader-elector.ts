@@ -9,6 +9,9 @@
  *
  *   run ──► acquiring ──attempt succeeds──► leading ──renew deadline / signal──► stopped ──► (release) ──► resolved
  *              └───────────── signal aborts ───────────────────────────────────────────────────────────► resolved
+ *
+ * Size: one port of client-go's leader election: acquire, renew, release and the observed-time
+ * rules share one state.
  */
 
 import { jitteredMs } from '../runtime/backoff.js';

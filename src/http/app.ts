@@ -1,6 +1,9 @@
 /**
  * The Fastify app of the control plane, built from the service's public objects. It does not
  * listen: `main.ts` listens, tests call `app.inject()`, the OpenAPI generator only reads routes.
+ *
+ * Size: the one Fastify app: plugins, error shape, framework errors and server timeouts, which
+ * must be set together.
  */
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';

@@ -2,6 +2,9 @@
  * A cell's state, derived only from its member pods as the store holds them: pure functions, so
  * every rule (alive, why not, generation, address) is tested without a loop, a clock or a cluster,
  * and a reconcile that runs twice on the same members publishes the same state (idempotence).
+ *
+ * Size: every rule that derives a cell's state from its pods (alive, why not, generation, address,
+ * routable), pure and tested together.
  */
 import { createHash } from 'node:crypto';
 import type { Pod } from '../model/pod.js';

@@ -8,6 +8,9 @@
  *   new ──start()──► starting ──initial replace applied──► running ──stop()──► stopped
  *                       │ aborted / stop()                                      ▲
  *                       └────────────────────► failed (nothing left running) ───┘ (stop() no-op)
+ *
+ * Size: the controller's lifecycle, one state machine over the parts (store, queue, retries,
+ * resync) that are files of their own.
  */
 
 import { abortReason, type Clock, realClock } from './clock.js';

@@ -24,6 +24,9 @@
  * it ends (no `AbortSignal.any`, which on Node 20 retains a little per call for as long as the
  * long-lived signals it combines live). The one bus listener, which feeds the history and every
  * stream, lives from construction to `close()`.
+ *
+ * Size: the streams and their three bounds share one per-stream state; the history is event-
+ * history.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';

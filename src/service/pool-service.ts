@@ -12,6 +12,9 @@
  * says "not synced"); `start()` begins campaigning and the loop; `stop()` ends leadership first
  * (the routing controller stops, the Lease is released so a follower takes over in about one
  * retry period), then the loop (no reconcile runs against a closing source), then the source.
+ *
+ * Size: the wiring of every part and the ControlPlane's delegation to them; the logic it once held
+ * (sync gate, health, watch states, store views) is in files of its own.
  */
 
 import type { Readable } from 'node:stream';

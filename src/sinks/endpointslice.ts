@@ -21,6 +21,9 @@
  * The API server refuses loopback, link-local and unspecified addresses in a slice (422): such
  * endpoints are left out, logged once when they appear, and named in the slice's `lastError` for
  * as long as they are desired. Hostnames (not IPs) are left out the same way.
+ *
+ * Size: one sink's apply (slices per port and family, naming, server-side apply, deletes, guard
+ * rails) over one slice model; split, each half would need the other's private bookkeeping.
  */
 
 import { createHash } from 'node:crypto';

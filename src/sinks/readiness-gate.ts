@@ -20,6 +20,9 @@
  *
  * `/api/v1/sinks` shows one target per pool (`namespace/pool`): its gated pods' wanted and cached
  * conditions as `pod=Status/Reason`, so the status and metrics grow with pools, not pods.
+ *
+ * Size: one sink's apply over one per-pod bookkeeping (sent writes, backoff, observe mode); the
+ * condition itself is cell-readiness-gate.ts.
  */
 import { describeThrown } from '../coordination/pipeline.js';
 import type { PodConditionApi } from '../kubernetes/resources/pod-condition-api.js';

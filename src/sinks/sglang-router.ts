@@ -35,6 +35,9 @@
  * a desired URL but of another type or bootstrap port is removed and, once it has left the list,
  * added as desired: the router refuses (409) a second registration of a URL, so there is no
  * in-place change.
+ *
+ * Size: one sink's apply over one per-target bookkeeping (pending adds and removals, roles,
+ * ownership, panic, observe); the HTTP client is its own file.
  */
 import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';

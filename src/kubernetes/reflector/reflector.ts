@@ -21,6 +21,10 @@
  * - `stats().healthy` is `PodSourceStats.healthy` (../../model/pod-source-stats.ts has the one
  *   definition): a WATCH that proved itself, or a synced stream recovering with progress for
  *   under 30 s.
+ *
+ * Size: one state machine (list, watch-list, watch, backoff) whose states share the cursor, the
+ * stats and the stream's lifetime; its pure parts (failure classification, retry policy) are files
+ * of their own.
  */
 
 import { type Pod, podKey } from '../../model/pod.js';

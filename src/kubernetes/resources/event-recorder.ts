@@ -14,6 +14,9 @@
  *   (`onDropped`); nothing waits in memory without a bound.
  *
  * Every wait goes through the injected `Clock`.
+ *
+ * Size: the recorder's three bounds (series, rate limit, queue) act on one queue of writes; the
+ * API calls are event-api.ts.
  */
 import { formatMicroTime } from '../../coordination/micro-time.js';
 import { type Clock, realClock } from '../../runtime/clock.js';

@@ -6,6 +6,9 @@
  * to own the bytes: counting them, noticing when they stop, decoding JSON in the worker thread
  * without a model-class round trip, and closing the connection itself on every path (client-node's
  * `Watch` parses with a readline interface and hides the request behind a callback).
+ *
+ * Size: LIST and WATCH share the request, decoding and failure rules of one resource; splitting
+ * them would duplicate those.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
