@@ -36,6 +36,8 @@ export interface LockCall {
   /** Set once the call settled. */
   settledAtMs?: number;
   outcome?: 'ok' | 'error';
+  /** What a scripted call waits for before it settles: the test (`hang`) or the clock (`delay`). */
+  waitsFor?: 'test' | 'clock';
 }
 
 export interface HungCall {
@@ -150,11 +152,26 @@ export class FakeLeaseLock implements LeaseLock {
     );
   }
 
+  /**
+   * Every call made so far settled, or waits for the test or the clock: the lock is not what
+   * keeps the caller busy.
+   */
+  get idle(): boolean {
+    return this.calls.every((c) => c.outcome !== undefined || c.waitsFor !== undefined);
+  }
+
+  /** A call made so far waits for the test to proceed with or fail it. */
+  get waitingOnTest(): boolean {
+    return this.calls.some((c) => c.waitsFor === 'test' && c.outcome === undefined);
+  }
+
   #call<T>(call: LockCall, perform: () => T): Promise<T> {
     call.abortedAtCall = call.signal.aborted;
     this.calls.push(call);
     const behaviour = this.#once[call.op].shift() ?? this.#always[call.op];
-    const settle = <R>(promise: Promise<R>): Promise<R> =>
+    if (behaviour?.kind === 'hang') call.waitsFor = 'test';
+    if (behaviour?.kind === 'delay') call.waitsFor = 'clock';
+    const record = <R>(promise: Promise<R>): Promise<R> =>
       promise.then(
         (value) => {
           call.settledAtMs = this.#clock.now();
@@ -168,7 +185,7 @@ export class FakeLeaseLock implements LeaseLock {
         },
       );
     if (!behaviour) {
-      return settle(
+      return record(
         new Promise<T>((resolve) => {
           resolve(perform());
         }),
@@ -176,11 +193,11 @@ export class FakeLeaseLock implements LeaseLock {
     }
     switch (behaviour.kind) {
       case 'fail':
-        return settle(Promise.reject(behaviour.error ?? new Error(`${call.op} failed`)));
+        return record(Promise.reject(behaviour.error ?? new Error(`${call.op} failed`)));
       case 'delay':
-        return settle(this.#clock.sleep(behaviour.ms, call.signal).then(perform));
+        return record(this.#clock.sleep(behaviour.ms, call.signal).then(perform));
       case 'hang':
-        return settle(
+        return record(
           new Promise<T>((resolve, reject) => {
             this.hung.push({
               call,

@@ -28,8 +28,11 @@ function nextTurn(): Promise<void> {
 }
 
 /**
- * Resolves once `condition()` returns true, checking it now and after each macrotask turn.
- * Rejects naming `what` when it is still false after the bound.
+ * Resolves once `condition()` returns true, checking it after each macrotask turn. The first
+ * check comes after one turn, never synchronously: a promise the test just resolved has not
+ * reached its callbacks yet, and a condition such as "nothing is in progress" would otherwise
+ * hold before the code under test saw the change. Rejects naming `what` when it is still false
+ * after the bound.
  */
 export async function until(
   condition: () => boolean,
@@ -38,12 +41,12 @@ export async function until(
   const deadline = Date.now() + (options.withinMs ?? DEFAULT_WAIT_MS);
   let turns = 0;
   for (;;) {
+    await nextTurn();
+    turns += 1;
     if (condition()) return;
     if (Date.now() >= deadline) {
       throw new Error(`until: still waiting for ${options.what} after ${turns} turns`);
     }
-    await nextTurn();
-    turns += 1;
   }
 }
 
