@@ -67,7 +67,7 @@ export interface LeaseCall {
   atMs?: number;
 }
 
-/** A call held open by `hold`: settle it when the test says so. */
+/** A call held open by `hold`: it ends when the test says so. */
 export interface HeldCall {
   /** Resolves once the held call has been made. */
   readonly called: Promise<LeaseCall>;
@@ -83,7 +83,7 @@ type Script =
 
 interface HeldControl {
   onCall: (call: LeaseCall) => void;
-  settle: Promise<{ ok: true } | { ok: false; error: unknown }>;
+  settled: Promise<{ ok: true } | { ok: false; error: unknown }>;
 }
 
 function copy(lease: ObservedLease): ObservedLease {
@@ -131,19 +131,19 @@ export class FakeLeaseLock implements LeaseLock {
     const called = new Promise<LeaseCall>((resolve) => {
       onCall = resolve;
     });
-    let settle!: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
+    let finish!: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
     const settled = new Promise<{ ok: true } | { ok: false; error: unknown }>((resolve) => {
-      settle = resolve;
+      finish = resolve;
     });
     this.#scripts[operation].push({
       kind: 'hold',
       honourSignal: options.honourSignal ?? true,
-      held: { onCall, settle: settled },
+      held: { onCall, settled },
     });
     return {
       called,
-      release: () => settle({ ok: true }),
-      fail: (error) => settle({ ok: false, error }),
+      release: () => finish({ ok: true }),
+      fail: (error) => finish({ ok: false, error }),
     };
   }
 
@@ -175,7 +175,7 @@ export class FakeLeaseLock implements LeaseLock {
     if (script?.kind === 'hold') {
       script.held.onCall(call);
       const waits: Array<Promise<{ ok: true } | { ok: false; error: unknown }>> = [
-        script.held.settle,
+        script.held.settled,
       ];
       if (script.honourSignal) {
         waits.push(

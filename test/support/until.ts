@@ -15,13 +15,15 @@ export interface WaitBound {
   /**
    * Wall-clock ceiling. Generous on purpose: a passing wait ends as soon as its condition holds
    * (usually within a few turns), and the ceiling only decides how fast a failing test reports;
-   * it stays well under the runner's 5 s test timeout so the waiter's own message is the one seen.
+   * it stays well under the runner's 20 s test timeout so the waiter's own message is the one
+   * seen, and above the longest honest wait in the suite (a service reconciling a relist of
+   * thousands of cells on a loaded two-core machine).
    */
   withinMs?: number;
 }
 
 /** Default ceiling for a wait; see `WaitBound.withinMs`. */
-export const DEFAULT_WAIT_MS = 2_000;
+export const DEFAULT_WAIT_MS = 5_000;
 
 function nextTurn(): Promise<void> {
   return new Promise<void>((resolve) => setImmediate(resolve));
