@@ -344,8 +344,11 @@ describe('HttpPodApi WATCH', () => {
     });
     const watch = await server.watch();
     watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
-    setTimeout(() => watch.destroy(), 20);
-    const failure = await collect(stream).catch((error: unknown) => error);
+    const frames = stream[Symbol.asyncIterator]();
+    // The bookmark arrived, so the connection had answered; then it breaks.
+    expect((await frames.next()).value).toMatchObject({ value: { type: 'BOOKMARK' } });
+    watch.destroy();
+    const failure = await frames.next().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ApiConnectionError);
     expect(failure).toMatchObject({ answered: true });
   });
