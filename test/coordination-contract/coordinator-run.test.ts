@@ -88,9 +88,9 @@ describe('Coordinator start()', () => {
   it('throws when start() is called while started', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    expect(() => h.coordinator.start()).toThrow();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while started/);
     await h.atRest();
-    expect(() => h.coordinator.start()).toThrow();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while started/);
     expect(h.of('reconciliation.started')).toHaveLength(1);
   });
 });

@@ -214,7 +214,7 @@ describe('Coordinator stop()', () => {
     h.coordinator.start();
     await h.atRest();
     const stopping = h.coordinator.stop();
-    expect(() => h.coordinator.start()).toThrow();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while a stop/);
     gate.resolve('d');
     await stopping;
     expect(h.startedReasons()).toEqual([['started']]);

@@ -498,7 +498,9 @@ describe('LeaderElector run: one term at a time', () => {
     const h = electorHarness();
     const term = h.start();
     await h.atRest();
-    await expect(h.elector.run(new AbortController().signal)).rejects.toBeDefined();
+    await expect(h.elector.run(new AbortController().signal)).rejects.toThrow(
+      /LeaderElector\.run\(\) called while a term/,
+    );
     await h.fake.advance(4_000);
     expect(h.elector.isLeader()).toBe(true);
     expect(h.stopped).toBe(0);

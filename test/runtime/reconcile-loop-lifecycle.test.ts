@@ -218,7 +218,8 @@ describe('ReconcileLoop start', () => {
 
   it('rejects start() with an already-aborted signal and leaves nothing running', async () => {
     const h = makeLoop();
-    await expect(h.loop.start(AbortSignal.abort(new Error('no')))).rejects.toBeDefined();
+    const reason = new Error('no');
+    await expect(h.loop.start(AbortSignal.abort(reason))).rejects.toBe(reason);
     expectNothingRunning(h);
     await h.clock.advance(100_000);
     expect(h.clock.pendingTimers).toBe(0);
@@ -371,7 +372,7 @@ describe('ReconcileLoop stop', () => {
 
   it('is a no-op after a start() rejected for an already-aborted signal', async () => {
     const h = makeLoop();
-    await expect(h.loop.start(AbortSignal.abort())).rejects.toBeDefined();
+    await expect(h.loop.start(AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
     await expect(h.loop.stop()).resolves.toBeUndefined();
     expectNothingRunning(h);
   });
