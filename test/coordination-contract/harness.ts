@@ -6,11 +6,14 @@
 import type { Clock, CoordinatorEvent, Phase, Pipeline } from '../../src/index.js';
 import { Coordinator, EventBus, LeaderElector } from '../../src/index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { finishes, until } from '../support/until.js';
-import { FakeLeaseLock } from './fake-lease-lock.js';
 
 export { FakeClock, finishes, RecordingLogger, until };
+
+/** The Lease every contract test's lock names. */
+export const LEASE_NAME = 'pools/controller-leader';
 
 export interface Deferred<T> {
   promise: Promise<T>;
@@ -149,7 +152,7 @@ export function electorHarness(options: ElectorHarnessOptions = {}) {
   const fake = new FakeClock(0);
   const clock = options.clock ?? fake;
   const terms: Array<{ readonly settled: boolean }> = [];
-  const lock = options.lock ?? new FakeLeaseLock(clock);
+  const lock = options.lock ?? new FakeLeaseLock(new FakeLeaseStore(), clock, LEASE_NAME);
   const logger = new RecordingLogger();
   const log: string[] = [];
   const newLeaders: string[] = [];

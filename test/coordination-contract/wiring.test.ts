@@ -4,13 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Coordinator, type CoordinatorEvent, EventBus, LeaderElector } from '../../src/index.js';
-import { FakeLeaseLock } from './fake-lease-lock.js';
-import { FakeClock, until, untilAborted } from './harness.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeClock, LEASE_NAME, until, untilAborted } from './harness.js';
 
 describe('LeaderElector driving a Coordinator', () => {
   it('reconciles only while leading, and aborts the running reconciliation when leadership ends', async () => {
     const clock = new FakeClock(0);
-    const lock = new FakeLeaseLock(clock);
+    const lock = new FakeLeaseLock(new FakeLeaseStore(), clock, LEASE_NAME);
     const bus = new EventBus<CoordinatorEvent>();
     const sub = bus.subscribe({ types: ['reconciliation.started', 'reconciliation.completed'] });
     const seen: string[] = [];
