@@ -41,7 +41,7 @@ describe('PoolService lifecycle', () => {
     const podSource = new DrivenPodSource();
     const s = service(podSource, clock);
     const started = s.start();
-    await new Promise((r) => setImmediate(r));
+    await until(() => podSource.fake.awaitingPull, { what: 'the service to open its source' });
     podSource.fake.push(replaceWith([lwsPod()]));
     await started;
     await s.stop();
