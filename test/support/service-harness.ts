@@ -21,7 +21,7 @@ import { FakeClock } from './fake-clock.js';
 import { FakeLeaseLock, type FakeLeaseStore } from './fake-lease-lock.js';
 import { FakeSink } from './fake-sink.js';
 import { FakeSource } from './fake-source.js';
-import { until } from './until.js';
+import { finishes, until } from './until.js';
 
 /** A pod source whose stream a test drives and whose stats it sets. */
 export class DrivenPodSource implements PodSource {
@@ -197,8 +197,8 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
       );
     },
     async close() {
-      await app.close();
-      await service.stop();
+      await finishes(app.close(), { what: 'the Fastify app to close' });
+      await finishes(service.stop(), { what: 'PoolService.stop()' });
     },
   };
   open.push(h);
