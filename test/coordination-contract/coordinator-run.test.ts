@@ -10,7 +10,7 @@ import {
   PipelineError,
   type Subscription,
 } from '../../src/index.js';
-import { coordinatorHarness, deferred, FakeClock, macrotask, settle } from './harness.js';
+import { coordinatorHarness, deferred, FakeClock, macrotask, until } from './harness.js';
 
 /** Every started reconciliation has exactly one completed. */
 function expectBalanced(events: CoordinatorEvent[]): void {
@@ -88,9 +88,9 @@ describe('Coordinator start()', () => {
   it('throws when start() is called while started', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    expect(() => h.coordinator.start()).toThrow();
-    await settle();
-    expect(() => h.coordinator.start()).toThrow();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while started/);
+    await h.atRest();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while started/);
     expect(h.of('reconciliation.started')).toHaveLength(1);
   });
 });
@@ -99,7 +99,7 @@ describe('Coordinator trigger()', () => {
   it('is ignored before start(): nothing published, nothing run', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.trigger('early');
-    await settle();
+    await h.atRest();
     await h.clock.advance(60_000);
     expect(h.events).toEqual([]);
     expect(h.scripted.calls).toEqual([]);
@@ -108,7 +108,7 @@ describe('Coordinator trigger()', () => {
   it('publishes reconciliation.triggered and, when idle, begins a run in a microtask, never inside the caller’s stack', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.log.length = 0;
 
     h.coordinator.trigger('pool changed');
@@ -133,10 +133,10 @@ describe('Coordinator trigger()', () => {
   it('joins triggers that arrive before the run has begun into its reasons', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('a');
     h.coordinator.trigger('b');
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.triggered').map((e) => e.reason)).toEqual(['a', 'b']);
     expect(h.startedReasons()).toEqual([['started'], ['a', 'b']]);
     expect(h.scripted.callsOf('render')).toHaveLength(2);
@@ -147,9 +147,9 @@ describe('Coordinator trigger()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     for (const reason of ['a', 'b', 'a', 'c', 'b']) h.coordinator.trigger(reason);
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.triggered').map((e) => e.reason)).toEqual([
       'a',
       'b',
@@ -160,7 +160,7 @@ describe('Coordinator trigger()', () => {
     expect(h.scripted.callsOf('render')).toHaveLength(1);
 
     gate.resolve('desired');
-    await settle();
+    await h.atRest();
     expect(h.clock.now()).toBe(1_000);
     const completedAt = h.log.indexOf('completed:1:success');
     expect(h.log[completedAt + 1]).toBe('started:2:a,b,c');
@@ -176,10 +176,10 @@ describe('Coordinator trigger()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('x');
     gate.reject(new Error('render broke'));
-    await settle();
+    await h.atRest();
     const failedAt = h.log.indexOf('completed:1:failure');
     expect(failedAt).toBeGreaterThan(-1);
     expect(h.log[failedAt + 1]).toBe('started:2:x');
@@ -237,7 +237,7 @@ describe('Coordinator reconciliation', () => {
     const desired = { pools: ['p1'] };
     h.scripted.once('render', () => Promise.resolve(desired));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const [render, validate, deploy] = h.scripted.calls;
     expect(validate!.desired).toBe(desired);
     expect(deploy!.desired).toBe(desired);
@@ -249,7 +249,7 @@ describe('Coordinator reconciliation', () => {
   it('skips validate when the pipeline has none', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null, withValidate: false });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.log).toEqual([
       'started:1:started',
       'call:render',
@@ -293,7 +293,7 @@ describe('Coordinator reconciliation', () => {
       throw refused;
     });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
 
     const lastError = h.coordinator.state().lastError;
     expect(lastError).toBeInstanceOf(PipelineError);
@@ -312,7 +312,7 @@ describe('Coordinator reconciliation', () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.scripted.once('render', () => Promise.reject(new Error('store not synced')));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.log).toEqual([
       'started:1:started',
       'call:render',
@@ -334,7 +334,7 @@ describe('Coordinator reconciliation', () => {
       throw thrown;
     });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.failed')).toEqual([
       { type: 'reconciliation.failed', id: 1, phase: 'deploy', error: text },
     ]);
@@ -356,7 +356,7 @@ describe('Coordinator reconciliation', () => {
       throw second;
     });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().lastError!.cause).toBe(first);
     await h.clock.advance(1_000); // retry fails
     expect(h.coordinator.state().lastError!.cause).toBe(second);
@@ -384,9 +384,11 @@ describe('Coordinator reconciliation', () => {
       driftIntervalMs: null,
     });
     coordinator.start();
-    await settle();
+    await until(() => received.at(-1)?.type === 'reconciliation.completed', {
+      what: 'the first run to complete',
+    });
     coordinator.trigger('again');
-    await settle();
+    await until(() => received.length >= 9, { what: 'the second run to complete' });
     expect(received.map((e) => e.type)).toEqual([
       'reconciliation.started',
       'phase.completed',
@@ -412,7 +414,6 @@ describe('Coordinator reconciliation', () => {
       driftIntervalMs: null,
     });
     coordinator.start();
-    await settle();
     for await (const event of sub) {
       expect(event).toMatchObject({ type: 'reconciliation.completed', result: 'success' });
       break;
@@ -422,9 +423,9 @@ describe('Coordinator reconciliation', () => {
   it('runs the pipeline without a bus, publishing nothing', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null, withBus: false });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('x');
-    await settle();
+    await h.atRest();
     expect(h.scripted.callsOf('deploy')).toHaveLength(2);
     expect(h.events).toEqual([]);
     expect(h.coordinator.state().lastCompleted).toEqual({ id: 2, result: 'success', atMs: 1_000 });
@@ -449,7 +450,7 @@ describe('Coordinator state()', () => {
     const gate = deferred<void>();
     h.scripted.once('deploy', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('b');
     h.coordinator.trigger('a');
     h.coordinator.trigger('b');
@@ -460,7 +461,7 @@ describe('Coordinator state()', () => {
 
     await h.clock.advance(250);
     gate.resolve();
-    await settle();
+    await h.atRest();
     state = h.coordinator.state();
     expect(state.running).toBe(false);
     expect(state.runningId).toBeUndefined();

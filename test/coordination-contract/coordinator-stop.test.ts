@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CoordinatorEvent } from '../../src/index.js';
-import { coordinatorHarness, deferred, settle, track, untilAborted } from './harness.js';
+import { coordinatorHarness, deferred, track, untilAborted } from './harness.js';
 
 function expectBalanced(events: CoordinatorEvent[]): void {
   const started = events.filter((e) => e.type === 'reconciliation.started').map((e) => e.id);
@@ -18,17 +18,17 @@ describe('Coordinator stop()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise); // ignores its signal
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const signal = h.scripted.calls[0]!.signal;
 
     const stopping = track(h.coordinator.stop());
-    await settle();
+    await h.atRest();
     expect(signal.aborted).toBe(true);
     expect(stopping.settled).toBe(false);
     expect(h.coordinator.state().running).toBe(true);
 
     gate.resolve('late');
-    await settle();
+    await h.atRest();
     expect(stopping.settled).toBe(true);
     expect(stopping.rejected).toBe(false);
   });
@@ -38,7 +38,7 @@ describe('Coordinator stop()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const stopping = h.coordinator.stop();
     gate.resolve('late');
     await stopping;
@@ -74,7 +74,7 @@ describe('Coordinator stop()', () => {
       }),
     );
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.coordinator.stop();
 
     expect(h.described()).toEqual([
@@ -93,12 +93,12 @@ describe('Coordinator stop()', () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.scripted.once('render', (signal) => untilAborted(signal));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('queued');
     await h.coordinator.stop();
     const calls = h.scripted.calls.length;
 
-    await settle();
+    await h.atRest();
     await h.clock.advance(3_600_000);
     expect(h.scripted.calls).toHaveLength(calls);
     expect(h.startedReasons()).toEqual([['started']]);
@@ -111,7 +111,7 @@ describe('Coordinator stop()', () => {
       throw new Error('failed');
     });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().nextRetryAtMs).toBe(2_000);
 
     await h.coordinator.stop();
@@ -123,7 +123,7 @@ describe('Coordinator stop()', () => {
   it('cancels the drift timer', async () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.coordinator.stop();
     await h.clock.advance(3_600_000);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
@@ -132,9 +132,9 @@ describe('Coordinator stop()', () => {
   it('resolves at once when idle', async () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const stopping = track(h.coordinator.stop());
-    await settle();
+    await h.atRest();
     expect(stopping.settled).toBe(true);
     expect(h.clock.now()).toBe(1_000);
   });
@@ -144,14 +144,14 @@ describe('Coordinator stop()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const stopping = h.coordinator.stop();
     h.coordinator.trigger('during stop');
     expect(h.of('reconciliation.triggered')).toEqual([]);
     gate.resolve('d');
     await stopping;
     h.coordinator.trigger('after stop');
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.triggered')).toEqual([]);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
   });
@@ -159,11 +159,11 @@ describe('Coordinator stop()', () => {
   it('calls no phase after stop() resolved when a trigger was still about to begin its run', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('x');
     await h.coordinator.stop();
     const calls = h.scripted.calls.length;
-    await settle();
+    await h.atRest();
     await h.clock.advance(600_000);
     expect(h.scripted.calls).toHaveLength(calls);
     expectBalanced(h.events);
@@ -173,7 +173,7 @@ describe('Coordinator stop()', () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.scripted.once('render', (signal) => untilAborted(signal));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('a');
     h.coordinator.trigger('b');
     expect(h.coordinator.state().pendingReasons).toEqual(['a', 'b']);
@@ -192,14 +192,14 @@ describe('Coordinator stop()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const first = track(h.coordinator.stop());
     const second = track(h.coordinator.stop());
-    await settle();
+    await h.atRest();
     expect(first.settled).toBe(false);
     expect(second.settled).toBe(false);
     gate.resolve('d');
-    await settle();
+    await h.atRest();
     expect(first.settled).toBe(true);
     expect(second.settled).toBe(true);
     expect(second.rejected).toBe(false);
@@ -212,9 +212,9 @@ describe('Coordinator stop()', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const stopping = h.coordinator.stop();
-    expect(() => h.coordinator.start()).toThrow();
+    expect(() => h.coordinator.start()).toThrow(/Coordinator\.start\(\) called while a stop/);
     gate.resolve('d');
     await stopping;
     expect(h.startedReasons()).toEqual([['started']]);
@@ -223,14 +223,14 @@ describe('Coordinator stop()', () => {
   it("begins a new term after stop() resolved: 'started' again, ids continuing 1, 2, 3 across terms", async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     h.coordinator.trigger('x');
-    await settle();
+    await h.atRest();
     await h.coordinator.stop();
     await h.clock.advance(5_000);
 
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.started')).toEqual([
       { type: 'reconciliation.started', id: 1, reasons: ['started'] },
       { type: 'reconciliation.started', id: 2, reasons: ['x'] },
@@ -238,7 +238,7 @@ describe('Coordinator stop()', () => {
     ]);
     expect(h.coordinator.state().lastCompleted).toEqual({ id: 3, result: 'success', atMs: 6_000 });
     h.coordinator.trigger('y');
-    await settle();
+    await h.atRest();
     expect(h.of('reconciliation.started').at(-1)).toEqual({
       type: 'reconciliation.started',
       id: 4,
@@ -251,10 +251,10 @@ describe('Coordinator stop()', () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.scripted.once('render', (signal) => untilAborted(signal));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.coordinator.stop();
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     const renders = h.scripted.callsOf('render');
     expect(renders).toHaveLength(2);
     expect(renders[0]!.signal.aborted).toBe(true);

@@ -2,7 +2,7 @@
  * Coordinator retries with backoff and drift runs, all on the fake clock (harness starts at 1_000).
  */
 import { describe, expect, it } from 'vitest';
-import { coordinatorHarness, deferred, settle, untilAborted } from './harness.js';
+import { coordinatorHarness, deferred, untilAborted } from './harness.js';
 
 const fail = () => {
   throw new Error('render failed');
@@ -17,7 +17,7 @@ describe('Coordinator retry backoff', () => {
     });
     h.scripted.always('render', fail);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().consecutiveFailures).toBe(1);
     expect(h.coordinator.state().nextRetryAtMs).toBe(2_000);
 
@@ -61,7 +61,7 @@ describe('Coordinator retry backoff', () => {
     const gate = deferred<string>();
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().nextRetryAtMs).toBe(2_000);
     await h.clock.advance(1_000);
     const state = h.coordinator.state();
@@ -69,19 +69,19 @@ describe('Coordinator retry backoff', () => {
     expect(state.runningId).toBe(2);
     expect(state.nextRetryAtMs).toBeUndefined();
     gate.resolve('d');
-    await settle();
+    await h.atRest();
   });
 
   it('replaces the pending retry with a run begun earlier by a trigger', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null, failureBaseDelayMs: 4_000 });
     h.scripted.once('render', fail);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().nextRetryAtMs).toBe(5_000);
 
     await h.clock.advance(1_000);
     h.coordinator.trigger('config changed');
-    await settle();
+    await h.atRest();
     expect(h.startedReasons()).toEqual([['started'], ['config changed']]);
     expect(h.coordinator.state().nextRetryAtMs).toBeUndefined();
     expect(h.coordinator.state().consecutiveFailures).toBe(0);
@@ -98,10 +98,10 @@ describe('Coordinator retry backoff', () => {
     });
     h.scripted.always('render', fail);
     h.coordinator.start();
-    await settle(); // failure 1 at 1_000, retry due 2_000
+    await h.atRest(); // failure 1 at 1_000, retry due 2_000
     await h.clock.advance(500);
     h.coordinator.trigger('x');
-    await settle(); // failure 2 at 1_500, retry due 3_500
+    await h.atRest(); // failure 2 at 1_500, retry due 3_500
     expect(h.coordinator.state().consecutiveFailures).toBe(2);
     expect(h.coordinator.state().nextRetryAtMs).toBe(3_500);
 
@@ -118,7 +118,7 @@ describe('Coordinator retry backoff', () => {
     });
     h.scripted.once('render', fail).once('render', fail);
     h.coordinator.start();
-    await settle(); // failure 1 at 1_000
+    await h.atRest(); // failure 1 at 1_000
     await h.clock.advance(1_000); // failure 2 at 2_000
     await h.clock.advance(2_000); // success at 4_000
     expect(h.coordinator.state().consecutiveFailures).toBe(0);
@@ -127,7 +127,7 @@ describe('Coordinator retry backoff', () => {
     h.scripted.once('render', fail);
     await h.clock.advance(1_000);
     h.coordinator.trigger('x');
-    await settle(); // failure 1 again at 5_000
+    await h.atRest(); // failure 1 again at 5_000
     expect(h.coordinator.state().consecutiveFailures).toBe(1);
     expect(h.coordinator.state().nextRetryAtMs).toBe(6_000);
   });
@@ -137,7 +137,7 @@ describe('Coordinator retry backoff', () => {
     h.scripted.once('render', fail).once('render', fail);
     h.scripted.once('render', (signal) => untilAborted(signal));
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(1_000);
     await h.clock.advance(2_000); // third run (retry) begins at 4_000 and hangs
     expect(h.coordinator.state().running).toBe(true);
@@ -156,7 +156,7 @@ describe('Coordinator retry backoff', () => {
     });
     h.scripted.always('render', fail);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(1_000);
     await h.clock.advance(2_000); // three failures
     expect(h.coordinator.state().consecutiveFailures).toBe(3);
@@ -167,9 +167,9 @@ describe('Coordinator retry backoff', () => {
     h.scripted.once('render', () => gate.promise);
     h.coordinator.start();
     expect(h.coordinator.state().consecutiveFailures).toBe(0);
-    await settle();
+    await h.atRest();
     gate.reject(new Error('still failing'));
-    await settle();
+    await h.atRest();
     expect(h.coordinator.state().consecutiveFailures).toBe(1);
     expect(h.coordinator.state().nextRetryAtMs).toBe(h.clock.now() + 1_000);
   });
@@ -179,7 +179,7 @@ describe('Coordinator drift', () => {
   it("begins a reconciliation with reason 'drift' driftIntervalMs after the last one completed, without a triggered event", async () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(59_999);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
     await h.clock.advance(1);
@@ -193,7 +193,7 @@ describe('Coordinator drift', () => {
   it('uses 60_000 ms by default', async () => {
     const h = coordinatorHarness({});
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(59_999);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
     await h.clock.advance(1);
@@ -213,10 +213,10 @@ describe('Coordinator drift', () => {
   it('waits a full interval again after a triggered run completed', async () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(30_000);
     h.coordinator.trigger('x');
-    await settle(); // completed at 31_000
+    await h.atRest(); // completed at 31_000
     await h.clock.advance(59_999);
     expect(h.scripted.callsOf('render')).toHaveLength(2);
     await h.clock.advance(1);
@@ -226,7 +226,7 @@ describe('Coordinator drift', () => {
   it('does not begin while another run is still running, and re-arms from that run’s completion', async () => {
     const h = coordinatorHarness({ driftIntervalMs: 60_000 });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(49_000);
     h.scripted.once('render', (signal) => h.clock.sleep(20_000, signal).then(() => 'slow'));
     h.coordinator.trigger('slow');
@@ -246,7 +246,7 @@ describe('Coordinator drift', () => {
     });
     h.scripted.once('render', fail);
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(99_999);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
     await h.clock.advance(1);
@@ -259,7 +259,7 @@ describe('Coordinator drift', () => {
   it('never runs drift when driftIntervalMs is null', async () => {
     const h = coordinatorHarness({ driftIntervalMs: null });
     h.coordinator.start();
-    await settle();
+    await h.atRest();
     await h.clock.advance(36_000_000);
     expect(h.scripted.callsOf('render')).toHaveLength(1);
   });

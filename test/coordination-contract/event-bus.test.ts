@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EventBus, type Subscription } from '../../src/index.js';
-import { macrotask, RecordingLogger, settle, track } from './harness.js';
+import { finishes, RecordingLogger, track, until } from './harness.js';
 
 type E = { type: 'a'; n: number } | { type: 'b'; n: number } | { type: 'c'; n: number };
 
@@ -63,10 +63,9 @@ describe('EventBus publish', () => {
     const sub = bus.subscribe();
     const iterator = sub[Symbol.asyncIterator]();
     const next = track(iterator.next());
-    await settle();
     expect(next.settled).toBe(false);
     bus.publish(a(7));
-    await settle();
+    await until(() => next.settled, { what: 'the waiting next() to resolve' });
     expect(next.value).toEqual({ done: false, value: a(7) });
   });
 
@@ -93,9 +92,11 @@ describe('EventBus publish', () => {
     const bus = new EventBus<E>();
     const sub = bus.subscribe({ types: [] });
     const drained = consume(sub);
+    const all = consume(bus.subscribe());
     bus.publish(a(1));
     bus.publish(b(2));
-    await settle();
+    // A subscription without a filter got both: the empty filter had its chance too.
+    await until(() => all.items.length === 2, { what: 'the unfiltered subscription to get both' });
     sub.close();
     await drained.loop;
     expect(drained.items).toEqual([]);
@@ -163,10 +164,10 @@ describe('EventBus buffers', () => {
     bus.publish(a(1));
     bus.publish(a(2)); // overflow: a(1) dropped before anyone read it
     const drained = consume(sub);
-    await settle();
+    await until(() => drained.items.length > 0, { what: 'the buffered event' });
     expect(drained.items).toEqual([a(2)]);
     bus.publish(a(3));
-    await settle();
+    await until(() => drained.items.length > 1, { what: 'the event after the overflow' });
     sub.close();
     await drained.loop;
     expect(drained.items).toEqual([a(2), a(3)]);
@@ -203,16 +204,14 @@ describe('EventBus subscription lifetime', () => {
     const sub = bus.subscribe();
     const drained = consume(sub);
     bus.publish(a(1));
-    await settle();
+    await until(() => drained.items.length > 0, { what: 'the published event' });
     expect(drained.items).toEqual([a(1)]);
     expect(drained.done).toBe(false);
 
     sub.close();
-    await settle();
-    expect(drained.done).toBe(true);
+    await until(() => drained.done, { what: 'the iteration to end' });
     expect(bus.subscriberCount).toBe(0);
-    bus.publish(a(2));
-    await settle();
+    bus.publish(a(2)); // the iteration ended: nothing can reach it any more
     expect(drained.items).toEqual([a(1)]);
   });
 
@@ -242,12 +241,11 @@ describe('EventBus subscription lifetime', () => {
     const sub = bus.subscribe({ signal: controller.signal });
     const drained = consume(sub);
     bus.publish(a(1));
-    await settle();
+    await until(() => drained.items.length > 0, { what: 'the published event' });
     expect(bus.subscriberCount).toBe(1);
 
     controller.abort();
-    await settle();
-    expect(drained.done).toBe(true);
+    await until(() => drained.done, { what: 'the iteration to end' });
     expect(drained.items).toEqual([a(1)]);
     expect(bus.subscriberCount).toBe(0);
   });
@@ -270,7 +268,7 @@ describe('EventBus subscription lifetime', () => {
     expect(bus.subscriberCount).toBe(0);
     bus.publish(a(1));
     const drained = consume(sub);
-    await macrotask();
+    await finishes(drained.loop, { what: 'the iteration' });
     expect(drained.done).toBe(true);
     expect(drained.items).toEqual([]);
     expect(bus.subscriberCount).toBe(0);

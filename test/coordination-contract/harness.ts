@@ -5,11 +5,15 @@
  */
 import type { Clock, CoordinatorEvent, Phase, Pipeline } from '../../src/index.js';
 import { Coordinator, EventBus, LeaderElector } from '../../src/index.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { FakeLeaseLock } from './fake-lease-lock.js';
+import { finishes, until } from '../support/until.js';
 
-export { FakeClock, RecordingLogger, settle };
+export { FakeClock, finishes, RecordingLogger, until };
+
+/** The Lease every contract test's lock names. */
+export const LEASE_NAME = 'pools/controller-leader';
 
 export interface Deferred<T> {
   promise: Promise<T>;
@@ -137,10 +141,18 @@ export interface ElectorHarnessOptions {
   wallClock?: () => Date;
 }
 
+/** Sleepers pending on `clock` when it is a fake (or a jump clock over one), else 0. */
+function pendingTimersOf(clock: Clock): number {
+  if (clock instanceof FakeClock) return clock.pendingTimers;
+  if (clock instanceof JumpClock) return clock.inner.pendingTimers;
+  return 0;
+}
+
 export function electorHarness(options: ElectorHarnessOptions = {}) {
   const fake = new FakeClock(0);
   const clock = options.clock ?? fake;
-  const lock = options.lock ?? new FakeLeaseLock(clock);
+  const terms: Array<{ readonly settled: boolean }> = [];
+  const lock = options.lock ?? new FakeLeaseLock(new FakeLeaseStore(), clock, LEASE_NAME);
   const logger = new RecordingLogger();
   const log: string[] = [];
   const newLeaders: string[] = [];
@@ -190,7 +202,23 @@ export function electorHarness(options: ElectorHarnessOptions = {}) {
     start() {
       const controller = new AbortController();
       const running = elector.run(controller.signal);
-      return { controller, running, result: track(running) };
+      const result = track(running);
+      terms.push(result);
+      return { controller, running, result };
+    },
+    /**
+     * Waits until the elector did all it can without the clock or the test: no lock call of its
+     * is in progress (each settled, or waits for the test or the clock), and every term it runs
+     * ended, sleeps on the clock or waits on a call the test holds. Then a test may assert what
+     * did not happen.
+     */
+    atRest(): Promise<void> {
+      return until(
+        () =>
+          lock.idle &&
+          (terms.every((t) => t.settled) || pendingTimersOf(clock) > 0 || lock.waitingOnTest),
+        { what: 'the elector to come to rest' },
+      );
     },
   };
 }
@@ -213,6 +241,8 @@ export interface PhaseCall {
  */
 export class ScriptedPipeline {
   readonly calls: PhaseCall[] = [];
+  /** Phase calls whose promise has not settled yet. */
+  pending = 0;
   readonly #clock: Clock;
   readonly #log: string[];
   readonly #once: Record<Phase, PhaseImpl[]> = { render: [], validate: [], deploy: [] };
@@ -243,7 +273,17 @@ export class ScriptedPipeline {
     this.calls.push({ phase, signal, desired, atMs: this.#clock.now() });
     this.#log.push(`call:${phase}`);
     const impl = this.#once[phase].shift() ?? this.#always[phase];
-    if (impl) return impl(signal, desired);
+    if (impl) {
+      const result = impl(signal, desired);
+      if (result instanceof Promise) {
+        this.pending += 1;
+        const done = (): void => {
+          this.pending -= 1;
+        };
+        result.then(done, done);
+      }
+      return result;
+    }
     if (phase === 'render') {
       this.#renders += 1;
       return `desired-${this.#renders}`;
@@ -322,6 +362,21 @@ export function coordinatorHarness(options: CoordinatorHarnessOptions = {}) {
     scripted,
     bus,
     coordinator,
+    /**
+     * Waits until the coordinator did all it can without the clock or the test: idle with
+     * nothing about to begin, or running a phase whose promise is still pending. Then a test may
+     * assert what did not happen.
+     */
+    atRest(): Promise<void> {
+      return until(
+        () => {
+          const state = coordinator.state();
+          if (!state.running) return state.pendingReasons.length === 0;
+          return scripted.pending > 0;
+        },
+        { what: 'the coordinator to come to rest' },
+      );
+    },
     /** Events of one type, narrowed. */
     of<T extends CoordinatorEvent['type']>(type: T): Extract<CoordinatorEvent, { type: T }>[] {
       return events.filter((e): e is Extract<CoordinatorEvent, { type: T }> => e.type === type);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { LeaseConflictError, type LeaseRecord } from '../../src/index.js';
-import { electorHarness, settle, WALL_EPOCH, wallAt } from './harness.js';
+import { electorHarness, WALL_EPOCH, wallAt } from './harness.js';
 
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
@@ -26,7 +26,7 @@ describe('LeaderElector attempt: creating the Lease', () => {
     const h = electorHarness({ leaseDurationMs: 15_500 });
     await h.fake.advance(1_234);
     h.start();
-    await settle();
+    await h.atRest();
 
     expect(h.lock.timesOf('get')).toEqual([1_234]);
     const creates = h.lock.callsOf('create');
@@ -45,7 +45,7 @@ describe('LeaderElector attempt: creating the Lease', () => {
   it('writes timestamps as MicroTime: UTC, six fractional digits and Z', async () => {
     const h = electorHarness({ wallClock: () => new Date('2030-06-07T08:09:10.123Z') });
     h.start();
-    await settle();
+    await h.atRest();
 
     const record = h.lock.callsOf('create')[0]!.record!;
     expect(record.acquireTime).toMatch(MICRO_TIME);
@@ -58,14 +58,14 @@ describe('LeaderElector attempt: creating the Lease', () => {
     const wallClock = () => new Date(WALL_EPOCH + 7 * ++ticks);
     const h = electorHarness({ wallClock });
     h.start();
-    await settle();
+    await h.atRest();
     const created = h.lock.callsOf('create')[0]!.record!;
     expect(created.acquireTime).toBe(created.renewTime);
 
     const other = electorHarness({ wallClock, identity: 'b' });
     other.lock.seed(held(''));
     other.start();
-    await settle();
+    await other.atRest();
     const takeover = other.lock.callsOf('update')[0]!.record!;
     expect(takeover.acquireTime).toBe(takeover.renewTime);
   });
@@ -73,7 +73,7 @@ describe('LeaderElector attempt: creating the Lease', () => {
   it('uses the leaseDurationSeconds rounded up from a whole number of seconds exactly', async () => {
     const h = electorHarness({ leaseDurationMs: 12_000 });
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.lock.callsOf('create')[0]!.record!.leaseDurationSeconds).toBe(12);
   });
 });
@@ -82,7 +82,7 @@ describe('LeaderElector attempt: renewing and taking over', () => {
   it('renews with the same acquireTime and leaseTransitions, a fresh renewTime, on the resourceVersion it wrote', async () => {
     const h = electorHarness();
     h.start();
-    await settle();
+    await h.atRest();
     const afterCreate = h.lock.current!;
 
     await h.fake.advance(2_000);
@@ -103,7 +103,7 @@ describe('LeaderElector attempt: renewing and taking over', () => {
     const h = electorHarness();
     const seeded = h.lock.seed(held('a', { leaseDurationSeconds: 40, leaseTransitions: 5 }));
     h.start();
-    await settle();
+    await h.atRest();
 
     expect(h.lock.callsOf('create')).toHaveLength(0);
     const updates = h.lock.callsOf('update');
@@ -124,7 +124,7 @@ describe('LeaderElector attempt: renewing and taking over', () => {
     await h.fake.advance(500);
     h.lock.seed(held('', { leaseDurationSeconds: 1, leaseTransitions: 2 }));
     h.start();
-    await settle();
+    await h.atRest();
 
     const updates = h.lock.callsOf('update');
     expect(updates).toHaveLength(1);
@@ -261,7 +261,7 @@ describe('LeaderElector attempt: failures', () => {
     const boom = new Error('apiserver unavailable');
     h.lock.once('get', { kind: 'fail', error: boom });
     const term = h.start();
-    await settle();
+    await h.atRest();
 
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     expect(term.result.rejected).toBe(false);
@@ -277,7 +277,7 @@ describe('LeaderElector attempt: failures', () => {
     const conflict = new LeaseConflictError('lease exists');
     h.lock.once('create', { kind: 'fail', error: conflict });
     const term = h.start();
-    await settle();
+    await h.atRest();
 
     expect(h.elector.isLeader()).toBe(false);
     expect(h.logger.mentioning(conflict).length).toBeGreaterThan(0);
@@ -294,7 +294,7 @@ describe('LeaderElector attempt: failures', () => {
     const conflict = new LeaseConflictError('stale resourceVersion');
     h.lock.once('update', { kind: 'fail', error: conflict });
     const term = h.start();
-    await settle();
+    await h.atRest();
 
     expect(h.elector.isLeader()).toBe(false);
     expect(h.logger.mentioning(conflict).length).toBeGreaterThan(0);
@@ -332,7 +332,7 @@ describe('LeaderElector attempt: onNewLeader and leader()', () => {
     const h = electorHarness({ identity: 'f', leaseDurationMs: 14_000 });
     h.lock.seed(held('b', { leaseDurationSeconds: 14 }));
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.newLeaders).toEqual(['b']);
     expect(h.elector.leader()).toBe('b');
 
@@ -355,7 +355,7 @@ describe('LeaderElector attempt: onNewLeader and leader()', () => {
     const h = electorHarness({ identity: 'f' });
     h.lock.seed(held('a'));
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.newLeaders).toEqual(['a']);
 
     await h.fake.advance(1_000);
@@ -387,7 +387,7 @@ describe('LeaderElector attempt: onNewLeader and leader()', () => {
   it('reports its own identity once when it creates the Lease, not again on renewals', async () => {
     const h = electorHarness();
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.newLeaders).toEqual(['a']);
     await h.fake.advance(8_000);
     expect(h.lock.callsOf('update')).toHaveLength(4);
@@ -402,7 +402,7 @@ describe('LeaderElector attempt: onNewLeader and leader()', () => {
       },
     });
     const term = h.start();
-    await settle();
+    await h.atRest();
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     expect(h.elector.isLeader()).toBe(true);
     await h.fake.advance(2_000);
@@ -415,7 +415,7 @@ describe('LeaderElector attempt: onNewLeader and leader()', () => {
     h.lock.seed(held('', { leaseDurationSeconds: 1 }));
     h.lock.always('update', { kind: 'fail', error: new LeaseConflictError('raced') });
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.elector.leader()).toBeNull();
     expect(h.newLeaders).toEqual([]);
   });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseConflictError } from '../../src/index.js';
-import { FakeLeaseLock } from './fake-lease-lock.js';
-import { FakeClock } from './harness.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeClock, LEASE_NAME } from './harness.js';
 
-const lock = () => new FakeLeaseLock(new FakeClock());
+const lock = () => new FakeLeaseLock(new FakeLeaseStore(), new FakeClock(), LEASE_NAME);
 
 describe('LeaderElector construction', () => {
   it('accepts the defaults with only a lock and an identity', () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LeaseRecord } from '../../src/index.js';
-import { electorHarness, FakeClock, JumpClock, scriptedRandom, settle, wallAt } from './harness.js';
+import { electorHarness, FakeClock, JumpClock, scriptedRandom, wallAt } from './harness.js';
 
 function held(holderIdentity: string, extra: Partial<LeaseRecord> = {}): LeaseRecord {
   return {
@@ -23,7 +23,7 @@ describe('LeaderElector run: acquiring', () => {
     const h = electorHarness();
     h.lock.seed(held('b', { leaseDurationSeconds: 1_000 }));
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.lock.timesOf('get')).toEqual([0]);
   });
 
@@ -58,7 +58,7 @@ describe('LeaderElector run: acquiring', () => {
     const gets = h.lock.callsOf('get').length;
 
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(term.result.settled).toBe(true);
     expect(term.result.rejected).toBe(false);
     expect(h.leadingSignals).toHaveLength(0);
@@ -74,11 +74,11 @@ describe('LeaderElector run: acquiring', () => {
     const h = electorHarness();
     h.lock.once('get', { kind: 'hang', honourSignal: true });
     const term = h.start();
-    await settle();
+    await h.atRest();
     expect(h.lock.hung).toHaveLength(1);
 
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.lock.hung[0]!.call.signal.aborted).toBe(true);
     expect(term.result.settled).toBe(true);
     expect(h.leadingSignals).toHaveLength(0);
@@ -91,7 +91,7 @@ describe('LeaderElector run: leading', () => {
   it('is leader before onStartedLeading is called, with a signal that has not aborted', async () => {
     const h = electorHarness();
     h.start();
-    await settle();
+    await h.atRest();
     expect(h.log).toEqual(['started isLeader=true']);
     expect(h.leadingSignals).toHaveLength(1);
     expect(h.leadingSignals[0]!.aborted).toBe(false);
@@ -114,7 +114,7 @@ describe('LeaderElector run: leading', () => {
       },
     });
     const term = h.start();
-    await settle();
+    await h.atRest();
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     await h.fake.advance(4_000);
     expect(h.elector.isLeader()).toBe(true);
@@ -126,7 +126,7 @@ describe('LeaderElector run: leading', () => {
     const boom = new Error('start rejected');
     const h = electorHarness({ onStartedLeading: () => Promise.reject(boom) });
     const term = h.start();
-    await settle();
+    await h.atRest();
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     await h.fake.advance(4_000);
     expect(h.elector.isLeader()).toBe(true);
@@ -137,7 +137,7 @@ describe('LeaderElector run: leading', () => {
     const random = scriptedRandom(0.99);
     const h = electorHarness({ random });
     h.start();
-    await settle(); // created at 0
+    await h.atRest(); // created at 0
     h.lock.once('update', { kind: 'delay', ms: 300 });
 
     await h.fake.advance(6_300);
@@ -175,7 +175,7 @@ describe('LeaderElector run: leading', () => {
   it('retries a failed renewal every retryPeriodMs and keeps leading until last success + renewDeadlineMs', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle(); // created at 0
+    await h.atRest(); // created at 0
     h.lock.always('get', { kind: 'fail', error: new Error('apiserver down') });
 
     await h.fake.advance(9_999);
@@ -187,7 +187,7 @@ describe('LeaderElector run: leading', () => {
     expect(h.elector.isLeader()).toBe(false);
     expect(h.leadingSignals[0]!.aborted).toBe(true);
     expect(h.stopped).toBe(1);
-    await settle();
+    await h.atRest();
     expect(term.result.settled).toBe(true);
     expect(term.result.rejected).toBe(false);
     expect(h.lock.releases()).toHaveLength(0);
@@ -218,13 +218,13 @@ describe('LeaderElector run: leading', () => {
   it('ignores the result of an attempt that was in flight when the renew deadline passed', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.once('update', { kind: 'hang' });
     await h.fake.advance(10_000);
     expect(h.elector.isLeader()).toBe(false);
 
     h.lock.hung[0]!.proceed(); // the write goes through after all
-    await settle();
+    await h.atRest();
     await h.fake.advance(5_000);
     expect(h.elector.isLeader()).toBe(false);
     expect(h.leadingSignals).toHaveLength(1);
@@ -236,10 +236,10 @@ describe('LeaderElector run: leading', () => {
   it('resolves run at the renew deadline even though the hung attempt never settles', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.always('update', { kind: 'hang' });
     await h.fake.advance(10_000);
-    await settle();
+    await h.atRest();
     expect(h.elector.isLeader()).toBe(false);
     expect(term.result.settled).toBe(true);
   });
@@ -247,12 +247,12 @@ describe('LeaderElector run: leading', () => {
   it('resolves run at the renew deadline when the hung attempt honours its aborted signal', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.always('update', { kind: 'hang', honourSignal: true });
     await h.fake.advance(9_999);
     expect(term.result.settled).toBe(false);
     await h.fake.advance(1);
-    await settle();
+    await h.atRest();
     expect(term.result.settled).toBe(true);
     expect(term.result.rejected).toBe(false);
   });
@@ -280,14 +280,14 @@ describe('LeaderElector run: losing', () => {
   it('on an aborted signal: isLeader() false, then the leading signal aborts, then onStoppedLeading exactly once', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.leadingSignals[0]!.addEventListener('abort', () => {
       h.log.push(`leading aborted isLeader=${h.elector.isLeader()} stopped=${h.stopped}`);
     });
     await h.fake.advance(3_000);
 
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.log).toEqual([
       'started isLeader=true',
       'leading aborted isLeader=false stopped=0',
@@ -301,7 +301,7 @@ describe('LeaderElector run: losing', () => {
   it('at the renew deadline: isLeader() false, then the leading signal aborts, then onStoppedLeading exactly once', async () => {
     const h = electorHarness();
     h.start();
-    await settle();
+    await h.atRest();
     h.leadingSignals[0]!.addEventListener('abort', () => {
       h.log.push(`leading aborted isLeader=${h.elector.isLeader()} stopped=${h.stopped}`);
     });
@@ -318,14 +318,14 @@ describe('LeaderElector run: losing', () => {
   it('aborts a renewal in flight when the signal aborts, then releases and resolves', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.once('update', { kind: 'hang', honourSignal: true });
     await h.fake.advance(2_000); // renewal at 2_000 hangs
     const hung = h.lock.hung[0]!.call;
 
     await h.fake.advance(500);
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(hung.signal.aborted).toBe(true);
     expect(h.elector.isLeader()).toBe(false);
     expect(h.stopped).toBe(1);
@@ -343,9 +343,9 @@ describe('LeaderElector run: losing', () => {
       },
     });
     const term = h.start();
-    await settle();
+    await h.atRest();
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     expect(h.lock.releases()).toHaveLength(1);
     expect(term.result.settled).toBe(true);
@@ -362,7 +362,7 @@ describe('LeaderElector run: releasing on cancel', () => {
     const before = h.lock.current!;
 
     term.controller.abort();
-    await settle();
+    await h.atRest();
     const releases = h.lock.releases();
     expect(releases).toHaveLength(1);
     expect(releases[0]!.atMs).toBe(5_000);
@@ -388,11 +388,11 @@ describe('LeaderElector run: releasing on cancel', () => {
       },
     });
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.once('update', { kind: 'hang' });
     h.lock.hung.length = 0;
     term.controller.abort();
-    await settle();
+    await h.atRest();
 
     expect(h.stopped).toBe(1);
     expect(releasesAtStop).toBe(0);
@@ -407,14 +407,14 @@ describe('LeaderElector run: releasing on cancel', () => {
   it('waits for the release to settle before resolving run', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.once('update', { kind: 'delay', ms: 500 });
     term.controller.abort();
 
     await h.fake.advance(499);
     expect(term.result.settled).toBe(false);
     await h.fake.advance(1);
-    await settle();
+    await h.atRest();
     expect(term.result.settled).toBe(true);
     expect(h.elector.leader()).toBeNull();
   });
@@ -425,7 +425,7 @@ describe('LeaderElector run: releasing on cancel', () => {
     await h.fake.advance(1_000);
     h.lock.once('update', { kind: 'hang' });
     term.controller.abort();
-    await settle();
+    await h.atRest();
     const release = h.lock.hung[0]!.call;
     expect(release.record!.holderIdentity).toBe('');
 
@@ -434,7 +434,7 @@ describe('LeaderElector run: releasing on cancel', () => {
     expect(release.signal.aborted).toBe(false);
 
     await h.fake.advance(1); // 3_000 = abort at 1_000 + retryPeriodMs
-    await settle();
+    await h.atRest();
     expect(release.signal.aborted).toBe(true);
     expect(term.result.settled).toBe(true);
     expect(term.result.rejected).toBe(false);
@@ -443,11 +443,11 @@ describe('LeaderElector run: releasing on cancel', () => {
   it('logs a release that fails and still resolves', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     const boom = new Error('release refused');
     h.lock.once('update', { kind: 'fail', error: boom });
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.lock.releases()).toHaveLength(1);
     expect(h.logger.mentioning(boom).length).toBeGreaterThan(0);
     expect(term.result.settled).toBe(true);
@@ -460,7 +460,7 @@ describe('LeaderElector run: releasing on cancel', () => {
     await h.fake.advance(3_000);
     const updates = h.lock.callsOf('update').length;
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.lock.callsOf('update')).toHaveLength(updates);
     expect(h.stopped).toBe(1);
     expect(term.result.settled).toBe(true);
@@ -470,10 +470,10 @@ describe('LeaderElector run: releasing on cancel', () => {
   it('does not release when leadership was lost at the renew deadline', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
+    await h.atRest();
     h.lock.always('get', { kind: 'fail' });
     await h.fake.advance(10_000);
-    await settle();
+    await h.atRest();
     expect(term.result.settled).toBe(true);
     expect(h.lock.releases()).toHaveLength(0);
   });
@@ -483,11 +483,11 @@ describe('LeaderElector run: releasing on cancel', () => {
     const term = h.start();
     await h.fake.advance(1_000);
     term.controller.abort();
-    await settle();
+    await h.atRest();
 
     const follower = electorHarness({ identity: 'b', lock: h.lock, clock: h.fake });
     follower.start();
-    await settle();
+    await follower.atRest();
     expect(follower.elector.isLeader()).toBe(true);
     expect(h.lock.current!.record.holderIdentity).toBe('b');
   });
@@ -497,8 +497,10 @@ describe('LeaderElector run: one term at a time', () => {
   it('rejects a second run while a term is running, without disturbing it', async () => {
     const h = electorHarness();
     const term = h.start();
-    await settle();
-    await expect(h.elector.run(new AbortController().signal)).rejects.toBeDefined();
+    await h.atRest();
+    await expect(h.elector.run(new AbortController().signal)).rejects.toThrow(
+      /LeaderElector\.run\(\) called while a term/,
+    );
     await h.fake.advance(4_000);
     expect(h.elector.isLeader()).toBe(true);
     expect(h.stopped).toBe(0);
@@ -510,13 +512,13 @@ describe('LeaderElector run: one term at a time', () => {
     const first = h.start();
     await h.fake.advance(3_000);
     first.controller.abort();
-    await settle();
+    await h.atRest();
     expect(first.result.settled).toBe(true);
     expect(h.elector.leader()).toBeNull();
 
     await h.fake.advance(1_000);
     const second = h.start();
-    await settle();
+    await h.atRest();
     expect(h.elector.isLeader()).toBe(true);
     const takeover = h.lock.callsOf('update').at(-1)!;
     expect(takeover.atMs).toBe(4_000);
@@ -533,7 +535,7 @@ describe('LeaderElector run: one term at a time', () => {
     expect(h.leadingSignals[0]!.aborted).toBe(true);
 
     second.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.stopped).toBe(2);
     expect(second.result.settled).toBe(true);
   });
@@ -541,15 +543,15 @@ describe('LeaderElector run: one term at a time', () => {
   it('accepts a new run after a term that was lost at the renew deadline', async () => {
     const h = electorHarness();
     const first = h.start();
-    await settle();
+    await h.atRest();
     h.lock.always('get', { kind: 'fail' });
     await h.fake.advance(10_000);
-    await settle();
+    await h.atRest();
     expect(first.result.settled).toBe(true);
 
     h.lock.always('get', undefined);
     const second = h.start();
-    await settle();
+    await h.atRest();
     expect(second.result.rejected).toBe(false);
     expect(h.elector.isLeader()).toBe(true);
     expect(h.leadingSignals).toHaveLength(2);
@@ -564,7 +566,7 @@ describe('LeaderElector healthy()', () => {
     h.lock.seed(held('b', { leaseDurationSeconds: 1_000 }));
     expect(h.elector.healthy()).toBe(true);
     h.start();
-    await settle();
+    await h.atRest();
     clock.offset = 1_000_000;
     expect(h.elector.isLeader()).toBe(false);
     expect(h.elector.healthy()).toBe(true);
@@ -576,7 +578,7 @@ describe('LeaderElector healthy()', () => {
     const clock = new JumpClock(fake);
     const h = electorHarness({ clock });
     h.start();
-    await settle(); // created at 0; timers frozen from here on
+    await h.atRest(); // created at 0; timers frozen from here on
     expect(h.elector.healthy()).toBe(true);
 
     clock.offset = 34_999;
@@ -593,7 +595,7 @@ describe('LeaderElector healthy()', () => {
     const clock = new JumpClock(fake);
     const h = electorHarness({ clock });
     h.start();
-    await settle();
+    await h.atRest();
 
     clock.offset = 15_999;
     expect(h.elector.healthy(1_000)).toBe(true);
@@ -622,7 +624,7 @@ describe('LeaderElector healthy()', () => {
     expect(h.elector.healthy()).toBe(true);
     expect(h.elector.healthy(0)).toBe(true);
     term.controller.abort();
-    await settle();
+    await h.atRest();
     expect(h.elector.healthy()).toBe(true);
   });
 });

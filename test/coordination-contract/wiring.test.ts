@@ -4,13 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Coordinator, type CoordinatorEvent, EventBus, LeaderElector } from '../../src/index.js';
-import { FakeLeaseLock } from './fake-lease-lock.js';
-import { FakeClock, settle, untilAborted } from './harness.js';
+import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
+import { FakeClock, LEASE_NAME, until, untilAborted } from './harness.js';
 
 describe('LeaderElector driving a Coordinator', () => {
   it('reconciles only while leading, and aborts the running reconciliation when leadership ends', async () => {
     const clock = new FakeClock(0);
-    const lock = new FakeLeaseLock(clock);
+    const lock = new FakeLeaseLock(new FakeLeaseStore(), clock, LEASE_NAME);
     const bus = new EventBus<CoordinatorEvent>();
     const sub = bus.subscribe({ types: ['reconciliation.started', 'reconciliation.completed'] });
     const seen: string[] = [];
@@ -52,7 +52,7 @@ describe('LeaderElector driving a Coordinator', () => {
     coordinator.trigger('before leading');
     const controller = new AbortController();
     const running = elector.run(controller.signal);
-    await settle();
+    await until(() => seen.length >= 2, { what: 'the first reconciliation while leading' });
     expect(elector.isLeader()).toBe(true);
     expect(seen).toEqual(['started started', 'completed success']);
 
@@ -64,7 +64,7 @@ describe('LeaderElector driving a Coordinator', () => {
     controller.abort();
     await running;
     await stopping;
-    await settle();
+    await until(() => seen.length >= 4, { what: 'the aborted reconciliation to be seen' });
     expect(renders.at(-1)!.aborted).toBe(true);
     expect(seen).toEqual([
       'started started',

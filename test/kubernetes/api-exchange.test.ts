@@ -83,7 +83,7 @@ describe('openApiExchange', () => {
     const options = { method: 'GET', path: '/x', headers: {}, signal };
     expect(await body((await openApiExchange(url, { agent }, options)).response)).toBe('first');
     const second = await openApiExchange(url, { agent }, options);
-    await expect(body(second.response)).rejects.toThrow();
+    await expect(body(second.response)).rejects.toThrow(/^aborted$/);
     expect(seen.map(({ method, reused }) => ({ method, reused }))).toEqual([
       { method: 'GET', reused: false },
       { method: 'GET', reused: true },

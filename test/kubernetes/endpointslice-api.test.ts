@@ -9,8 +9,9 @@ import {
   KubernetesEndpointSliceApi,
   MalformedEndpointSliceError,
 } from '../../src/kubernetes/resources/endpointslice-api.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeEndpointSliceApiServer } from '../support/fake-endpointslice-apiserver.js';
+import { until } from '../support/until.js';
 
 const signal = new AbortController().signal;
 const closers: Array<() => Promise<void>> = [];
@@ -148,7 +149,7 @@ describe('KubernetesEndpointSliceApi', () => {
         ),
       );
       expect(ENDPOINTSLICE_MAX_RESPONSE_BYTES).toBe(32 * 1024 * 1024);
-      while (!closedConnection) await settle(1);
+      await until(() => closedConnection, { what: 'the client to close the connection' });
     },
   );
 
@@ -169,7 +170,7 @@ describe('KubernetesEndpointSliceApi', () => {
         clock,
       });
       const pending = call(api, signal).catch((e: unknown) => e);
-      while (!answered) await settle(1);
+      await until(() => answered, { what: 'the server to answer' });
       await clock.advance(ENDPOINTSLICE_REQUEST_TIMEOUT_MS - 1);
       expect(clock.pendingTimers).toBe(1);
       await clock.advance(1);

@@ -21,6 +21,7 @@ import {
   encodeStatus,
   encodeWatchFrame,
 } from '../support/protobuf-writer.js';
+import { until } from '../support/until.js';
 
 let server: FakeApiServer;
 let api: PodApi;
@@ -140,9 +141,7 @@ describe('HttpPodApi LIST', () => {
       { status: 200, body: second },
     );
     const listed = api.listPods({ namespace: 'pools', limit: 2, signal: signal() });
-    for (let waited = 0; server.requests.length < 2 && waited < 500; waited += 1) {
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    await until(() => server.requests.length >= 2, { what: 'the request for page 2' });
     // Page 2 was asked for while page 1 is still arriving.
     expect(server.requests.map((r) => r.query.continue)).toEqual([undefined, 'next']);
     release();
@@ -344,8 +343,11 @@ describe('HttpPodApi WATCH', () => {
     });
     const watch = await server.watch();
     watch.send({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '2' } } });
-    setTimeout(() => watch.destroy(), 20);
-    const failure = await collect(stream).catch((error: unknown) => error);
+    const frames = stream[Symbol.asyncIterator]();
+    // The bookmark arrived, so the connection had answered; then it breaks.
+    expect((await frames.next()).value).toMatchObject({ value: { type: 'BOOKMARK' } });
+    watch.destroy();
+    const failure = await frames.next().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ApiConnectionError);
     expect(failure).toMatchObject({ answered: true });
   });

@@ -9,8 +9,9 @@ import {
   LeaseApiError,
   MalformedLeaseError,
 } from '../../src/kubernetes/resources/lease-lock.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
+import { until } from '../support/until.js';
 
 const PATH = '/apis/coordination.k8s.io/v1/namespaces/ns/leases';
 
@@ -138,7 +139,7 @@ describe('KubernetesLeaseLock', () => {
     server.next('hang');
     const controller = new AbortController();
     const pending = lock.get(controller.signal);
-    while (server.requests.length === 0) await settle(1);
+    await until(() => server.requests.length > 0, { what: 'the request to reach the server' });
     const reason = new Error('term over');
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
@@ -181,10 +182,10 @@ describe('KubernetesLeaseLock', () => {
     });
     const stop = new AbortController();
     const done = elector.run(stop.signal);
-    while (!elector.isLeader()) await settle(1);
+    await until(() => elector.isLeader(), { what: 'the elector to lead' });
     const renewed = server.requests.length + 2;
     await clock.advance(2_000);
-    while (server.requests.length < renewed) await settle(1);
+    await until(() => server.requests.length >= renewed, { what: 'the renewal requests' });
     stop.abort();
     await done;
     expect(server.sequence()).toEqual([
@@ -254,7 +255,7 @@ describe('KubernetesLeaseLock bounds every answer', () => {
         ),
       );
       expect(LEASE_MAX_RESPONSE_BYTES).toBe(1024 * 1024);
-      while (!closedConnection) await settle(1);
+      await until(() => closedConnection, { what: 'the client to close the connection' });
     },
   );
 
@@ -277,7 +278,7 @@ describe('KubernetesLeaseLock bounds every answer', () => {
         clock,
       });
       const pending = call(bounded, signal).catch((e: unknown) => e);
-      while (!answered) await settle(1);
+      await until(() => answered, { what: 'the server to answer' });
       await clock.advance(DEFAULT_LEASE_REQUEST_TIMEOUT_MS - 1);
       expect(clock.pendingTimers).toBe(1);
       await clock.advance(1);

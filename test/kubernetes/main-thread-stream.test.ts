@@ -9,8 +9,9 @@ import { initialReflectorStats, type PodSourceStats } from '../../src/model/pod-
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { pod } from '../support/pods.js';
+import { until } from '../support/until.js';
 
 /** The main side's end of a port, with the worker's end played by the test. */
 class FakePort {
@@ -88,10 +89,10 @@ describe('WorkerEventStream', () => {
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' }), pod({ name: 'b' })]) });
     expect(port.sent).toEqual([{ kind: 'ack' }]);
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]) });
-    await settle();
     expect(events.items).toEqual([]);
     port.deliver({ kind: 'replace-end', count: 3, stats: stats({ lists: 1 }) });
-    await settle();
+    // Exactly one event below: the chunks were not published on their own before the end.
+    await until(() => events.items.length > 0, { what: 'the replace to be published' });
     expect(port.sent).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
     expect(events.items).toHaveLength(1);
     const replace = events.items[0];
@@ -105,7 +106,7 @@ describe('WorkerEventStream', () => {
   it('publishes an empty LIST as an empty replace', async () => {
     const { port, events } = setup();
     port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
-    await settle();
+    await until(() => events.items.length > 0, { what: 'the replace to be published' });
     expect(events.items).toEqual([{ type: 'replace', objects: new Map() }]);
   });
 
@@ -117,7 +118,7 @@ describe('WorkerEventStream', () => {
       events: json([upsert(pod({ name: 'a' })), { type: 'delete', key: 'default/b' }]),
       stats: stats({ cursor: '7' }),
     });
-    await settle();
+    await until(() => events.items.length >= 3, { what: 'the batch to be published' });
     expect(events.items.map((e) => e.type)).toEqual(['replace', 'upsert', 'delete']);
     expect(seenStats.map((s) => s.cursor)).toEqual([undefined, '7']);
   });
@@ -151,7 +152,7 @@ describe('WorkerEventStream', () => {
     const { port, events, settleTask } = setup();
     port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
     settleTask(new Error('worker exited with code: 1'));
-    await settle();
+    await until(() => events.done, { what: 'the stream to fail' });
     expect(events.items).toHaveLength(1);
     expect(events.error).toBeInstanceOf(WorkerStreamError);
     expect((events.error as Error).message).toBe(
@@ -162,7 +163,7 @@ describe('WorkerEventStream', () => {
   it('fails when the worker ends the stream without being asked', async () => {
     const { events, settleTask } = setup();
     settleTask();
-    await settle();
+    await until(() => events.done, { what: 'the stream to fail' });
     expect((events.error as Error).message).toBe(
       'the reflector worker ended its stream unexpectedly',
     );
@@ -183,11 +184,11 @@ describe('WorkerEventStream', () => {
   });
 
   it('closes by asking the worker, and waits for its task to end', async () => {
-    const { port, events, settleTask, aborted } = setup();
+    const { port, clock, events, settleTask, aborted } = setup();
     const closing = events.close();
-    await settle();
+    await until(() => events.done, { what: 'the pending next() to finish' });
     expect(port.sent).toEqual([{ kind: 'close' }]);
-    expect(events.done).toBe(true); // the pending next() finished at once
+    expect(clock.pendingTimers).toBe(1); // the close grace still runs: nothing waited for it
     settleTask();
     await closing;
     expect(port.closed).toBe(true);
@@ -228,10 +229,10 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
     // The LIST failed after its first page; the retry's first chunk restarts.
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]), restart: true });
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]) });
-    await settle();
     expect(events.items).toEqual([]);
     port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
-    await settle();
+    await until(() => events.items.length > 0, { what: 'the replace to be published' });
+    expect(events.items).toHaveLength(1);
     expect(names(events.items[0])).toEqual(['default/c', 'default/d']);
   });
 
@@ -239,7 +240,7 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
     const { port, events } = setup();
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
     port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }), restart: true });
-    await settle();
+    await until(() => events.items.length > 0, { what: 'the replace to be published' });
     expect(events.items).toHaveLength(1);
     expect(names(events.items[0])).toEqual([]);
   });
@@ -248,7 +249,7 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
     const { port, events } = setup();
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
     port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
-    await settle();
+    await until(() => events.done, { what: 'the stream to fail' });
     expect(events.items).toEqual([]);
     expect(String(events.error)).toMatch(/announced a replace of 2 pods but sent 1/);
     expect(port.sent).toContainEqual({ kind: 'close' });

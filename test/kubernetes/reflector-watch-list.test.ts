@@ -9,10 +9,11 @@ import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js
 import { type Pod, podKey } from '../../src/model/pod.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { rawPod } from '../support/pods.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { reflectorAtRest } from '../support/reflector-at-rest.js';
 
 /** `script` queues the fake's answers before the stream opens its first request. */
 function setup(script: (api: FakePodApi) => void = () => {}) {
@@ -30,7 +31,9 @@ function setup(script: (api: FakePodApi) => void = () => {}) {
     onListPage: (pods, page) => pages.push([page, pods.map((p) => podKey(p))]),
   });
   const stream = drain(reflector.watch());
-  return { clock, api, logger, reflector, stream, pages };
+  /** Waits until the reflector did all it can without the clock or the test. */
+  const atRest = () => reflectorAtRest({ api, reflector });
+  return { clock, api, logger, reflector, stream, pages, atRest };
 }
 
 const added = (name: string, resourceVersion: string) => ({
@@ -51,18 +54,18 @@ function keysOf(event: SourceEvent<Pod> | undefined): string[] {
 
 describe('KubernetesReflector watch-list', () => {
   it('opens with one WATCH asking for the initial events, from the freshest state', async () => {
-    const { api, stream } = setup();
-    await settle();
+    const { api, stream, atRest } = setup();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST']);
     expect(api.requests[0]).toMatchObject({ resourceVersion: '', sendInitialEvents: true });
     await stream.close();
   });
 
   it('publishes the initial events as one replace at the end bookmark, then follows the same stream', async () => {
-    const { api, reflector, stream, pages } = setup();
-    await settle();
+    const { api, reflector, stream, pages, atRest } = setup();
+    await atRest();
     api.watch.push(added('a', '11')).push(added('b', '12')).push(endBookmark('20'));
-    await settle();
+    await atRest();
     expect(stream.items).toHaveLength(1);
     expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b']);
     expect(pages).toEqual([[1, ['default/a', 'default/b']]]);
@@ -77,7 +80,7 @@ describe('KubernetesReflector watch-list', () => {
       watchListFallbacks: 0,
     });
     api.watch.push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '21' }) });
-    await settle();
+    await atRest();
     expect(stream.items[1]).toMatchObject({ type: 'delete', key: 'default/a' });
     expect(api.log).toEqual(['WATCH-LIST']);
     expect(reflector.stats().cursor).toBe('21');
@@ -86,17 +89,17 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('streams the initial events to onListPage in pages of 500 before the end', async () => {
-    const { api, stream, pages } = setup();
-    await settle();
+    const { api, stream, pages, atRest } = setup();
+    await atRest();
     for (let i = 0; i < 1_001; i += 1) api.watch.push(added(`p${i}`, String(100 + i)));
-    await settle();
+    await atRest();
     expect(pages.map(([page, names]) => [page, names.length])).toEqual([
       [1, 500],
       [2, 500],
     ]);
     expect(stream.items).toHaveLength(0);
     api.watch.push(endBookmark('2000'));
-    await settle();
+    await atRest();
     expect(pages.map(([page, names]) => [page, names.length])).toEqual([
       [1, 500],
       [2, 500],
@@ -107,25 +110,25 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('relists by watch-list again after the cursor expires', async () => {
-    const { api, stream } = setup();
-    await settle();
+    const { api, stream, atRest } = setup();
+    await atRest();
     api.watch.push(endBookmark('20'));
-    await settle();
+    await atRest();
     api.watch.push({
       type: 'ERROR',
       object: { kind: 'Status', code: 410, reason: 'Expired', status: 'Failure' },
     });
-    await settle(); // the cursor was proven live: at once
+    await atRest(); // the cursor was proven live: at once
     expect(api.log).toEqual(['WATCH-LIST', 'WATCH-LIST']);
     await stream.close();
   });
 
   it('falls back to LIST + WATCH for good when the server refuses the request (422)', async () => {
-    const { api, clock, logger, reflector, stream } = setup((fake) => {
+    const { api, clock, logger, reflector, stream, atRest } = setup((fake) => {
       fake.queueWatch(new ApiStatusError('WATCH', { code: 422, reason: 'Invalid', causes: [] }));
       fake.queueList({ pods: [], resourceVersion: '30' });
     });
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
     expect(reflector.stats()).toMatchObject({ initialList: 'list', watchListFallbacks: 1 });
     expect(logger.entries.filter((e) => e.level === 'warn')).toHaveLength(1);
@@ -137,13 +140,13 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('falls back for good on a bookmark without the end annotation (a server that ignored it)', async () => {
-    const { api, reflector, stream } = setup();
+    const { api, reflector, stream, atRest } = setup();
     api.queueList({ pods: [], resourceVersion: '30' });
-    await settle();
+    await atRest();
     api.watch
       .push(added('a', '11'))
       .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } });
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
     expect(api.watches[0]?.released).toBe(true);
     expect(reflector.stats()).toMatchObject({ initialList: 'list', watchListFallbacks: 1 });
@@ -152,21 +155,21 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('falls back once, at once, when the watch-list fails midway; the next relist tries it again', async () => {
-    const { api, clock, logger, reflector, stream } = setup();
+    const { api, clock, logger, reflector, stream, atRest } = setup();
     api.queueList({ pods: [], resourceVersion: '30' });
-    await settle();
+    await atRest();
     api.watch.push(added('a', '11')).fail(new Error('socket hang up'));
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
     expect(reflector.stats()).toMatchObject({ initialList: 'watch-list', watchListFallbacks: 1 });
     expect(keysOf(stream.items[0])).toEqual([]); // the LIST's world, not the partial watch-list
     await clock.advance(1_000);
     api.watch.push({ type: 'ERROR', object: { kind: 'Status', code: 410, status: 'Failure' } });
-    await settle();
+    await atRest();
     expect(api.log.at(-1)).toBe('WATCH-LIST');
     // Logged at warn once; later fallbacks at debug.
     api.watch.fail(new Error('socket hang up'));
-    await settle();
+    await atRest();
     expect(
       logger.entries.filter((e) => e.level === 'warn' && /watch-list/.test(e.msg ?? '')),
     ).toHaveLength(1);
@@ -174,10 +177,10 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('retries watch-list after the short wait when nothing answered: the server is down', async () => {
-    const { api, clock, reflector, stream } = setup((fake) =>
+    const { api, clock, reflector, stream, atRest } = setup((fake) =>
       fake.queueWatch(new ApiConnectionError('WATCH', new Error('connect ECONNREFUSED'), false)),
     );
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST']);
     await clock.advance(999);
     expect(api.log).toEqual(['WATCH-LIST']);
@@ -188,11 +191,11 @@ describe('KubernetesReflector watch-list', () => {
   });
 
   it('falls back once when the watch ends before its initial events did', async () => {
-    const { api, reflector, stream } = setup();
+    const { api, reflector, stream, atRest } = setup();
     api.queueList({ pods: [], resourceVersion: '30' });
-    await settle();
+    await atRest();
     api.watch.push(added('a', '11')).end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['WATCH-LIST', 'LIST', 'WATCH rv=30']);
     expect(reflector.stats()).toMatchObject({
       initialList: 'watch-list',

@@ -12,9 +12,10 @@ import type { Pod } from '../../src/model/pod.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';
+import { reflectorAtRest } from '../support/reflector-at-rest.js';
 
 const IDLE_MS = 300_000;
 
@@ -34,6 +35,15 @@ function lineLogger(): Logger & { lines: Line[] } {
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
+/** The reflector `setup` made last: the one `atRest` watches. */
+let newest: { api: FakePodApi; reflector: KubernetesReflector } | undefined;
+
+/** Waits until the newest reflector did all it can without the clock or the test. */
+function atRest(): Promise<void> {
+  if (!newest) throw new Error('atRest: no reflector was set up');
+  return reflectorAtRest(newest);
+}
+
 function setup(options: Partial<KubernetesReflectorOptions> = {}) {
   const clock = new FakeClock();
   const api = new FakePodApi(clock);
@@ -47,6 +57,7 @@ function setup(options: Partial<KubernetesReflectorOptions> = {}) {
     logger,
     ...options,
   });
+  newest = { api, reflector };
   return { clock, api, reflector, logger };
 }
 
@@ -75,7 +86,7 @@ async function watching(
   const harness = setup(options);
   harness.api.queueList({ pods, resourceVersion });
   const stream = drain(harness.reflector.watch());
-  await settle();
+  await atRest();
   return { ...harness, stream };
 }
 
@@ -117,7 +128,7 @@ describe('KubernetesReflector: listing and watching', () => {
         object: rawPod({ name: 'b', resourceVersion: '12', phase: 'Failed' }),
       })
       .push({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '13' }) });
-    await settle();
+    await atRest();
     expect(stream.items.slice(1)).toEqual([
       { type: 'upsert', key: 'default/b', object: pod({ name: 'b', resourceVersion: '11' }) },
       {
@@ -136,10 +147,10 @@ describe('KubernetesReflector: listing and watching', () => {
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '20' }) })
       .push({ type: 'MODIFIED', object: rawPod({ name: 'b', resourceVersion: '15' }) });
-    await settle();
+    await atRest();
     expect(reflector.stats().cursor).toBe('15');
     api.watch.end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=15']);
     await stream.close();
   });
@@ -150,7 +161,7 @@ describe('KubernetesReflector: listing and watching', () => {
     const versionless = rawPod({ name: 'b' });
     delete (versionless.metadata as Record<string, unknown>).resourceVersion;
     api.watch.push({ type: 'ADDED', object: versionless }).end();
-    await settle();
+    await atRest();
     expect(stream.items[1]).toMatchObject({ type: 'upsert', key: 'default/b' });
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
     await stream.close();
@@ -162,7 +173,7 @@ describe('KubernetesReflector: listing and watching', () => {
     api.watch
       .push({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: '42' } } })
       .end();
-    await settle();
+    await atRest();
     expect(stream.items).toHaveLength(1);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=42']);
     await stream.close();
@@ -172,7 +183,7 @@ describe('KubernetesReflector: listing and watching', () => {
     const { api, clock, stream } = await watching();
     await clock.advance(1_000);
     api.watch.push({ type: 'BOOKMARK', object: { metadata: {} } }).end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
     await stream.close();
   });
@@ -181,7 +192,7 @@ describe('KubernetesReflector: listing and watching', () => {
     const { api, clock, reflector, stream } = await watching();
     await clock.advance(1_000);
     api.watch.push({ type: 'SURPRISE', object: { metadata: { resourceVersion: '33' } } }).end();
-    await settle();
+    await atRest();
     expect(stream.items).toHaveLength(1);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=33']);
     expect(reflector.stats().events.OTHER).toBe(1);
@@ -192,7 +203,7 @@ describe('KubernetesReflector: listing and watching', () => {
     const { api, clock, reflector, stream } = await watching();
     await clock.advance(1_000);
     api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) }).end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
     expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
     // The new watch's idle and health timers, and the grace after the old one ended (it ends
@@ -211,10 +222,10 @@ describe('KubernetesReflector: listing and watching', () => {
     const { api, clock, stream } = await watching({ random: () => draws.shift() ?? 0 });
     await clock.advance(1_000);
     api.watch.end();
-    await settle();
+    await atRest();
     await clock.advance(1_000);
     api.watch.end();
-    await settle();
+    await atRest();
     expect(api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.timeoutSeconds)).toEqual([
       300, 450, 599,
     ]);
@@ -231,7 +242,7 @@ describe('KubernetesReflector: listing and watching', () => {
     const { api, reflector, stream } = await watching();
     api.queueList({ pods: [pod({ name: 'z' })], resourceVersion: '99' });
     const second = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=99']);
     expect(keys(second.items[0])).toEqual(['default/z']);
     await Promise.all([stream.close(), second.close()]);
@@ -246,7 +257,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     api.queueWatch(status(410, { reason: 'Expired' }));
     api.world = { pods: [pod({ name: 'b' })], resourceVersion: '50' };
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', relists: { expired: 1 } });
     expect(reflector.stats().cursor).toBeUndefined();
@@ -276,7 +287,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       api.watch
         .push(errorFrame(object))
         .push({ type: 'ADDED', object: rawPod({ name: 'late', resourceVersion: '12' }) });
-      await settle();
+      await atRest();
       expect(api.watches[0]?.released).toBe(true);
       expect(reflector.stats().relists).toEqual({ [reason]: 1 });
       await clock.advance(800);
@@ -304,7 +315,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       resourceVersion: '5',
     });
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST']);
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', lastError: 'LIST: ECONNREFUSED' });
     expect(reflector.stats().cursor).toBeUndefined();
@@ -321,7 +332,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       resourceVersion: '5',
     });
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(reflector.stats()).toMatchObject({ lists: 0, relists: {} });
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'LIST', 'WATCH rv=5']);
@@ -338,7 +349,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     );
     api.queueWatch(status(410, { reason: 'Expired' }));
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     await clock.advance(60_000);
     expect(api.log.slice(0, 4)).toEqual(['LIST', 'WATCH rv=5', 'LIST', 'LIST']);
     expect(reflector.stats().relists).toMatchObject({ expired: 1, 'list-failed': 1 });
@@ -350,7 +361,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     const { api, clock, reflector } = setup();
     api.queueList(new MalformedListError('LIST item default/x: malformed pod: metadata.uid'));
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(stream.items).toEqual([]);
     expect(reflector.stats().lastError).toContain('default/x');
     await clock.advance(800);
@@ -365,7 +376,7 @@ describe('KubernetesReflector: a watch the server ends at once', () => {
     for (let i = 0; i < 4; i += 1) {
       await clock.advance(10);
       api.watch.end();
-      await settle();
+      await atRest();
       // Not reopened at once.
       expect(api.requests.filter((r) => r.verb === 'WATCH')).toHaveLength(i + 1);
       await clock.advance(800 * 2 ** i);
@@ -384,7 +395,7 @@ describe('KubernetesReflector: a watch the server ends at once', () => {
   it('is a failure even when it delivered a frame: reconnects after the backoff, not at once', async () => {
     const { api, clock, stream } = await watching();
     api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } }).end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
     // The bookmark proved the watch (the streak starts over), so the wait is the first one.
     await clock.advance(799);
@@ -398,12 +409,12 @@ describe('KubernetesReflector: a watch the server ends at once', () => {
     const { api, clock, stream } = await watching();
     await clock.advance(999);
     api.watch.end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
     await clock.advance(800);
     await clock.advance(1_000);
     api.watch.end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10', 'WATCH rv=10']);
     await stream.close();
   });
@@ -415,7 +426,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
     api.watch
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push(errorFrame({ code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
-    await settle();
+    await atRest();
     expect(reflector.stats().lastError).toBe('ERROR frame 500 InternalError: etcd hiccup');
     expect(reflector.stats().cursor).toBeUndefined();
     await clock.advance(799);
@@ -462,7 +473,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
   it('reconnects after a dropped connection', async () => {
     const { api, clock, stream } = await watching();
     api.watch.fail(new ApiConnectionError('WATCH', new Error('socket hang up')));
-    await settle();
+    await atRest();
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10']);
     await stream.close();
@@ -528,7 +539,7 @@ describe('KubernetesReflector: unreadable frames', () => {
     api.watch
       .push({ type: 'ADDED', object: broken })
       .push({ type: 'ADDED', object: rawPod({ name: 'fine', resourceVersion: '12' }) });
-    await settle();
+    await atRest();
     expect(stream.items.slice(1).map((e) => (e.type === 'upsert' ? e.key : e.type))).toEqual([
       'default/fine',
     ]);
@@ -540,7 +551,7 @@ describe('KubernetesReflector: unreadable frames', () => {
     ]);
     expect(reflector.stats().relists).toEqual({});
     api.watch.end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=12']);
     await stream.close();
   });
@@ -551,7 +562,7 @@ describe('KubernetesReflector: unreadable frames', () => {
     api.watch
       .push({ type: 'MODIFIED', object: { metadata: { name: 7, resourceVersion: '19' } } })
       .end();
-    await settle();
+    await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=19']);
     await stream.close();
   });
@@ -559,7 +570,7 @@ describe('KubernetesReflector: unreadable frames', () => {
   it('relists after a pod frame that does not validate and has no version', async () => {
     const { api, clock, reflector, stream } = await watching();
     api.watch.push({ type: 'ADDED', object: { metadata: { name: 'x' } } });
-    await settle();
+    await atRest();
     expect(reflector.stats().relists).toEqual({ 'malformed-frame': 1 });
     expect(api.watches[0]?.released).toBe(true);
     await clock.advance(800);
@@ -575,7 +586,7 @@ describe('KubernetesReflector: unreadable frames', () => {
   ])('relists after a frame that is %s, not an object', async (_, value) => {
     const { api, clock, reflector, stream } = await watching();
     api.watch.push(value);
-    await settle();
+    await atRest();
     expect(reflector.stats().relists).toEqual({ 'malformed-frame': 1 });
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
@@ -585,7 +596,7 @@ describe('KubernetesReflector: unreadable frames', () => {
   it('relists after a line that is not JSON', async () => {
     const { api, clock, reflector, stream } = await watching();
     api.watch.pushGarbled();
-    await settle();
+    await atRest();
     expect(reflector.stats().lastError).toContain('not JSON');
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
@@ -681,7 +692,7 @@ describe('KubernetesReflector: backoff', () => {
     expect(api.log).toHaveLength(5);
     await clock.advance(1_000); // the fourth WATCH proves itself by staying open
     api.watch.fail();
-    await settle();
+    await atRest();
     const droppedAt = clock.now();
     await clock.advance(800);
     expect(api.requests.at(-1)?.at).toBe(droppedAt + 800);
@@ -695,7 +706,7 @@ describe('KubernetesReflector: backoff', () => {
     const stream = drain(reflector.watch());
     await clock.advance(800 + 1_600);
     api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } }).fail();
-    await settle();
+    await atRest();
     const droppedAt = clock.now();
     await clock.advance(800);
     expect(api.requests.at(-1)).toMatchObject({ at: droppedAt + 800 });
@@ -707,12 +718,12 @@ describe('KubernetesReflector: backoff', () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     // Each WATCH is accepted, then answered with an ERROR frame at once: no proof.
     for (const wait of [0, 800, 1_600, 3_200]) {
       await clock.advance(wait);
       api.watch.push(errorFrame({ code: 429, reason: 'TooManyRequests' }));
-      await settle();
+      await atRest();
     }
     const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
     expect(times).toEqual([0, 800, 2_400, 5_600]);
@@ -733,7 +744,7 @@ describe('KubernetesReflector: backoff', () => {
     api.watch.end();
     await clock.advance(70_000);
     api.watch.fail();
-    await settle();
+    await atRest();
     const droppedAt = clock.now();
     await clock.advance(800);
     expect(api.requests.at(-1)?.at).toBe(droppedAt + 800);
@@ -761,7 +772,7 @@ describe('KubernetesReflector: closing', () => {
         if (event.type === 'upsert') break;
       }
     })();
-    await settle();
+    await atRest();
     api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) });
     await consumer;
     expect(seen).toEqual(['replace', 'upsert']);
@@ -772,7 +783,7 @@ describe('KubernetesReflector: closing', () => {
     const { api, clock, reflector } = setup();
     api.queueList('hang');
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     await stream.close();
     expect(api.lists[0]?.aborted).toBe(true);
     expect(clock.pendingTimers).toBe(0);
@@ -782,7 +793,7 @@ describe('KubernetesReflector: closing', () => {
     const { api, clock, reflector } = setup();
     api.queueList(new Error('boom'));
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(clock.pendingTimers).toBe(1);
     await stream.close();
     expect(clock.pendingTimers).toBe(0);
@@ -793,10 +804,10 @@ describe('KubernetesReflector: closing', () => {
     const { api, clock, reflector } = setup({ idleTimeoutMs: 5_000 });
     api.queueList({ pods: [], resourceVersion: '10' });
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     await clock.advance(1_000);
     api.watch.end(); // clean end
-    await settle();
+    await atRest();
     api.watch.fail(); // dropped
     await clock.advance(800);
     api.watch.push(errorFrame({ code: 500 })); // other ERROR
@@ -828,7 +839,7 @@ describe('KubernetesReflector: when the watch is healthy', () => {
   it('is healthy as soon as the watch delivers a frame, a bookmark included', async () => {
     const { api, reflector, stream } = await watching();
     api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } });
-    await settle();
+    await atRest();
     expect(reflector.stats().healthy).toBe(true);
     await stream.close();
   });
@@ -845,7 +856,7 @@ describe('KubernetesReflector: when the watch is healthy', () => {
     for (let i = 0; i < 3; i += 1) {
       await clock.advance(500);
       api.watch.end();
-      await settle();
+      await atRest();
       await clock.advance(800 * 2 ** i);
     }
     expect(api.watches.length).toBe(4);
@@ -877,7 +888,7 @@ describe('KubernetesReflector: health through failures', () => {
     const { api, clock, reflector, stream, changes } = await established();
     // An ERROR frame 500 relists after the backoff (a 410 on a proven cursor would not wait).
     api.watch.push(errorFrame({ code: 500 }));
-    await settle();
+    await atRest();
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', healthy: true });
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
@@ -890,7 +901,7 @@ describe('KubernetesReflector: health through failures', () => {
     const { api, clock, stream, changes } = await established();
     await clock.advance(290_000);
     api.watch.end();
-    await settle();
+    await atRest();
     await clock.advance(60_000);
     expect(changes).toEqual([[1_000, true]]);
     await stream.close();
@@ -900,7 +911,7 @@ describe('KubernetesReflector: health through failures', () => {
     const { api, clock, reflector, stream, changes } = await established();
     api.queueWatch(...Array.from({ length: 5 }, () => status(503)));
     api.watch.fail(new ApiConnectionError('WATCH', new Error('socket hang up')));
-    await settle();
+    await atRest();
     const failedAt = clock.now();
     await clock.advance(29_999);
     expect(reflector.stats().healthy).toBe(true);
@@ -918,7 +929,7 @@ describe('KubernetesReflector: health through failures', () => {
     const { api, clock, reflector, stream } = await established();
     api.queueList('hang');
     api.watch.push(errorFrame({ code: 410 }));
-    await settle();
+    await atRest();
     const failedAt = clock.now();
     await clock.advance(800 + 29_000);
     expect(reflector.stats()).toMatchObject({ phase: 'listing', healthy: true });
@@ -935,7 +946,7 @@ describe('KubernetesReflector: health through failures', () => {
     });
     api.queueWatch(status(503));
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(reflector.stats().healthy).toBe(false);
     await clock.advance(800);
     // Listed, but the WATCH failed to open: no steady state yet, so no grace either.
@@ -951,7 +962,7 @@ describe('KubernetesReflector: health through failures', () => {
   it('clears its grace timer when the stream closes', async () => {
     const { api, clock, reflector, stream } = await established();
     api.watch.fail();
-    await settle();
+    await atRest();
     await stream.close();
     expect(reflector.stats().healthy).toBe(false);
     expect(clock.pendingTimers).toBe(0);
@@ -976,7 +987,7 @@ describe('KubernetesReflector: stats', () => {
       .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) })
       .push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '12' } } })
       .push(errorFrame({ code: 500 }));
-    await settle();
+    await atRest();
     const stats = reflector.stats();
     expect(stats).toMatchObject({
       phase: 'backoff',
@@ -1004,7 +1015,7 @@ describe('KubernetesReflector: stats', () => {
     const { api, reflector, stream } = await watching();
     const before = reflector.stats();
     api.watch.push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '11' }) });
-    await settle();
+    await atRest();
     expect(before.events).toEqual({});
     expect(before.cursor).toBe('10');
     await stream.close();
@@ -1025,7 +1036,7 @@ describe('KubernetesReflector: progress of a long LIST', () => {
     const { api, clock, reflector, logger } = setup();
     api.queueList('hang');
     const stream = drain(reflector.watch());
-    await settle();
+    await atRest();
     expect(reflector.stats().listProgress).toEqual({
       pages: 0,
       pods: 0,

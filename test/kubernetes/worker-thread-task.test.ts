@@ -14,6 +14,11 @@ import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';
+import { until as waitUntil } from '../support/until.js';
+
+/** `until` from test/support, named apart from the channel's own `until`. */
+const waitFor = (condition: () => boolean, what: string): Promise<void> =>
+  waitUntil(condition, { what });
 
 const options: ReflectorTaskOptions = { cluster: {}, replaceChunkSize: 2 };
 const ports: MessagePort[] = [];
@@ -117,7 +122,7 @@ describe('runReflectorTask', () => {
     const { worker, received, until, send } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-end').length === 1);
-    await turns();
+    await waitFor(() => api.watches.at(-1)?.awaitingFrame === true, 'the reflector to watch');
     expect(api.watch.released).toBe(false);
     send({ kind: 'close' });
     await task;
@@ -156,8 +161,7 @@ describe('runReflectorTask', () => {
       throw new KubeConfigError('no cluster configuration found');
     });
     await expect(failure).rejects.toThrow('no cluster configuration found');
-    await turns();
-    expect(closed).toBe(true);
+    await waitFor(() => closed, 'the port to close');
   });
 
   it('feeds a WorkerEventStream end to end: replace, then changes', async () => {
@@ -173,9 +177,9 @@ describe('runReflectorTask', () => {
       closeGraceMs: 1_000,
     });
     const events = drain({ [Symbol.asyncIterator]: () => stream });
-    while (api.watches.length === 0) await turns(1);
+    await waitFor(() => api.watches.length > 0, 'the WATCH to open');
     api.watch.push({ type: 'DELETED', object: rawPod({ name: 'b', resourceVersion: '10' }) });
-    while (events.items.length < 2) await turns(1);
+    await waitFor(() => events.items.length >= 2, 'the change to reach the stream');
     expect(events.items[0]?.type === 'replace' && [...events.items[0].objects.keys()]).toEqual([
       'default/a',
       'default/b',

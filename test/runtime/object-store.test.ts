@@ -320,7 +320,9 @@ describe('ObjectStore rejects what is not an event', () => {
     ['a string', 'upsert'],
   ])('throws on %s', (_name, value) => {
     const { store } = cellStore();
-    expect(() => store.apply(value as unknown as SourceEvent<Obj>)).toThrow();
+    expect(() => store.apply(value as unknown as SourceEvent<Obj>)).toThrow(
+      /ObjectStore\.apply: not a SourceEvent/,
+    );
   });
 });
 

@@ -14,7 +14,8 @@ import {
   type SourceEvent,
   WORKER_SLICE_MS,
 } from '../../src/index.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 function worldOf(keys: string[]): Source<string> {
   return async function* (): AsyncGenerator<SourceEvent<string>> {
@@ -46,7 +47,9 @@ async function runLoop(keys: string[], costMs: number): Promise<string[]> {
     sliceClock: () => cpu,
   });
   await loop.start();
-  await settle(20);
+  await until(() => order.filter((entry) => entry !== 'yield').length === keys.length, {
+    what: 'every key to be reconciled',
+  });
   await loop.stop();
   return order;
 }

@@ -1,16 +1,20 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReconcileLoop } from '../../src/index.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeSource, replaceOf, upsertOf } from '../support/fake-source.js';
 import {
   type LoopOptions,
+  loopAtRest,
   makeLoop,
   type Obj,
+  pulling,
+  settledOf,
   startSynced,
   stopAllLoops,
   type Tracked,
   track,
 } from '../support/loop-harness.js';
+import { until } from '../support/until.js';
 
 afterEach(async () => {
   vi.restoreAllMocks();
@@ -93,7 +97,6 @@ describe('ReconcileLoop construction', () => {
 
   it('starts nothing in the constructor', async () => {
     const h = makeLoop();
-    await settle();
     expect(h.clock.pendingTimers).toBe(0);
     expect(h.fake.factoryCalls).toBe(0);
   });
@@ -123,12 +126,12 @@ describe('ReconcileLoop start', () => {
       const state = h.loop.state();
       atResolve = { queued: state.queued, inFlight: state.inFlight?.key, calls: h.rec.keys };
     });
-    await settle();
+    await pulling(h);
     await h.clock.advance(5_000);
     expect(tracked.state).toBe('pending');
     expect(h.loop.synced).toBe(false);
     h.fake.push(replaceOf({ p3: { cell: 'c3' }, p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
-    await settle();
+    await settledOf(tracked);
     expect(tracked.state).toBe('resolved');
     expect(h.loop.synced).toBe(true);
     expect(atResolve).toBeDefined();
@@ -151,16 +154,18 @@ describe('ReconcileLoop start', () => {
   it('reconciles nothing before the initial sync, even when a stream opens with a non-replace', async () => {
     const h = makeLoop();
     const started = track(h.loop.start());
-    await settle();
+    await pulling(h);
     h.fake.push(upsertOf('p1', { cell: 'c1' }));
-    await settle();
+    await until(() => h.clock.pendingDueTimes().includes(h.clock.now() + 1_000), {
+      what: 'the source to wait to reopen',
+    });
     expect(h.rec.calls).toEqual([]);
     expect(h.loop.getByParent('c1')).toEqual([]);
     expect(started.state).toBe('pending');
     await h.clock.advance(1_000); // default sourceRetryDelayMs
     expect(h.fake.opens).toBe(2);
     h.fake.push(replaceOf({ p2: { cell: 'c2' } }));
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('resolved');
     expect(h.rec.keys).toEqual(['c2']);
   });
@@ -168,11 +173,11 @@ describe('ReconcileLoop start', () => {
   it('creates no retry poller and no resync timer before the initial sync', async () => {
     const h = makeLoop();
     const started = track(h.loop.start());
-    await settle();
+    await pulling(h);
     expect(h.clock.pendingTimers).toBe(0);
     expect(h.loop.state().retries).toEqual([]);
     h.fake.push(replaceOf({}));
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('resolved');
     // now the retry poller (default 1 s) and the resync timer (default 10 h) are armed
     expect(h.clock.pendingDueTimes()).toContain(1_000);
@@ -182,13 +187,13 @@ describe('ReconcileLoop start', () => {
   it('rejects a second start() while the first is pending, without disturbing the first', async () => {
     const h = makeLoop();
     const first = track(h.loop.start());
-    await settle();
+    await pulling(h);
     await expect(h.loop.start()).rejects.toThrow(/start/i);
-    await settle();
     expect(first.state).toBe('pending');
     expect(h.fake.factoryCalls).toBe(1);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
-    await settle();
+    await settledOf(first);
+    await loopAtRest(h);
     expect(first.state).toBe('resolved');
     expect(h.rec.keys).toEqual(['c1']);
   });
@@ -198,7 +203,7 @@ describe('ReconcileLoop start', () => {
     await startSynced(h, { p1: { cell: 'c1' } });
     await expect(h.loop.start()).rejects.toThrow(/start/i);
     h.fake.push(upsertOf('p2', { cell: 'c2' }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2']);
     expect(h.fake.factoryCalls).toBe(1);
   });
@@ -213,8 +218,8 @@ describe('ReconcileLoop start', () => {
 
   it('rejects start() with an already-aborted signal and leaves nothing running', async () => {
     const h = makeLoop();
-    await expect(h.loop.start(AbortSignal.abort(new Error('no')))).rejects.toBeDefined();
-    await settle();
+    const reason = new Error('no');
+    await expect(h.loop.start(AbortSignal.abort(reason))).rejects.toBe(reason);
     expectNothingRunning(h);
     await h.clock.advance(100_000);
     expect(h.clock.pendingTimers).toBe(0);
@@ -226,10 +231,10 @@ describe('ReconcileLoop start', () => {
     const h = makeLoop();
     const controller = new AbortController();
     const started = track(h.loop.start(controller.signal));
-    await settle();
+    await pulling(h);
     expect(h.fake.opens).toBe(1);
     controller.abort(new Error('cancelled'));
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('rejected');
     expectNothingRunning(h);
     expect(h.fake.closes).toBeGreaterThanOrEqual(1);
@@ -243,12 +248,14 @@ describe('ReconcileLoop start', () => {
     const h = makeLoop();
     const controller = new AbortController();
     const started = track(h.loop.start(controller.signal));
-    await settle();
+    await pulling(h);
     h.fake.fail(new Error('first stream died'));
-    await settle();
+    await until(() => h.clock.pendingDueTimes().includes(h.clock.now() + 1_000), {
+      what: 'the source to wait to reopen',
+    });
     expect(h.clock.pendingTimers).toBe(1);
     controller.abort();
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('rejected');
     expectNothingRunning(h);
     await h.clock.advance(100_000);
@@ -260,9 +267,9 @@ describe('ReconcileLoop start', () => {
     h.fake.returnBehaviour = 'hang';
     const controller = new AbortController();
     const started = track(h.loop.start(controller.signal));
-    await settle();
+    await pulling(h);
     controller.abort();
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('rejected');
     expectNothingRunning(h);
   });
@@ -271,14 +278,13 @@ describe('ReconcileLoop start', () => {
     const h = makeLoop();
     const controller = new AbortController();
     const started = h.loop.start(controller.signal);
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
     await started;
     controller.abort();
-    await settle();
     expect(h.fake.openStreams).toBe(1);
     h.fake.push(upsertOf('p2', { cell: 'c2' }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2']);
     expect(h.clock.pendingTimers).toBeGreaterThan(0);
   });
@@ -295,7 +301,7 @@ describe('ReconcileLoop stop', () => {
     await startSynced(h, { p1: { cell: 'c1' } });
     h.rec.failAlways('c1');
     h.loop.enqueue('c1');
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().retries).toHaveLength(1);
     const calls = h.rec.calls.length;
     await h.loop.stop();
@@ -319,7 +325,7 @@ describe('ReconcileLoop stop', () => {
     expect(signal.aborted).toBe(true);
     expect(stopped.state).toBe('pending');
     h.rec.release();
-    await settle();
+    await settledOf(stopped);
     expect(stopped.state).toBe('resolved');
     expect(h.rec.keys).toEqual(['c1']); // c2 was queued, but the queue was shut
     expectNothingRunning(h);
@@ -342,10 +348,13 @@ describe('ReconcileLoop stop', () => {
     await startSynced(h, { p1: { cell: 'c1' } });
     const first = track(h.loop.stop());
     const second = track(h.loop.stop());
-    await settle();
+    await until(() => h.rec.calls[0]?.signal.aborted === true, {
+      what: 'the in-flight reconcile to be aborted',
+    });
     expect([first.state, second.state]).toEqual(['pending', 'pending']);
     h.rec.release();
-    await settle();
+    await settledOf(first);
+    await settledOf(second);
     expect([first.state, second.state]).toEqual(['resolved', 'resolved']);
   });
 
@@ -353,9 +362,9 @@ describe('ReconcileLoop stop', () => {
     const h = makeLoop();
     const controller = new AbortController();
     const started = track(h.loop.start(controller.signal));
-    await settle();
+    await pulling(h);
     controller.abort();
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('rejected');
     await expect(h.loop.stop()).resolves.toBeUndefined();
     expectNothingRunning(h);
@@ -363,7 +372,7 @@ describe('ReconcileLoop stop', () => {
 
   it('is a no-op after a start() rejected for an already-aborted signal', async () => {
     const h = makeLoop();
-    await expect(h.loop.start(AbortSignal.abort())).rejects.toBeDefined();
+    await expect(h.loop.start(AbortSignal.abort())).rejects.toMatchObject({ name: 'AbortError' });
     await expect(h.loop.stop()).resolves.toBeUndefined();
     expectNothingRunning(h);
   });
@@ -371,10 +380,10 @@ describe('ReconcileLoop stop', () => {
   it('aborts a pending start(), which rejects, and resolves once everything is down', async () => {
     const h = makeLoop();
     const started = track(h.loop.start());
-    await settle();
+    await pulling(h);
     expect(h.fake.opens).toBe(1);
     const stopped = track(h.loop.stop());
-    await settle();
+    await settledOf(stopped);
     expect(started.state).toBe('rejected');
     expect(stopped.state).toBe('resolved');
     expectNothingRunning(h);
@@ -387,10 +396,10 @@ describe('ReconcileLoop stop', () => {
     const h = makeLoop();
     h.fake.throwOnOpen(new Error('factory down'));
     const started = track(h.loop.start());
-    await settle();
+    await until(() => h.clock.pendingTimers === 1, { what: 'the source to wait to reopen' });
     expect(h.clock.pendingTimers).toBe(1);
     await h.loop.stop();
-    await settle();
+    await settledOf(started);
     expect(started.state).toBe('rejected');
     expectNothingRunning(h);
   });
@@ -400,7 +409,7 @@ describe('ReconcileLoop stop', () => {
     h.fake.returnBehaviour = 'hang';
     await startSynced(h, { p1: { cell: 'c1' } });
     const stopped = track(h.loop.stop());
-    await settle();
+    await settledOf(stopped);
     expect(stopped.state).toBe('resolved');
     expect(h.fake.current.returnCalls).toBe(1);
     expect(h.clock.pendingTimers).toBe(0);
@@ -420,7 +429,9 @@ describe('ReconcileLoop stop', () => {
     const h = makeLoop();
     await startSynced(h);
     h.fake.end();
-    await settle();
+    await until(() => h.clock.pendingDueTimes().includes(h.clock.now() + 1_000), {
+      what: 'the source to wait to reopen',
+    });
     await h.loop.stop();
     expectNothingRunning(h);
     await h.clock.advance(10_000);
@@ -432,7 +443,6 @@ describe('ReconcileLoop stop', () => {
     await startSynced(h, {});
     await h.loop.stop();
     h.loop.enqueue('late');
-    await settle();
     expect(h.rec.calls).toEqual([]);
     expectNothingRunning(h);
   });
@@ -462,11 +472,15 @@ describe('ReconcileLoop stop() from inside reconcile', () => {
     h.rec.block();
     h.rec.ignoreAbort = true;
     await startSynced(h, { p1: { cell: 'c1' }, p2: { cell: 'c2' } });
-    await settle();
+    await until(() => h.rec.calls[0]?.signal.aborted === true, {
+      what: 'the in-flight reconcile to be aborted',
+    });
     expect(h.rec.calls[0]?.signal.aborted).toBe(true);
     expect(h.rec.calls[0]?.outcome).toBe('pending');
     h.rec.release();
-    await settle();
+    await until(() => h.clock.pendingTimers === 0 && h.fake.openStreams === 0, {
+      what: 'the shutdown to complete',
+    });
     expectNothingRunning(h);
     expect(h.rec.keys).toEqual(['c1']);
     await expect(h.loop.stop()).resolves.toBeUndefined();
@@ -484,11 +498,12 @@ describe('ReconcileLoop stop() from inside reconcile', () => {
         void h.loop.stop();
       };
       await startSynced(h, { p1: { cell: 'c1' }, p2: { cell: 'c2' } });
-      await settle(30);
+      await until(() => h.clock.pendingTimers === 0 && h.fake.openStreams === 0, {
+        what: 'the shutdown to complete',
+      });
       expectNothingRunning(h);
       expect(h.rec.keys).toEqual(['c1']);
       await h.clock.advance(100_000);
-      await settle(30);
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);
@@ -505,7 +520,9 @@ describe('ReconcileLoop stop() from inside reconcile', () => {
       inner = track(h.loop.stop());
     };
     await startSynced(h, { p1: { cell: 'c1' }, p2: { cell: 'c2' } });
-    await settle();
+    await until(() => inner !== undefined && inner.state !== 'pending', {
+      what: 'the inner stop() to settle',
+    });
     expect(inner?.state).toBe('rejected');
     expect(String((inner?.error as Error)?.message ?? inner?.error)).toMatch(/await/i);
     expectNothingRunning(h);
@@ -519,7 +536,9 @@ describe('ReconcileLoop stop() from inside reconcile', () => {
     };
     h.rec.block(); // honours abort: rejects as soon as the shutdown aborts its signal
     await startSynced(h, { p1: { cell: 'c1' } });
-    await settle();
+    await until(() => h.rec.calls[0]?.outcome === 'error', {
+      what: 'the aborted reconcile to reject',
+    });
     expect(h.rec.calls[0]?.outcome).toBe('error');
     expectNothingRunning(h);
   });
@@ -534,7 +553,7 @@ describe('ReconcileLoop stop() from inside reconcile', () => {
       await otherStop.promise;
     };
     await startSynced(h, { p1: { cell: 'c1' } });
-    await settle();
+    await until(() => otherStop?.state === 'resolved', { what: 'the other loop to stop' });
     expect(otherStop?.state).toBe('resolved');
     expectNothingRunning(other);
     expect(h.fake.openStreams).toBe(1);
@@ -567,7 +586,9 @@ describe('ReconcileLoop disposal', () => {
     })().then(() => {
       exited = true;
     });
-    await settle(40);
+    await until(() => h.rec.calls[0]?.signal.aborted === true, {
+      what: 'the end of the block to stop the loop',
+    });
     expect(bodyDone).toBe(true);
     expect(h.rec.keys).toEqual(['c1']);
     expect(exited).toBe(false);
@@ -616,7 +637,7 @@ describe('ReconcileLoop reads and logging', () => {
       clock,
     });
     const started = loop.start();
-    await settle();
+    await until(() => fake.awaitingPull, { what: 'the loop to pull from its source' });
     fake.push(upsertOf('p0', { cell: 'c0' })); // not a replace: rejected and logged, if logging
     await clock.advance(1_000);
     fake.push(replaceOf<Obj>({ p1: { cell: 'c1' }, bad: {} }));

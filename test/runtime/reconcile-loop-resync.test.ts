@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { settle } from '../support/fake-clock.js';
 import { deleteOf, replaceOf, upsertOf } from '../support/fake-source.js';
-import { makeLoop, startSynced, stopAllLoops } from '../support/loop-harness.js';
+import { loopAtRest, makeLoop, startSynced, stopAllLoops } from '../support/loop-harness.js';
 
 afterEach(stopAllLoops);
 
@@ -24,7 +23,7 @@ describe('ReconcileLoop resync', () => {
   it('counts the first period from when start() resolved, not from when it was called', async () => {
     const h = makeLoop({ resyncPeriodMs: 10_000 });
     const started = h.loop.start();
-    await settle();
+    await loopAtRest(h);
     await h.clock.advance(3_700);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
     await started;
@@ -61,7 +60,7 @@ describe('ReconcileLoop resync', () => {
       upsertOf('p1', { cell: 'c1' }),
       upsertOf('p2', { cell: 'c2' }),
     );
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c3', 'c1', 'c2']);
     h.rec.block();
     await h.clock.advance(10_000);
@@ -78,7 +77,7 @@ describe('ReconcileLoop resync', () => {
       p3: { cell: 'c3' },
     });
     h.fake.push(deleteOf('p2'), deleteOf('p2b'));
-    await settle();
+    await loopAtRest(h);
     const before = h.rec.calls.length;
     await h.clock.advance(10_000);
     expect(h.rec.keys.slice(before)).toEqual(['c1', 'c3']);
@@ -93,7 +92,7 @@ describe('ReconcileLoop resync', () => {
     expect(h.loop.state().queued).toEqual(['c2', 'c1']);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2', 'c1']);
   });
 

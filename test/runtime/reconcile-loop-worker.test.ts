@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { settle } from '../support/fake-clock.js';
 import { deleteOf, replaceOf, upsertOf } from '../support/fake-source.js';
 import {
+  loopAtRest,
   makeLoop,
   RecordingInstrumentation,
   startSynced,
@@ -29,11 +29,11 @@ describe('ReconcileLoop worker: order and concurrency', () => {
     const h = makeLoop(noResync);
     await startSynced(h, { p1: { cell: 'c1', v: 1 } });
     h.fake.push(upsertOf('p2', { cell: 'c1', v: 2 }));
-    await settle();
+    await loopAtRest(h);
     h.fake.push(deleteOf('p1'));
-    await settle();
+    await loopAtRest(h);
     h.fake.push(upsertOf('p9', { cell: 'c9', v: 9 }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.calls.map((c) => [c.key, c.observed])).toEqual([
       ['c1', [1]],
       ['c1', [1, 2]],
@@ -53,7 +53,7 @@ describe('ReconcileLoop worker: order and concurrency', () => {
     );
     await startSynced(h, world);
     for (let i = 0; i < 20; i += 1) h.fake.push(upsertOf(`q${i}`, { cell: `d${i}` }));
-    await settle(200);
+    await loopAtRest(h);
     expect(h.rec.calls).toHaveLength(40);
     expect(h.rec.maxActive).toBe(1);
     const log = h.rec.log;
@@ -72,7 +72,7 @@ describe('ReconcileLoop worker: order and concurrency', () => {
     expect(h.loop.state().queued).toEqual(['c2']);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2']);
   });
 
@@ -82,11 +82,11 @@ describe('ReconcileLoop worker: order and concurrency', () => {
     await startSynced(h, { p1: { cell: 'c1', v: 0 } });
     expect(h.rec.keys).toEqual(['c1']);
     for (let v = 1; v <= 5; v += 1) h.fake.push(upsertOf('p1', { cell: 'c1', v }));
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().queued).toEqual(['c1']);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.calls.map((c) => [c.key, c.observed])).toEqual([
       ['c1', [0]],
       ['c1', [5]],
@@ -104,11 +104,11 @@ describe('ReconcileLoop worker: order and concurrency', () => {
       upsertOf('p2b', { cell: 'c2' }),
       upsertOf('p3', { cell: 'c3', v: 1 }),
     );
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().queued).toEqual(['c3', 'c2', 'c4']);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c3', 'c2', 'c4']);
   });
 
@@ -116,7 +116,7 @@ describe('ReconcileLoop worker: order and concurrency', () => {
     const h = makeLoop(noResync);
     await startSynced(h, { p1: { cell: 'c1' } });
     h.fake.push(upsertOf('orphan', { v: 1 }), deleteOf('ghost'));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1']);
     expect(h.logger.at('warn').length).toBeGreaterThanOrEqual(1);
   });
@@ -134,7 +134,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
     const h = makeLoop(noResync);
     await startSynced(h, { p1: { cell: 'c1', v: 1 }, p2: { cell: 'c1', v: 2 } });
     h.fake.push(deleteOf('p1'));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.calls.at(-1)?.key).toBe('c1');
     expect(h.rec.calls.at(-1)?.observed).toEqual([2]);
   });
@@ -143,7 +143,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
     const h = makeLoop({ ...noResync, noKeyMap: true });
     await startSynced(h, { a: { v: 1 } });
     h.fake.push(deleteOf('ghost'), deleteOf('ghost2', { v: 3 }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['a', 'ghost', 'ghost2']);
   });
 
@@ -151,7 +151,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
     const h = makeLoop(noResync);
     await startSynced(h, { p1: { cell: 'c1' } });
     h.fake.push(deleteOf('ghost', { cell: 'c7' }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c7']);
   });
 
@@ -160,7 +160,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
     await startSynced(h, { p1: { cell: 'c1' } });
     const warnings = h.logger.at('warn').length;
     h.fake.push(deleteOf('ghost'));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1']);
     expect(h.logger.at('warn').length).toBeGreaterThan(warnings);
   });
@@ -182,7 +182,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
         p5: { v: 5 }, // unmappable: skipped
       }),
     );
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.calls.slice(3).map((c) => [c.key, c.observed])).toEqual([
       ['c1', [1]],
       ['c2', []],
@@ -202,7 +202,7 @@ describe('ReconcileLoop worker: deletions and relists', () => {
     await h.clock.advance(1);
     expect(h.fake.opens).toBe(2);
     h.fake.push(replaceOf({ p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c1', 'c2']);
   });
 
@@ -285,7 +285,7 @@ describe('ReconcileLoop worker: failures and backoff', () => {
     expect(h.rec.calls).toHaveLength(3);
     h.rec.fail('c1');
     h.loop.enqueue('c1');
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().retries).toEqual([
       { key: 'c1', failures: 1, dueAtMs: h.clock.now() + 1_000 },
     ]);
@@ -298,7 +298,7 @@ describe('ReconcileLoop worker: failures and backoff', () => {
     await h.clock.advance(3_000); // c1 failed at 0, 1000, 3000: next due 7000
     h.rec.fail('c2');
     h.fake.push(upsertOf('p2', { cell: 'c2' }));
-    await settle();
+    await loopAtRest(h);
     const retries = h.loop.state().retries;
     const byKey = Object.fromEntries(retries.map((r) => [r.key, r]));
     expect(byKey.c1).toEqual({ key: 'c1', failures: 3, dueAtMs: 7_000 });
@@ -312,7 +312,7 @@ describe('ReconcileLoop worker: failures and backoff', () => {
     await h.clock.advance(3_000);
     expect(h.loop.state().retries).toEqual([{ key: 'c1', failures: 3, dueAtMs: 7_000 }]);
     h.fake.push(upsertOf('p1', { cell: 'c1', v: 2 }));
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().retries).toEqual([]);
     const calls = h.rec.calls.length;
     await h.clock.advance(10_000);
@@ -325,9 +325,9 @@ describe('ReconcileLoop worker: failures and backoff', () => {
     await startSynced(h, { p1: { cell: 'c1' } });
     for (let i = 0; i < 2_000; i += 1) {
       h.loop.enqueue('c1');
-      await settle(1);
+      await loopAtRest(h);
     }
-    await settle();
+    await loopAtRest(h);
     const [entry] = h.loop.state().retries;
     expect(entry?.failures).toBeGreaterThan(1_000);
     expect(Number.isFinite(entry?.dueAtMs)).toBe(true);
@@ -339,7 +339,7 @@ describe('ReconcileLoop enqueue and state', () => {
     const h = makeLoop(noResync);
     await startSynced(h, { p1: { cell: 'c1' }, p2: { cell: 'c2' } });
     h.loop.enqueue('c2');
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2', 'c2']);
   });
 
@@ -353,7 +353,7 @@ describe('ReconcileLoop enqueue and state', () => {
     expect(h.loop.state().queued).toEqual(['c2', 'c3', 'c1']);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.rec.keys).toEqual(['c1', 'c2', 'c3', 'c1']);
   });
 
@@ -368,7 +368,7 @@ describe('ReconcileLoop enqueue and state', () => {
       upsertOf('p3', { cell: 'c3' }),
       upsertOf('p2', { cell: 'c2' }),
     );
-    await settle();
+    await loopAtRest(h);
     await h.clock.advance(700); // before the retry tick at 11_000
     const state = h.loop.state();
     expect(state.synced).toBe(true);
@@ -378,7 +378,7 @@ describe('ReconcileLoop enqueue and state', () => {
     expect(state.nextResyncAtMs).toBe(60_000);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     expect(h.loop.state().inFlight).toBeUndefined();
     expect(h.loop.state().queued).toEqual([]);
   });
@@ -408,7 +408,7 @@ describe('ReconcileLoop instrumentation', () => {
     await h.clock.advance(250);
     h.rec.unblock();
     h.rec.release();
-    await settle();
+    await loopAtRest(h);
     await h.clock.advance(750); // c1's retry fires at the 1 s tick
     expect(instrumentation.added.map((a) => a.key)).toEqual(['c1', 'c2', 'c1']);
     expect(instrumentation.taken.map((t) => t.key)).toEqual(['c1', 'c2', 'c1']);
@@ -461,7 +461,7 @@ describe('ReconcileLoop timing', () => {
       h.fake.end();
       await h.clock.advance(10_000);
       h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
-      await settle();
+      await loopAtRest(h);
       await h.loop.stop();
       expect(h.rec.calls.length).toBeGreaterThanOrEqual(4);
     } finally {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RetryScheduler } from '../../src/index.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 interface Harness {
   clock: FakeClock;
@@ -61,13 +62,13 @@ describe('RetryScheduler construction', () => {
 
   it('starts its poller in the constructor, sleeping pollIntervalMs on the clock', async () => {
     const { clock } = harness({ baseDelayMs: 10, maxDelayMs: 100, pollIntervalMs: 250 });
-    await settle();
+    await until(() => clock.pendingTimers > 0, { what: 'the poller to sleep' });
     expect(clock.pendingDueTimes()).toEqual([250]);
   });
 
   it('polls every 1000 ms by default', async () => {
     const { clock, scheduler, fired } = harness({ baseDelayMs: 1, maxDelayMs: 10 });
-    await settle();
+    await until(() => clock.pendingTimers > 0, { what: 'the poller to sleep' });
     expect(clock.pendingDueTimes()).toEqual([1000]);
     scheduler.noteFailure('a');
     await clock.advance(999);

@@ -11,6 +11,7 @@ import { ObjectStore, type Source, type SourceEvent, SourceStreamDriver } from '
 import type { ReplaceInParts } from '../../src/runtime/object-store.js';
 import { REPLACE_SLICE_SIZE } from '../../src/runtime/source-stream-driver.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const SIZE = REPLACE_SLICE_SIZE * 2 + 500;
 
@@ -208,7 +209,7 @@ describe('SourceStreamDriver: a large replace is applied in slices', () => {
     h.calls.length = 0;
     h.store.log.length = 0;
     release();
-    while (!h.store.log.includes('finish')) await new Promise((r) => setImmediate(r));
+    await until(() => h.store.log.includes('finish'), { what: 'the relist to finish' });
 
     const relist = relistOf(SIZE);
     expect(relist.size).toBeGreaterThan(REPLACE_SLICE_SIZE);
@@ -250,7 +251,7 @@ describe('SourceStreamDriver: a large replace is applied in slices', () => {
       ),
     );
     await h.driver.waitForSync();
-    while (h.calls.length < 5) await new Promise((r) => setImmediate(r));
+    await until(() => h.calls.length >= 5, { what: 'five calls' });
     // The stream was not even read again before the replace's last slice.
     expect(h.store.log).toEqual([
       'begin',

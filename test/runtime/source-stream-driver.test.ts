@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type KeyMap, ObjectStore, type ParentKey, SourceStreamDriver } from '../../src/index.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { deleteOf, FakeSource, replaceOf, upsertOf } from '../support/fake-source.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { finishes, until } from '../support/until.js';
 
 interface Obj {
   cell?: string;
@@ -25,12 +26,28 @@ interface Harness {
 }
 
 const controllers: AbortController[] = [];
+/** Every `run()` started, so teardown can require each to end once aborted. */
+const runs: Promise<unknown>[] = [];
 
 afterEach(async () => {
   vi.restoreAllMocks();
   for (const c of controllers.splice(0)) c.abort();
-  await settle();
+  for (const run of runs.splice(0)) {
+    await finishes(run, { what: 'SourceStreamDriver.run() after its abort' });
+  }
 });
+
+/** Waits until the driver took every event pushed so far and pulls for the next one. */
+function pulling(h: Harness): Promise<void> {
+  return until(() => h.fake.awaitingPull, { what: 'the driver to pull the next event' });
+}
+
+/** Waits until the driver closed the failed stream and sleeps before reopening. */
+function backingOff(h: Harness): Promise<void> {
+  return until(() => h.fake.openStreams === 0 && h.clock.pendingTimers === 1, {
+    what: 'the driver to close the stream and wait to reopen',
+  });
+}
 
 function harness(
   options: {
@@ -78,6 +95,7 @@ function harness(
           state.error = error ?? new Error('rejected without a reason');
         },
       );
+      runs.push(state.promise);
       return state;
     },
   };
@@ -87,11 +105,11 @@ describe('SourceStreamDriver applying events', () => {
   it('opens the source and applies its opening replace', async () => {
     const h = harness({ keyMap: byCell });
     h.run();
-    await settle();
+    await pulling(h);
     expect(h.fake.opens).toBe(1);
     expect(h.driver.synced).toBe(false);
     h.fake.push(replaceOf({ p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
-    await settle();
+    await pulling(h);
     expect(h.store.size).toBe(2);
     expect(h.affected).toEqual([['c1', 'c2']]);
     expect(h.driver.synced).toBe(true);
@@ -113,7 +131,7 @@ describe('SourceStreamDriver applying events', () => {
       },
     });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(
       replaceOf({ p1: { cell: 'c1', v: 1 } }),
       upsertOf('p2', { cell: 'c1', v: 2 }),
@@ -121,37 +139,37 @@ describe('SourceStreamDriver applying events', () => {
       deleteOf('p2'),
       upsertOf('p1', { cell: 'c2', v: 4 }),
     );
-    await settle();
+    await pulling(h);
     expect(seen).toEqual(['c1:1', 'c1:1,2', 'c1:3,2', 'c1:3', 'c1:', 'c2:4']);
   });
 
   it('passes affected parents sorted in JavaScript’s default string order', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ b: {}, Z: {}, a: {}, B: {}, a10: {}, a9: {} }));
-    await settle();
+    await pulling(h);
     expect(h.affected).toEqual([['B', 'Z', 'a', 'a10', 'a9', 'b']]);
   });
 
   it('calls onAffected only with a non-empty array', async () => {
     const h = harness({ keyMap: byCell });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({}));
-    await settle();
+    await pulling(h);
     expect(h.driver.synced).toBe(true);
     h.fake.push(upsertOf('orphan', { v: 1 }), deleteOf('ghost'), deleteOf('ghost', { v: 1 }));
-    await settle();
+    await pulling(h);
     h.fake.push(upsertOf('p1', { cell: 'c1' }));
-    await settle();
+    await pulling(h);
     expect(h.affected).toEqual([['c1']]);
   });
 
   it('applies events of one stream in arrival order', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: { v: 1 } }));
     h.fake.push(
       upsertOf('b', { v: 1 }),
@@ -159,7 +177,7 @@ describe('SourceStreamDriver applying events', () => {
       upsertOf('c', { v: 1 }),
       upsertOf('a', { v: 2 }),
     );
-    await settle();
+    await pulling(h);
     expect(h.affected).toEqual([['a'], ['b'], ['a'], ['c'], ['a']]);
     expect(h.store.get('a')).toEqual({ v: 2 });
   });
@@ -169,9 +187,9 @@ describe('SourceStreamDriver sync', () => {
   it('rejects a stream whose first event is not a replace without applying that event', async () => {
     const h = harness({ keyMap: byCell });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(upsertOf('p1', { cell: 'c1' }));
-    await settle();
+    await backingOff(h);
     expect(h.store.size).toBe(0);
     expect(h.affected).toEqual([]);
     expect(h.driver.synced).toBe(false);
@@ -183,14 +201,14 @@ describe('SourceStreamDriver sync', () => {
   it('reopens after a bad first event and syncs on the next stream’s replace', async () => {
     const h = harness({ keyMap: byCell, retryDelayMs: 500 });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(deleteOf('p1', { cell: 'c1' }));
     await h.clock.advance(499);
     expect(h.fake.opens).toBe(1);
     await h.clock.advance(1);
     expect(h.fake.opens).toBe(2);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
-    await settle();
+    await pulling(h);
     expect(h.driver.synced).toBe(true);
     expect(h.affected).toEqual([['c1']]);
   });
@@ -198,13 +216,13 @@ describe('SourceStreamDriver sync', () => {
   it('requires every stream, not only the first, to open with a replace', async () => {
     const h = harness({ keyMap: byCell });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
     h.fake.end();
     await h.clock.advance(1000);
     expect(h.fake.opens).toBe(2);
     h.fake.push(upsertOf('p2', { cell: 'c2' }));
-    await settle();
+    await backingOff(h);
     expect(h.store.has('p2')).toBe(false);
     expect(h.affected).toEqual([['c1']]);
     expect(h.fake.streams[1]?.isOpen).toBe(false);
@@ -217,16 +235,16 @@ describe('SourceStreamDriver sync', () => {
   it('stays synced for good after the first replace, through failures and reopens', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     expect(h.driver.synced).toBe(true);
     h.fake.fail(new Error('boom'));
-    await settle();
+    await until(() => h.clock.pendingTimers === 1, { what: 'the reopen delay to start' });
     expect(h.driver.synced).toBe(true);
     await h.clock.advance(1000);
     h.fake.push(upsertOf('x', {}));
-    await settle();
+    await backingOff(h); // a first event that is no replace: closed again
     expect(h.driver.synced).toBe(true);
   });
 
@@ -237,26 +255,26 @@ describe('SourceStreamDriver sync', () => {
       resolvedWithSize = h.store.size;
     });
     h.run();
-    await settle();
+    await pulling(h);
     expect(resolvedWithSize).toBeUndefined();
     h.fake.push(replaceOf({ a: {}, b: {} }));
-    await settle();
+    await pulling(h);
     expect(resolvedWithSize).toBe(2);
   });
 
   it('resolves waitForSync at once when already synced', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({}));
-    await settle();
+    await pulling(h);
     await expect(h.driver.waitForSync()).resolves.toBeUndefined();
   });
 
   it('rejects waitForSync with the signal’s reason when aborted first', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     const reason = new Error('gave up waiting');
     const controller = new AbortController();
     const waiting = h.driver.waitForSync(controller.signal);
@@ -275,7 +293,7 @@ describe('SourceStreamDriver reopening', () => {
   it('reopens retryDelayMs after a stream ends, and logs it', async () => {
     const h = harness({ retryDelayMs: 1000 });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
     const before = h.logger.entries.length;
     h.fake.end();
@@ -289,7 +307,7 @@ describe('SourceStreamDriver reopening', () => {
   it('reopens retryDelayMs after a stream throws, and logs the error', async () => {
     const h = harness({ retryDelayMs: 300 });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
     const error = new Error('watch dropped');
     h.fake.fail(error);
@@ -305,7 +323,9 @@ describe('SourceStreamDriver reopening', () => {
     const error = new Error('cannot open');
     h.fake.throwOnOpen(error, 2);
     h.run();
-    await settle();
+    await until(() => h.clock.pendingTimers === 1, {
+      what: 'the driver to wait to retry the open',
+    });
     expect(h.fake.factoryCalls).toBe(1);
     expect(h.fake.opens).toBe(0);
     expect(h.logger.mentioning(error).length).toBeGreaterThanOrEqual(1);
@@ -317,30 +337,30 @@ describe('SourceStreamDriver reopening', () => {
     await h.clock.advance(1);
     expect(h.fake.opens).toBe(1);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     expect(h.driver.synced).toBe(true);
   });
 
   it('reopens before the first sync too, so a failing first stream does not block sync', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.fail();
     await h.clock.advance(1000);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     expect(h.driver.synced).toBe(true);
   });
 
   it('synthesizes deletions for objects that vanished while the stream was down', async () => {
     const h = harness({ keyMap: byCell });
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ p1: { cell: 'c1' }, p2: { cell: 'c2' } }));
     h.fake.fail();
     await h.clock.advance(1000);
     h.fake.push(replaceOf({ p1: { cell: 'c1' } }));
-    await settle();
+    await pulling(h);
     expect(h.store.has('p2')).toBe(false);
     expect(h.affected).toEqual([
       ['c1', 'c2'],
@@ -351,11 +371,11 @@ describe('SourceStreamDriver reopening', () => {
   it('keeps the stream open: no reopen while events keep flowing', async () => {
     const h = harness();
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({}));
     await h.clock.advance(60_000);
     h.fake.push(upsertOf('a', {}));
-    await settle();
+    await pulling(h);
     expect(h.fake.opens).toBe(1);
     expect(h.store.has('a')).toBe(true);
   });
@@ -365,11 +385,11 @@ describe('SourceStreamDriver closing', () => {
   it('closes the open stream and resolves when aborted', async () => {
     const h = harness();
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     h.controller.abort();
-    await settle();
+    await until(() => run.done, { what: 'run() to resolve after the abort' });
     expect(run.done).toBe(true);
     expect(run.error).toBeUndefined();
     expect(h.fake.openStreams).toBe(0);
@@ -380,9 +400,9 @@ describe('SourceStreamDriver closing', () => {
   it('closes a stream that has not delivered anything yet when aborted', async () => {
     const h = harness();
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.controller.abort();
-    await settle();
+    await until(() => run.done, { what: 'run() to resolve after the abort' });
     expect(run.done).toBe(true);
     expect(h.fake.openStreams).toBe(0);
   });
@@ -390,12 +410,12 @@ describe('SourceStreamDriver closing', () => {
   it('resolves when aborted during the reopen delay, leaving no timer and opening nothing more', async () => {
     const h = harness();
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.fake.end();
-    await settle();
+    await until(() => h.clock.pendingTimers === 1, { what: 'the reopen delay to start' });
     expect(h.clock.pendingTimers).toBe(1);
     h.controller.abort();
-    await settle();
+    await until(() => run.done, { what: 'run() to resolve after the abort' });
     expect(run.done).toBe(true);
     expect(run.error).toBeUndefined();
     expect(h.clock.pendingTimers).toBe(0);
@@ -406,7 +426,7 @@ describe('SourceStreamDriver closing', () => {
   it('resolves at once for an already-aborted signal, opening nothing', async () => {
     const h = harness();
     const run = h.run(AbortSignal.abort());
-    await settle();
+    await run.promise;
     expect(run.done).toBe(true);
     expect(run.error).toBeUndefined();
     expect(h.fake.factoryCalls).toBe(0);
@@ -417,11 +437,11 @@ describe('SourceStreamDriver closing', () => {
     const h = harness();
     h.fake.returnBehaviour = 'hang';
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     h.controller.abort();
-    await settle();
+    await until(() => run.done, { what: 'run() to resolve after the abort' });
     expect(run.done).toBe(true);
     expect(h.fake.current.returnCalls).toBe(1);
     expect(h.clock.pendingTimers).toBe(0);
@@ -431,9 +451,9 @@ describe('SourceStreamDriver closing', () => {
     const h = harness();
     h.fake.returnBehaviour = 'hang';
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(upsertOf('a', {})); // not a replace: the driver must close and reopen
-    await settle();
+    await until(() => h.clock.pendingTimers === 1, { what: 'the driver to wait to reopen' });
     expect(h.fake.streams[0]?.returnCalls).toBe(1);
     await h.clock.advance(1000);
     expect(h.fake.opens).toBe(2);
@@ -445,11 +465,11 @@ describe('SourceStreamDriver closing', () => {
     h.fake.returnBehaviour = 'throw';
     h.fake.returnError = closeError;
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     h.controller.abort();
-    await settle();
+    await until(() => run.done, { what: 'run() to resolve after the abort' });
     expect(run.done).toBe(true);
     expect(run.error).toBeUndefined();
     expect(h.logger.mentioning(closeError).length).toBeGreaterThanOrEqual(1);
@@ -461,9 +481,9 @@ describe('SourceStreamDriver closing', () => {
     h.fake.returnBehaviour = 'throw';
     h.fake.returnError = closeError;
     h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(upsertOf('a', {}));
-    await settle();
+    await backingOff(h);
     expect(h.logger.mentioning(closeError).length).toBeGreaterThanOrEqual(1);
     await h.clock.advance(1000);
     expect(h.fake.opens).toBe(2);
@@ -472,9 +492,9 @@ describe('SourceStreamDriver closing', () => {
   it('keeps the store and synced flag as they were after being aborted', async () => {
     const h = harness();
     const run = h.run();
-    await settle();
+    await pulling(h);
     h.fake.push(replaceOf({ a: {} }));
-    await settle();
+    await pulling(h);
     h.controller.abort();
     await run.promise;
     expect(h.driver.synced).toBe(true);

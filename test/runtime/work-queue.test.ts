@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../src/index.js';
-import { settle } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 /** Tracks a promise's outcome without awaiting it. */
 function track<T>(promise: Promise<T>): { settled: boolean; value: T | undefined } {
@@ -57,10 +57,10 @@ describe('WorkQueue', () => {
   it('makes get() wait while the queue is empty and wakes it on add', async () => {
     const queue = new WorkQueue<string>();
     const got = track(queue.get());
-    await settle();
     expect(got.settled).toBe(false);
     queue.add('a');
-    await settle();
+    await until(() => got.settled, { what: 'get() to resolve' });
+    // 'a', not undefined: it waited for the add rather than resolving empty-handed.
     expect(got).toEqual({ settled: true, value: 'a' });
     expect(queue.length).toBe(0);
   });
@@ -102,10 +102,11 @@ describe('WorkQueue', () => {
     const first = track(queue.get());
     const second = track(queue.get());
     const third = track(queue.get());
-    await settle();
     expect(first.settled || second.settled || third.settled).toBe(false);
     queue.shutdown();
-    await settle();
+    await until(() => first.settled && second.settled && third.settled, {
+      what: 'every get() to resolve',
+    });
     expect([first, second, third]).toEqual([
       { settled: true, value: undefined },
       { settled: true, value: undefined },

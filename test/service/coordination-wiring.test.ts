@@ -10,7 +10,6 @@ import type { Leadership } from '../../src/service/leadership.js';
 import { LeaseLeadership } from '../../src/service/leadership.js';
 import type { ServiceEvent } from '../../src/service/service-events.js';
 import { eventLine } from '../support/event-line.js';
-import { settle } from '../support/fake-clock.js';
 import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { FakeSink } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
@@ -24,6 +23,7 @@ import {
   replaceWith,
   upsert,
 } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 afterEach(closeAll);
 
@@ -89,7 +89,7 @@ describe('the initial-sync gate', () => {
       lwsPod({ group: i, podIP: `10.${Math.floor(i / 250)}.${i % 250}.1` }),
     );
     const started = h.service.start();
-    await settle(2);
+    await until(() => h.podSource.fake.awaitingPull, { what: 'the service to open its source' });
     h.podSource.fake.push(replaceWith(pods));
     await started;
     expect(h.service.synced).toBe(true);
@@ -97,8 +97,8 @@ describe('the initial-sync gate', () => {
     expect(rec.lines(isRun)).toEqual([]);
     expect(h.service.coordinator()).toMatchObject({ leading: true, acting: false, desired: null });
 
-    await settle(200);
-    expect(h.service.cellsSynced).toBe(true);
+    await until(() => h.service.cellsSynced, { what: 'every cell of the initial list' });
+    await h.atRest();
     const lines = rec.lines();
     expect(lines.filter((l) => l.startsWith('cell '))).toHaveLength(1_000);
     expect(lines.indexOf('store.synced objects=1000 cells=1000')).toBe(
@@ -219,7 +219,7 @@ describe('cell changes after sync', () => {
     await h.push(upsert(lwsPod({ group: 2, podIP: '10.0.0.3' })));
     await h.push(upsert(lwsPod({ group: 3, podIP: '10.0.0.4' })));
     held.release();
-    await settle();
+    await h.atRest();
     expect(rec.lines((l) => l.startsWith('started'))).toEqual([
       'started #1 started',
       'started #2 cell ns/engine-00001 appeared',
@@ -380,7 +380,7 @@ describe('leadership', () => {
     expect(sink.calls).toHaveLength(2);
 
     held.fail(new Error('connection reset'));
-    await settle();
+    await h.atRest();
     expect(rec.lines((l) => l.startsWith('started') || l.startsWith('completed'))).toEqual([
       'started #1 started',
       'completed #1 success',
@@ -514,7 +514,7 @@ describe('coordination metrics', () => {
     await h.start([lwsPod()]);
     await h.clock.advance(2_500);
     failing.fail(new Error('router timed out'));
-    await settle();
+    await h.atRest();
     let text = await h.service.metrics.render();
     expect(value(text, 'pool_controller_reconciliations_total{result="failure"}')).toBe(1);
     expect(value(text, 'pool_controller_reconciliation_duration_seconds_count')).toBe(1);
@@ -543,7 +543,7 @@ describe('coordination metrics', () => {
     await h.start([lwsPod()]);
     await h.clock.advance(250);
     slow.release();
-    await settle();
+    await h.atRest();
     const text = await h.service.metrics.render();
     expect(value(text, 'pool_controller_reconciliations_total{result="success"}')).toBe(1);
     expect(value(text, 'pool_controller_reconciliation_duration_seconds_sum')).toBe(0.25);

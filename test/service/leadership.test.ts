@@ -6,9 +6,10 @@ import {
   leaderIdentity,
   SoleLeadership,
 } from '../../src/service/leadership.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { finishes, until } from '../support/until.js';
 
 const WALL = Date.parse('2025-06-01T12:00:00Z');
 
@@ -31,7 +32,7 @@ const running: Array<{ abort: AbortController; done: Promise<void> }> = [];
 afterEach(async () => {
   for (const r of running.splice(0)) {
     r.abort.abort();
-    await r.done;
+    await finishes(r.done, { what: 'LeaseLeadership.run() after its abort' });
   }
 });
 
@@ -87,7 +88,7 @@ describe('LeaseLeadership', () => {
     });
     await clock.advance(5_000);
     run();
-    await settle();
+    await until(() => calls.includes('started'), { what: 'the replica to start leading' });
     expect(lock.sequence()).toEqual(['get', 'create(a_1)']);
     expect(calls).toEqual(['leader a_1', 'started']);
     expect(leadership.view()).toEqual({
@@ -105,7 +106,7 @@ describe('LeaseLeadership', () => {
     store.put(heldBy('b_2'));
     const { leadership, run, calls, clock } = leaseSetup({ store });
     run();
-    await settle();
+    await until(() => calls.includes('leader b_2'), { what: 'the replica to see the holder' });
     await clock.advance(2_000); // still fresh from where this replica stands
     expect(calls).toEqual(['leader b_2']);
     expect(leadership.view()).toMatchObject({ leading: false, leader: 'b_2', since: null });
@@ -117,7 +118,7 @@ describe('LeaseLeadership', () => {
     store.put(heldBy('b_2'));
     const { leadership, run, calls, clock } = leaseSetup({ store });
     run();
-    await settle();
+    await until(() => calls.includes('leader b_2'), { what: 'the replica to see the holder' });
     await clock.advance(14_000);
     expect(leadership.view().leading).toBe(false);
     await clock.advance(20_000);
@@ -130,7 +131,7 @@ describe('LeaseLeadership', () => {
     const store = new FakeLeaseStore();
     const { leadership, run, calls, terms, clock, logger } = leaseSetup({ store });
     const handle = run();
-    await settle();
+    await until(() => calls.includes('started'), { what: 'the replica to start leading' });
     expect(calls).toEqual(['leader a_1', 'started']);
     const term = terms[0]!;
 
@@ -166,12 +167,14 @@ describe('LeaseLeadership', () => {
   it('leads again at once when it lost only because renewals failed and the Lease still names it', async () => {
     const { run, calls, terms, clock, lock } = leaseSetup();
     run();
-    await settle();
+    await until(() => calls.includes('started'), { what: 'the replica to start leading' });
     // The renewals at 2, 4, 6 and 8 s fail; the deadline passes at 10 s.
     for (let i = 0; i < 4; i += 1) lock.failNext('get', new Error('apiserver unavailable'));
     await clock.advance(10_000);
     expect(terms[0]!.aborted).toBe(true);
-    await settle();
+    await until(() => calls.filter((c) => c === 'started').length === 2, {
+      what: 'the replica to lead again',
+    });
     // The old term ended (stopped), and the very next attempt renews its own record.
     expect(calls).toEqual(['leader a_1', 'started', 'stopped', 'started']);
     expect(terms[1]!.aborted).toBe(false);
@@ -181,7 +184,7 @@ describe('LeaseLeadership', () => {
     const store = new FakeLeaseStore();
     const { leadership, run, calls, terms } = leaseSetup({ store });
     const handle = run();
-    await settle();
+    await until(() => calls.includes('started'), { what: 'the replica to start leading' });
     handle.abort.abort();
     await handle.done;
     expect(terms[0]!.aborted).toBe(true);

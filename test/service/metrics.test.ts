@@ -5,9 +5,10 @@ import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { DROPPED_DEFAULT_METRICS, ServiceMetrics } from '../../src/service/metrics.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { DrivenPodSource, replaceWith } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -47,17 +48,20 @@ async function instrumentedLoop() {
     sourceKind: 'kubernetes',
   });
   const started = loop.start();
-  await settle(2);
+  await until(() => podSource.fake.awaitingPull, { what: 'the loop to open its source' });
   podSource.fake.push(
     replaceWith([lwsPod({ group: 0 }), lwsPod({ group: 1 }), lwsPod({ group: 2 })]),
   );
   await started;
-  await settle();
+  await until(
+    () => loop.state().inFlight?.key === 'ns/engine-00001' && loop.state().retries.length === 1,
+    { what: 'group 0 to fail and group 1 to hang' },
+  );
   stops.push(async () => {
     release();
     await loop.stop();
   });
-  return { clock, metrics, release };
+  return { clock, metrics, release, loop };
 }
 
 describe('ServiceMetrics with a running loop', () => {
@@ -85,9 +89,9 @@ describe('ServiceMetrics with a running loop', () => {
   });
 
   it('counts a retry when a failed key comes back after its backoff', async () => {
-    const { metrics, clock, release } = await instrumentedLoop();
+    const { metrics, clock, release, loop } = await instrumentedLoop();
     release();
-    await settle();
+    await until(() => loop.state().inFlight === undefined, { what: 'the held reconcile to end' });
     await clock.advance(2_000);
     const text = await metrics.render();
     expect(

@@ -5,7 +5,6 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CellChangedEvent, ServiceEvent } from '../../src/service/service-events.js';
-import { settle } from '../support/fake-clock.js';
 import { FakeSink } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, upsert } from '../support/service-harness.js';
@@ -56,7 +55,7 @@ describe('prefill cells', () => {
       lwsPod({ pool: 'prefill', group: 1, podIP: '10.1.0.2' }),
       lwsPod({ pool: 'decode', group: 0, podIP: '10.2.0.1' }),
     ]);
-    await settle();
+    await h.atRest();
     expect(lastDeployed(sink)).toBe('decode=10.2.0.1:30000 prefill=10.1.0.1:30000#8998');
 
     const body = (await h.app.inject({ url: '/api/v1/cells/prefill-00001' })).json();
@@ -87,7 +86,7 @@ describe('prefill cells', () => {
         }),
       ),
     );
-    await settle();
+    await h.atRest();
     expect(lastDeployed(sink)).toBe(
       'decode=10.2.0.1:30000 prefill=10.1.0.1:30000#8998,10.1.0.2:30000#9000',
     );

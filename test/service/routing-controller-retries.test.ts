@@ -12,7 +12,9 @@ import {
 import type { RoutingState } from '../../src/pools/routing-state.js';
 import { RoutingController, retryCapMs } from '../../src/service/routing-controller.js';
 import { type Sink, SinkApplyError, type SinkTargetStatus } from '../../src/sinks/sink.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { routingAtRest } from '../support/routing-at-rest.js';
+import { finishes } from '../support/until.js';
 
 /** A sink whose every apply fails while `down`; records when each apply began. */
 class UnreachableSink implements Sink {
@@ -47,7 +49,9 @@ class UnreachableSink implements Sink {
 
 const controllers: RoutingController[] = [];
 afterEach(async () => {
-  await Promise.all(controllers.splice(0).map((c) => c.stop()));
+  for (const controller of controllers.splice(0)) {
+    await finishes(controller.stop(), { what: 'RoutingController.stop() in teardown' });
+  }
 });
 
 function start(driftIntervalMs: number | null): {
@@ -81,11 +85,11 @@ describe('RoutingController retries', () => {
 
   it('retries at least once per drift interval however long the failure streak, and converges once the sink is back', async () => {
     const { clock, sink, controller } = start(3_000);
-    await settle();
+    await routingAtRest(controller, [sink]);
     // A burst of cell changes while the router is down: every run fails, the streak grows.
     for (let i = 0; i < 7; i += 1) {
       controller.trigger(`cell ${i}`);
-      await settle();
+      await routingAtRest(controller, [sink]);
     }
     expect(controller.state().consecutiveFailures).toBe(8);
     // Backoff alone would now wait 2^7 s (capped at 60 s); the drift interval bounds it.
@@ -101,10 +105,10 @@ describe('RoutingController retries', () => {
 
   it('keeps the plain backoff when drift is off', async () => {
     const { clock, sink, controller } = start(null);
-    await settle();
+    await routingAtRest(controller, [sink]);
     for (let i = 0; i < 7; i += 1) {
       controller.trigger(`cell ${i}`);
-      await settle();
+      await routingAtRest(controller, [sink]);
     }
     expect(controller.state().nextRetryAtMs).toBe(DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS);
     await clock.advance(59_999);

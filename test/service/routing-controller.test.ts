@@ -9,9 +9,11 @@ import {
 } from '../../src/service/routing-controller.js';
 import { SinkApplyError } from '../../src/sinks/sink.js';
 import { eventLine } from '../support/event-line.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { FakeSink, targetFailure, targetStatus } from '../support/fake-sink.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { routingAtRest } from '../support/routing-at-rest.js';
+import { finishes } from '../support/until.js';
 
 function cell(
   id: string,
@@ -38,9 +40,21 @@ interface Setup {
 }
 
 const controllers: RoutingController[] = [];
+/** The sinks of each controller made, for `atRest`. */
+const sinksOf = new Map<RoutingController, readonly FakeSink[]>();
 afterEach(async () => {
-  await Promise.all(controllers.splice(0).map((c) => c.stop()));
+  for (const controller of controllers.splice(0)) {
+    await finishes(controller.stop(), { what: 'RoutingController.stop() in teardown' });
+  }
+  sinksOf.clear();
 });
+
+/** Waits until the newest controller did all it can without the clock or the test. */
+function atRest(): Promise<void> {
+  const controller = controllers.at(-1);
+  if (!controller) throw new Error('atRest: no controller was made');
+  return routingAtRest(controller, sinksOf.get(controller) ?? []);
+}
 
 function setup(options: Setup = {}) {
   const clock = new FakeClock();
@@ -60,6 +74,7 @@ function setup(options: Setup = {}) {
     logger,
   });
   controllers.push(controller);
+  sinksOf.set(controller, options.sinks ?? []);
   return { clock, logger, world, events, controller };
 }
 
@@ -74,7 +89,7 @@ describe('RoutingController pipeline', () => {
       cell('engine-00002', '10.0.0.3:30000', { alive: false }),
     ];
     controller.start();
-    await settle();
+    await atRest();
     expect(events).toEqual([
       'started #1 started',
       'render #1',
@@ -95,7 +110,7 @@ describe('RoutingController pipeline', () => {
     const sink = new FakeSink();
     const { controller, events, world, clock } = setup({ sinks: [sink], synced: false });
     controller.start();
-    await settle();
+    await atRest();
     expect(events).toEqual([
       'started #1 started',
       'failed #1 render: the cells have not synced yet; nothing is rendered before sync',
@@ -123,7 +138,7 @@ describe('RoutingController pipeline', () => {
       cells: [cell('engine-00000', '10.0.0.1:30000'), cell('engine-00001', '10.0.0.1:30000')],
     });
     controller.start();
-    await settle();
+    await atRest();
     expect(events).toEqual([
       'started #1 started',
       'render #1',
@@ -140,7 +155,7 @@ describe('RoutingController pipeline', () => {
       cells: [cell('engine-00000', '10.0.0.1')],
     });
     controller.start();
-    await settle();
+    await atRest();
     expect(events[2]).toBe(
       'failed #1 validate: cell ns/engine-00000 has address "10.0.0.1", which is not host:port',
     );
@@ -153,7 +168,7 @@ describe('RoutingController pipeline', () => {
     bad.failNext(targetFailure('http://router-b:30000', 'connection refused'));
     const { controller, events } = setup({ sinks: [bad, good] });
     controller.start();
-    await settle();
+    await atRest();
     expect(good.calls.map((c) => c.outcome)).toEqual(['applied']);
     expect(events).toEqual([
       'started #1 started',
@@ -173,7 +188,7 @@ describe('RoutingController pipeline', () => {
     b.failNext(targetFailure('http://b:1', 'timed out'));
     const { controller } = setup({ sinks: [a, b] });
     controller.start();
-    await settle();
+    await atRest();
     const cause = controller.state().lastError?.cause as SinkApplyError;
     expect(cause.failures.map((f) => `${f.target}: ${f.error}`)).toEqual([
       'http://a:1: refused',
@@ -186,7 +201,7 @@ describe('RoutingController pipeline', () => {
     sink.failNext(new TypeError('sink bug'));
     const { controller, events } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     expect(events).toContain('failed #1 deploy: sink bug');
     expect(controller.state().lastError?.cause).toBeInstanceOf(TypeError);
   });
@@ -195,7 +210,7 @@ describe('RoutingController pipeline', () => {
     const { controller, events, logger, clock, world } = setup({ driftIntervalMs: 10_000 });
     const message = 'desired routing state rendered; no sink configured, nothing to deploy';
     controller.start();
-    await settle();
+    await atRest();
     expect(events.at(-1)).toBe('completed #1 success');
     expect(logger.mentioning(message).map((e) => [e.level, e.obj])).toEqual([
       ['info', { pools: 1, cells: 1, byPool: { 'ns/engine': 1 } }],
@@ -206,7 +221,7 @@ describe('RoutingController pipeline', () => {
 
     world.cells = [...world.cells, cell('engine-00001', '10.0.0.2:30000')];
     controller.trigger('cell ns/engine-00001 appeared');
-    await settle();
+    await atRest();
     expect(logger.mentioning(message).map((e) => e.level)).toEqual(['info', 'debug', 'info']);
   });
 });
@@ -216,17 +231,17 @@ describe('RoutingController triggers and timers', () => {
     const sink = new FakeSink();
     const { controller, events } = setup({ sinks: [sink] });
     controller.trigger('before');
-    await settle();
+    await atRest();
     expect(events).toEqual([]);
     expect(controller.acting).toBe(false);
 
     controller.start();
-    await settle();
+    await atRest();
     expect(controller.acting).toBe(true);
     await controller.stop();
     expect(controller.acting).toBe(false);
     controller.trigger('after');
-    await settle();
+    await atRest();
     expect(events.filter((e) => e.includes('after'))).toEqual([]);
     expect(sink.calls).toHaveLength(1);
   });
@@ -235,7 +250,7 @@ describe('RoutingController triggers and timers', () => {
     const sink = new FakeSink();
     const { controller, events } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     const held = sink.hangNext();
     controller.trigger('cell ns/engine-00001 appeared');
     await held.called;
@@ -243,7 +258,7 @@ describe('RoutingController triggers and timers', () => {
     controller.trigger('cell ns/engine-00003 gone');
     controller.trigger('cell ns/engine-00002 appeared');
     held.release();
-    await settle();
+    await atRest();
     expect(events.slice(5)).toEqual([
       'triggered cell ns/engine-00001 appeared',
       'started #2 cell ns/engine-00001 appeared',
@@ -267,7 +282,7 @@ describe('RoutingController triggers and timers', () => {
     const sink = new FakeSink();
     const { controller, events, clock: c } = setup({ sinks: [sink], driftIntervalMs: 30_000 });
     controller.start();
-    await settle();
+    await atRest();
     await c.advance(29_999);
     expect(sink.calls).toHaveLength(1);
     await c.advance(1);
@@ -291,7 +306,7 @@ describe('RoutingController triggers and timers', () => {
     ];
     const { controller, events, clock } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     expect(sink.calls).toHaveLength(1);
     await clock.advance(PENDING_RECHECK_MS - 1);
     expect(sink.calls).toHaveLength(1);
@@ -314,7 +329,7 @@ describe('RoutingController triggers and timers', () => {
     sink.statuses = [targetStatus()];
     const { controller, clock } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     await clock.advance(10 * PENDING_RECHECK_MS);
     expect(sink.calls).toHaveLength(1);
     expect(clock.pendingTimers).toBe(0);
@@ -327,7 +342,7 @@ describe('RoutingController triggers and timers', () => {
     ];
     const { controller, clock } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     await controller.stop();
     await clock.advance(10 * PENDING_RECHECK_MS);
     expect(sink.calls).toHaveLength(1);
@@ -364,7 +379,7 @@ describe('RoutingController stop', () => {
     const stopping = controller.stop().then(() => {
       stopped = true;
     });
-    await settle();
+    await atRest();
     expect(stopped).toBe(false);
     held.fail(new Error('connection reset'));
     await stopping;
@@ -376,10 +391,10 @@ describe('RoutingController stop', () => {
     const sink = new FakeSink();
     const { controller, events } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     await controller.stop();
     controller.start();
-    await settle();
+    await atRest();
     expect(events.filter((e) => e.startsWith('started'))).toEqual([
       'started #1 started',
       'started #2 started',
@@ -396,11 +411,11 @@ describe('RoutingController stop', () => {
     const stopping = controller.stop();
     expect(() => controller.start()).not.toThrow();
     expect(controller.acting).toBe(true);
-    await settle();
+    await atRest();
     expect(sink.calls).toHaveLength(1); // nothing new runs while the old apply is in flight
     held.fail(new Error('connection reset'));
     await stopping;
-    await settle();
+    await atRest();
     expect(events.filter((e) => e.startsWith('started') || e.startsWith('completed'))).toEqual([
       'started #1 started',
       'completed #1 aborted',
@@ -409,7 +424,7 @@ describe('RoutingController stop', () => {
     ]);
     expect(sink.calls).toHaveLength(2);
     controller.trigger('cell ns/engine-00001 appeared');
-    await settle();
+    await atRest();
     expect(sink.calls).toHaveLength(3);
   });
 
@@ -424,7 +439,7 @@ describe('RoutingController stop', () => {
     const stoppedAgain = controller.stop();
     held.release();
     await stoppedAgain;
-    await settle();
+    await atRest();
     expect(controller.acting).toBe(false);
     expect(events.filter((e) => e.startsWith('started'))).toEqual(['started #1 started']);
     expect(sink.calls).toHaveLength(1);
@@ -459,7 +474,7 @@ describe('RoutingController desired state', () => {
     const sink = new FakeSink();
     const { controller, world } = setup({ sinks: [sink] });
     controller.start();
-    await settle();
+    await atRest();
     world.cells = [cell('engine-00009', '10.0.0.9:30000')];
     expect(controller.desired()).toEqual(sink.calls[0]!.desired);
   });
@@ -485,7 +500,7 @@ describe('RoutingController per-target backoff and bounded reasons', () => {
     sink.failNext();
     sink.heldUntilMs = 5_000;
     controller.start();
-    await settle();
+    await atRest();
     expect(sink.calls).toHaveLength(1);
     sink.heldUntilMs = undefined;
     // The coordinator's own retry (1 s) comes first; then the backoff's end at 5 s.
@@ -503,10 +518,10 @@ describe('RoutingController per-target backoff and bounded reasons', () => {
     const { controller, clock, events } = setup({ sinks: [sink] });
     sink.heldUntilMs = 10_000;
     controller.start();
-    await settle();
+    await atRest();
     sink.heldUntilMs = 3_000;
     controller.trigger('cell change');
-    await settle();
+    await atRest();
     sink.heldUntilMs = undefined;
     await clock.advance(10_000);
     expect(events.filter((l) => l.startsWith('started'))).toEqual([
@@ -530,10 +545,10 @@ describe('RoutingController per-target backoff and bounded reasons', () => {
     expect(controller.state().pendingReasons).toHaveLength(MAX_CELL_REASONS_PER_RUN + 1);
     expect(controller.state().pendingReasons.at(-1)).toBe(MANY_CELLS_CHANGED_REASON);
     held.release();
-    await settle();
+    await atRest();
     // The budget starts again with the next run.
     controller.triggerForCell('cell ns/engine-99 gone');
-    await settle();
+    await atRest();
     expect(events.filter((l) => l.startsWith('started')).at(-1)).toBe(
       'started #3 cell ns/engine-99 gone',
     );
@@ -559,16 +574,17 @@ describe('RoutingController panic threshold', () => {
       logger: new RecordingLogger(),
     });
     controllers.push(controller);
+    sinksOf.set(controller, [sink]);
     controller.start();
-    await settle();
+    await atRest();
     world.cells = [
       cell('engine-00000', '10.0.0.1:30000', { alive: false }),
       cell('engine-00001', '10.0.0.2:30000', { alive: false }),
     ];
     controller.trigger('cells died');
-    await settle();
+    await atRest();
     controller.trigger('again');
-    await settle();
+    await atRest();
     expect(sink.calls.at(-1)?.desired.pools[0]?.capacity).toEqual({
       routable: 0,
       known: 2,
@@ -580,7 +596,7 @@ describe('RoutingController panic threshold', () => {
     ]);
     world.cells = [cell('engine-00000', '10.0.0.1:30000'), world.cells[1]!];
     controller.trigger('one back');
-    await settle();
+    await atRest();
     expect(events.filter((e) => e.startsWith('pool.panic'))).toEqual([
       'pool.panic ns/engine entered 0/2',
       'pool.panic ns/engine left 1/2',

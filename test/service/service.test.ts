@@ -5,6 +5,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { DrivenPodSource, harness, replaceWith, upsert } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 function service(podSource = new DrivenPodSource(), clock = new FakeClock()) {
   return new PoolService({
@@ -40,7 +41,7 @@ describe('PoolService lifecycle', () => {
     const podSource = new DrivenPodSource();
     const s = service(podSource, clock);
     const started = s.start();
-    await new Promise((r) => setImmediate(r));
+    await until(() => podSource.fake.awaitingPull, { what: 'the service to open its source' });
     podSource.fake.push(replaceWith([lwsPod()]));
     await started;
     await s.stop();
@@ -50,14 +51,14 @@ describe('PoolService lifecycle', () => {
 
 describe('PoolService under a relist', () => {
   it('keeps answering HTTP while thousands of reconciles are pending', async () => {
-    const { app, push } = await harness();
+    const { app, podSource } = await harness();
     const pods = Array.from({ length: 5_000 }, (_, i) => lwsPod({ group: i }));
-    const responded = push(replaceWith(pods)).then(() => undefined);
+    // Not `push`, which waits for every reconcile: the request is the point, made meanwhile.
+    podSource.fake.push(replaceWith(pods));
     // Asked while the reconciles run: answered between slices, not after the last one.
     const res = await app.inject({ url: '/api/v1/cells' });
     const seen = res.json().count as number;
     expect(seen).toBeLessThan(5_000);
-    await responded;
   });
 });
 
@@ -90,11 +91,13 @@ describe('PoolService as the control plane', () => {
   });
 
   it('finds a cell the store holds but no reconcile has published only in the observed scope', async () => {
-    const { service, push } = await harness();
+    const { service, podSource } = await harness();
     // A relist of thousands: the reconciles run in slices, so the last cell waits in the queue.
     const pods = Array.from({ length: 5_000 }, (_, i) => lwsPod({ group: i }));
-    const applied = push(replaceWith(pods));
-    await new Promise((r) => setImmediate(r));
+    podSource.fake.push(replaceWith(pods)); // not `push`: it would wait for every reconcile
+    await until(() => service.storeParents().length === pods.length, {
+      what: 'the relist to reach the store',
+    });
     const pending = service.storeParents().find((key) => service.cells.get(key) === undefined);
     expect(pending).toBeDefined();
     const id = pending!.slice('ns/'.length);
@@ -107,7 +110,6 @@ describe('PoolService as the control plane', () => {
       reconciled: false,
       members: [`ns/engine-${Number(id.slice('engine-'.length))}`],
     });
-    await applied;
   });
 
   it('serves the store snapshot ready to send, pod views only when asked', async () => {

@@ -5,7 +5,6 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CellChangedEvent, ServiceEvent } from '../../src/service/service-events.js';
-import { settle } from '../support/fake-clock.js';
 import { FakeSink } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, remove, upsert } from '../support/service-harness.js';
@@ -39,7 +38,7 @@ describe('cells left out of the desired state, one by one', () => {
       lwsPod({ namespace: 'a', group: 1, podIP: '10.1.0.2' }),
       lwsPod({ namespace: 'b', pool: 'other', group: 0, podIP: '10.2.0.1' }),
     ]);
-    await settle();
+    await h.atRest();
     expect(sink.applied().at(-1)).toBe('engine=10.1.0.1:30000,10.1.0.2:30000 other=10.2.0.1:30000');
 
     // Cell 1 now claims cell 0's address; pool "other" gains a cell meanwhile.
@@ -47,7 +46,7 @@ describe('cells left out of the desired state, one by one', () => {
       upsert(lwsPod({ namespace: 'a', group: 1, podIP: '10.1.0.1' })),
       upsert(lwsPod({ namespace: 'b', pool: 'other', group: 1, podIP: '10.2.0.2' })),
     );
-    await settle();
+    await h.atRest();
     expect(sink.applied().at(-1)).toBe('engine= other=10.2.0.1:30000,10.2.0.2:30000');
     expect(h.service.coordinator().state.lastError).toBeUndefined();
 
@@ -70,13 +69,13 @@ describe('cells left out of the desired state, one by one', () => {
 
     // One claimant goes: the other is routed again, the pool's gauge series stays at 0.
     await h.push(remove(lwsPod({ namespace: 'a', group: 1, podIP: '10.1.0.1' })));
-    await settle();
+    await h.atRest();
     expect(sink.applied().at(-1)).toBe('engine=10.1.0.1:30000 other=10.2.0.1:30000,10.2.0.2:30000');
     expect(await unroutable('a', 'engine')).toBe(0);
 
     // A pool that vanishes loses its series.
     await h.push(remove(lwsPod({ namespace: 'a', group: 0, podIP: '10.1.0.1' })));
-    await settle();
+    await h.atRest();
     expect(await unroutable('a', 'engine')).toBeUndefined();
   });
 
@@ -86,7 +85,7 @@ describe('cells left out of the desired state, one by one', () => {
       lwsPod({ group: 0, podIP: '10.1.0.1' }),
       lwsPod({ group: 1, podIP: '10.1.0.2', ports: [{ name: 'grpc', containerPort: 9000 }] }),
     ]);
-    await settle();
+    await h.atRest();
     expect(sink.applied().at(-1)).toBe('engine=10.1.0.1:30000');
     expect(cellEvents().find((e) => e.cell === 'engine-00001')).toMatchObject({
       alive: true,
@@ -102,7 +101,7 @@ describe('cells left out of the desired state, one by one', () => {
       lwsPod({ group: 0, podIP: '127.0.0.1' }),
       lwsPod({ group: 1, podIP: '10.1.0.2' }),
     ]);
-    await settle();
+    await refused.h.atRest();
     expect(refused.sink.applied().at(-1)).toBe('engine=10.1.0.2:30000');
     const cell = (await refused.h.app.inject({ url: '/api/v1/cells/engine-00000' })).json().cell;
     expect(cell.whyNotRoutable).toMatchObject([{ reason: 'AddressInvalid' }]);
@@ -112,7 +111,7 @@ describe('cells left out of the desired state, one by one', () => {
       lwsPod({ group: 0, podIP: '127.0.0.1' }),
       lwsPod({ group: 1, podIP: '169.254.0.2' }),
     ]);
-    await settle();
+    await allowed.h.atRest();
     expect(allowed.sink.applied().at(-1)).toBe('engine=127.0.0.1:30000');
     expect(await allowed.unroutable('ns', 'engine')).toBe(1);
   });

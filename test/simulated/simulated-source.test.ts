@@ -9,14 +9,28 @@ import {
   DEFAULT_STEP_INTERVAL_MS,
   SimulatedPodSource,
 } from '../../src/simulated/simulated-source.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { finishes, until } from '../support/until.js';
 
 const STEP = DEFAULT_STEP_INTERVAL_MS;
 const loops: ReconcileLoop<Pod>[] = [];
 
 afterEach(async () => {
-  await Promise.all(loops.splice(0).map((loop) => loop.stop()));
+  for (const loop of loops.splice(0)) {
+    await finishes(loop.stop(), { what: 'ReconcileLoop.stop() in teardown' });
+  }
 });
+
+/** Waits until `loop` has nothing queued and nothing in flight. */
+function idle(loop: ReconcileLoop<Pod>): Promise<void> {
+  return until(
+    () => {
+      const state = loop.state();
+      return state.queued.length === 0 && state.inFlight === undefined;
+    },
+    { what: 'the loop to reconcile everything queued' },
+  );
+}
 
 /** The simulated source driving the real loop and the real cell reconcile. */
 async function running(options: ConstructorParameters<typeof SimulatedPodSource>[0] = {}) {
@@ -37,7 +51,7 @@ async function running(options: ConstructorParameters<typeof SimulatedPodSource>
   });
   loops.push(loop);
   await loop.start();
-  await settle();
+  await idle(loop);
   const alive = () => Object.fromEntries(registry.list().map((c) => [c.id, c.alive] as const));
   const step = async (n = 1) => {
     for (let i = 0; i < n; i += 1) await clock.advance(STEP);
@@ -171,9 +185,13 @@ describe('the simulated source', () => {
     const bare = new SimulatedPodSource({ clock, story: false, pools });
     const stream = bare.source()[Symbol.asyncIterator]();
     await take(stream);
-    const next = stream.next();
-    await settle();
+    let answered = false;
+    const next = stream.next().finally(() => {
+      answered = true;
+    });
     expect(clock.pendingTimers).toBe(0);
+    await clock.advance(3_600_000); // an hour of fake time: no story, so no step ever comes
+    expect(answered).toBe(false);
     await bare.close();
     expect(await next).toEqual({ done: true, value: undefined });
   });
@@ -201,8 +219,7 @@ describe('the simulated source', () => {
     const stream = sim.source()[Symbol.asyncIterator]();
     await take(stream);
     const pending = stream.next();
-    await settle();
-    expect(clock.pendingTimers).toBe(1);
+    await until(() => clock.pendingTimers === 1, { what: 'the next step to be scheduled' });
     await stream.return?.();
     expect(await pending).toEqual({ done: true, value: undefined });
     expect(clock.pendingTimers).toBe(0);
@@ -218,12 +235,13 @@ describe('the simulated source', () => {
 describe('growing a static world', () => {
   it('adds ready cells that reach the store with the next relist, not before', async () => {
     const pools = [{ name: 'big', cells: 2, size: 2 }];
-    const { alive, sim } = await running({ story: false, pools });
+    const { alive, sim, loop, clock } = await running({ story: false, pools });
     sim.addReadyCells({ name: 'big', cells: 5, size: 2 });
-    await settle();
+    await clock.advance(3_600_000); // no story: nothing but a relist may bring them
+    await idle(loop);
     expect(Object.keys(alive())).toHaveLength(2);
     sim.relist();
-    await settle();
+    await until(() => Object.keys(alive()).length === 5, { what: 'the relist to reach the store' });
     expect(Object.values(alive())).toEqual([true, true, true, true, true]);
     expect(sim.podCount).toBe(10);
   });

@@ -9,6 +9,7 @@ import { SinkApplyError, type SinkEvent } from '../../src/sinks/sink.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeSglangRouter, type FakeSglangRouterOptions } from '../support/fake-sglang-router.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { until } from '../support/until.js';
 
 const routers: FakeSglangRouter[] = [];
 afterEach(async () => {
@@ -420,12 +421,14 @@ describe('SglangRouterSink', () => {
 
   it('bounds each call with a timeout on the injected clock', async () => {
     const fake = await router();
-    fake.delayMs = 60_000;
+    fake.holdAnswers = true;
     const clock = new FakeClock();
     const { sink: s } = sink([['engine', fake]], { clock, requestTimeoutMs: 1_000 });
     const result = s.apply(state({ engine: [8000] }), signal()).catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the request is in flight
-    await clock.advance(1_000);
+    await until(() => fake.held === 1, { what: 'the request to reach the router' });
+    await clock.advance(999);
+    expect(clock.pendingTimers).toBe(1); // still waiting, 1 ms before the timeout
+    await clock.advance(1);
     const error = (await result) as SinkApplyError;
     expect(error).toBeInstanceOf(SinkApplyError);
     expect(error.message).toContain('GET /workers: no answer within 1000 ms');
@@ -434,20 +437,26 @@ describe('SglangRouterSink', () => {
 
   it('after abort sends nothing more and rejects with the abort reason', async () => {
     const fake = await router();
-    fake.delayMs = 200;
+    fake.holdAnswers = true;
     const { sink: s, events } = sink([['engine', fake]]);
     const controller = new AbortController();
     const result = s
       .apply(state({ engine: [8000, 8001] }), controller.signal)
       .catch((e: unknown) => e);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(() => fake.held === 1, { what: 'the GET to reach the router' });
     const reason = new Error('lost the lease');
     controller.abort(reason);
     expect(await result).toBe(reason);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(fake.requests).toEqual(['GET /workers']);
-    expect(events).toEqual([]);
+    // The router answers after all; the aborted apply must not act on it or go on.
+    fake.holdAnswers = false;
+    fake.releaseHeld();
+    await until(() => fake.held === 0, { what: 'the router to answer the held GET' });
     await expect(s.apply(state({ engine: [8000] }), controller.signal)).rejects.toBe(reason);
+    expect(events).toEqual([]);
+    // A later apply's requests come right after the aborted one's GET: nothing in between.
+    await s.apply(state({ engine: [8000] }), signal());
+    expect(fake.requests.slice(0, 2)).toEqual(['GET /workers', 'GET /workers']);
+    expect(fake.requests.filter((r) => r.includes(':8001'))).toEqual([]);
   });
 
   it('refuses one router for two pools and parses POOL=URL', () => {

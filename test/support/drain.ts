@@ -1,6 +1,6 @@
 /**
  * Consumes an async iterable in the background, the way a driver would, so a test can push input,
- * let the stream run (`settle()` / `clock.advance()`), and then look at what came out.
+ * let the stream run (`until(...)` / `clock.advance()`), and then look at what came out.
  */
 export interface Drain<T> {
   readonly items: T[];

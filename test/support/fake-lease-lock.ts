@@ -2,10 +2,15 @@
  * An in-memory `LeaseLock` with the API server's optimistic concurrency: every successful write
  * bumps the resourceVersion, `create` conflicts when the Lease exists and `update` when the given
  * resourceVersion is stale. Several locks can share one `FakeLeaseStore` (two electors, one
- * Lease). Every call is recorded in order, so a test asserts the exact request sequence, and a
- * test can script the next call of an operation to fail or to hang until it releases it.
+ * Lease). Every call is recorded in order with the clock time it was made and settled at, so a
+ * test asserts the exact request sequence; the next call of an operation (or every call) can be
+ * scripted to fail, to hang until the test lets it go, or to take time on the clock.
+ *
+ * It imports only the public API, so the coordination contract suite, which must not depend on
+ * src/ internals, uses it as well as the unit and service tests.
  */
 import {
+  type Clock,
   LeaseConflictError,
   type LeaseLock,
   type LeaseRecord,
@@ -24,11 +29,19 @@ export class FakeLeaseStore {
     return this.#lease && copy(this.#lease);
   }
 
-  /** Writes behind the locks' backs (another controller, `kubectl edit`); bumps the version. */
-  put(record: LeaseRecord): ObservedLease {
-    this.#version += 1;
+  /**
+   * Writes behind the locks' backs (another controller, `kubectl edit`); bumps the version
+   * unless `keepResourceVersion` (a change the version does not show).
+   */
+  put(record: LeaseRecord, options: { keepResourceVersion?: boolean } = {}): ObservedLease {
+    if (!(options.keepResourceVersion && this.#lease)) this.#version += 1;
     this.#lease = { record: { ...record }, resourceVersion: String(this.#version) };
     return copy(this.#lease);
+  }
+
+  /** Bumps the resourceVersion without changing the record. */
+  touch(): void {
+    if (this.#lease) this.put(this.#lease.record);
   }
 
   delete(): void {
@@ -45,6 +58,7 @@ export class FakeLeaseStore {
   }
 
   update(record: LeaseRecord, resourceVersion: string): ObservedLease {
+    // A 404, which the real lock reports as an unexpected status, not as a conflict.
     if (!this.#lease) throw new Error('leases "test" not found');
     if (this.#lease.resourceVersion !== resourceVersion) {
       throw new LeaseConflictError(
@@ -55,6 +69,19 @@ export class FakeLeaseStore {
   }
 }
 
+/** What a scripted call does instead of answering at once. */
+export type LeaseBehaviour =
+  /** Rejects at once with `error` (default: a plain Error). */
+  | { kind: 'fail'; error?: unknown }
+  /**
+   * Stays pending until the test lets it go through `lock.hung` (or `hold`'s handle); with
+   * `honourSignal` it rejects with the signal's reason as soon as its signal aborts, as a real
+   * request does; without, it keeps hanging, like a request stuck in a dead connection.
+   */
+  | { kind: 'hang'; honourSignal?: boolean }
+  /** Waits `ms` on the lock's clock (rejecting if its signal aborts), then does the operation. */
+  | { kind: 'delay'; ms: number };
+
 /** One recorded call. */
 export interface LeaseCall {
   operation: LeaseOperation;
@@ -63,28 +90,37 @@ export interface LeaseCall {
   /** The resourceVersion sent (update). */
   resourceVersion?: string;
   signal: AbortSignal;
-  /** Fake-clock time of the call, when the lock was given a clock. */
+  /** Clock time of the call, when the lock was given a clock. */
   atMs?: number;
+  /** Whether `signal` had already aborted when the call was made. */
+  abortedAtCall: boolean;
+  /** Clock time the call settled at, when the lock was given a clock. */
+  settledAtMs?: number;
+  outcome?: 'ok' | 'error';
+  /** What a scripted call waits for before it settles: the test (`hang`) or the clock (`delay`). */
+  waitsFor?: 'test' | 'clock';
 }
 
-/** A call held open by `hold`: settle it when the test says so. */
-export interface HeldCall {
-  /** Resolves once the held call has been made. */
-  readonly called: Promise<LeaseCall>;
-  /** Lets the call proceed against the store now (it may still conflict). */
-  release(): void;
-  /** Fails the call with `error`. */
+/** A call scripted to hang, now waiting for the test. */
+export interface HungCall {
+  call: LeaseCall;
+  /** Performs the real operation now and settles the call with its result (it may conflict). */
+  proceed(): void;
+  /** Rejects the call with `error`. */
   fail(error: unknown): void;
 }
 
-type Script =
-  | { kind: 'fail'; error: unknown }
-  | { kind: 'hold'; honourSignal: boolean; held: HeldControl };
-
-interface HeldControl {
-  onCall: (call: LeaseCall) => void;
-  settle: Promise<{ ok: true } | { ok: false; error: unknown }>;
+/** The handle `hold` returns: it may be used before the held call has been made. */
+export interface HeldCall {
+  /** Resolves once the held call has been made. */
+  readonly called: Promise<LeaseCall>;
+  /** Lets the call proceed against the store (now, or as soon as it is made). */
+  release(): void;
+  /** Fails the call with `error` (now, or as soon as it is made). */
+  fail(error: unknown): void;
 }
+
+type Script = LeaseBehaviour & { onHung?: (hung: HungCall) => void };
 
 function copy(lease: ObservedLease): ObservedLease {
   return { record: { ...lease.record }, resourceVersion: lease.resourceVersion };
@@ -92,16 +128,46 @@ function copy(lease: ObservedLease): ObservedLease {
 
 export class FakeLeaseLock implements LeaseLock {
   readonly calls: LeaseCall[] = [];
-  readonly #scripts: Record<LeaseOperation, Script[]> = { get: [], create: [], update: [] };
+  /** Calls scripted to hang, in the order they were made (kept after they settle). */
+  readonly hung: HungCall[] = [];
+  readonly #clock: Clock | undefined;
+  readonly #now: (() => number) | undefined;
+  readonly #once: Record<LeaseOperation, Script[]> = { get: [], create: [], update: [] };
+  readonly #always: Partial<Record<LeaseOperation, Script>> = {};
 
+  /**
+   * `clock`: a `Clock` (call times, and the one `delay` waits on) or just a reading of time.
+   * `name` is what `describe()` says.
+   */
   constructor(
     readonly store: FakeLeaseStore = new FakeLeaseStore(),
-    private readonly now?: () => number,
+    clock?: Clock | (() => number),
     private readonly name = 'default/test',
-  ) {}
+  ) {
+    if (typeof clock === 'function') this.#now = clock;
+    else if (clock) {
+      this.#clock = clock;
+      this.#now = () => clock.now();
+    }
+  }
 
   describe(): string {
     return this.name;
+  }
+
+  /** The stored Lease, as `store.lease`. */
+  get current(): ObservedLease | null {
+    return this.store.lease;
+  }
+
+  /** Writes a record as another party would; see `FakeLeaseStore.put`. */
+  seed(record: LeaseRecord, options: { keepResourceVersion?: boolean } = {}): ObservedLease {
+    return this.store.put(record, options);
+  }
+
+  /** Bumps the resourceVersion without changing the record. */
+  touch(): void {
+    this.store.touch();
   }
 
   /**
@@ -116,35 +182,77 @@ export class FakeLeaseLock implements LeaseLock {
     });
   }
 
+  callsOf(operation: LeaseOperation): LeaseCall[] {
+    return this.calls.filter((c) => c.operation === operation);
+  }
+
+  /** Clock times at which `operation` was called. */
+  timesOf(operation: LeaseOperation): Array<number | undefined> {
+    return this.callsOf(operation).map((c) => c.atMs);
+  }
+
+  /** Updates that wrote an empty holder: releases. */
+  releases(): LeaseCall[] {
+    return this.callsOf('update').filter((c) => c.record?.holderIdentity === '');
+  }
+
+  /** The next call of `operation` behaves like this (queued, one per call). */
+  once(operation: LeaseOperation, behaviour: LeaseBehaviour): this {
+    this.#once[operation].push(behaviour);
+    return this;
+  }
+
+  /** Every call of `operation` behaves like this until cleared with `undefined`. */
+  always(operation: LeaseOperation, behaviour: LeaseBehaviour | undefined): this {
+    if (behaviour) this.#always[operation] = behaviour;
+    else delete this.#always[operation];
+    return this;
+  }
+
   /** The next call of `operation` rejects with `error` (queued: call again for later calls). */
   failNext(operation: LeaseOperation, error: unknown = new Error(`${operation} failed`)): void {
-    this.#scripts[operation].push({ kind: 'fail', error });
+    this.once(operation, { kind: 'fail', error });
   }
 
   /**
    * The next call of `operation` waits until the test releases or fails it. With `honourSignal`
-   * (the default) it rejects with the signal's reason when its signal aborts, as a real request
-   * does; without, it keeps hanging, like a request stuck in a dead connection.
+   * (the default here) it rejects with the signal's reason when its signal aborts.
    */
   hold(operation: LeaseOperation, options: { honourSignal?: boolean } = {}): HeldCall {
+    let made: HungCall | undefined;
+    let decided: ((hung: HungCall) => void) | undefined;
     let onCall!: (call: LeaseCall) => void;
     const called = new Promise<LeaseCall>((resolve) => {
       onCall = resolve;
     });
-    let settle!: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
-    const settled = new Promise<{ ok: true } | { ok: false; error: unknown }>((resolve) => {
-      settle = resolve;
-    });
-    this.#scripts[operation].push({
-      kind: 'hold',
+    this.#once[operation].push({
+      kind: 'hang',
       honourSignal: options.honourSignal ?? true,
-      held: { onCall, settle: settled },
+      onHung: (hung) => {
+        made = hung;
+        onCall(hung.call);
+        decided?.(hung);
+      },
     });
+    const decide = (act: (hung: HungCall) => void): void => {
+      if (made) act(made);
+      else decided = act;
+    };
     return {
       called,
-      release: () => settle({ ok: true }),
-      fail: (error) => settle({ ok: false, error }),
+      release: () => decide((hung) => hung.proceed()),
+      fail: (error) => decide((hung) => hung.fail(error)),
     };
+  }
+
+  /** Every call made so far settled, or waits for the test or the clock. */
+  get idle(): boolean {
+    return this.calls.every((c) => c.outcome !== undefined || c.waitsFor !== undefined);
+  }
+
+  /** A call made so far waits for the test to let it go or fail it. */
+  get waitingOnTest(): boolean {
+    return this.calls.some((c) => c.waitsFor === 'test' && c.outcome === undefined);
   }
 
   get(signal: AbortSignal): Promise<ObservedLease | null> {
@@ -167,31 +275,60 @@ export class FakeLeaseLock implements LeaseLock {
     );
   }
 
-  async #call<T>(call: LeaseCall, perform: () => T): Promise<T> {
-    if (this.now) call.atMs = this.now();
+  #call<T>(made: Omit<LeaseCall, 'abortedAtCall' | 'atMs'>, perform: () => T): Promise<T> {
+    const call: LeaseCall = { ...made, abortedAtCall: made.signal.aborted };
+    if (this.#now) call.atMs = this.#now();
     this.calls.push(call);
-    const script = this.#scripts[call.operation].shift();
-    if (script?.kind === 'fail') throw script.error;
-    if (script?.kind === 'hold') {
-      script.held.onCall(call);
-      const waits: Array<Promise<{ ok: true } | { ok: false; error: unknown }>> = [
-        script.held.settle,
-      ];
-      if (script.honourSignal) {
-        waits.push(
-          new Promise((resolve) => {
-            const abort = (): void => resolve({ ok: false, error: call.signal.reason });
-            if (call.signal.aborted) abort();
-            else call.signal.addEventListener('abort', abort, { once: true });
-          }),
-        );
-      }
-      const outcome = await Promise.race(waits);
-      if (!outcome.ok) throw outcome.error;
-    } else {
-      await Promise.resolve(); // a real request never answers synchronously
-      if (call.signal.aborted) throw call.signal.reason;
+    const script = this.#once[call.operation].shift() ?? this.#always[call.operation];
+    if (script?.kind === 'hang') call.waitsFor = 'test';
+    if (script?.kind === 'delay') call.waitsFor = 'clock';
+    return this.#run(call, script, perform).then(
+      (value) => {
+        if (this.#now) call.settledAtMs = this.#now();
+        call.outcome = 'ok';
+        return value;
+      },
+      (error: unknown) => {
+        if (this.#now) call.settledAtMs = this.#now();
+        call.outcome = 'error';
+        throw error;
+      },
+    );
+  }
+
+  async #run<T>(call: LeaseCall, script: Script | undefined, perform: () => T): Promise<T> {
+    switch (script?.kind) {
+      case undefined:
+        await Promise.resolve(); // a real request never answers synchronously
+        if (call.signal.aborted) throw call.signal.reason;
+        return perform();
+      case 'fail':
+        throw script.error ?? new Error(`${call.operation} failed`);
+      case 'delay':
+        if (!this.#clock) throw new Error('FakeLeaseLock: a delay needs the lock to have a Clock');
+        await this.#clock.sleep(script.ms, call.signal);
+        return perform();
+      case 'hang':
+        return new Promise<T>((resolve, reject) => {
+          const hung: HungCall = {
+            call,
+            proceed: () => {
+              try {
+                resolve(perform());
+              } catch (error) {
+                reject(error);
+              }
+            },
+            fail: reject,
+          };
+          this.hung.push(hung);
+          if (script.honourSignal) {
+            const onAbort = (): void => reject(call.signal.reason);
+            if (call.signal.aborted) onAbort();
+            else call.signal.addEventListener('abort', onAbort, { once: true });
+          }
+          script.onHung?.(hung);
+        });
     }
-    return perform();
   }
 }

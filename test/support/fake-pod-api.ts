@@ -44,6 +44,8 @@ export class FakeWatch implements WatchStream {
   readonly options: WatchPodsOptions;
   /** `close()` was called. */
   closed = false;
+  /** Opened with the `'hang'` outcome: the caller never got this stream. */
+  hung = false;
   readonly #queue: QueuedItem[] = [];
   #wake: (() => void) | undefined;
 
@@ -55,6 +57,14 @@ export class FakeWatch implements WatchStream {
   /** Closed by the reflector, or its signal aborted: either way the connection is gone. */
   get released(): boolean {
     return this.closed || this.options.signal.aborted;
+  }
+
+  /**
+   * The reader handled every frame pushed so far and waits for the next one: the signal that it
+   * finished its step, so a test can then assert what did not happen.
+   */
+  get awaitingFrame(): boolean {
+    return this.#wake !== undefined && this.#queue.length === 0 && !this.released;
   }
 
   /** One JSON frame, counted as its serialized size in bytes. */
@@ -200,7 +210,10 @@ export class FakePodApi implements PodApi {
     const outcome = this.#watchScript.shift() ?? 'open';
     const watch = new FakeWatch(options);
     this.watches.push(watch);
-    if (outcome === 'hang') return pendingUntilAborted(options.signal);
+    if (outcome === 'hang') {
+      watch.hung = true;
+      return pendingUntilAborted(options.signal);
+    }
     if (outcome instanceof Error) throw outcome;
     return watch;
   }

@@ -57,8 +57,14 @@ export class FakeSglangRouter {
   failWith: number | undefined;
   /** Requests matching this prefix (e.g. `POST`) get `failWith`-like 500s. */
   failOnly: string | undefined;
-  /** Hold every answer this long (to test timeouts and aborts). */
-  delayMs = 0;
+  /**
+   * Hold every answer (recorded first) until `releaseHeld()`, to test timeouts and aborts: the
+   * test waits for `held` to count the request instead of sleeping while it is in flight.
+   */
+  holdAnswers = false;
+  /** Requests whose answer is being held now. */
+  held = 0;
+  readonly #releases: Array<() => void> = [];
   readonly #workers = new Map<string, FakeWorker>();
   /** Removals sent while the add was pending: lost once the add completes. */
   readonly lostDeletes: string[] = [];
@@ -95,6 +101,7 @@ export class FakeSglangRouter {
   async stop(): Promise<void> {
     const server = this.#server;
     this.#server = undefined;
+    this.releaseHeld();
     if (!server) return;
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -165,6 +172,11 @@ export class FakeSglangRouter {
     }
   }
 
+  /** Lets every held answer go (the client may have gone already). */
+  releaseHeld(): void {
+    for (const release of this.#releases.splice(0)) release();
+  }
+
   clearRequests(): void {
     this.requests.length = 0;
     this.authorizations.length = 0;
@@ -198,8 +210,10 @@ export class FakeSglangRouter {
         : `${method} ${path}`,
     );
     this.authorizations.push(req.headers.authorization);
-    if (this.delayMs > 0) {
-      await new Promise((resolve) => setTimeout(resolve, this.delayMs).unref());
+    if (this.holdAnswers) {
+      this.held += 1;
+      await new Promise<void>((resolve) => this.#releases.push(resolve));
+      this.held -= 1;
     }
     const json = (status: number, value: unknown): void => {
       res.writeHead(status, { 'content-type': 'application/json' });

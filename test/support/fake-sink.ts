@@ -1,6 +1,6 @@
 /**
  * A `Sink` that records every `apply` (the desired state, its signal, the fake-clock time) and
- * can be scripted: the next apply fails, or hangs until the test settles it (honouring its signal
+ * can be scripted: the next apply fails, or hangs until the test ends it (honouring its signal
  * as a real request does, or not, like a request stuck in a dead connection). `status()` returns
  * what the test sets, so a test can say "changes are still pending on the target".
  */
@@ -18,6 +18,8 @@ export interface ApplyCall {
   atMs?: number;
   /** Set once the call settled: how it ended. */
   outcome?: 'applied' | 'failed' | 'aborted';
+  /** Scripted by `hangNext`: it waits for the test (or, when honoured, its signal). */
+  held?: boolean;
 }
 
 /** An apply held open by `hangNext`. */
@@ -93,9 +95,9 @@ export class FakeSink implements Sink {
     const called = new Promise<ApplyCall>((resolve) => {
       onCall = resolve;
     });
-    let settle!: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
+    let finish!: (outcome: { ok: true } | { ok: false; error: unknown }) => void;
     const settled = new Promise<{ ok: true } | { ok: false; error: unknown }>((resolve) => {
-      settle = resolve;
+      finish = resolve;
     });
     this.#scripts.push({
       kind: 'hang',
@@ -105,9 +107,14 @@ export class FakeSink implements Sink {
     });
     return {
       called,
-      release: () => settle({ ok: true }),
-      fail: (error) => settle({ ok: false, error }),
+      release: () => finish({ ok: true }),
+      fail: (error) => finish({ ok: false, error }),
     };
+  }
+
+  /** An apply scripted by `hangNext` is still waiting for the test. */
+  get holding(): boolean {
+    return this.calls.some((c) => c.held === true && c.outcome === undefined);
   }
 
   nextAttemptAtMs(): number | undefined {
@@ -129,6 +136,7 @@ export class FakeSink implements Sink {
     try {
       if (script?.kind === 'fail') throw script.error;
       if (script?.kind === 'hang') {
+        call.held = true;
         script.onCall(call);
         const waits = [script.settled];
         if (script.honourSignal) {

@@ -61,6 +61,14 @@ export class FakeStream<T> implements AsyncIterator<SourceEvent<T>> {
     return this.state === 'open';
   }
 
+  /**
+   * The consumer took everything pushed so far and is waiting in `next()` for more: the signal
+   * that it finished handling the last event, so a test can then assert what did not happen.
+   */
+  get awaitingPull(): boolean {
+    return this.#waiter !== undefined;
+  }
+
   push(...events: SourceEvent<T>[]): void {
     for (const event of events) this.#enqueue({ kind: 'event', event });
   }
@@ -184,6 +192,11 @@ export class FakeSource<T> {
   /** Streams neither finished by themselves nor closed: 0 means nothing is left open. */
   get openStreams(): number {
     return this.streams.filter((s) => s.isOpen).length;
+  }
+
+  /** The newest stream exists and its consumer waits in `next()`; see `FakeStream.awaitingPull`. */
+  get awaitingPull(): boolean {
+    return this.streams.at(-1)?.awaitingPull ?? false;
   }
 
   push(...events: SourceEvent<T>[]): void {

@@ -4,10 +4,11 @@
  */
 import { type KeyMap, type ParentKey, ReconcileLoop } from '../../src/index.js';
 import type { LoopInstrumentation, ReconcileResult } from '../../src/runtime/instrumentation.js';
-import { FakeClock, settle } from './fake-clock.js';
+import { FakeClock } from './fake-clock.js';
 import { FakeSource, replaceOf } from './fake-source.js';
 import { RecordingLogger } from './recording-logger.js';
 import { RecordingReconcile } from './recording-reconcile.js';
+import { finishes, until } from './until.js';
 
 /** A pod-like object; `cell` names its parent under `byCell`. */
 export interface Obj {
@@ -45,6 +46,11 @@ export function track<T>(promise: Promise<T>): Tracked<T> {
     },
   );
   return tracked;
+}
+
+/** Waits until `tracked` resolved or rejected. */
+export function settledOf(tracked: Tracked<unknown>): Promise<void> {
+  return until(() => tracked.state !== 'pending', { what: 'the tracked promise to settle' });
 }
 
 /** Records what the loop reports, as `what:key[:detail]` strings. */
@@ -114,24 +120,56 @@ export function makeLoop(options: HarnessOptions = {}): LoopHarness {
   return harness;
 }
 
+/** Waits until the loop's source stream is open and the loop pulls its next event. */
+export function pulling(h: LoopHarness): Promise<void> {
+  return until(() => h.fake.awaitingPull, { what: 'the loop to pull from its source' });
+}
+
+/**
+ * The loop did all it can without the clock or the test: it shut down, or it took every event
+ * pushed (or has no stream open) and its queue is empty with nothing in flight, or the reconcile
+ * in flight is blocked in the recording reconcile. Failed keys wait for the clock.
+ */
+export function atRest(h: LoopHarness): boolean {
+  // Shut down (no stream, no sleeper): nothing is left that could still act.
+  if (h.fake.openStreams === 0 && h.clock.pendingTimers === 0) return true;
+  if (!h.fake.awaitingPull && h.fake.openStreams > 0) return false;
+  const state = h.loop.state();
+  if (state.queued.length > 0 && !state.inFlight) return false;
+  if (!state.inFlight) return true;
+  return h.rec.blockedKeys.includes(state.inFlight.key);
+}
+
+/** Waits for `atRest(h)`: then a test may assert what did not happen. */
+export function loopAtRest(h: LoopHarness): Promise<void> {
+  return until(() => atRest(h), { what: 'the loop to come to rest' });
+}
+
 /** Starts the loop and completes its initial sync with `objects` as the opening replace. */
 export async function startSynced(
   h: LoopHarness,
   objects: Record<string, Obj> = {},
 ): Promise<void> {
   const started = h.loop.start();
-  await settle();
+  await pulling(h);
   h.fake.push(replaceOf(objects));
   await started;
-  await settle();
+  await loopAtRest(h);
 }
 
-/** For `afterEach`: releases every blocked reconcile and stops every loop made by `makeLoop`. */
+/**
+ * For `afterEach`: releases every blocked reconcile and stops every loop made by `makeLoop`,
+ * failing the test when a `stop()` hangs. A rejection is no teardown failure: `stop()` rejects
+ * only for a loop never started.
+ */
 export async function stopAllLoops(): Promise<void> {
   for (const h of live.splice(0)) {
     h.rec.unblock();
     h.rec.release();
     h.rec.ignoreAbort = false;
-    await Promise.race([h.loop.stop().catch(() => {}), settle(50)]);
+    await finishes(
+      h.loop.stop().catch(() => {}),
+      { what: 'ReconcileLoop.stop() in teardown' },
+    );
   }
 }

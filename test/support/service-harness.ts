@@ -17,9 +17,11 @@ import {
 } from '../../src/service/leadership.js';
 import { PoolService, type SinkWiring } from '../../src/service/pool-service.js';
 import type { Sink } from '../../src/sinks/sink.js';
-import { FakeClock, settle } from './fake-clock.js';
+import { FakeClock } from './fake-clock.js';
 import { FakeLeaseLock, type FakeLeaseStore } from './fake-lease-lock.js';
+import { FakeSink } from './fake-sink.js';
 import { FakeSource } from './fake-source.js';
+import { finishes, until } from './until.js';
 
 /** A pod source whose stream a test drives and whose stats it sets. */
 export class DrivenPodSource implements PodSource {
@@ -103,6 +105,12 @@ export interface Harness {
   push(...events: SourceEvent<Pod>[]): Promise<void>;
   /** Applies the initial replace and waits for the first reconciles. */
   start(pods?: Pod[]): Promise<void>;
+  /**
+   * Waits until the service did all it can without the clock or the test: the loop took every
+   * pushed event and has nothing queued or in flight, and the routing coordinator is idle with
+   * nothing about to begin, or runs an apply a `FakeSink` holds for the test.
+   */
+  atRest(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -123,6 +131,8 @@ const open: Harness[] = [];
 export async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const clock = new FakeClock();
   const podSource = new DrivenPodSource();
+  const sinks: Sink[] = [];
+  const makeSinks = options.sinks;
   const service = new PoolService({
     podSource,
     sourceKind: 'kubernetes',
@@ -135,7 +145,15 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     ...(options.leadership
       ? { leadership: (hooks: LeadershipHooks) => options.leadership!(hooks, clock) }
       : {}),
-    ...(options.sinks ? { sinks: options.sinks } : {}),
+    ...(makeSinks
+      ? {
+          sinks: (wiring: SinkWiring) => {
+            const made = makeSinks(wiring);
+            sinks.push(...made);
+            return made;
+          },
+        }
+      : {}),
     ...(options.driftIntervalMs !== undefined ? { driftIntervalMs: options.driftIntervalMs } : {}),
     ...(options.watchStatePollMs !== undefined
       ? { watchStatePollMs: options.watchStatePollMs }
@@ -155,18 +173,32 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
     clock,
     async push(...events) {
       podSource.fake.push(...events);
-      await settle();
+      await h.atRest();
     },
     async start(pods = []) {
       const started = service.start();
-      await settle(2);
+      await until(() => podSource.fake.awaitingPull, { what: 'the service to open its source' });
       podSource.fake.push(replaceWith(pods));
       await started;
-      await settle();
+      await h.atRest();
+    },
+    atRest() {
+      return until(
+        () => {
+          const fake = podSource.fake;
+          if (fake.openStreams > 0 && !fake.awaitingPull) return false;
+          const loop = service.loopState();
+          if (loop.queued.length > 0 || loop.inFlight) return false;
+          const { state } = service.coordinator();
+          if (!state.running) return state.pendingReasons.length === 0;
+          return sinks.some((sink) => sink instanceof FakeSink && sink.holding);
+        },
+        { what: 'the service to come to rest' },
+      );
     },
     async close() {
-      await app.close();
-      await service.stop();
+      await finishes(app.close(), { what: 'the Fastify app to close' });
+      await finishes(service.stop(), { what: 'PoolService.stop()' });
     },
   };
   open.push(h);
