@@ -15,7 +15,8 @@ import {
   SERIES_FINISH_MS,
   SERIES_UPDATE_INTERVAL_MS,
 } from '../../src/kubernetes/resources/event-recorder.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 type Call =
   | { verb: 'create'; event: KubernetesEvent }
@@ -119,7 +120,7 @@ describe('EventRecorder', () => {
         type: 'Warning',
       },
     });
-    await settle();
+    await until(() => emitted.length > 0, { what: 'the write counted as emitted' });
     expect(emitted).toEqual(['CellNotAlive']);
     r.stop();
   });
@@ -139,9 +140,10 @@ describe('EventRecorder', () => {
       ['CellNotAlive', undefined],
       ['CellAlive', 100],
     ]);
-    await settle();
-    expect(api.calls).toHaveLength(2); // CellNotAlive's count waits for its interval
-    await clock.advance(SERIES_UPDATE_INTERVAL_MS);
+    // CellNotAlive's count waits for its interval: nothing until the clock reaches it.
+    await clock.advance(SERIES_UPDATE_INTERVAL_MS - 1);
+    expect(api.calls).toHaveLength(2);
+    await clock.advance(1);
     await api.calledTimes(3);
     const [patch] = api.calls.filter((c) => c.verb === 'patch');
     expect(patch).toMatchObject({ verb: 'patch', name: creates()[0]!.event.name });

@@ -1,7 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { settle } from '../support/fake-clock.js';
 import { FakeLeaseStore } from '../support/fake-lease-lock.js';
 import { FakeSink, targetStatus } from '../support/fake-sink.js';
 import { lwsPod } from '../support/lws-pod.js';
@@ -13,6 +12,7 @@ import {
   upsert,
   WALL_CLOCK_MS,
 } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 const streams: IncomingMessage[] = [];
 afterEach(async () => {
@@ -296,7 +296,7 @@ describe('GET /api/v1/events', () => {
     const seen = await first.until((t) => t.includes('event: cell.changed'));
     const lastId = /^id: (.*)$/m.exec(seen)![1]!;
     first.response.destroy();
-    while (h.service.eventStreams.count > 0) await settle(1);
+    await until(() => h.service.eventStreams.count === 0, { what: 'every stream closed' });
     await h.push(upsert(lwsPod({ ready: true })));
     const again = await connect(h, '/api/v1/events?types=cell.changed', {
       'last-event-id': lastId,
@@ -341,7 +341,7 @@ describe('GET /api/v1/events', () => {
       // The value is never quoted back.
       if (lastEventId.length > 1) expect(text).not.toContain(lastEventId);
       client.response.destroy();
-      while (h.service.eventStreams.count > 0) await settle(1);
+      await until(() => h.service.eventStreams.count === 0, { what: 'every stream closed' });
     }
   });
 
@@ -360,7 +360,7 @@ describe('GET /api/v1/events', () => {
     const h = await harness({ driftIntervalMs: null });
     const client = await connect(h);
     await h.clock.advance(14_999);
-    await settle();
+    expect(h.clock.pendingTimers).toBeGreaterThan(0); // the heartbeat is still due, not sent
     expect(client.text).not.toContain(': heartbeat');
     await h.clock.advance(1);
     await client.until((t) => t.includes(': heartbeat\n\n'));
@@ -404,7 +404,7 @@ describe('GET /api/v1/events', () => {
     );
     expect((await h.app.inject({ url: '/healthz' })).statusCode).toBe(200);
     a.response.destroy();
-    while (h.service.eventStreams.count > 1) await settle(1);
+    await until(() => h.service.eventStreams.count <= 1, { what: 'all but one stream closed' });
     const again = await connect(h);
     await again.until((t) => t.includes(': connected'));
   });
@@ -415,7 +415,7 @@ describe('GET /api/v1/events', () => {
     const b = await connect(h);
     expect(h.service.eventStreams.count).toBe(2);
     a.response.destroy();
-    while (h.service.eventStreams.count > 1) await settle(1);
+    await until(() => h.service.eventStreams.count <= 1, { what: 'all but one stream closed' });
     h.service.bus.publish({ type: 'leader.changed', identity: 'x' });
     await b.until((t) => t.includes('event: leader.changed'));
     expect(h.service.eventStreams.count).toBe(1);

@@ -10,9 +10,10 @@ import { CellBodies } from '../../src/service/cell-bodies.js';
 import type { ControlPlane } from '../../src/service/control-plane.js';
 import { HealthEndpoint } from '../../src/service/health.js';
 import { ServiceMetrics } from '../../src/service/metrics.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, DrivenPodSource, harness, replaceWith } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 afterEach(closeAll);
 
@@ -96,11 +97,13 @@ async function controlledLoop(): Promise<{
   };
   const app = await buildServer(plane);
   const started = loop.start();
-  await settle(2);
+  await until(() => podSource.fake.awaitingPull, { what: 'the loop reading its source' });
   const pods = [lwsPod({ group: 0 }), lwsPod({ group: 1 }), lwsPod({ group: 2 })];
   podSource.fake.push(replaceWith(pods));
   await started;
-  await settle();
+  await until(() => loop.state().inFlight?.key === 'ns/engine-00001', {
+    what: 'engine-00001 held in flight',
+  });
   cleanups.push(async () => {
     release();
     await app.close();

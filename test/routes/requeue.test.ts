@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { settle } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
+import { untilAsync } from '../support/until.js';
 
 afterEach(closeAll);
 
@@ -24,7 +24,9 @@ describe('POST /api/v1/cells/{cell}/reconcile', () => {
     const res = await app.inject({ method: 'POST', url: '/api/v1/cells/engine-00000/reconcile' });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ source: 'kubernetes', count: 1, queued: ['ns/engine-00000'] });
-    await settle();
+    await untilAsync(async () => (await adds(app)) === before + 1, {
+      what: 'the queue counted one add',
+    });
     expect(await adds(app)).toBe(before + 1);
   });
 
@@ -56,7 +58,9 @@ describe('POST /api/v1/reconcile', () => {
       count: 3,
       queued: ['ns/engine-00000', 'ns/engine-00001', 'other/engine-00001'],
     });
-    await settle();
+    await untilAsync(async () => (await adds(app)) === before + 3, {
+      what: 'the queue counted three adds',
+    });
     expect(await adds(app)).toBe(before + 3);
   });
 });

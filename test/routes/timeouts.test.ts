@@ -5,8 +5,8 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SERVER_TIMEOUTS, SOURCE_HEADER } from '../../src/http/app.js';
-import { settle } from '../support/fake-clock.js';
 import { closeAll, type Harness, harness } from '../support/service-harness.js';
+import { until } from '../support/until.js';
 
 afterEach(closeAll);
 
@@ -38,12 +38,6 @@ async function client(port: number, bytes: string): Promise<Client> {
   return { socket, answer: () => answer, closed };
 }
 
-/** Waits (in real turns, not time) until `predicate` holds. */
-async function until(predicate: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !predicate(); i += 1) await settle(1);
-  expect(predicate()).toBe(true);
-}
-
 /** Headers of a POST announcing a 20-byte JSON body, and its first 3 bytes: then nothing. */
 function stalledPost(extraHeaders = ''): string {
   return `POST /api/v1/reconcile HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 20\r\n${extraHeaders}\r\n{"a`;
@@ -67,9 +61,10 @@ describe('a stalled request body', () => {
     const port = await listen(h);
     const timersBefore = h.clock.pendingTimers;
     const c = await client(port, stalledPost());
-    await until(() => h.clock.pendingTimers > timersBefore);
+    await until(() => h.clock.pendingTimers > timersBefore, { what: 'the body timer armed' });
     await h.clock.advance(BODY_MS - 1);
-    await settle();
+    // The timer is not due: the body timer is still the one pending, and nothing was answered.
+    expect(h.clock.pendingTimers).toBeGreaterThan(timersBefore);
     expect(c.answer()).toBe('');
     await h.clock.advance(1);
     await c.closed;
@@ -89,7 +84,7 @@ describe('a stalled request body', () => {
     const port = await listen(h);
     const timersBefore = h.clock.pendingTimers;
     const c = await client(port, stalledPost('Connection: close\r\n'));
-    await until(() => h.clock.pendingTimers > timersBefore);
+    await until(() => h.clock.pendingTimers > timersBefore, { what: 'the body timer armed' });
     await h.clock.advance(BODY_MS - 1);
     c.socket.write('":1,"b":22222222}');
     await c.closed;

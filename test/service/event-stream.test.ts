@@ -9,7 +9,8 @@ import {
   SSE_RETRY_MS,
 } from '../../src/service/event-stream.js';
 import { SERVICE_EVENT_TYPES, type ServiceEvent } from '../../src/service/service-events.js';
-import { FakeClock, settle } from '../support/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const HELLO = `retry: ${SSE_RETRY_MS}\n: connected; heartbeat every 15s\n\n`;
 const EPOCH = 'feedbeef';
@@ -323,14 +324,16 @@ describe('EventStreams', () => {
     await client.until(() => false);
     expect(getEventListeners(abort.signal, 'abort')).toHaveLength(0);
     expect(s.streams.count).toBe(0);
-    await settle();
-    expect(s.clock.pendingTimers).toBe(0);
+    await until(() => s.clock.pendingTimers === 0, {
+      what: "the ended stream's heartbeat cleared",
+    });
     // A stream its consumer destroys ends the same way.
     const other = new AbortController();
     const stream = s.streams.open({ signal: other.signal })!;
     stream.destroy();
-    await settle();
-    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+    await until(() => getEventListeners(other.signal, 'abort').length === 0, {
+      what: "the destroyed stream's abort listener removed",
+    });
     expect(s.streams.count).toBe(0);
   });
 

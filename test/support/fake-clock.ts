@@ -24,17 +24,6 @@ async function letWokenCodeRun(): Promise<void> {
   }
 }
 
-/**
- * A fixed number of macrotask turns. Deprecated: a test that waits for turns depends on how many
- * hops the code makes; wait for a condition (`until` in ./until.ts, a clock step, a promise)
- * instead. Kept only for the files not converted yet (test/routes/, the SSE event-stream tests).
- */
-export async function settle(turns = TURNS_PER_STEP): Promise<void> {
-  for (let i = 0; i < turns; i += 1) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
-
 export class FakeClock implements Clock {
   #now: number;
   #seq = 0;

@@ -53,6 +53,26 @@ export async function until(
 }
 
 /**
+ * `until` for a condition that must itself be awaited (a request to the app under test): checked
+ * after each turn, failing naming `what` after the bound.
+ */
+export async function untilAsync(
+  condition: () => Promise<boolean>,
+  options: WaitBound & { what: string },
+): Promise<void> {
+  const deadline = Date.now() + (options.withinMs ?? DEFAULT_WAIT_MS);
+  let turns = 0;
+  for (;;) {
+    await nextTurn();
+    turns += 1;
+    if (await condition()) return;
+    if (Date.now() >= deadline) {
+      throw new Error(`untilAsync: still waiting for ${options.what} after ${turns} turns`);
+    }
+  }
+}
+
+/**
  * Re-runs `assertion` (a block of `expect` calls) after each macrotask turn until it stops
  * throwing; rethrows its last failure once the bound is spent, so the report is the assertion's
  * own message.
