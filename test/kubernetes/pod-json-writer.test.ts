@@ -111,9 +111,13 @@ describe('writePodsJson: the hop JSON.stringify would have written, byte for byt
     expect(written(first)).toBe(stringified([podWith('a', 1)]));
   });
 
-  it('grows past its starting buffer for a large chunk', () => {
+  it('grows past its starting buffer for a large chunk, and writes the next message as well', () => {
     const pods = Array.from({ length: 300 }, (_, index) => podWith('x'.repeat(300), index));
-    expect(written(writePodsJson(pods))).toBe(stringified(pods));
+    const large = writePodsJson(pods);
+    expect(large.length).toBeGreaterThan(1024 * 1024);
+    expect(written(large)).toBe(stringified(pods));
+    const next = [podWith('after', 1)];
+    expect(written(writePodsJson(next))).toBe(stringified(next));
   });
 });
 

@@ -31,6 +31,12 @@ const ESCAPES: ReadonlyArray<Uint8Array | undefined> = Array.from({ length: 0x80
 
 /** Room a writer starts with; it doubles as needed, and each message takes a copy of its part. */
 const INITIAL_CAPACITY = 64 * 1024;
+/**
+ * Past this, the buffer a large message grew is dropped once the message is taken: a burst of
+ * pods with large annotations must not pin megabytes in the worker for good. A 250-pod chunk of
+ * engine pods (~375 KB) stays under it.
+ */
+const MAX_RETAINED_CAPACITY = 1024 * 1024;
 
 /** A growable byte buffer of JSON text. */
 class JsonBytes {
@@ -123,6 +129,7 @@ class JsonBytes {
   take(): Uint8Array {
     const out = this.bytes.slice(0, this.length);
     this.length = 0;
+    if (this.bytes.length > MAX_RETAINED_CAPACITY) this.bytes = new Uint8Array(INITIAL_CAPACITY);
     return out;
   }
 }
