@@ -35,7 +35,7 @@ const MAGIC = [0x6b, 0x38, 0x73, 0x00] as const;
 type Json = Record<string, unknown>;
 
 /** A `runtime.Unknown`: the envelope around every protobuf object. */
-interface Envelope {
+export interface Envelope {
   apiVersion: string;
   kind: string;
   /** The object's own bytes: `[start, end)` of the buffer. */
@@ -54,7 +54,12 @@ function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
  * Opens the "k8s\0" + `runtime.Unknown` envelope. `head`: `bytes` may be only the first bytes of
  * the object (a page still arriving), so `raw` is cut at their end and the walk stops there.
  */
-function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = false): Envelope {
+export function openEnvelope(
+  bytes: Uint8Array,
+  start = 0,
+  end = bytes.length,
+  head = false,
+): Envelope {
   if (!hasMagic(bytes, start, end)) {
     throw new ProtobufDecodeError('not a Kubernetes protobuf object (no k8s magic prefix)');
   }
@@ -102,7 +107,7 @@ function put(target: Json, key: string, value: string, keepEmpty = false): void 
 }
 
 /** A `map<string,string>` entry: `{1: key, 2: value}`. */
-function readMapEntry(reader: ProtobufReader, into: Record<string, string>): void {
+export function readMapEntry(reader: ProtobufReader, into: Record<string, string>): void {
   const entry = reader.message();
   let key = '';
   let value = '';
@@ -116,7 +121,7 @@ function readMapEntry(reader: ProtobufReader, into: Record<string, string>): voi
 }
 
 /** A `metav1.Time` (`{1: seconds, 2: nanos}`, nanos ignored as the API server ignores them). */
-function readTime(reader: ProtobufReader): string | undefined {
+export function readTime(reader: ProtobufReader): string | undefined {
   const time = reader.message();
   if (!time.more()) return undefined;
   let seconds = 0;
@@ -561,7 +566,8 @@ export function decodeProtobufPodList(bytes: Uint8Array): Json {
   return { kind: 'PodList', apiVersion: envelope.apiVersion, metadata, items };
 }
 
-function readListMeta(reader: ProtobufReader): Json {
+/** A `ListMeta` as its JSON fields: `resourceVersion`, `continue`, `remainingItemCount`. */
+export function readListMeta(reader: ProtobufReader): Json {
   const meta = reader.message();
   const out: Json = {};
   while (meta.more()) {

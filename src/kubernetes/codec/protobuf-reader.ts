@@ -164,19 +164,54 @@ export class ProtobufReader {
 /** `ignoreBOM`: a leading U+FEFF is text (Go's JSON keeps it), not a byte-order mark to drop. */
 const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
+/** Slots of the short-string table: a power of two, a few dozen KiB of references. */
+const INTERN_SLOTS = 4_096;
+/** The longest string the table keeps: names, label keys and values, phases, condition types. */
+const INTERN_MAX_BYTES = 48;
+const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
+
 /**
  * UTF-8 text from a byte range. Short ASCII strings (names, labels, phases: nearly every string a
- * Pod carries) are built directly, which is several times faster than a decoder call per string.
+ * Pod carries) are built directly, which is several times faster than a decoder call per string,
+ * and looked up first in a small table of the last ones seen: pods repeat most of their strings
+ * (label keys and values, condition types, `"True"`), so one copy serves them all, which saves the
+ * decoding thread both the allocation and the collection of thousands of equal strings.
  */
 export function decodeUtf8(bytes: Uint8Array, start: number, end: number): string {
-  if (end - start <= 32) {
-    let text = '';
+  const length = end - start;
+  if (length <= INTERN_MAX_BYTES) {
+    let hash = 0x811c9dc5;
     for (let index = start; index < end; index += 1) {
       const byte = bytes[index] as number;
       if (byte >= 0x80) return utf8.decode(bytes.subarray(start, end));
-      text += String.fromCharCode(byte);
+      hash = Math.imul(hash ^ byte, 0x01000193);
     }
+    const slot = (hash >>> 0) & (INTERN_SLOTS - 1);
+    const cached = internTable[slot] as string;
+    if (cached.length === length) {
+      let same = true;
+      for (let index = 0; index < length; index += 1) {
+        if (cached.charCodeAt(index) !== bytes[start + index]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return cached;
+    }
+    const text =
+      length <= 12
+        ? asciiConcat(bytes, start, end)
+        : String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+    internTable[slot] = text;
     return text;
   }
   return utf8.decode(bytes.subarray(start, end));
+}
+
+/** A short ASCII range by concatenation: V8 keeps results under 13 characters flat. */
+function asciiConcat(bytes: Uint8Array, start: number, end: number): string {
+  let text = '';
+  for (let index = start; index < end; index += 1)
+    text += String.fromCharCode(bytes[index] as number);
+  return text;
 }

@@ -5,7 +5,7 @@
  * length prefix included. Each frame decodes to the same `{type, object}` value a JSON line does,
  * so ./watch-frame-parser.ts reads both alike.
  */
-import { decodeProtobufWatchEvent } from './pod-protobuf.js';
+import { decodeProtobufPodWatchEvent } from './protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
 import {
   asBuffer,
@@ -19,7 +19,7 @@ const LENGTH_PREFIX_BYTES = 4;
 
 function decodeFrame(frame: Uint8Array): WatchFrame {
   try {
-    return { kind: 'decoded', value: decodeProtobufWatchEvent(frame) };
+    return { kind: 'decoded', value: decodeProtobufPodWatchEvent(frame) };
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };

@@ -9,6 +9,7 @@ import { MalformedPodError, type Pod, parsePod, podKey } from '../../model/pod.j
 import type { SourceEvent } from '../../runtime/source-event.js';
 import { isRecord, readStatus } from '../client/api-errors.js';
 import type { ReflectorFailure } from '../reflector/reflector-failure.js';
+import { isDecodedPod } from './protobuf-pod-decoder.js';
 import type { WatchFrame } from './watch-line-splitter.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */
@@ -109,7 +110,8 @@ export function readFrame(frame: WatchFrame): FrameReading {
     case 'DELETED': {
       let pod: Pod;
       try {
-        pod = parsePod(object);
+        // A pod the protobuf decoder built was validated where its bytes were read.
+        pod = isDecodedPod(object) ? object : parsePod(object);
       } catch (error) {
         if (!(error instanceof MalformedPodError)) throw error;
         return {

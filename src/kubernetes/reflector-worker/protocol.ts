@@ -1,8 +1,8 @@
 /**
  * The messages between the reflector's worker thread and the main thread, one `MessagePort` per
  * stream. Plain data only, and kept small: pods and events travel as JSON text in transferred
- * buffers (`JsonBytes`), carrying the trimmed Pod view, never the API server's objects; stats, log
- * lines and the control messages are structured-cloned.
+ * buffers (`JsonBytes`, written by ./pod-json-writer.ts), carrying the trimmed Pod view, never the
+ * API server's objects; stats, log lines and the control messages are structured-cloned.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';
@@ -62,8 +62,9 @@ export type JsonBytes = Uint8Array;
 /** Worker → main. */
 export type WorkerMessage =
   /**
-   * Everything that happened in one turn of the worker's event loop (`events`: JSON of
-   * `ChangeEvent[]`, absent when only the stats changed), with the stats after it.
+   * What happened in one turn of the worker's event loop, or the next `MAX_EVENTS_PER_BATCH` events
+   * of a burst decoded in one turn (`events`: JSON of `ChangeEvent[]`, absent when only the stats
+   * changed), with the stats after it.
    */
   | { kind: 'batch'; events?: JsonBytes; stats: PodSourceStats }
   /**

@@ -36,6 +36,7 @@ import {
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
 } from '../codec/pod-protobuf.js';
+import { decodeProtobufPodPage } from '../codec/protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
 import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
 import { decodeWatchFrames, type WatchFrame } from '../codec/watch-line-splitter.js';
@@ -200,12 +201,18 @@ export class HttpPodApi implements PodApi {
           throw new MalformedListError('LIST response has no metadata.resourceVersion');
         }
         resourceVersion = metadata.resourceVersion;
-        const items = page.items ?? [];
-        if (!Array.isArray(items))
-          throw new MalformedListError('LIST response items is not a list');
-        const pagePods = new Array<Pod>(items.length);
-        for (let index = 0; index < items.length; index += 1) {
-          pagePods[index] = readListItem(items[index], pods.length + index);
+        let pagePods: Pod[];
+        if (page.pods) {
+          // Decoded from protobuf straight into pods, validated as they were read.
+          pagePods = page.pods;
+        } else {
+          const items = page.items ?? [];
+          if (!Array.isArray(items))
+            throw new MalformedListError('LIST response items is not a list');
+          pagePods = new Array<Pod>(items.length);
+          for (let index = 0; index < items.length; index += 1) {
+            pagePods[index] = readListItem(items[index], pods.length + index);
+          }
         }
         for (const pod of pagePods) pods.push(pod);
         pages += 1;
@@ -507,9 +514,16 @@ export function peekContinueToken(raw: Buffer): string | undefined {
   return CONTINUE_TOKEN.exec(head.slice(metadataAt, end))?.[1];
 }
 
-function parsePage({ raw, protobuf }: PageBody): Record<string, unknown> {
+/**
+ * A page as its JSON-shaped fields; `pods` instead of `items` when a protobuf page decoded straight
+ * into pods (every item readable: otherwise the page is read the JSON-shaped way, whose schema
+ * names the unreadable item and field).
+ */
+function parsePage({ raw, protobuf }: PageBody): Record<string, unknown> & { pods?: Pod[] } {
   if (protobuf) {
     try {
+      const decoded = decodeProtobufPodPage(raw);
+      if (decoded) return { metadata: decoded.metadata, pods: decoded.pods };
       return decodeProtobufPodList(raw);
     } catch (error) {
       if (!(error instanceof ProtobufDecodeError)) throw error;

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import {
+  writeChangeEventsJson,
+  writePodsJson,
+} from '../../src/kubernetes/reflector-worker/pod-json-writer.js';
+import type { ChangeEvent } from '../../src/kubernetes/reflector-worker/protocol.js';
+import { type Pod, parsePod } from '../../src/model/pod.js';
+
+const stringified = (value: unknown): string => JSON.stringify(value);
+const written = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+
+/** Every kind of string JSON treats specially, and some it does not. */
+const AWKWARD = [
+  '',
+  'plain',
+  'quote " and backslash \\',
+  'controls \u0000\u0001\b\t\n\u000b\f\r\u001f and DEL \u007f',
+  'héllo ✓ 日本語',
+  'emoji 🚀 pair',
+  'lone high \ud800 surrogate',
+  'lone low \udc00 surrogate',
+  'separators \u2028\u2029',
+  '</script>',
+];
+
+function podWith(text: string, index: number): Pod {
+  return parsePod({
+    metadata: {
+      name: `p-${index}`,
+      namespace: index % 2 ? 'ns' : undefined,
+      uid: `u-${index}`,
+      resourceVersion: index % 3 ? String(index) : undefined,
+      deletionTimestamp: index % 4 ? undefined : '2026-01-02T04:00:00Z',
+      labels: { [text]: text, '10': 'numeric key first', plain: 'v' },
+      annotations: index % 2 ? { note: text } : null,
+    },
+    spec:
+      index % 5 === 0
+        ? null
+        : {
+            nodeName: text,
+            nodeSelector: { zone: text },
+            schedulingGates: [{ name: text }],
+            readinessGates: index % 2 ? [{ conditionType: text }] : [],
+            containers: [
+              {
+                name: text,
+                ports: [
+                  { name: 'http', containerPort: 30000, protocol: 'TCP' },
+                  { containerPort: 0 },
+                ],
+              },
+              { name: 'bare' },
+            ],
+          },
+    status: {
+      phase: text || undefined,
+      podIP: index % 2 ? '10.0.0.1' : null,
+      conditions: [
+        { type: 'Ready', status: 'True', message: text, lastTransitionTime: 'x' },
+        { type: text, status: '' },
+      ],
+      containerStatuses: [
+        {
+          name: text,
+          ready: index % 2 === 0,
+          restartCount: index * 1_000_003,
+          state: { waiting: { reason: text }, running: {}, terminated: null },
+          lastState: { terminated: { exitCode: -2_147_483_648, message: text } },
+        },
+        { name: 'c', restartCount: 0 },
+      ],
+    },
+  });
+}
+
+describe('writePodsJson: the hop JSON.stringify would have written, byte for byte', () => {
+  it('writes pods with every awkward string, optional field and number as JSON.stringify does', () => {
+    const pods = AWKWARD.map(podWith);
+    expect(written(writePodsJson(pods))).toBe(stringified(pods));
+    for (const [index, pod] of pods.entries()) {
+      expect(written(writePodsJson([pod])), AWKWARD[index]).toBe(stringified([pod]));
+    }
+    expect(written(writePodsJson([]))).toBe('[]');
+  });
+
+  it('agrees with JSON.stringify on random strings', () => {
+    let seed = 7;
+    const random = (): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const alphabet = ['a', 'Z', '0', ' ', '"', '\\', '\n', '\u0001', 'é', '✓', '\ud83d', '\ude80'];
+    for (let round = 0; round < 200; round += 1) {
+      let text = '';
+      const length = Math.floor(random() * 40);
+      for (let index = 0; index < length; index += 1) {
+        text += alphabet[Math.floor(random() * alphabet.length)];
+      }
+      const pods = [podWith(text, round)];
+      expect(written(writePodsJson(pods))).toBe(stringified(pods));
+    }
+  });
+
+  it('gives each message a buffer of its own, so transferring one detaches nothing else', () => {
+    const first = writePodsJson([podWith('a', 1)]);
+    const second = writePodsJson([podWith('b', 2)]);
+    expect(first.buffer).not.toBe(second.buffer);
+    expect(first.byteOffset).toBe(0);
+    expect(first.buffer.byteLength).toBe(first.length);
+    expect(written(first)).toBe(stringified([podWith('a', 1)]));
+  });
+
+  it('grows past its starting buffer for a large chunk, and writes the next message as well', () => {
+    const pods = Array.from({ length: 300 }, (_, index) => podWith('x'.repeat(300), index));
+    const large = writePodsJson(pods);
+    expect(large.length).toBeGreaterThan(1024 * 1024);
+    expect(written(large)).toBe(stringified(pods));
+    const next = [podWith('after', 1)];
+    expect(written(writePodsJson(next))).toBe(stringified(next));
+  });
+});
+
+describe('writeChangeEventsJson', () => {
+  it('writes upserts and deletes, with and without a last object, as JSON.stringify does', () => {
+    const events: ChangeEvent[] = [
+      { type: 'upsert', key: 'ns/p-1', object: podWith('é "q"', 1) },
+      { type: 'delete', key: 'ns/p-2', lastObject: podWith('', 2) },
+      { type: 'delete', key: 'weird "key"' },
+    ];
+    expect(written(writeChangeEventsJson(events))).toBe(stringified(events));
+  });
+});
