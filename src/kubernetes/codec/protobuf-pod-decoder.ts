@@ -13,6 +13,9 @@
  * hidden classes as every other `Pod`), and the same error for a pod that is not readable. It does
  * not produce errors itself: for anything `parsePod` would reject it answers `undefined`, and the
  * caller decodes the same bytes the old way, so the error text is the schema's, unchanged.
+ *
+ * Size: one decoder for the Pod message and the nested messages it keeps, validating as it reads;
+ * split, each nested reader would need the shared string table and field checks.
  */
 import {
   boundAnnotations,
