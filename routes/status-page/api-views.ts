@@ -14,25 +14,17 @@ import type {
   StatusLeader,
   StatusPool,
   StatusQueue,
-  StatusReason,
   StatusReflector,
   StatusSink,
 } from './page-data.js';
 
-/** The fields of one cell of `GET /api/v1/cells` the page reads. */
-export interface ApiCell {
-  key: string;
-  namespace: string;
-  id: string;
-  pool: string;
-  alive: boolean;
-  whyNotAlive: StatusReason[];
-  routable: boolean;
-  whyNotRoutable: StatusReason[];
-  generation: string;
-  address: string | null;
+/**
+ * The fields of one cell of `GET /api/v1/cells` the page reads: a Cells row's fields, with the
+ * members (which the row only counts) in place of the counts.
+ */
+export type ApiCell = Omit<StatusCell, 'podsReady' | 'pods'> & {
   members: Array<{ ready: boolean }>;
-}
+};
 
 /** The fields of one target of `GET /api/v1/sinks` the page reads. */
 export interface ApiSink {
