@@ -12,6 +12,7 @@
  *   supports it) is **refused with 400 BadRequest**, as an API server without the feature does,
  *   so client-go falls back to a paged LIST (limit=500) and WATCH: every client then pays the same
  *   LIST. (The real API server's watch-list is measured by `bench:peers`.)
+ * - `expire()` ends every open WATCH with a 410 Expired ERROR event, forcing a relist.
  * - `burst(n)` writes n MODIFIED events to every open WATCH at once, each pod annotated with its
  *   write time (`WRITTEN_AT_ANNOTATION`, Unix ms), for the event-latency measurement.
  * - Label selectors are accepted and not evaluated: every pod served carries the pool label.
@@ -127,6 +128,29 @@ export class FakeListServer {
       for (const response of this.#watches) response.write(line);
     }
     return this.#watches.size;
+  }
+
+  /**
+   * Ends every open WATCH with the API server's "too old resource version" answer (an ERROR
+   * event carrying a 410 Expired Status), as etcd's compaction does to a long-lived watch: each
+   * client must LIST again, so a bench can measure what a relist costs. Returns how many ended.
+   */
+  expire(): number {
+    const line = `${JSON.stringify({
+      type: 'ERROR',
+      object: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        message: 'too old resource version',
+        reason: 'Expired',
+        code: 410,
+      },
+    })}\n`;
+    const ended = this.#watches.size;
+    for (const response of this.#watches) response.end(line);
+    this.#watches.clear();
+    return ended;
   }
 
   static #zeroCounts(): FakeListServerCounts {

@@ -17,12 +17,12 @@
  * `/healthz` p99 ≤ 50 ms (probe listener, what the kubelet uses), heap after the churn within
  * 1 MiB of before it. `--strict` exits 1 on a missed target.
  */
-import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { get, type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { FakeListServer } from './fake-list-server.js';
+import { freePort, httpStatus, ServiceQuestions, scrapeMetric, waitFor } from './service-probe.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 60);
 const STREAM_CLIENTS = Number(process.env.BENCH_STREAM_CLIENTS ?? 1_000);
@@ -42,58 +42,6 @@ const HEAP_GROWTH_TARGET_MIB = 1;
 const SIZE_ANNOTATION = 'leaderworkerset.sigs.k8s.io/size';
 const strict = process.argv.includes('--strict');
 const MIB = 1024 * 1024;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-function status(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    get(url, { agent: false }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    }).on('error', () => resolve(0));
-  });
-}
-
-async function until(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-interface Answer {
-  rss: number;
-  heapUsed?: number;
-  loopP99Ms?: number;
-  loopMaxMs?: number;
-}
-
-/** Asks the service process about itself (see service-with-gc.ts), one question at a time. */
-let asking: Promise<unknown> = Promise.resolve();
-function ask(child: ChildProcess, question: 'rss' | 'gc' | 'loop'): Promise<Answer> {
-  const answer = asking.then(
-    () =>
-      new Promise<Answer>((resolve) => {
-        child.once('message', (a) => resolve(a as Answer));
-        child.send(question);
-      }),
-  );
-  asking = answer;
-  return answer;
-}
-
-async function metric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
-}
 
 const fake = await FakeListServer.start({ pods: PODS });
 const kubeconfig = fake.writeKubeconfig();
@@ -128,8 +76,12 @@ const service = fork(
 const exited = new Promise<number | null>((resolve) =>
   service.once('exit', (code) => resolve(code)),
 );
-await until('the service to be ready', async () => (await status(`${probeBase}/readyz`)) === 200);
-const heapBefore = await ask(service, 'gc');
+const questions = new ServiceQuestions(service);
+await waitFor(
+  'the service to be ready',
+  async () => (await httpStatus(`${probeBase}/readyz`)) === 200,
+);
+const heapBefore = await questions.ask('gc');
 console.log(
   `world: ${PODS} pods (${PODS / 4} cells) churning 40 pod updates/s with ${ANNOTATION_BYTES / 1024} KB annotations; ${STREAM_CLIENTS} event-stream clients (half not reading); ${DURATION_S} s`,
 );
@@ -210,7 +162,7 @@ for (let i = 0; i < STREAM_CLIENTS; i += 1) {
 // Peak RSS, sampled every second (cheap; no collection).
 let peakRss = 0;
 const sampling = setInterval(() => {
-  void ask(service, 'rss').then(({ rss }) => {
+  void questions.ask('rss').then(({ rss }) => {
     peakRss = Math.max(peakRss, rss);
   });
 }, 1_000);
@@ -223,7 +175,7 @@ const scraping = setInterval(() => {
     () => '',
   );
 }, SCRAPE_INTERVAL_MS);
-await ask(service, 'loop'); // from here on
+await questions.ask('loop'); // from here on
 // 3,000 characters: the 127 bytes that froze the process, 24 times over, within the header limit.
 const hostileTypes = encodeURIComponent(`${',  '.repeat(1_000)}!`);
 const mixed = await autocannon({
@@ -248,20 +200,20 @@ loadOver = true;
 clearInterval(churn);
 clearInterval(sampling);
 clearInterval(scraping);
-const loopDuringLoad = await ask(service, 'loop');
+const loopDuringLoad = await questions.ask('loop');
 // The probes measure the load, not the stream churn below.
 prober.kill('SIGTERM');
 await new Promise((resolve) => prober.once('exit', resolve));
 const streamsAtEnd = open.size;
-const dropped = await metric(base, 'pool_controller_events_dropped_total');
-const heapLoaded = await ask(service, 'gc');
+const dropped = await scrapeMetric(base, 'pool_controller_events_dropped_total');
+const heapLoaded = await questions.ask('gc');
 peakRss = Math.max(peakRss, heapLoaded.rss);
 for (const res of open) res.destroy();
-await until(
+await waitFor(
   'the streams to close',
-  async () => (await metric(base, 'pool_controller_event_subscribers')) === 0,
+  async () => (await scrapeMetric(base, 'pool_controller_event_subscribers')) === 0,
 );
-const heapAfterClients = await ask(service, 'gc');
+const heapAfterClients = await questions.ask('gc');
 
 // Stream churn: open and close 10,000 streams.
 let churned = 0;
@@ -277,11 +229,11 @@ async function churnStreams(): Promise<void> {
   }
 }
 await Promise.all(Array.from({ length: STREAM_CHURN_CONCURRENCY }, churnStreams));
-await until(
+await waitFor(
   'the churned streams to close',
-  async () => (await metric(base, 'pool_controller_event_subscribers')) === 0,
+  async () => (await scrapeMetric(base, 'pool_controller_event_subscribers')) === 0,
 );
-const heapAfterChurn = await ask(service, 'gc');
+const heapAfterChurn = await questions.ask('gc');
 
 service.kill('SIGTERM');
 const code = await exited;
