@@ -48,15 +48,22 @@ const MEMORY_LIMIT_HEADROOM = 1.5;
 const CPU_REQUEST_HEADROOM = 2;
 /** Below this a node's CPU contention alone delays probes by more than their timeouts allow. */
 const CPU_REQUEST_FLOOR_MILLI = 100;
+/**
+ * The share of the container's memory the image gives V8's main-thread heap (the Dockerfile's
+ * `--max-old-space-size-percentage`); the verification pass caps the heap at this share of the
+ * suggested limit, as the container would.
+ */
+const IMAGE_HEAP_PERCENT = 50;
 
 const USAGE =
-  'usage: npm run bench:sizing -- [--pods N[,N…] (1000,10000,50000,150000)] [--churn N pod updates/s (50)] [--steady-s N (20)] [--json]';
+  'usage: npm run bench:sizing -- [--pods N[,N…] (1000,10000,50000,150000)] [--churn N pod updates/s (50)] [--steady-s N (20)] [--no-verify] [--json]';
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '1000,10000,50000,150000' },
     churn: { type: 'string', default: '50' },
     'steady-s': { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
+    'no-verify': { type: 'boolean', default: false },
   },
   USAGE,
 );
@@ -112,7 +119,12 @@ class Sampler {
   readonly #timer: NodeJS.Timeout;
   constructor(private readonly pid: number) {
     this.take();
-    this.#timer = setInterval(() => this.take(), SAMPLE_INTERVAL_MS);
+    // A process that has just exited has no /proc entry: skip the tick; the phase notices.
+    this.#timer = setInterval(() => {
+      try {
+        this.take();
+      } catch {}
+    }, SAMPLE_INTERVAL_MS);
   }
 
   take(): ProcSample {
@@ -147,7 +159,7 @@ interface SizeResult {
   load: number[];
 }
 
-async function measure(pods: number): Promise<SizeResult> {
+async function measure(pods: number, heapCapMiB?: number): Promise<SizeResult> {
   const fake = await FakeListServer.start({ pods });
   fake.prepare(LIST_PAGE_SIZE);
   const [apiPort, probePort] = [await freePort(), await freePort()];
@@ -167,19 +179,30 @@ async function measure(pods: number): Promise<SizeResult> {
       '--log-level=warn',
       '--log-format=json',
     ],
-    { execArgv: ['--expose-gc'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+    {
+      execArgv: [
+        '--expose-gc',
+        ...(heapCapMiB === undefined ? [] : [`--max-old-space-size=${heapCapMiB}`]),
+      ],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    },
   );
   const pid = service.pid;
   if (pid === undefined) throw new Error('the service did not start');
   const exited = new Promise<void>((resolve) => service.once('exit', () => resolve()));
   const sampler = new Sampler(pid);
   const questions = new ServiceQuestions(service);
+  /** A service that died (say, of a heap cap) fails the phase now instead of at the timeout. */
+  const alive = (): void => {
+    if (service.exitCode !== null || service.signalCode !== null)
+      throw new Error(`the service exited (${service.exitCode ?? service.signalCode})`);
+  };
   try {
     const started = sampler.samples[0] as ProcSample;
-    await waitFor(
-      `the service to be ready with ${pods} pods`,
-      async () => (await httpStatus(`${probeBase}/readyz`)) === 200,
-    );
+    await waitFor(`the service to be ready with ${pods} pods`, async () => {
+      alive();
+      return (await httpStatus(`${probeBase}/readyz`)) === 200;
+    });
     const ready = sampler.take();
     const sync = sampler.phase(started, ready);
     load.push(loadavg()[0] ?? 0);
@@ -195,6 +218,7 @@ async function measure(pods: number): Promise<SizeResult> {
     const steadyFrom = sampler.take();
     await new Promise((resolve) => setTimeout(resolve, steadySeconds * 1000));
     const steadyTo = sampler.take();
+    alive();
     clearInterval(churn);
     const steadyPhase = sampler.phase(steadyFrom, steadyTo);
     const steady = {
@@ -212,12 +236,13 @@ async function measure(pods: number): Promise<SizeResult> {
     );
     const relistFrom = sampler.take();
     if (fake.expire() === 0) throw new Error('the service had no WATCH open to expire');
-    await waitFor(
-      `the relist of ${pods} pods`,
-      async () =>
+    await waitFor(`the relist of ${pods} pods`, async () => {
+      alive();
+      return (
         (await scrapeMetric(base, 'pool_controller_reflector_last_sync_timestamp_seconds')) >
-        syncedBefore,
-    );
+        syncedBefore
+      );
+    });
     const relistTo = sampler.take();
     load.push(loadavg()[0] ?? 0);
     return {
@@ -239,15 +264,15 @@ async function measure(pods: number): Promise<SizeResult> {
   }
 }
 
-/** Rounds bytes up to a whole number of `step` MiB, as a Kubernetes quantity. */
-function mebibytes(bytes: number, step: number): string {
-  return `${Math.ceil(bytes / MIB / step) * step}Mi`;
+/** Rounds bytes up to a whole number of `step` MiB. */
+function roundUpMiB(bytes: number, step: number): number {
+  return Math.ceil(bytes / MIB / step) * step;
 }
 
 /** The requests and limits docs/operations.md's sizing table gives, from one size's run. */
 function suggest(result: SizeResult): {
-  memoryRequest: string;
-  memoryLimit: string;
+  memoryRequestMiB: number;
+  memoryLimitMiB: number;
   cpuRequest: string;
 } {
   const steadyRss = Math.max(result.steady.maxRssBytes, result.rssAfterGcBytes);
@@ -256,14 +281,29 @@ function suggest(result: SizeResult): {
     Math.ceil((result.steady.meanCores * CPU_REQUEST_HEADROOM * 1000) / 50) * 50,
   );
   return {
-    memoryRequest: mebibytes(steadyRss * MEMORY_REQUEST_HEADROOM, 32),
-    memoryLimit: mebibytes(result.peakRssBytes * MEMORY_LIMIT_HEADROOM, 64),
+    memoryRequestMiB: roundUpMiB(steadyRss * MEMORY_REQUEST_HEADROOM, 32),
+    memoryLimitMiB: roundUpMiB(result.peakRssBytes * MEMORY_LIMIT_HEADROOM, 64),
     cpuRequest: `${cpuMilli}m`,
   };
 }
 
 const mib = (bytes: number): string => `${(bytes / MIB).toFixed(0)} MiB`;
 const results: SizeResult[] = [];
+/** The verification pass of each size, under the heap cap its suggested limit gives. */
+const verified = new Map<number, { heapCapMiB: number; result?: SizeResult; error?: string }>();
+
+function report(result: SizeResult): void {
+  console.log(
+    [
+      `${result.pods} pods (${(result.bytesPerPod / 1024).toFixed(1)} KiB each as JSON), load ${result.load.map((l) => l.toFixed(1)).join(' → ')}:`,
+      `  start → ready ${result.sync.wallMs.toFixed(0)} ms, ${result.sync.cpuSeconds.toFixed(2)} CPU s, RSS up to ${mib(result.sync.maxRssBytes)}`,
+      `  steady (${result.steady.updates} updates in ${(result.steady.wallMs / 1000).toFixed(0)} s) ${(result.steady.meanCores * 1000).toFixed(0)}m CPU, RSS up to ${mib(result.steady.maxRssBytes)}; after GC heap ${mib(result.heapAfterGcBytes)} (${(result.heapAfterGcBytes / result.pods / 1024).toFixed(2)} KiB/pod), RSS ${mib(result.rssAfterGcBytes)}`,
+      `  relist ${result.relist.wallMs.toFixed(0)} ms, ${result.relist.cpuSeconds.toFixed(2)} CPU s, RSS up to ${mib(result.relist.maxRssBytes)}`,
+      `  peak RSS (VmHWM, any phase) ${mib(result.peakRssBytes)}`,
+    ].join('\n'),
+  );
+}
+
 console.log(
   `bench:sizing — ${availableParallelism()} cores, load ${loadavg()
     .map((l) => l.toFixed(2))
@@ -271,25 +311,37 @@ console.log(
       ' ',
     )}; churn ${churnPerSecond} pod updates/s for ${steadySeconds} s; JSON LIST, pages of ${LIST_PAGE_SIZE}`,
 );
+
 for (const pods of sizes) {
   const result = await measure(pods);
   results.push(result);
-  console.log(
-    [
-      `${pods} pods (${(result.bytesPerPod / 1024).toFixed(1)} KiB each as JSON), load ${result.load.map((l) => l.toFixed(1)).join(' → ')}:`,
-      `  start → ready ${result.sync.wallMs.toFixed(0)} ms, ${result.sync.cpuSeconds.toFixed(2)} CPU s, RSS up to ${mib(result.sync.maxRssBytes)}`,
-      `  steady (${result.steady.updates} updates in ${(result.steady.wallMs / 1000).toFixed(0)} s) ${(result.steady.meanCores * 1000).toFixed(0)}m CPU, RSS up to ${mib(result.steady.maxRssBytes)}; after GC heap ${mib(result.heapAfterGcBytes)} (${(result.heapAfterGcBytes / pods / 1024).toFixed(2)} KiB/pod), RSS ${mib(result.rssAfterGcBytes)}`,
-      `  relist ${result.relist.wallMs.toFixed(0)} ms, ${result.relist.cpuSeconds.toFixed(2)} CPU s, RSS up to ${mib(result.relist.maxRssBytes)}`,
-      `  peak RSS (VmHWM, any phase) ${mib(result.peakRssBytes)}`,
-    ].join('\n'),
-  );
+  report(result);
+  if (values['no-verify']) continue;
+  const heapCapMiB = Math.floor((suggest(result).memoryLimitMiB * IMAGE_HEAP_PERCENT) / 100);
+  console.log(`  verifying under the image's heap cap for that limit, ${heapCapMiB} MiB:`);
+  try {
+    const again = await measure(pods, heapCapMiB);
+    verified.set(pods, { heapCapMiB, result: again });
+    report(again);
+  } catch (error) {
+    verified.set(pods, { heapCapMiB, error: String(error) });
+    console.log(`  FAILED under ${heapCapMiB} MiB: ${String(error)}`);
+  }
 }
-console.log('\n| pods | memory request | memory limit | CPU request | initial sync CPU s |');
-console.log('|---|---|---|---|---|');
+console.log(
+  '\n| pods | memory request | memory limit | CPU request | initial sync CPU s | under the limit |',
+);
+console.log('|---|---|---|---|---|---|');
 for (const result of results) {
   const s = suggest(result);
+  const check = verified.get(result.pods);
+  const under = !check
+    ? 'not verified'
+    : check.result
+      ? `${check.result.peakRssBytes <= s.memoryLimitMiB * MIB ? 'fits' : 'OVER'}: peak ${mib(check.result.peakRssBytes)}, heap cap ${check.heapCapMiB} MiB`
+      : `FAILED, heap cap ${check.heapCapMiB} MiB`;
   console.log(
-    `| ${result.pods.toLocaleString('en-US')} | ${s.memoryRequest} | ${s.memoryLimit} | ${s.cpuRequest} | ${result.sync.cpuSeconds.toFixed(1)} |`,
+    `| ${result.pods.toLocaleString('en-US')} | ${s.memoryRequestMiB}Mi | ${s.memoryLimitMiB}Mi | ${s.cpuRequest} | ${result.sync.cpuSeconds.toFixed(1)} | ${under} |`,
   );
 }
-if (values.json) console.log(JSON.stringify(results, null, 2));
+if (values.json) console.log(JSON.stringify({ results, verified: [...verified] }, null, 2));
