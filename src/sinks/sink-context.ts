@@ -8,8 +8,7 @@
  * Those are written here once, so the three cannot drift apart in what `/api/v1/sinks`, the bus
  * and the metrics say about them.
  */
-import type { Clock } from '../runtime/clock.js';
-import { realClock } from '../runtime/clock.js';
+import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ObservedDiff } from './observed-diff.js';
 import {
