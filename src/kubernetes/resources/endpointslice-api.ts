@@ -14,7 +14,6 @@ import type { ClusterOptions } from '../client/connection.js';
 import {
   ResourceApiError,
   type ResourceApiOptions,
-  type ResourceBounds,
   ResourceClient,
   resourceApiOptions,
 } from '../client/resource-client.js';
@@ -116,7 +115,8 @@ export class MalformedEndpointSliceError extends Error {
   override readonly name = 'MalformedEndpointSliceError';
 }
 
-const ENDPOINTSLICE_BOUNDS: ResourceBounds = {
+/** What bounds every EndpointSlice request (`ResourceClient`). */
+const ENDPOINTSLICE_BOUNDS = {
   defaultTimeoutMs: ENDPOINTSLICE_REQUEST_TIMEOUT_MS,
   maxBodyBytes: ENDPOINTSLICE_MAX_RESPONSE_BYTES,
   malformed: MalformedEndpointSliceError,

@@ -13,7 +13,6 @@ import type { ClusterOptions } from '../client/connection.js';
 import {
   ResourceApiError,
   type ResourceApiOptions,
-  type ResourceBounds,
   ResourceClient,
   resourceApiOptions,
 } from '../client/resource-client.js';
@@ -82,7 +81,8 @@ export class MalformedEventAnswerError extends Error {
   override readonly name = 'MalformedEventAnswerError';
 }
 
-const EVENT_BOUNDS: ResourceBounds = {
+/** What bounds every Event request (`ResourceClient`). */
+const EVENT_BOUNDS = {
   defaultTimeoutMs: EVENT_REQUEST_TIMEOUT_MS,
   maxBodyBytes: EVENT_MAX_RESPONSE_BYTES,
   malformed: MalformedEventAnswerError,

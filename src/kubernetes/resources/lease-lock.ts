@@ -73,6 +73,7 @@ export class MalformedLeaseError extends Error {
 
 type JsonObject = Record<string, unknown>;
 
+/** What bounds every Lease request (`ResourceClient`). */
 const LEASE_BOUNDS: ResourceBounds = {
   defaultTimeoutMs: DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
   maxBodyBytes: LEASE_MAX_RESPONSE_BYTES,

@@ -17,7 +17,6 @@ import type { ClusterOptions } from '../client/connection.js';
 import {
   ResourceApiError,
   type ResourceApiOptions,
-  type ResourceBounds,
   ResourceClient,
   resourceApiOptions,
 } from '../client/resource-client.js';
@@ -77,7 +76,8 @@ export class MalformedPodConditionAnswerError extends Error {
   override readonly name = 'MalformedPodConditionAnswerError';
 }
 
-const POD_CONDITION_BOUNDS: ResourceBounds = {
+/** What bounds every condition write (`ResourceClient`). */
+const POD_CONDITION_BOUNDS = {
   defaultTimeoutMs: POD_CONDITION_REQUEST_TIMEOUT_MS,
   maxBodyBytes: POD_CONDITION_MAX_RESPONSE_BYTES,
   malformed: MalformedPodConditionAnswerError,
