@@ -10,6 +10,7 @@ import { HttpError, sendJsonBytes } from './http-error.js';
 import {
   booleanQuery,
   cellListSchema,
+  cellParams,
   cellResponseSchema,
   commonErrors,
   errorSchema,
@@ -124,9 +125,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
         description:
           'One cell by the id users see (`engine-00003`). When the id exists in several namespaces, `?namespace=` is required (409 otherwise).',
         tags: ['cells'],
-        params: z.object({
-          cell: z.string().min(1).describe('The cell id, e.g. `engine-00003`.'),
-        }),
+        params: cellParams,
         querystring: z.object({ namespace: namespaceQuery }),
         response: { 200: cellResponseSchema, 404: errorSchema, 409: errorSchema, ...commonErrors },
       },

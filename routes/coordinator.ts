@@ -5,11 +5,11 @@ import { commonErrors, coordinatorSchema, sinksSchema } from './schemas.js';
 
 type CoordinatorState = ReturnType<ControlPlane['coordinator']>['state'];
 
-/**
- * The run state of the coordinator as JSON (absent values as `null`, the last error as phase and
- * message only): what `/api/v1/coordinator` and the status page both show.
- */
-export function runStateView(state: CoordinatorState) {
+/** The run state of the coordinator as JSON: absent values as `null`, times as wall and ago. */
+function runStateView(plane: ControlPlane, state: CoordinatorState) {
+  const now = plane.now();
+  const retryAt = state.nextRetryAtMs;
+  const last = state.lastCompleted;
   return {
     running: state.running,
     runningId: state.runningId ?? null,
@@ -18,6 +18,32 @@ export function runStateView(state: CoordinatorState) {
     lastError: state.lastError
       ? { phase: state.lastError.phase, message: state.lastError.message }
       : null,
+    nextRetryAt: retryAt === undefined ? null : plane.wallTime(retryAt),
+    nextRetryInMs: retryAt === undefined ? null : Math.max(0, retryAt - now),
+    lastCompleted: last
+      ? {
+          id: last.id,
+          result: last.result,
+          at: plane.wallTime(last.atMs),
+          agoMs: Math.max(0, now - last.atMs),
+        }
+      : null,
+  };
+}
+
+/**
+ * `GET /api/v1/coordinator`'s answer, read from the plane now: also what the status page's first
+ * paint reduces to its Coordinator card, as the browser does with the same answer.
+ */
+export function coordinatorAnswer(plane: ControlPlane) {
+  const view = plane.coordinator();
+  return {
+    source: plane.sourceKind,
+    leading: view.leading,
+    acting: view.acting,
+    cellsSynced: view.cellsSynced,
+    state: runStateView(plane, view.state),
+    desired: view.desired,
   };
 }
 
@@ -46,33 +72,7 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
         response: { 200: coordinatorSchema, ...commonErrors },
       },
     },
-    async () => {
-      const view = plane.coordinator();
-      const { state } = view;
-      const now = plane.now();
-      const retryAt = state.nextRetryAtMs;
-      const last = state.lastCompleted;
-      return {
-        source: plane.sourceKind,
-        leading: view.leading,
-        acting: view.acting,
-        cellsSynced: view.cellsSynced,
-        state: {
-          ...runStateView(state),
-          nextRetryAt: retryAt === undefined ? null : plane.wallTime(retryAt),
-          nextRetryInMs: retryAt === undefined ? null : Math.max(0, retryAt - now),
-          lastCompleted: last
-            ? {
-                id: last.id,
-                result: last.result,
-                at: plane.wallTime(last.atMs),
-                agoMs: Math.max(0, now - last.atMs),
-              }
-            : null,
-        },
-        desired: view.desired,
-      };
-    },
+    async () => coordinatorAnswer(plane),
   );
 
   app.get(

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { resolveCellKey } from './cell-lookup.js';
 import { HttpError } from './http-error.js';
-import { commonErrors, errorSchema, namespaceQuery, requeueSchema } from './schemas.js';
+import { cellParams, commonErrors, errorSchema, namespaceQuery, requeueSchema } from './schemas.js';
 
 /**
  * The plugin's one option: the control plane, which queues the reconciles and makes the admin
@@ -56,9 +56,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
         description:
           'Queues the cell for a reconcile. Also reaches a cell that is observed in the store but not yet published. Needs the admin bearer token, or a loopback client when none is configured.',
         tags: ['reconcile'],
-        params: z.object({
-          cell: z.string().min(1).describe('The cell id, e.g. `engine-00003`.'),
-        }),
+        params: cellParams,
         querystring: z.object({ namespace: namespaceQuery }),
         security: [{ adminToken: [] }],
         response: {

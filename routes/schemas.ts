@@ -370,6 +370,14 @@ export const requeueSchema = z.object({
   queued: z.array(z.string()).describe('The keys queued for a reconcile, sorted.'),
 });
 
+/**
+ * `:cell`, the id users see: the path parameter of every route about one cell, so reading a cell
+ * and requeueing it take the same id.
+ */
+export const cellParams = z.object({
+  cell: z.string().min(1).describe('The cell id, e.g. `engine-00003`.'),
+});
+
 /** `?namespace=`: picks one cell or pool when the same id exists in several namespaces. */
 export const namespaceQuery = z
   .string()

@@ -7,10 +7,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
-import { runStateView } from './coordinator.js';
+import { coordinatorAnswer } from './coordinator.js';
 import { queueView } from './queue.js';
 import { errorSchema } from './schemas.js';
-import { cellView, poolView, sinkView } from './status-page/api-views.js';
+import { cellView, coordinatorView, poolView, sinkView } from './status-page/api-views.js';
 import {
   loadStatusPageAssets,
   type StatusPageAssets,
@@ -32,10 +32,7 @@ export function statusPageData(
   plane: ControlPlane,
   wallClock: () => Date = () => new Date(),
 ): StatusPageData {
-  const now = plane.now();
   const reflector = plane.reflector();
-  const coordinator = plane.coordinator();
-  const { state } = coordinator;
   return {
     source: plane.sourceKind,
     build: plane.buildInfo,
@@ -52,19 +49,7 @@ export function statusPageData(
     },
     leader: plane.leader(),
     sinks: plane.sinks().map(sinkView),
-    coordinator: {
-      leading: coordinator.leading,
-      acting: coordinator.acting,
-      cellsSynced: coordinator.cellsSynced,
-      ...runStateView(state),
-      lastCompleted: state.lastCompleted
-        ? {
-            id: state.lastCompleted.id,
-            result: state.lastCompleted.result,
-            agoMs: Math.max(0, now - state.lastCompleted.atMs),
-          }
-        : null,
-    },
+    coordinator: coordinatorView(coordinatorAnswer(plane)),
   };
 }
 

@@ -46,6 +46,7 @@ import {
 import { PoolService, type PoolServiceOptions, type SinkWiring } from './service/pool-service.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './simulated/simulated-source.js';
 import type { Sink } from './sinks/sink.js';
+import type { SinkBaseOptions, SinkCallRecord } from './sinks/sink-context.js';
 
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */
 const EXIT_USAGE = 2;
@@ -159,6 +160,25 @@ async function createLeadership(
 }
 
 /**
+ * What every sink takes from the service's wiring (mode, bus, operation counter, clock, backoff
+ * cap), with a logger naming its component: the same for each, so no sink can be wired apart.
+ */
+function wiredSinkOptions(
+  wiring: SinkWiring,
+  logger: pino.Logger,
+  component: string,
+): SinkBaseOptions<SinkCallRecord> {
+  return {
+    mode: wiring.mode,
+    logger: logger.child({ component }),
+    publish: wiring.publish,
+    onOperation: wiring.onOperation,
+    clock: wiring.clock,
+    backoffMaxMs: wiring.backoffMaxMs,
+  };
+}
+
+/**
  * The deploy targets the flags name: SGLang routers, and EndpointSlices when published (the
  * kubernetes source only: the simulated one has no cluster to write to). `namespace` is the
  * watched one, `undefined` for all namespaces.
@@ -176,15 +196,10 @@ async function createSinks(
     factories.push(
       (wiring) =>
         new SglangRouterSink({
+          ...wiredSinkOptions(wiring, logger, 'sglang-router'),
           targets: config.sglangRouters,
           ownership: config.sglangRouterOwnership,
-          mode: wiring.mode,
           ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
-          logger: logger.child({ component: 'sglang-router' }),
-          publish: wiring.publish,
-          onOperation: wiring.onOperation,
-          clock: wiring.clock,
-          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }
@@ -201,16 +216,11 @@ async function createSinks(
     factories.push(
       (wiring) =>
         new EndpointSliceSink({
+          ...wiredSinkOptions(wiring, logger, 'endpointslice'),
           api,
           namespace,
           portName: config.portName,
           serviceSuffix: config.endpointSliceServiceSuffix,
-          mode: wiring.mode,
-          logger: logger.child({ component: 'endpointslice' }),
-          publish: wiring.publish,
-          onOperation: wiring.onOperation,
-          clock: wiring.clock,
-          backoffMaxMs: wiring.backoffMaxMs,
         }),
     );
   }
@@ -225,17 +235,12 @@ async function createSinks(
     factories.push(
       (wiring) =>
         new ReadinessGateSink({
+          ...wiredSinkOptions(wiring, logger, 'readiness-gate'),
           api,
           conditionType: config.cellReadinessGateCondition,
           cells: wiring.cells,
           pods: wiring.pods,
-          logger: logger.child({ component: 'readiness-gate' }),
-          publish: wiring.publish,
-          onOperation: wiring.onOperation,
           ...(wiring.onConditionWrite ? { onWrite: wiring.onConditionWrite } : {}),
-          clock: wiring.clock,
-          backoffMaxMs: wiring.backoffMaxMs,
-          mode: wiring.mode,
         }),
     );
   }

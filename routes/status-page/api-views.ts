@@ -42,20 +42,16 @@ export interface ApiSink {
   lastError: string | null;
 }
 
-/** The fields of `GET /api/v1/coordinator` the page reads. */
-export interface ApiCoordinator {
-  leading: boolean;
-  acting: boolean;
-  cellsSynced: boolean;
-  state: {
-    running: boolean;
-    runningId: number | null;
-    pendingReasons: string[];
-    consecutiveFailures: number;
-    lastCompleted: { id: number; result: string; agoMs: number } | null;
-    lastError: { phase: string; message: string } | null;
-  };
-}
+/** The Coordinator card's fields about this replica rather than the coordinator's run state. */
+type ReplicaFields = 'leading' | 'acting' | 'cellsSynced';
+
+/**
+ * The fields of `GET /api/v1/coordinator` the page reads: the Coordinator card's fields, with the
+ * run state nested in `state` as the API answers it.
+ */
+export type ApiCoordinator = Pick<StatusCoordinator, ReplicaFields> & {
+  state: Omit<StatusCoordinator, ReplicaFields>;
+};
 
 /** A cell as the Cells table shows it: members counted, not listed. */
 export function cellView(c: ApiCell): StatusCell {
@@ -117,22 +113,27 @@ export function queueView(q: StatusQueue): StatusQueue {
   };
 }
 
-/** The Coordinator card's data: the run state lifted beside leading and acting. */
-export function coordinatorView(c: ApiCoordinator): StatusCoordinator {
-  const { state } = c;
+/**
+ * The Coordinator card's data: the run state lifted beside leading and acting. The server's first
+ * paint reads it from the same answer (`coordinatorAnswer` in routes/coordinator.ts).
+ */
+export function coordinatorView({
+  leading,
+  acting,
+  cellsSynced,
+  state,
+}: ApiCoordinator): StatusCoordinator {
   const last = state.lastCompleted;
+  const error = state.lastError;
   return {
-    leading: c.leading,
-    acting: c.acting,
-    cellsSynced: c.cellsSynced,
+    leading,
+    acting,
+    cellsSynced,
     running: state.running,
     runningId: state.runningId,
     pendingReasons: state.pendingReasons,
     consecutiveFailures: state.consecutiveFailures,
-    lastError:
-      state.lastError === null
-        ? null
-        : { phase: state.lastError.phase, message: state.lastError.message },
+    lastError: error === null ? null : { phase: error.phase, message: error.message },
     lastCompleted: last === null ? null : { id: last.id, result: last.result, agoMs: last.agoMs },
   };
 }

@@ -14,7 +14,7 @@
 import { exponentialBackoffMs } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
-import { positiveDurationMs } from '../runtime/positive-duration.js';
+import { failureDelaysMs, positiveDurationMs } from '../runtime/positive-duration.js';
 import { describeThrown, type Phase, type Pipeline, PipelineError } from './pipeline.js';
 
 /** First retry after a failed reconciliation: soon enough for a transient error to clear quickly. */
@@ -153,21 +153,12 @@ export class Coordinator<D> {
     ) {
       throw new TypeError('Coordinator: pipeline must have render and deploy functions');
     }
-    this.#failureBaseDelayMs = positiveFinite(
-      'failureBaseDelayMs',
-      options.failureBaseDelayMs,
-      DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
-    );
-    this.#failureMaxDelayMs = positiveFinite(
-      'failureMaxDelayMs',
-      options.failureMaxDelayMs,
-      DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
-    );
-    if (this.#failureMaxDelayMs < this.#failureBaseDelayMs) {
-      throw new RangeError(
-        `Coordinator: failureMaxDelayMs (${this.#failureMaxDelayMs}) must be >= failureBaseDelayMs (${this.#failureBaseDelayMs})`,
-      );
-    }
+    const failureDelays = failureDelaysMs('Coordinator', options, {
+      baseMs: DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
+      maxMs: DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
+    });
+    this.#failureBaseDelayMs = failureDelays.baseMs;
+    this.#failureMaxDelayMs = failureDelays.maxMs;
     this.#driftIntervalMs =
       options.driftIntervalMs === null
         ? null

@@ -100,17 +100,12 @@ export function logTransition(logger: Logger, transition: CellTransition): void 
 export function createCellReconciler(
   options: CellReconcilerOptions,
 ): (key: ParentKey, signal: AbortSignal) => Promise<void> {
-  const { members, registry, onTransition } = options;
-  const logger = options.logger ?? silentLogger;
+  const { members, registry, onTransition, logger: given, ...judging } = options;
+  const logger = given ?? silentLogger;
+  // The rest of the options are the cell-state options, passed on as given.
   const stateOptions: CellStateOptions = {
-    labels: options.labels,
-    portName: options.portName,
-    allowLoopback: options.allowLoopback ?? false,
-    ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
-    ...(options.bootstrapPortAnnotation !== undefined
-      ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
-      : {}),
-    ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
+    ...judging,
+    allowLoopback: judging.allowLoopback ?? false,
   };
   return async (key, signal) => {
     // A reconcile interrupted by shutdown publishes nothing rather than half a world.

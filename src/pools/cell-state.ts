@@ -134,19 +134,19 @@ export interface CellStateOptions {
    * Loopback addresses are routable (`--sink-allow-loopback`: engines and router on one host).
    * Link-local and unspecified addresses are refused either way.
    */
-  allowLoopback?: boolean;
+  allowLoopback?: boolean | undefined;
   /**
    * Pools some router takes as prefill workers (`--sglang-router POOL=URL,role=prefill`): their
    * cells are routable only with a bootstrap port. Empty by default.
    */
-  prefillPools?: ReadonlySet<string>;
+  prefillPools?: ReadonlySet<string> | undefined;
   /** The leader annotation holding a prefill cell's bootstrap port; default smg's own key. */
-  bootstrapPortAnnotation?: string;
+  bootstrapPortAnnotation?: string | undefined;
   /**
    * The cell readiness gate's condition type when the gate is on (`--cell-readiness-gate`): a pod
    * naming it in `spec.readinessGates` is judged without its own `Ready` (`countsAsReady`).
    */
-  readinessGate?: string;
+  readinessGate?: string | undefined;
 }
 
 /** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */

@@ -1,7 +1,8 @@
 /**
  * The project's one backoff arithmetic, shared by every caller that waits after a failure: the
  * retry scheduler (per key), the source driver (per reopen), the coordinator (per run), each sink
- * target, the reflector (per stream) and the leader elector (its acquire jitter).
+ * target, the reflector (per stream), the Event recorder (per write) and the leader elector (its
+ * acquire jitter).
  *
  * Only the arithmetic is shared. Each caller keeps its own streak and its own rule for when the
  * streak ends, because those differ on purpose (a key's success, a stream that stayed open, a

@@ -21,3 +21,33 @@ export function positiveDurationMs(
   }
   return resolved;
 }
+
+/**
+ * A failure backoff's `failureBaseDelayMs` and `failureMaxDelayMs`, each a positive duration or
+ * its default, and the cap at least the base: the pair the reconcile loop and the coordinator
+ * both take, checked together so neither can be built with a cap below its first wait.
+ */
+export function failureDelaysMs(
+  owner: string,
+  options: { failureBaseDelayMs?: number | undefined; failureMaxDelayMs?: number | undefined },
+  defaults: { baseMs: number; maxMs: number },
+): { baseMs: number; maxMs: number } {
+  const baseMs = positiveDurationMs(
+    owner,
+    'failureBaseDelayMs',
+    options.failureBaseDelayMs,
+    defaults.baseMs,
+  );
+  const maxMs = positiveDurationMs(
+    owner,
+    'failureMaxDelayMs',
+    options.failureMaxDelayMs,
+    defaults.maxMs,
+  );
+  if (maxMs < baseMs) {
+    throw new RangeError(
+      `${owner}: failureMaxDelayMs (${maxMs}) must be >= failureBaseDelayMs (${baseMs})`,
+    );
+  }
+  return { baseMs, maxMs };
+}

@@ -17,7 +17,7 @@ import { abortReason, type Clock, realClock } from './clock.js';
 import { type LoopInstrumentation, noInstrumentation } from './instrumentation.js';
 import { type Logger, silentLogger } from './logger.js';
 import { ObjectStore } from './object-store.js';
-import { positiveDurationMs } from './positive-duration.js';
+import { failureDelaysMs, positiveDurationMs } from './positive-duration.js';
 import { isInsideReconcileOf, runAsReconcile } from './reconcile-context.js';
 import { ResyncTimer } from './resync-timer.js';
 import { type PendingRetry, RetryScheduler } from './retry-scheduler.js';
@@ -184,21 +184,12 @@ export class ReconcileLoop<T> implements AsyncDisposable {
       options.resyncPeriodMs === null
         ? null
         : positiveFinite('resyncPeriodMs', options.resyncPeriodMs, DEFAULT_RESYNC_PERIOD_MS);
-    this.#failureBaseDelayMs = positiveFinite(
-      'failureBaseDelayMs',
-      options.failureBaseDelayMs,
-      DEFAULT_FAILURE_BASE_DELAY_MS,
-    );
-    this.#failureMaxDelayMs = positiveFinite(
-      'failureMaxDelayMs',
-      options.failureMaxDelayMs,
-      DEFAULT_FAILURE_MAX_DELAY_MS,
-    );
-    if (this.#failureMaxDelayMs < this.#failureBaseDelayMs) {
-      throw new RangeError(
-        `ReconcileLoop: failureMaxDelayMs (${this.#failureMaxDelayMs}) must be >= failureBaseDelayMs (${this.#failureBaseDelayMs})`,
-      );
-    }
+    const failureDelays = failureDelaysMs('ReconcileLoop', options, {
+      baseMs: DEFAULT_FAILURE_BASE_DELAY_MS,
+      maxMs: DEFAULT_FAILURE_MAX_DELAY_MS,
+    });
+    this.#failureBaseDelayMs = failureDelays.baseMs;
+    this.#failureMaxDelayMs = failureDelays.maxMs;
     const sourceRetryDelayMs = positiveFinite(
       'sourceRetryDelayMs',
       options.sourceRetryDelayMs,

@@ -254,18 +254,36 @@ export class ServiceMetrics {
   #registerReflectorMetrics(bound: () => MetricsBindings | undefined): void {
     const registers = [this.registry];
     const stats = (): PodSourceStats | undefined => bound()?.reflector();
-    const mirror = (counter: Counter, value: number | undefined): void => {
-      counter.reset();
-      counter.inc(value ?? 0);
+    /** A counter set to the source's current total at every scrape (0 before a source is bound). */
+    const mirrored = (name: string, help: string, total: (s: PodSourceStats) => number): void => {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          const current = stats();
+          this.reset();
+          this.inc(current ? total(current) : 0);
+        },
+      });
     };
-    new Counter({
-      name: 'pool_controller_reflector_lists_total',
-      help: 'Whole-world reads completed by the pod source (a LIST, or a watch-list whose initial events ended); each one published a replace.',
-      registers,
-      collect() {
-        mirror(this, stats()?.lists);
-      },
-    });
+    /** A gauge set to one reading of the source's stats at every scrape (0 before one is bound). */
+    const sampled = (name: string, help: string, value: (s: PodSourceStats) => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const current = stats();
+          this.set(current ? value(current) : 0);
+        },
+      });
+    };
+    mirrored(
+      'pool_controller_reflector_lists_total',
+      'Whole-world reads completed by the pod source (a LIST, or a watch-list whose initial events ended); each one published a replace.',
+      (s) => s.lists,
+    );
     new Counter({
       name: 'pool_controller_reflector_relists_total',
       help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, ERROR frame, a failed relist LIST retried, other (reserved, 0).',
@@ -279,14 +297,11 @@ export class ServiceMetrics {
         for (const reason of RELIST_REASONS) this.inc({ reason }, relists[reason] ?? 0);
       },
     });
-    new Counter({
-      name: 'pool_controller_reflector_watch_opens_total',
-      help: 'WATCH requests sent by the pod source, whether or not the server accepted them.',
-      registers,
-      collect() {
-        mirror(this, stats()?.watchOpens);
-      },
-    });
+    mirrored(
+      'pool_controller_reflector_watch_opens_total',
+      'WATCH requests sent by the pod source, whether or not the server accepted them.',
+      (s) => s.watchOpens,
+    );
     new Counter({
       name: 'pool_controller_reflector_events_total',
       help: 'Watch frames received, by type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; OTHER for an unknown type or a frame that is not JSON).',
@@ -298,38 +313,26 @@ export class ServiceMetrics {
           this.inc({ type }, count);
       },
     });
-    new Counter({
-      name: 'pool_controller_reflector_decoded_bytes_total',
-      help: 'Bytes of LIST and WATCH response bodies read, after gzip decompression.',
-      registers,
-      collect() {
-        mirror(this, stats()?.bytesDecoded);
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_reflector_last_sync_timestamp_seconds',
-      help: 'Unix time of the last completed LIST; 0 before the first.',
-      registers,
-      collect() {
-        this.set((stats()?.lastSyncAtMs ?? 0) / 1000);
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_reflector_last_event_timestamp_seconds',
-      help: 'Unix time of the last watch event or LIST; 0 before the first.',
-      registers,
-      collect() {
-        this.set((stats()?.lastEventAtMs ?? 0) / 1000);
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_reflector_healthy',
-      help: '1 while the pod watch is healthy as PodSourceStats.healthy defines it (what /readyz checks): a WATCH that proved itself (a change or bookmark, open 1 s, or a watch-list whose initial events ended), or a synced source recovering for under 30 s; else 0.',
-      registers,
-      collect() {
-        this.set(stats()?.healthy ? 1 : 0);
-      },
-    });
+    mirrored(
+      'pool_controller_reflector_decoded_bytes_total',
+      'Bytes of LIST and WATCH response bodies read, after gzip decompression.',
+      (s) => s.bytesDecoded,
+    );
+    sampled(
+      'pool_controller_reflector_last_sync_timestamp_seconds',
+      'Unix time of the last completed LIST; 0 before the first.',
+      (s) => (s.lastSyncAtMs ?? 0) / 1000,
+    );
+    sampled(
+      'pool_controller_reflector_last_event_timestamp_seconds',
+      'Unix time of the last watch event or LIST; 0 before the first.',
+      (s) => (s.lastEventAtMs ?? 0) / 1000,
+    );
+    sampled(
+      'pool_controller_reflector_healthy',
+      '1 while the pod watch is healthy as PodSourceStats.healthy defines it (what /readyz checks): a WATCH that proved itself (a change or bookmark, open 1 s, or a watch-list whose initial events ended), or a synced source recovering for under 30 s; else 0.',
+      (s) => (s.healthy ? 1 : 0),
+    );
   }
 
   #registerPoolMetrics(bound: () => MetricsBindings | undefined): Counter<'transition'> {

@@ -308,11 +308,9 @@ export class PoolService implements ControlPlane {
       labels: options.labels,
       portName: options.portName,
       allowLoopback: options.sinkAllowLoopback ?? false,
-      ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
-      ...(options.bootstrapPortAnnotation !== undefined
-        ? { bootstrapPortAnnotation: options.bootstrapPortAnnotation }
-        : {}),
-      ...(options.readinessGate !== undefined ? { readinessGate: options.readinessGate } : {}),
+      prefillPools: options.prefillPools,
+      bootstrapPortAnnotation: options.bootstrapPortAnnotation,
+      readinessGate: options.readinessGate,
       members: (key) => this.#loop.getByParent(key),
       registry: this.registry,
       logger,

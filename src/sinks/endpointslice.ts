@@ -36,20 +36,14 @@ import type {
 } from '../kubernetes/resources/endpointslice-api.js';
 import { ipRefusal, parseIp } from '../pools/endpoint-address.js';
 import { byString, type PoolRouting, type RoutingState } from '../pools/routing-state.js';
-import { abortReason, type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import { ObservedDiff } from './observed-diff.js';
+import { abortReason } from '../runtime/clock.js';
+import { type Sink, SinkApplyError, type SinkFailure, type SinkTargetStatus } from './sink.js';
 import {
-  DEFAULT_SINK_MODE,
-  heldError,
-  type Sink,
-  SinkApplyError,
-  type SinkEvent,
-  type SinkFailure,
-  type SinkMode,
-  type SinkTargetStatus,
-} from './sink.js';
-import { TargetBackoff } from './target-backoff.js';
+  newPanicTargetRecord,
+  type PanicTargetRecord,
+  type SinkBaseOptions,
+  SinkContext,
+} from './sink-context.js';
 
 /**
  * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
@@ -92,9 +86,10 @@ export interface EndpointSliceOperationRecord {
 /**
  * What the sink is built from. `api` is the only way it reaches the cluster (tests give it a fake
  * API server through the real client); `namespace` must be the namespace the source watches, since
- * the slices it owns are listed there.
+ * the slices it owns are listed there. Its targets, whose backoff `clock` measures, are the slices
+ * and each namespace's LIST; it publishes `sink.applied` only when endpoints were added or removed.
  */
-export interface EndpointSliceSinkOptions {
+export interface EndpointSliceSinkOptions extends SinkBaseOptions<EndpointSliceOperationRecord> {
   api: EndpointSliceApi;
   /** The watched namespace, whose managed slices are listed; `undefined` lists all namespaces. */
   namespace: string | undefined;
@@ -102,20 +97,6 @@ export interface EndpointSliceSinkOptions {
   portName: string;
   /** Appended to a pool's name to name its Service; default DEFAULT_SERVICE_SUFFIX. */
   serviceSuffix?: string;
-  /** Only for the RFC 3339 times in `status()`. */
-  wallClock?: () => Date;
-  /** Measures each target's backoff (a slice, a namespace's LIST). */
-  clock?: Clock;
-  /** A target whose last call failed is not called again for this long, doubling; default 1 s. */
-  backoffBaseMs?: number;
-  /** The longest such wait; default 60 s (the service passes its drift interval when shorter). */
-  backoffMaxMs?: number;
-  logger?: Logger;
-  /** `sink.applied` (only when endpoints were added or removed) and `sink.failed`. */
-  publish?: (event: SinkEvent) => void;
-  onOperation?: (record: EndpointSliceOperationRecord) => void;
-  /** `observe`: list only, report what would change; default `apply`. */
-  mode?: SinkMode;
 }
 
 type Family = 'IPv4' | 'IPv6';
@@ -133,19 +114,11 @@ interface DesiredSlice {
   panic: boolean;
 }
 
-interface TargetState {
+interface TargetState extends PanicTargetRecord {
   namespace: string;
   name: string;
-  pool: string;
-  desired: string[];
-  actual: string[];
+  /** Sorted `host:port` of desired cells left out: the API server would refuse them. */
   refused: string[];
-  lastAppliedAt: string | null;
-  lastError: string | null;
-  wouldAdd: string[];
-  wouldRemove: string[];
-  panic: boolean;
-  heldByPanic: string[];
 }
 
 interface ParsedAddress {
@@ -272,41 +245,19 @@ export class EndpointSliceSink implements Sink {
   readonly #namespace: string | undefined;
   readonly #portName: string;
   readonly #suffix: string;
-  readonly #wallClock: () => Date;
-  readonly #logger: Logger;
-  readonly #publish: ((event: SinkEvent) => void) | undefined;
-  readonly #onOperation: ((record: EndpointSliceOperationRecord) => void) | undefined;
+  /** Its backoff is by slice `namespace/name`, or `namespace/*` (`*` slash `*`) for a LIST. */
+  readonly #sink: SinkContext<EndpointSliceOperationRecord>;
   /** By `namespace/name`: every slice desired or still present after the last apply. */
   readonly #targets = new Map<string, TargetState>();
   /** Left-out endpoints already logged, by `namespace/pool` then endpoint: logged once. */
   #reported = new Set<string>();
-  readonly #clock: Clock;
-  /** By slice `namespace/name`, or `namespace/*` (`*` slash `*`) for a LIST. */
-  readonly #backoff: TargetBackoff<string>;
-  readonly #mode: SinkMode;
-  readonly #observed: ObservedDiff;
 
   constructor(options: EndpointSliceSinkOptions) {
-    this.#mode = options.mode ?? DEFAULT_SINK_MODE;
-    this.#clock = options.clock ?? realClock;
-    this.#backoff = new TargetBackoff({
-      clock: this.#clock,
-      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
-      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
-    });
+    this.#sink = new SinkContext(ENDPOINTSLICE_SINK, options);
     this.#api = options.api;
     this.#namespace = options.namespace;
     this.#portName = options.portName;
     this.#suffix = options.serviceSuffix ?? DEFAULT_SERVICE_SUFFIX;
-    this.#wallClock = options.wallClock ?? (() => new Date());
-    this.#logger = options.logger ?? silentLogger;
-    this.#publish = options.publish;
-    this.#onOperation = options.onOperation;
-    this.#observed = new ObservedDiff({
-      kind: this.kind,
-      logger: this.#logger,
-      publish: this.#publish,
-    });
   }
 
   /** The Service a pool's slices belong to. */
@@ -316,37 +267,28 @@ export class EndpointSliceSink implements Sink {
 
   async apply(desired: RoutingState, signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw abortReason(signal);
+    const sink = this.#sink;
     const failures: SinkFailure[] = [];
     const fail = (target: string, pool: string, error: unknown): void => {
       if (signal.aborted) throw abortReason(signal);
-      this.#backoff.failed(target);
-      const failure: SinkFailure = {
-        type: 'sink.failed',
-        kind: this.kind,
-        target,
-        pool,
-        error: describeThrown(error),
-      };
+      sink.backoff.failed(target);
+      const failure = sink.failure(target, pool, describeThrown(error));
       const state = this.#targets.get(target);
       if (state) state.lastError = this.#withRefused(failure.error, state.refused);
       failures.push(failure);
-      this.#logger.warn(
+      sink.logger.warn(
         { sink: this.kind, target, pool, error: failure.error },
         'endpointslice sink: apply failed for this slice',
       );
-      this.#publish?.(failure);
+      sink.publish(failure);
     };
     /** Whether `target` is held by its backoff; if so it counts as failed, silently (already reported). */
     const held = (target: string, pool: string): boolean => {
-      const until = this.#backoff.heldUntil(target);
+      const until = sink.backoff.heldUntil(target);
       if (until === undefined) return false;
-      failures.push({
-        type: 'sink.failed',
-        kind: this.kind,
-        target,
-        pool,
-        error: heldError(this.#isoAt(until), this.#targets.get(target)?.lastError ?? null),
-      });
+      failures.push(
+        sink.heldFailure(target, pool, until, this.#targets.get(target)?.lastError ?? null),
+      );
       return true;
     };
 
@@ -385,10 +327,10 @@ export class EndpointSliceSink implements Sink {
         continue;
       }
       try {
-        const slices = await this.#call(target, 'list', () =>
+        const slices = await sink.call(target, 'list', () =>
           this.#api.list(scope, `${MANAGED_BY_LABEL}=${MANAGED_BY}`, signal),
         );
-        this.#backoff.succeeded(target);
+        sink.backoff.succeeded(target);
         for (const slice of slices) {
           listed.set(`${slice.metadata.namespace}/${slice.metadata.name}`, slice);
         }
@@ -412,12 +354,11 @@ export class EndpointSliceSink implements Sink {
     for (const [key, state] of [...this.#targets]) {
       if (!unlisted.has(state.namespace) && !wanted.has(key) && !listed.has(key)) {
         this.#targets.delete(key);
-        this.#backoff.succeeded(key);
-        this.#observed.forget(key);
+        sink.backoff.succeeded(key);
+        sink.observed.forget(key);
       }
     }
 
-    const now = (): string => this.#wallClock().toISOString();
     for (const [key, want] of wanted) {
       if (unlisted.has(want.slice.metadata.namespace)) continue;
       if (signal.aborted) throw abortReason(signal);
@@ -434,7 +375,7 @@ export class EndpointSliceSink implements Sink {
       const { slice, held: kept } =
         want.panic && actual ? keepListed(want, actual) : { slice: want.slice, held: [] };
       state.heldByPanic = kept;
-      if (this.#mode === 'observe') {
+      if (sink.mode === 'observe') {
         const change =
           actual && sameSlice(slice, actual)
             ? { added: [], removed: [] }
@@ -445,8 +386,8 @@ export class EndpointSliceSink implements Sink {
       if (held(key, want.pool)) continue;
       try {
         if (actual && sameSlice(slice, actual)) {
-          this.#backoff.succeeded(key);
-          state.lastAppliedAt = now();
+          sink.backoff.succeeded(key);
+          state.lastAppliedAt = sink.nowIso();
           state.lastError = this.#withRefused(null, state.refused);
           continue;
         }
@@ -454,12 +395,12 @@ export class EndpointSliceSink implements Sink {
           // addressType is immutable: the slice must go before it can come back as the other kind.
           await this.#delete(key, actual, signal);
         }
-        const stored = await this.#call(key, 'apply', () => this.#api.apply(slice, signal));
+        const stored = await sink.call(key, 'apply', () => this.#api.apply(slice, signal));
         const before = state.actual;
         state.actual = endpointsOf(stored);
         this.#changed(key, want.pool, diff(before, state.actual));
-        this.#backoff.succeeded(key);
-        state.lastAppliedAt = now();
+        sink.backoff.succeeded(key);
+        state.lastAppliedAt = sink.nowIso();
         state.lastError = this.#withRefused(null, state.refused);
       } catch (error) {
         fail(key, want.pool, error);
@@ -478,7 +419,7 @@ export class EndpointSliceSink implements Sink {
       // A panicking pool loses no slice (a port its dead cells used is still listed).
       state.panic = panicking.has(`${actual.metadata.namespace}/${pool}`);
       state.heldByPanic = state.panic ? [...state.actual] : [];
-      if (this.#mode === 'observe') {
+      if (sink.mode === 'observe') {
         this.#observe(key, pool, state, {
           added: [],
           removed: state.panic ? [] : [...state.actual],
@@ -486,7 +427,7 @@ export class EndpointSliceSink implements Sink {
         continue;
       }
       if (state.panic) {
-        state.lastAppliedAt = now();
+        state.lastAppliedAt = sink.nowIso();
         state.lastError = null;
         continue;
       }
@@ -494,8 +435,8 @@ export class EndpointSliceSink implements Sink {
       try {
         await this.#delete(key, actual, signal);
         this.#targets.delete(key);
-        this.#backoff.succeeded(key);
-        this.#logger.info(
+        sink.backoff.succeeded(key);
+        sink.logger.info(
           { sink: this.kind, target: key, pool },
           'endpointslice sink: deleted a slice no pool wants',
         );
@@ -512,24 +453,16 @@ export class EndpointSliceSink implements Sink {
   status(): SinkTargetStatus[] {
     return [...this.#targets.entries()]
       .sort(([a], [b]) => byString(a, b))
-      .map(([key, target]) => ({
-        kind: this.kind,
-        target: key,
-        pool: target.pool,
-        desired: [...target.desired],
-        actual: [...target.actual],
-        pending: [],
-        lastAppliedAt: target.lastAppliedAt,
-        lastError: target.lastError,
-        backoffUntil: this.#backoffUntil(key),
-        mode: this.#mode,
-        wouldAdd: [...target.wouldAdd],
-        wouldRemove: [...target.wouldRemove],
-        panic: target.panic,
-        heldByPanic: [...target.heldByPanic],
-        // Slices carry the managed-by label; only those are ever listed, changed or deleted.
-        ownership: { mode: 'managed' as const, by: 'labels' as const },
-      }));
+      .map(([key, target]) =>
+        this.#sink.status(key, target, {
+          pending: [],
+          backoffUntil: this.#sink.backoffUntil(key),
+          panic: target.panic,
+          heldByPanic: target.heldByPanic,
+          // Slices carry the managed-by label; only those are ever listed, changed or deleted.
+          ownership: { mode: 'managed', by: 'labels' },
+        }),
+      );
   }
 
   /** Observe mode: records and reports what `apply` would change on `key`; writes nothing. */
@@ -541,23 +474,13 @@ export class EndpointSliceSink implements Sink {
   ): void {
     state.wouldAdd = change.added;
     state.wouldRemove = change.removed;
-    this.#observed.report(key, pool, change.added, change.removed);
-    state.lastAppliedAt = this.#wallClock().toISOString();
+    this.#sink.observed.report(key, pool, change.added, change.removed);
+    state.lastAppliedAt = this.#sink.nowIso();
     state.lastError = this.#withRefused(null, state.refused);
   }
 
   nextAttemptAtMs(): number | undefined {
-    return this.#backoff.nextAttemptAtMs();
-  }
-
-  #backoffUntil(key: string): string | null {
-    const until = this.#backoff.heldUntil(key);
-    return until === undefined ? null : this.#isoAt(until);
-  }
-
-  /** The wall-clock time of clock time `atMs`, for status and messages. */
-  #isoAt(atMs: number): string {
-    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
+    return this.#sink.backoff.nextAttemptAtMs();
   }
 
   /** A pool's slices: its cells grouped by port and address family; refused addresses left out. */
@@ -632,7 +555,7 @@ export class EndpointSliceSink implements Sink {
     }
     this.#reported = current;
     for (const entry of fresh) {
-      this.#logger.warn(
+      this.#sink.logger.warn(
         { sink: this.kind, ...entry },
         'endpointslice sink: left out endpoints the API server refuses in an EndpointSlice (loopback, link-local, unspecified, or not an IP); the Service will not route to them',
       );
@@ -649,20 +572,7 @@ export class EndpointSliceSink implements Sink {
     const key = `${namespace}/${name}`;
     let state = this.#targets.get(key);
     if (!state) {
-      state = {
-        namespace,
-        name,
-        pool,
-        desired: [],
-        actual: [],
-        refused: [],
-        lastAppliedAt: null,
-        lastError: null,
-        wouldAdd: [],
-        wouldRemove: [],
-        panic: false,
-        heldByPanic: [],
-      };
+      state = { ...newPanicTargetRecord(pool), namespace, name, refused: [] };
       this.#targets.set(key, state);
     }
     state.pool = pool;
@@ -679,31 +589,16 @@ export class EndpointSliceSink implements Sink {
 
   #changed(target: string, pool: string, change: { added: string[]; removed: string[] }): void {
     if (change.added.length === 0 && change.removed.length === 0) return;
-    this.#logger.info(
+    this.#sink.logger.info(
       { sink: this.kind, target, pool, added: change.added, removed: change.removed },
       'endpointslice sink: slice endpoints changed',
     );
-    this.#publish?.({ type: 'sink.applied', kind: this.kind, target, pool, ...change });
+    this.#sink.publish({ type: 'sink.applied', kind: this.kind, target, pool, ...change });
   }
 
   /** Deletes a listed slice, only if it is still the one listed (its uid). */
   async #delete(key: string, actual: EndpointSlice, signal: AbortSignal): Promise<void> {
     const { namespace, name, uid } = actual.metadata;
-    await this.#call(key, 'delete', () => this.#api.delete(namespace, name, uid, signal));
-  }
-
-  async #call<T>(
-    target: string,
-    operation: EndpointSliceOperation,
-    run: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      const result = await run();
-      this.#onOperation?.({ sink: this.kind, target, operation, result: 'success' });
-      return result;
-    } catch (error) {
-      this.#onOperation?.({ sink: this.kind, target, operation, result: 'error' });
-      throw error;
-    }
+    await this.#sink.call(key, 'delete', () => this.#api.delete(namespace, name, uid, signal));
   }
 }

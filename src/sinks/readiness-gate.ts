@@ -30,20 +30,21 @@ import { type Pod, type PodCondition, podKey } from '../model/pod.js';
 import { cellGateCondition, type GateCondition } from '../pools/cell-readiness-gate.js';
 import { type CellState, carriesReadinessGate } from '../pools/cell-state.js';
 import { byString, type RoutingState } from '../pools/routing-state.js';
-import { abortReason, type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
+import { abortReason } from '../runtime/clock.js';
 import type { ParentKey } from '../runtime/source-event.js';
-import { ObservedDiff } from './observed-diff.js';
 import {
   heldError,
   type Sink,
   SinkApplyError,
-  type SinkEvent,
   type SinkFailure,
-  type SinkMode,
   type SinkTargetStatus,
 } from './sink.js';
-import { TargetBackoff } from './target-backoff.js';
+import {
+  newTargetRecord,
+  type SinkBaseOptions,
+  SinkContext,
+  type SinkTargetRecord,
+} from './sink-context.js';
 
 /** The gate's sink kind, as `/api/v1/sinks` and the sink metrics label it. */
 export const READINESS_GATE_SINK = 'readiness-gate' as const;
@@ -73,8 +74,13 @@ export interface ReadinessGateOperationRecord {
   result: 'success' | 'error';
 }
 
-/** Options of `ReadinessGateSink`: the API, the condition type, and reads of cells and pods. */
-export interface ReadinessGateSinkOptions {
+/**
+ * Options of `ReadinessGateSink`: the API, the condition type, and reads of cells and pods. Its
+ * backoff is per pod; `wallClock` also stamps `lastTransitionTime`; it publishes `sink.applied`
+ * for every condition written and `sink.failed` for every write that failed; observe mode
+ * computes and reports the writes and never sends one.
+ */
+export interface ReadinessGateSinkOptions extends SinkBaseOptions<ReadinessGateOperationRecord> {
   api: PodConditionApi;
   /** The condition type pods name in `spec.readinessGates` (`--cell-readiness-gate-condition`). */
   conditionType: string;
@@ -82,34 +88,18 @@ export interface ReadinessGateSinkOptions {
   cells: () => Iterable<CellState>;
   /** A cell's member pods as the reflector's cache holds them now. */
   pods: (key: ParentKey) => readonly Pod[];
-  /** For `lastTransitionTime` and the RFC 3339 times in `status()`. */
-  wallClock?: () => Date;
-  /** Measures each pod's backoff. */
-  clock?: Clock;
-  backoffBaseMs?: number;
-  backoffMaxMs?: number;
   /** Writes in flight at once; default MAX_CONCURRENT_CONDITION_WRITES. */
   concurrency?: number;
-  logger?: Logger;
-  /** `sink.applied` for every condition written, `sink.failed` for every write that failed. */
-  publish?: (event: SinkEvent) => void;
-  onOperation?: (record: ReadinessGateOperationRecord) => void;
   onWrite?: (record: ConditionWriteRecord) => void;
-  /** `observe`: compute and report the writes, never send one; default `apply`. */
-  mode?: SinkMode;
 }
 
-interface PoolTarget {
+/**
+ * One gated pool. Its lists are `pod=Status/Reason`; in observe mode `wouldAdd` holds the
+ * conditions apply would write now and `wouldRemove` those they would replace, as the pods hold
+ * them.
+ */
+interface PoolTarget extends SinkTargetRecord {
   namespace: string;
-  pool: string;
-  desired: string[];
-  actual: string[];
-  lastAppliedAt: string | null;
-  lastError: string | null;
-  /** Observe mode: the conditions apply would write now, as `pod=Status/Reason` (sorted). */
-  wouldAdd: string[];
-  /** Observe mode: the conditions those writes would replace, as the pods hold them (sorted). */
-  wouldRemove: string[];
 }
 
 /** A write sent whose result the cache may not show yet. */
@@ -149,14 +139,9 @@ function sameCondition(actual: PodCondition | undefined, want: GateCondition): b
 export class ReadinessGateSink implements Sink {
   readonly kind = READINESS_GATE_SINK;
   readonly #options: ReadinessGateSinkOptions;
-  readonly #clock: Clock;
-  readonly #mode: SinkMode;
-  readonly #observed: ObservedDiff;
-  readonly #wallClock: () => Date;
-  readonly #logger: Logger;
+  /** Its backoff is by pod key. */
+  readonly #sink: SinkContext<ReadinessGateOperationRecord>;
   readonly #concurrency: number;
-  /** By pod key. */
-  readonly #backoff: TargetBackoff<string>;
   /** By pod key: writes the cache may not show yet. Only pods seen in the last apply. */
   #sent = new Map<string, SentWrite>();
   /** By `namespace/pool`: every pool with a gated pod at the last apply. */
@@ -166,28 +151,16 @@ export class ReadinessGateSink implements Sink {
 
   constructor(options: ReadinessGateSinkOptions) {
     this.#options = options;
-    this.#clock = options.clock ?? realClock;
-    this.#wallClock = options.wallClock ?? (() => new Date());
-    this.#logger = options.logger ?? silentLogger;
     this.#concurrency = options.concurrency ?? MAX_CONCURRENT_CONDITION_WRITES;
     if (!(Number.isInteger(this.#concurrency) && this.#concurrency > 0)) {
       throw new RangeError(`concurrency ${this.#concurrency} must be a positive integer`);
     }
-    this.#mode = options.mode ?? 'apply';
-    this.#observed = new ObservedDiff({
-      kind: this.kind,
-      logger: this.#logger,
-      publish: options.publish,
-    });
-    this.#backoff = new TargetBackoff({
-      clock: this.#clock,
-      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
-      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
-    });
+    this.#sink = new SinkContext(READINESS_GATE_SINK, options);
   }
 
   async apply(desired: RoutingState, signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw abortReason(signal);
+    const sink = this.#sink;
     const { conditionType } = this.#options;
     const routed = new Set<string>();
     for (const pool of desired.pools) {
@@ -209,14 +182,9 @@ export class ReadinessGateSink implements Sink {
       if (!target) {
         const previous = this.#targets.get(poolKey);
         target = {
+          ...newTargetRecord(cell.pool),
           namespace: cell.namespace,
-          pool: cell.pool,
-          desired: [],
-          actual: [],
           lastAppliedAt: previous?.lastAppliedAt ?? null,
-          lastError: null,
-          wouldAdd: [],
-          wouldRemove: [],
         };
         targets.set(poolKey, target);
       }
@@ -235,7 +203,7 @@ export class ReadinessGateSink implements Sink {
         if (sameCondition(actual, want)) {
           this.#sent.delete(key);
           this.#podErrors.delete(key);
-          this.#backoff.succeeded(key);
+          sink.backoff.succeeded(key);
           continue;
         }
         const sent = this.#sent.get(key);
@@ -249,7 +217,7 @@ export class ReadinessGateSink implements Sink {
         ) {
           continue; // written; the cache has not caught up yet
         }
-        const until = this.#backoff.heldUntil(key);
+        const until = sink.backoff.heldUntil(key);
         if (until !== undefined) {
           const held = heldPods.get(poolKey) ?? [];
           held.push(pod.metadata.name);
@@ -263,7 +231,7 @@ export class ReadinessGateSink implements Sink {
       target.desired.sort(byString);
       target.actual.sort(byString);
     }
-    if (this.#mode === 'observe') {
+    if (sink.mode === 'observe') {
       // A dry run: every write this apply would send is reported, none is sent.
       for (const job of jobs) {
         const target = targets.get(job.poolKey)!;
@@ -276,11 +244,11 @@ export class ReadinessGateSink implements Sink {
           );
         }
       }
-      const now = this.#wallClock().toISOString();
+      const now = sink.nowIso();
       for (const [poolKey, target] of targets) {
         target.wouldAdd.sort(byString);
         target.wouldRemove.sort(byString);
-        this.#observed.report(poolKey, target.pool, target.wouldAdd, target.wouldRemove);
+        sink.observed.report(poolKey, target.pool, target.wouldAdd, target.wouldRemove);
         target.lastAppliedAt = now;
       }
       this.#targets = targets;
@@ -291,7 +259,7 @@ export class ReadinessGateSink implements Sink {
     for (const key of [...this.#podErrors.keys()]) {
       if (!seen.has(key)) {
         this.#podErrors.delete(key);
-        this.#backoff.succeeded(key);
+        sink.backoff.succeeded(key);
       }
     }
     this.#targets = targets;
@@ -308,22 +276,16 @@ export class ReadinessGateSink implements Sink {
         } catch (error) {
           if (signal.aborted) return;
           const message = describeThrown(error);
-          this.#backoff.failed(job.key);
+          sink.backoff.failed(job.key);
           this.#podErrors.set(job.key, message);
           const failed = failedByPool.get(job.poolKey) ?? [];
           failed.push(job.key);
           failedByPool.set(job.poolKey, failed);
-          this.#logger.warn(
+          sink.logger.warn(
             { sink: this.kind, target: job.poolKey, pod: job.key, error: message },
             'readiness gate: writing the condition failed',
           );
-          this.#options.publish?.({
-            type: 'sink.failed',
-            kind: this.kind,
-            target: job.poolKey,
-            pool: job.pool,
-            error: `${job.key}: ${message}`,
-          });
+          sink.publish(sink.failure(job.poolKey, job.pool, `${job.key}: ${message}`));
         }
       }
     };
@@ -332,7 +294,7 @@ export class ReadinessGateSink implements Sink {
     );
     if (signal.aborted) throw abortReason(signal);
 
-    const now = this.#wallClock().toISOString();
+    const now = sink.nowIso();
     for (const [poolKey, target] of targets) {
       const failed = failedByPool.get(poolKey) ?? [];
       const held = heldPods.get(poolKey) ?? [];
@@ -349,22 +311,11 @@ export class ReadinessGateSink implements Sink {
         ...named,
         ...(more > 0 ? [`and ${more} more pod(s) failed`] : []),
         ...(held.length > 0
-          ? [
-              heldError(
-                this.#isoAt(this.#earliestHeld(poolKey, held)),
-                `${held.length} pod(s) held`,
-              ),
-            ]
+          ? [heldError(sink.isoAt(this.#earliestHeld(poolKey, held)), `${held.length} pod(s) held`)]
           : []),
       ];
       target.lastError = parts.join('; ');
-      failures.push({
-        type: 'sink.failed',
-        kind: this.kind,
-        target: poolKey,
-        pool: target.pool,
-        error: target.lastError,
-      });
+      failures.push(sink.failure(poolKey, target.pool, target.lastError));
     }
     if (failures.length > 0) throw new SinkApplyError(failures);
   }
@@ -374,31 +325,21 @@ export class ReadinessGateSink implements Sink {
       .sort(([a], [b]) => byString(a, b))
       .map(([key, target]) => {
         const until = this.#poolHeldUntil(target);
-        return {
-          kind: this.kind,
-          target: key,
-          pool: target.pool,
-          desired: [...target.desired],
-          actual: [...target.actual],
+        return this.#sink.status(key, target, {
           pending: [],
-          lastAppliedAt: target.lastAppliedAt,
-          lastError: target.lastError,
-          backoffUntil: until === undefined ? null : this.#isoAt(until),
-          mode: this.#mode,
-          wouldAdd: [...target.wouldAdd],
-          wouldRemove: [...target.wouldRemove],
+          backoffUntil: until === undefined ? null : this.#sink.isoAt(until),
           // Conditions are never removed, so panic holds nothing here.
           panic: false,
           heldByPanic: [],
           // Server-side apply under its own field manager: it owns its one condition and nothing
           // else on the pod, so there is nothing of another writer it could remove.
-          ownership: { mode: 'managed' as const, by: 'field-manager' as const },
-        };
+          ownership: { mode: 'managed', by: 'field-manager' },
+        });
       });
   }
 
   nextAttemptAtMs(): number | undefined {
-    return this.#backoff.nextAttemptAtMs();
+    return this.#sink.backoff.nextAttemptAtMs();
   }
 
   async #write(job: Job, signal: AbortSignal): Promise<void> {
@@ -407,25 +348,23 @@ export class ReadinessGateSink implements Sink {
     const lastTransitionTime =
       actual?.status === want.status && actual.lastTransitionTime
         ? actual.lastTransitionTime
-        : this.#wallClock()
-            .toISOString()
-            .replace(/\.\d+Z$/, 'Z');
+        : this.#sink.nowIso().replace(/\.\d+Z$/, 'Z');
     const target = job.poolKey;
     let stored: { resourceVersion: string | undefined };
     try {
-      stored = await this.#options.api.apply(
-        { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
-        { type: this.#options.conditionType, ...want, lastTransitionTime },
-        signal,
+      stored = await this.#sink.call(target, 'apply', () =>
+        this.#options.api.apply(
+          { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
+          { type: this.#options.conditionType, ...want, lastTransitionTime },
+          signal,
+        ),
       );
     } catch (error) {
-      this.#options.onOperation?.({ sink: this.kind, target, operation: 'apply', result: 'error' });
       this.#options.onWrite?.({ status: want.status, result: 'error' });
       throw error;
     }
-    this.#options.onOperation?.({ sink: this.kind, target, operation: 'apply', result: 'success' });
     this.#options.onWrite?.({ status: want.status, result: 'success' });
-    this.#backoff.succeeded(job.key);
+    this.#sink.backoff.succeeded(job.key);
     this.#podErrors.delete(job.key);
     this.#sent.set(job.key, {
       uid: pod.metadata.uid,
@@ -436,7 +375,7 @@ export class ReadinessGateSink implements Sink {
     const removed = actual
       ? [`${pod.metadata.name}=${conditionText(actual.status, actual.reason)}`]
       : [];
-    this.#logger.info(
+    this.#sink.logger.info(
       {
         sink: this.kind,
         target,
@@ -447,7 +386,7 @@ export class ReadinessGateSink implements Sink {
       },
       'readiness gate: condition written',
     );
-    this.#options.publish?.({
+    this.#sink.publish({
       type: 'sink.applied',
       kind: this.kind,
       target,
@@ -462,10 +401,10 @@ export class ReadinessGateSink implements Sink {
     const [namespace] = poolKey.split('/');
     let earliest = Number.POSITIVE_INFINITY;
     for (const name of names) {
-      const until = this.#backoff.heldUntil(`${namespace}/${name}`);
+      const until = this.#sink.backoff.heldUntil(`${namespace}/${name}`);
       if (until !== undefined && until < earliest) earliest = until;
     }
-    return Number.isFinite(earliest) ? earliest : this.#clock.now();
+    return Number.isFinite(earliest) ? earliest : this.#sink.clock.now();
   }
 
   /** The earliest time a held pod of the pool may be written; `undefined` when none is held. */
@@ -473,13 +412,9 @@ export class ReadinessGateSink implements Sink {
     let earliest: number | undefined;
     for (const entry of target.desired) {
       const name = entry.slice(0, entry.indexOf('='));
-      const until = this.#backoff.heldUntil(`${target.namespace}/${name}`);
+      const until = this.#sink.backoff.heldUntil(`${target.namespace}/${name}`);
       if (until !== undefined && (earliest === undefined || until < earliest)) earliest = until;
     }
     return earliest;
-  }
-
-  #isoAt(atMs: number): string {
-    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
   }
 }

@@ -41,9 +41,7 @@
  */
 import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
-import { abortReason, type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import { ObservedDiff } from './observed-diff.js';
+import { abortReason } from '../runtime/clock.js';
 import {
   type RouterWorker,
   SglangRouterClient,
@@ -51,17 +49,18 @@ import {
   type WorkerRegistration,
 } from './sglang-router-client.js';
 import {
-  DEFAULT_SINK_MODE,
-  heldError,
   type Sink,
   SinkApplyError,
-  type SinkEvent,
   type SinkFailure,
-  type SinkMode,
   type SinkOwnership,
   type SinkTargetStatus,
 } from './sink.js';
-import { TargetBackoff } from './target-backoff.js';
+import {
+  newPanicTargetRecord,
+  type PanicTargetRecord,
+  type SinkBaseOptions,
+  SinkContext,
+} from './sink-context.js';
 
 /**
  * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
@@ -143,28 +142,16 @@ export interface SinkOperationRecord {
 /**
  * What the sink is built from. `targets` must be free of clashes (`routerTargetClash`): the
  * config refuses one at start and the constructor throws on one, since two targets owning one
- * router's list would undo each other's work on every run.
+ * router's list would undo each other's work on every run. Its backoff is per router, `clock`
+ * measures the HTTP timeouts too, and it publishes `sink.applied` only when something was added
+ * or removed.
  */
-export interface SglangRouterSinkOptions {
+export interface SglangRouterSinkOptions extends SinkBaseOptions<SinkOperationRecord> {
   targets: readonly SglangRouterTarget[];
   /** Sent to every router as `Authorization: Bearer <key>`; never logged. */
   apiKey?: string;
   /** Per HTTP call; default ROUTER_REQUEST_TIMEOUT_MS. */
   requestTimeoutMs?: number;
-  /** Measures the HTTP timeouts and each router's backoff. */
-  clock?: Clock;
-  /** A router whose last call failed is not called again for this long, doubling; default 1 s. */
-  backoffBaseMs?: number;
-  /** The longest such wait; default 60 s (the service passes its drift interval when shorter). */
-  backoffMaxMs?: number;
-  /** Only for the RFC 3339 times in `status()`. */
-  wallClock?: () => Date;
-  logger?: Logger;
-  /** `sink.applied` (only when something was added or removed) and `sink.failed`. */
-  publish?: (event: SinkEvent) => void;
-  onOperation?: (record: SinkOperationRecord) => void;
-  /** `observe`: read only, report what would change; default `apply`. */
-  mode?: SinkMode;
   /** Which workers it may remove; default `managed` (only those it marked). */
   ownership?: RouterOwnershipMode;
 }
@@ -174,24 +161,16 @@ interface Pending {
   since: string;
 }
 
-interface TargetState {
+interface TargetState extends PanicTargetRecord {
   readonly pool: string;
   readonly role: SglangRouterRole | undefined;
   /** The router URL, plus `#role` for a prefill/decode router's target: keys its backoff. */
   readonly key: string;
   readonly client: SglangRouterClient;
-  desired: string[];
-  actual: string[];
   /** By worker URL: adds sent (202/409) whose worker is not listed yet. */
   readonly pendingAdds: Map<string, Pending>;
   /** By worker URL: removals sent whose worker is still listed (e.g. draining). */
   readonly pendingRemovals: Map<string, Pending>;
-  lastAppliedAt: string | null;
-  lastError: string | null;
-  wouldAdd: string[];
-  wouldRemove: string[];
-  panic: boolean;
-  heldByPanic: string[];
   /** How ownership is told on this router, from its last list; `null` before a list. */
   ownedBy: SinkOwnership['by'];
   /**
@@ -265,42 +244,20 @@ function sliceUrls(target: TargetState, workers: readonly RouterWorker[]): strin
 export class SglangRouterSink implements Sink {
   readonly kind = SGLANG_ROUTER_SINK;
   readonly #targets: Map<string, TargetState>;
-  readonly #wallClock: () => Date;
-  readonly #logger: Logger;
-  readonly #publish: ((event: SinkEvent) => void) | undefined;
-  readonly #onOperation: ((record: SinkOperationRecord) => void) | undefined;
   readonly #apiKey: string | undefined;
-  readonly #clock: Clock;
-  /** By router URL. */
-  readonly #backoff: TargetBackoff<string>;
-  readonly #mode: SinkMode;
+  /** Its backoff is by target key (the router URL, plus `#role` for a role's target). */
+  readonly #sink: SinkContext<SinkOperationRecord>;
   readonly #ownership: RouterOwnershipMode;
-  readonly #observed: ObservedDiff;
 
   constructor(options: SglangRouterSinkOptions) {
-    this.#mode = options.mode ?? DEFAULT_SINK_MODE;
     this.#ownership = options.ownership ?? DEFAULT_ROUTER_OWNERSHIP;
-    this.#wallClock = options.wallClock ?? (() => new Date());
-    this.#clock = options.clock ?? realClock;
-    this.#backoff = new TargetBackoff({
-      clock: this.#clock,
-      ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
-      ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
-    });
-    this.#logger = options.logger ?? silentLogger;
-    this.#publish = options.publish;
-    this.#onOperation = options.onOperation;
+    this.#sink = new SinkContext(SGLANG_ROUTER_SINK, options);
     this.#apiKey = options.apiKey || undefined;
-    this.#observed = new ObservedDiff({
-      kind: this.kind,
-      logger: this.#logger,
-      publish: this.#publish,
-    });
     this.#targets = new Map();
     for (const target of options.targets) {
       const clientOptions: SglangRouterClientOptions = {
         url: target.url,
-        clock: options.clock ?? realClock,
+        clock: this.#sink.clock,
       };
       if (options.apiKey) clientOptions.apiKey = options.apiKey;
       if (options.requestTimeoutMs !== undefined)
@@ -318,20 +275,12 @@ export class SglangRouterSink implements Sink {
       if (clash) throw new TypeError(clash);
       const key = target.role ? `${client.url}#${target.role}` : client.url;
       this.#targets.set(key, {
-        pool: target.pool,
+        ...newPanicTargetRecord(target.pool),
         role: target.role,
         key,
         client,
-        desired: [],
-        actual: [],
         pendingAdds: new Map(),
         pendingRemovals: new Map(),
-        lastAppliedAt: null,
-        lastError: null,
-        wouldAdd: [],
-        wouldRemove: [],
-        panic: false,
-        heldByPanic: [],
         ownedBy: null,
         recorded: new Set(),
       });
@@ -340,11 +289,12 @@ export class SglangRouterSink implements Sink {
 
   async apply(desired: RoutingState, signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw abortReason(signal);
+    const sink = this.#sink;
     const targets = [...this.#targets.values()];
     // A router held by its backoff is not called, however many runs begin; the others are.
     const held = new Map<TargetState, number>();
     for (const target of targets) {
-      const until = this.#backoff.heldUntil(target.key);
+      const until = sink.backoff.heldUntil(target.key);
       if (until !== undefined) held.set(target, until);
     }
     const results = await Promise.allSettled(
@@ -363,47 +313,35 @@ export class SglangRouterSink implements Sink {
       const until = held.get(target);
       if (until !== undefined) {
         // Already reported when its call failed: no new event, no new log line.
-        failures.push({
-          type: 'sink.failed',
-          kind: this.kind,
-          target: url,
-          pool: target.pool,
-          error: heldError(this.#isoAt(until), target.lastError),
-        });
+        failures.push(sink.heldFailure(url, target.pool, until, target.lastError));
         return;
       }
       if (result.status === 'fulfilled') {
-        this.#backoff.succeeded(key);
+        sink.backoff.succeeded(key);
         return;
       }
-      this.#backoff.failed(key);
-      const failure: SinkFailure = {
-        type: 'sink.failed',
-        kind: this.kind,
-        target: url,
-        pool: target.pool,
-        error: this.#redact(describeThrown(result.reason)),
-      };
+      sink.backoff.failed(key);
+      const failure = sink.failure(url, target.pool, this.#redact(describeThrown(result.reason)));
       target.lastError = failure.error;
       failures.push(failure);
-      this.#logger.warn(
+      sink.logger.warn(
         {
           sink: this.kind,
           target: failure.target,
           pool: failure.pool,
           error: failure.error,
           ...(target.role ? { role: target.role } : {}),
-          retryAt: this.#isoAt(this.#backoff.heldUntil(key) ?? this.#clock.now()),
+          retryAt: sink.isoAt(sink.backoff.heldUntil(key) ?? sink.clock.now()),
         },
         'sglang router sink: apply failed for this router; it is not called again before its backoff ends',
       );
-      this.#publish?.(failure);
+      sink.publish(failure);
     });
     if (failures.length > 0) throw new SinkApplyError(failures);
   }
 
   nextAttemptAtMs(): number | undefined {
-    return this.#backoff.nextAttemptAtMs();
+    return this.#sink.backoff.nextAttemptAtMs();
   }
 
   /** A held router: only what it should list is updated, for `status()`; nothing is sent. */
@@ -413,49 +351,31 @@ export class SglangRouterSink implements Sink {
     target.panic = panic;
   }
 
-  /** The wall-clock time of clock time `atMs`, for status and messages. */
-  #isoAt(atMs: number): string {
-    return new Date(this.#wallClock().getTime() + (atMs - this.#clock.now())).toISOString();
-  }
-
   status(): SinkTargetStatus[] {
-    return [...this.#targets.values()].map((target) => ({
-      kind: this.kind,
-      target: target.client.url,
-      pool: target.pool,
-      ...(target.role ? { role: target.role } : {}),
-      desired: [...target.desired],
-      actual: [...target.actual],
-      pending: [
-        ...[...target.pendingAdds].map(([endpoint, p]) => ({
-          operation: 'add' as const,
-          endpoint,
-          since: p.since,
-        })),
-        ...[...target.pendingRemovals].map(([endpoint, p]) => ({
-          operation: 'remove' as const,
-          endpoint,
-          since: p.since,
-        })),
-      ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
-      lastAppliedAt: target.lastAppliedAt,
-      lastError: target.lastError,
-      backoffUntil: this.#backoffUntil(target.key),
-      mode: this.#mode,
-      wouldAdd: [...target.wouldAdd],
-      wouldRemove: [...target.wouldRemove],
-      panic: target.panic,
-      heldByPanic: [...target.heldByPanic],
-      ownership: {
-        mode: this.#ownership,
-        by: this.#ownership === 'all' ? null : target.ownedBy,
-      },
-    }));
-  }
-
-  #backoffUntil(key: string): string | null {
-    const until = this.#backoff.heldUntil(key);
-    return until === undefined ? null : this.#isoAt(until);
+    return [...this.#targets.values()].map((target) =>
+      this.#sink.status(target.client.url, target, {
+        ...(target.role ? { role: target.role } : {}),
+        pending: [
+          ...[...target.pendingAdds].map(([endpoint, p]) => ({
+            operation: 'add' as const,
+            endpoint,
+            since: p.since,
+          })),
+          ...[...target.pendingRemovals].map(([endpoint, p]) => ({
+            operation: 'remove' as const,
+            endpoint,
+            since: p.since,
+          })),
+        ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
+        backoffUntil: this.#sink.backoffUntil(target.key),
+        panic: target.panic,
+        heldByPanic: target.heldByPanic,
+        ownership: {
+          mode: this.#ownership,
+          by: this.#ownership === 'all' ? null : target.ownedBy,
+        },
+      }),
+    );
   }
 
   /**
@@ -471,8 +391,9 @@ export class SglangRouterSink implements Sink {
     } = desiredWorkers(state.pools, target.pool);
     target.desired = desired;
     target.panic = panic;
+    const sink = this.#sink;
     if (namespaces.length > 1) {
-      this.#logger.warn(
+      sink.logger.warn(
         { sink: this.kind, target: target.client.url, pool: target.pool, namespaces },
         'sglang router sink: the pool name exists in several namespaces; the router gets the cells of all',
       );
@@ -539,11 +460,11 @@ export class SglangRouterSink implements Sink {
       }
     }
     target.heldByPanic = [...held].sort();
-    if (this.#mode === 'observe') {
+    if (sink.mode === 'observe') {
       target.wouldAdd = toAdd;
       target.wouldRemove = [...new Set(toRemove.map((w) => w.url))].sort();
-      this.#observed.report(target.client.url, target.pool, target.wouldAdd, target.wouldRemove);
-      target.lastAppliedAt = this.#wallClock().toISOString();
+      sink.observed.report(target.client.url, target.pool, target.wouldAdd, target.wouldRemove);
+      target.lastAppliedAt = sink.nowIso();
       target.lastError = null;
       return;
     }
@@ -551,7 +472,7 @@ export class SglangRouterSink implements Sink {
     const errors: string[] = [];
     const added: string[] = [];
     const removed: string[] = [];
-    const now = (): string => this.#wallClock().toISOString();
+    const now = (): string => sink.nowIso();
 
     for (const url of toAdd) {
       if (signal.aborted) throw abortReason(signal);
@@ -607,7 +528,7 @@ export class SglangRouterSink implements Sink {
         if (signal.aborted) throw abortReason(signal);
         errors.push(describeThrown(error));
       }
-      this.#logger.info(
+      sink.logger.info(
         {
           sink: this.kind,
           target: target.client.url,
@@ -618,7 +539,7 @@ export class SglangRouterSink implements Sink {
         },
         'sglang router sink: router workers changed',
       );
-      this.#publish?.({
+      sink.publish({
         type: 'sink.applied',
         kind: this.kind,
         target: target.client.url,
@@ -642,25 +563,9 @@ export class SglangRouterSink implements Sink {
     return target.recorded.has(worker.url);
   }
 
-  async #call<T>(target: TargetState, operation: SinkOperation, run: () => Promise<T>): Promise<T> {
-    try {
-      const result = await run();
-      this.#onOperation?.({
-        sink: this.kind,
-        target: target.client.url,
-        operation,
-        result: 'success',
-      });
-      return result;
-    } catch (error) {
-      this.#onOperation?.({
-        sink: this.kind,
-        target: target.client.url,
-        operation,
-        result: 'error',
-      });
-      throw error;
-    }
+  /** One call to a router, counted under its URL (both roles' targets of a router share it). */
+  #call<T>(target: TargetState, operation: SinkOperation, run: () => Promise<T>): Promise<T> {
+    return this.#sink.call(target.client.url, operation, run);
   }
 
   #redact(message: string): string {

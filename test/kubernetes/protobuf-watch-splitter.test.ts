@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeProtobufWatchFrames } from '../../src/kubernetes/codec/protobuf-watch-splitter.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import {
-  TruncatedFrameError,
-  type WatchFrame,
-} from '../../src/kubernetes/codec/watch-line-splitter.js';
+import { TruncatedFrameError, type WatchFrame } from '../../src/kubernetes/codec/watch-framing.js';
 import {
   concatBytes,
   encodeWatchEvent,

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decodeWatchFrames,
-  TruncatedFrameError,
-  type WatchFrame,
-} from '../../src/kubernetes/codec/watch-line-splitter.js';
+import { TruncatedFrameError, type WatchFrame } from '../../src/kubernetes/codec/watch-framing.js';
+import { decodeWatchFrames } from '../../src/kubernetes/codec/watch-line-splitter.js';
 
 async function* chunks(...parts: Array<string | Buffer>): AsyncGenerator<Buffer> {
   for (const part of parts) yield Buffer.isBuffer(part) ? part : Buffer.from(part, 'utf8');

@@ -1,6 +1,6 @@
 /**
  * One JSON request to the API server through an `ApiConnection` (./connection.ts): the raw
- * `node:http(s)` request that the EndpointSlice API and the Lease lock share.
+ * `node:http(s)` request every resource's calls share (through ./resource-client.ts).
  *
  * It asks the connection for fresh auth/TLS options, sends an optional JSON body, reads a body
  * bounded in size and, within a timeout on the injected clock, in time (every caller must give

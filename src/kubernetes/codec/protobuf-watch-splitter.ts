@@ -7,13 +7,8 @@
  */
 import { decodeProtobufPodWatchEvent } from './protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
-import {
-  asBuffer,
-  frameTooLarge,
-  MAX_WATCH_FRAME_BYTES,
-  TruncatedFrameError,
-  type WatchFrame,
-} from './watch-line-splitter.js';
+import type { WatchFrame, WatchFramer } from './watch-framing.js';
+import { frameTooLarge, PendingBytes, watchFrameSplitter } from './watch-framing.js';
 
 const LENGTH_PREFIX_BYTES = 4;
 
@@ -26,75 +21,66 @@ function decodeFrame(frame: Uint8Array): WatchFrame {
   }
 }
 
-/**
- * Frames from a byte stream, with the same contract as ./watch-line-splitter.ts
- * `decodeWatchFrames`: `onBytes` hears every chunk on arrival; a frame longer than
- * `maxFrameBytes` is yielded as `garbled` once its length is read, and its bytes are skipped, never
- * held; a stream that ends inside a frame (or inside a length prefix) throws `TruncatedFrameError`.
- */
-export async function* decodeProtobufWatchFrames(
-  chunks: AsyncIterable<Uint8Array>,
-  onBytes?: (count: number) => void,
-  maxFrameBytes = MAX_WATCH_FRAME_BYTES,
-): AsyncGenerator<WatchFrame, void, undefined> {
-  /**
-   * Bytes received and not yet consumed, as the chunks they came in: joined only once enough have
-   * arrived for what is awaited (a prefix, a whole frame), so a large frame is copied once, not
-   * once per chunk.
-   */
-  let pending: Buffer[] = [];
-  let pendingLength = 0;
+/** Length-prefixed frames: a four-byte length, then that many bytes of `WatchEvent`. */
+class LengthPrefixFramer implements WatchFramer {
+  readonly #maxFrameBytes: number;
+  /** What is awaited (a prefix, a whole frame), held until enough has arrived. */
+  readonly #pending = new PendingBytes();
   /** The current frame's length, once its prefix is read. */
-  let frameLength: number | undefined;
+  #frameLength: number | undefined;
   /** Bytes still to drop of a frame reported as too large. */
-  let skipping = 0;
-  for await (const raw of chunks) {
-    const chunk = asBuffer(raw);
-    onBytes?.(chunk.length);
-    if (skipping >= chunk.length) {
-      skipping -= chunk.length;
-      continue;
+  #skipping = 0;
+
+  constructor(maxFrameBytes: number) {
+    this.#maxFrameBytes = maxFrameBytes;
+  }
+
+  *push(chunk: Buffer): Generator<WatchFrame, void, undefined> {
+    if (this.#skipping >= chunk.length) {
+      this.#skipping -= chunk.length;
+      return;
     }
-    pending.push(skipping > 0 ? chunk.subarray(skipping) : chunk);
-    pendingLength += chunk.length - skipping;
-    skipping = 0;
-    const awaited = (): number => frameLength ?? LENGTH_PREFIX_BYTES;
-    if (pendingLength < awaited()) continue;
-    let data: Buffer = pending.length === 1 ? (pending[0] as Buffer) : Buffer.concat(pending);
-    pending = [];
-    pendingLength = 0;
+    this.#pending.push(this.#skipping > 0 ? chunk.subarray(this.#skipping) : chunk);
+    this.#skipping = 0;
+    if (this.#pending.length < (this.#frameLength ?? LENGTH_PREFIX_BYTES)) return;
+    let data = this.#pending.take();
     for (;;) {
-      if (frameLength === undefined) {
+      if (this.#frameLength === undefined) {
         if (data.length < LENGTH_PREFIX_BYTES) break;
-        frameLength = data.readUInt32BE(0);
+        const frameLength = data.readUInt32BE(0);
         data = data.subarray(LENGTH_PREFIX_BYTES);
-        if (frameLength > maxFrameBytes) {
+        if (frameLength > this.#maxFrameBytes) {
           const dropped = Math.min(frameLength, data.length);
-          skipping = frameLength - dropped;
+          this.#skipping = frameLength - dropped;
           data = data.subarray(dropped);
-          frameLength = undefined;
-          yield frameTooLarge(maxFrameBytes);
-          if (skipping > 0) break;
+          yield frameTooLarge(this.#maxFrameBytes);
+          if (this.#skipping > 0) break;
           continue;
         }
+        this.#frameLength = frameLength;
       }
-      if (data.length < frameLength) break;
-      const frame = data.subarray(0, frameLength);
-      data = data.subarray(frameLength);
-      frameLength = undefined;
+      if (data.length < this.#frameLength) break;
+      const frame = data.subarray(0, this.#frameLength);
+      data = data.subarray(this.#frameLength);
+      this.#frameLength = undefined;
       yield decodeFrame(frame);
     }
-    if (data.length > 0) {
-      pending = [data];
-      pendingLength = data.length;
-    }
+    if (data.length > 0) this.#pending.push(data);
   }
-  if (skipping > 0) {
-    throw new TruncatedFrameError('watch stream ended inside a frame that was too large');
-  }
-  if (frameLength !== undefined || pendingLength > 0) {
-    throw new TruncatedFrameError(
-      `watch stream ended inside a frame (${pendingLength} of ${frameLength ?? '?'} bytes)`,
-    );
+
+  end(): string | undefined {
+    if (this.#skipping > 0) return 'a frame that was too large';
+    if (this.#frameLength === undefined && this.#pending.length === 0) return undefined;
+    return `a frame (${this.#pending.length} of ${this.#frameLength ?? '?'} bytes)`;
   }
 }
+
+/**
+ * Frames from a protobuf watch body (`WatchFrameSplitter`, the same contract as the JSON one): a
+ * frame longer than `maxFrameBytes` is yielded as `garbled` once its length is read, and its bytes
+ * are skipped, never held; a body that ends inside a frame (or inside a length prefix) throws
+ * `TruncatedFrameError`.
+ */
+export const decodeProtobufWatchFrames = watchFrameSplitter(
+  (maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes),
+);

@@ -10,7 +10,7 @@ import type { SourceEvent } from '../../runtime/source-event.js';
 import { isRecord, readStatus } from '../client/api-errors.js';
 import type { ReflectorFailure } from '../reflector/reflector-failure.js';
 import { isDecodedPod } from './protobuf-pod-decoder.js';
-import type { WatchFrame } from './watch-line-splitter.js';
+import type { WatchFrame } from './watch-framing.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */
 export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';

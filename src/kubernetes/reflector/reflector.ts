@@ -42,8 +42,8 @@ import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from '../client/api-errors.js';
 import { IdleWatchdog } from '../client/idle-watchdog.js';
 import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
-import type { WatchFrame } from '../codec/watch-line-splitter.js';
-import type { PodApi, PodList, WatchStream } from '../resources/pod-api.js';
+import type { WatchFrame } from '../codec/watch-framing.js';
+import type { ListPodsOptions, PodApi, PodList, WatchStream } from '../resources/pod-api.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import {
   classifyFailure,
@@ -373,14 +373,8 @@ export class KubernetesReflector {
     let list: PodList;
     try {
       list = await this.#api.listPods({
-        namespace: this.#namespace,
-        labelSelector: this.#labelSelector,
+        ...this.#requestScope(watchdog),
         limit: this.#listPageSize,
-        signal: watchdog.signal,
-        onBytes: (count) => {
-          watchdog.touch();
-          this.#countBytes(count);
-        },
         onPage: ({ pages, pods }, items) => {
           progress.pages = pages;
           progress.pods = pods;
@@ -399,9 +393,7 @@ export class KubernetesReflector {
     } catch (error) {
       delete this.#stats.listProgress;
       if (signal.aborted) return STOPPED;
-      const failure: ReflectorFailure = watchdog.timedOut
-        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
-        : failureFromError(error);
+      const failure = this.#requestFailure(watchdog, error);
       return this.#act('list', failure, undefined, backoff);
     } finally {
       await watchdog.release();
@@ -442,16 +434,10 @@ export class KubernetesReflector {
     let handedOn = false;
     try {
       stream = await this.#api.watchPods({
-        namespace: this.#namespace,
-        labelSelector: this.#labelSelector,
+        ...this.#requestScope(watchdog),
         resourceVersion: '',
         sendInitialEvents: true,
         timeoutSeconds: this.#timeoutSeconds(),
-        signal: watchdog.signal,
-        onBytes: (count) => {
-          watchdog.touch();
-          this.#countBytes(count);
-        },
       });
       const frames = stream[Symbol.asyncIterator]();
       const objects = new Map<ObjectKey, Pod>();
@@ -526,9 +512,7 @@ export class KubernetesReflector {
       }
     } catch (error) {
       if (signal.aborted) return STOPPED;
-      const failure: ReflectorFailure = watchdog.timedOut
-        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
-        : failureFromError(error);
+      const failure = this.#requestFailure(watchdog, error);
       if (failure.kind === 'connection' && !failure.answered) {
         // Nothing answered: the server is away, not lacking the feature. Watch-list again soon.
         return this.#act('list', failure, undefined, backoff);
@@ -581,23 +565,15 @@ export class KubernetesReflector {
     let stream: WatchStream;
     try {
       stream = await this.#api.watchPods({
-        namespace: this.#namespace,
-        labelSelector: this.#labelSelector,
+        ...this.#requestScope(watchdog),
         resourceVersion: cursor,
         timeoutSeconds: this.#timeoutSeconds(),
-        signal: watchdog.signal,
-        onBytes: (count) => {
-          watchdog.touch();
-          this.#countBytes(count);
-        },
       });
     } catch (error) {
       await watchdog.release();
       this.#updateHealth(signal);
       if (signal.aborted) return STOPPED;
-      const failure: ReflectorFailure = watchdog.timedOut
-        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
-        : failureFromError(error);
+      const failure = this.#requestFailure(watchdog, error);
       return this.#act('watch', failure, cursor, backoff);
     }
     return yield* this.#follow(stream, stream[Symbol.asyncIterator](), cursor, {
@@ -682,9 +658,7 @@ export class KubernetesReflector {
       return this.#act('watch', end, position, backoff);
     } catch (error) {
       if (signal.aborted) return STOPPED;
-      const failure: ReflectorFailure = watchdog.timedOut
-        ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
-        : failureFromError(error);
+      const failure = this.#requestFailure(watchdog, error);
       return this.#act('watch', failure, position, backoff);
     } finally {
       // Every path ends here: the connection is closed explicitly, whether the watch ended,
@@ -697,6 +671,34 @@ export class KubernetesReflector {
       this.#watchProven = false;
       this.#updateHealth(signal);
     }
+  }
+
+  /**
+   * What every LIST and WATCH of the stream carries: the scope, and the watchdog that hears the
+   * request's bytes (counted in the stats) and tears the request down when it falls silent.
+   */
+  #requestScope(
+    watchdog: IdleWatchdog,
+  ): Pick<ListPodsOptions, 'namespace' | 'labelSelector' | 'signal' | 'onBytes'> {
+    return {
+      namespace: this.#namespace,
+      labelSelector: this.#labelSelector,
+      signal: watchdog.signal,
+      onBytes: (count) => {
+        watchdog.touch();
+        this.#countBytes(count);
+      },
+    };
+  }
+
+  /**
+   * What a failed LIST or WATCH was: idle when the watchdog tore it down (the error is then only
+   * the teardown's echo), else what the error says.
+   */
+  #requestFailure(watchdog: IdleWatchdog, error: unknown): ReflectorFailure {
+    return watchdog.timedOut
+      ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
+      : failureFromError(error);
   }
 
   /** `backoff`: wait, then carry on into the state the failure led to. */

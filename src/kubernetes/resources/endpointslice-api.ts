@@ -8,19 +8,15 @@
  * verb, the object and the server's `Status` (reason and message), never a request header, so a
  * bearer token cannot leak into a log line or an event.
  */
-import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';
+import { type ApiAnswer, answerStatus } from '../client/api-request.js';
+import type { ClusterOptions } from '../client/connection.js';
 import {
-  type ApiAnswer,
-  answerStatus,
-  apiRequest,
-  parseAnswerJson,
-} from '../client/api-request.js';
-import {
-  type ApiConnection,
-  type ClusterOptions,
-  loadApiConnection,
-} from '../client/connection.js';
+  ResourceApiError,
+  type ResourceApiOptions,
+  ResourceClient,
+  resourceApiOptions,
+} from '../client/resource-client.js';
 
 const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
 
@@ -101,18 +97,16 @@ export interface EndpointSliceApi {
 }
 
 /** The API server refused an EndpointSlice request (any non-2xx answer but a DELETE's 404). */
-export class EndpointSliceApiError extends Error {
+export class EndpointSliceApiError extends ResourceApiError {
   override readonly name = 'EndpointSliceApiError';
   constructor(
     readonly verb: 'LIST' | 'APPLY' | 'DELETE',
     readonly target: string,
-    readonly statusCode: number,
-    readonly reason: string | undefined,
+    statusCode: number,
+    reason: string | undefined,
     detail: string | undefined,
   ) {
-    super(
-      `${verb} EndpointSlice ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
-    );
+    super(`${verb} EndpointSlice ${target}`, statusCode, reason, detail);
   }
 }
 
@@ -121,17 +115,12 @@ export class MalformedEndpointSliceError extends Error {
   override readonly name = 'MalformedEndpointSliceError';
 }
 
-/**
- * What the real API is built from: an already loaded connection (`connectEndpointSliceApi` loads
- * one from the cluster options), and the per-request bound in time.
- */
-export interface KubernetesEndpointSliceApiOptions {
-  connection: ApiConnection;
-  /** Per request, the answer's body included; default ENDPOINTSLICE_REQUEST_TIMEOUT_MS. */
-  timeoutMs?: number;
-  /** Where the request timeout is measured; default the real clock. */
-  clock?: Clock;
-}
+/** What bounds every EndpointSlice request (`ResourceClient`). */
+const ENDPOINTSLICE_BOUNDS = {
+  defaultTimeoutMs: ENDPOINTSLICE_REQUEST_TIMEOUT_MS,
+  maxBodyBytes: ENDPOINTSLICE_MAX_RESPONSE_BYTES,
+  malformed: MalformedEndpointSliceError,
+};
 
 /**
  * The `EndpointSliceApi` over the cluster's HTTP API: paged LIST, server-side apply and a
@@ -140,15 +129,10 @@ export interface KubernetesEndpointSliceApiOptions {
  * requests it sends are what is tested.
  */
 export class KubernetesEndpointSliceApi implements EndpointSliceApi {
-  readonly #connection: ApiConnection;
-  readonly #timeoutMs: number;
-  readonly #clock: Clock | undefined;
+  readonly #client: ResourceClient;
 
-  constructor(options: KubernetesEndpointSliceApiOptions) {
-    this.#connection = options.connection;
-    this.#clock = options.clock;
-    this.#timeoutMs = options.timeoutMs ?? ENDPOINTSLICE_REQUEST_TIMEOUT_MS;
-    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  constructor(options: ResourceApiOptions) {
+    this.#client = new ResourceClient(options, ENDPOINTSLICE_BOUNDS);
   }
 
   async list(
@@ -174,7 +158,7 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
         target,
       );
       expect('LIST', target, answer, [200]);
-      const list = parseJson(answer.body, 'EndpointSliceList');
+      const list = this.#client.parseJson(answer.body, 'EndpointSliceList');
       if (!isRecord(list) || !Array.isArray(list.items)) {
         throw new MalformedEndpointSliceError('EndpointSlice LIST response has no items');
       }
@@ -214,7 +198,7 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
       target,
     );
     expect('APPLY', target, answer, [200, 201]);
-    return parseEndpointSlice(parseJson(answer.body, 'EndpointSlice'));
+    return parseEndpointSlice(this.#client.parseJson(answer.body, 'EndpointSlice'));
   }
 
   async delete(
@@ -244,20 +228,13 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
     target: string,
   ): Promise<ApiAnswer> {
     const verb = method === 'GET' ? 'LIST' : method === 'PATCH' ? 'APPLY' : 'DELETE';
-    return apiRequest(this.#connection, {
+    return this.#client.send({
       method,
       path,
       body,
       ...(method === 'PATCH' ? { contentType: 'application/apply-patch+yaml' } : {}),
       signal,
-      timeoutMs: this.#timeoutMs,
-      ...(this.#clock ? { clock: this.#clock } : {}),
       what: `${verb} EndpointSlice ${target}`,
-      maxBodyBytes: ENDPOINTSLICE_MAX_RESPONSE_BYTES,
-      tooLarge: () =>
-        new MalformedEndpointSliceError(
-          `${verb} EndpointSlice ${target}: response larger than ${ENDPOINTSLICE_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
     });
   }
 }
@@ -281,10 +258,6 @@ function expect(
   if (ok.includes(answer.statusCode)) return;
   const status = answerStatus(answer);
   throw new EndpointSliceApiError(verb, target, answer.statusCode, status.reason, status.message);
-}
-
-function parseJson(body: string, what: string): unknown {
-  return parseAnswerJson(body, what, (message) => new MalformedEndpointSliceError(message));
 }
 
 /** One slice as the server returned it: the compared fields, leniently (absent lists are empty). */
@@ -340,9 +313,5 @@ export function parseEndpointSlice(value: unknown): EndpointSlice {
 export async function connectEndpointSliceApi(
   options: ClusterOptions & { timeoutMs?: number } = {},
 ): Promise<KubernetesEndpointSliceApi> {
-  const { timeoutMs, ...cluster } = options;
-  return new KubernetesEndpointSliceApi({
-    connection: await loadApiConnection(cluster),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-  });
+  return new KubernetesEndpointSliceApi(await resourceApiOptions(options));
 }

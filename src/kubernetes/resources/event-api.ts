@@ -7,14 +7,15 @@
  * size of the answer, as the EndpointSlice API does. Errors name the verb, the Event and the
  * server's `Status`, never a request header.
  */
-import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';
-import { answerStatus, apiRequest, parseAnswerJson } from '../client/api-request.js';
+import { answerStatus } from '../client/api-request.js';
+import type { ClusterOptions } from '../client/connection.js';
 import {
-  type ApiConnection,
-  type ClusterOptions,
-  loadApiConnection,
-} from '../client/connection.js';
+  ResourceApiError,
+  type ResourceApiOptions,
+  ResourceClient,
+  resourceApiOptions,
+} from '../client/resource-client.js';
 
 /** 10 s per request: an Event is small; a slower answer is a stuck server. */
 export const EVENT_REQUEST_TIMEOUT_MS = 10_000;
@@ -62,18 +63,16 @@ export interface EventApi {
 }
 
 /** The API server refused an Event write; the recorder reads `statusCode` (404: re-create). */
-export class EventApiError extends Error {
+export class EventApiError extends ResourceApiError {
   override readonly name = 'EventApiError';
   constructor(
     readonly verb: 'CREATE' | 'PATCH',
     readonly target: string,
-    readonly statusCode: number,
-    readonly reason: string | undefined,
+    statusCode: number,
+    reason: string | undefined,
     detail: string | undefined,
   ) {
-    super(
-      `${verb} Event ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
-    );
+    super(`${verb} Event ${target}`, statusCode, reason, detail);
   }
 }
 
@@ -82,27 +81,22 @@ export class MalformedEventAnswerError extends Error {
   override readonly name = 'MalformedEventAnswerError';
 }
 
-/** Options of `KubernetesEventApi`: the connection, and each request's bound in time. */
-export interface KubernetesEventApiOptions {
-  connection: ApiConnection;
-  timeoutMs?: number;
-  clock?: Clock;
-}
+/** What bounds every Event request (`ResourceClient`). */
+const EVENT_BOUNDS = {
+  defaultTimeoutMs: EVENT_REQUEST_TIMEOUT_MS,
+  maxBodyBytes: EVENT_MAX_RESPONSE_BYTES,
+  malformed: MalformedEventAnswerError,
+};
 
 /**
  * `EventApi` over events.k8s.io/v1: POST to create, merge PATCH of `series` to count a repeat.
  * Every request is bounded in time and body, as the other resource calls are.
  */
 export class KubernetesEventApi implements EventApi {
-  readonly #connection: ApiConnection;
-  readonly #timeoutMs: number;
-  readonly #clock: Clock | undefined;
+  readonly #client: ResourceClient;
 
-  constructor(options: KubernetesEventApiOptions) {
-    this.#connection = options.connection;
-    this.#clock = options.clock;
-    this.#timeoutMs = options.timeoutMs ?? EVENT_REQUEST_TIMEOUT_MS;
-    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  constructor(options: ResourceApiOptions) {
+    this.#client = new ResourceClient(options, EVENT_BOUNDS);
   }
 
   async create(event: KubernetesEvent, signal: AbortSignal): Promise<void> {
@@ -145,30 +139,12 @@ export class KubernetesEventApi implements EventApi {
     signal: AbortSignal,
   ): Promise<void> {
     const what = `${verb} Event ${target}`;
-    const answer = await apiRequest(this.#connection, {
-      method,
-      path,
-      body,
-      contentType,
-      signal,
-      timeoutMs: this.#timeoutMs,
-      ...(this.#clock ? { clock: this.#clock } : {}),
-      what,
-      maxBodyBytes: EVENT_MAX_RESPONSE_BYTES,
-      tooLarge: () =>
-        new MalformedEventAnswerError(
-          `${what}: response larger than ${EVENT_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
-    });
+    const answer = await this.#client.send({ method, path, body, contentType, signal, what });
     if (answer.statusCode !== 200 && answer.statusCode !== 201) {
       const status = answerStatus(answer);
       throw new EventApiError(verb, target, answer.statusCode, status.reason, status.message);
     }
-    const stored = parseAnswerJson(
-      answer.body,
-      'Event',
-      (message) => new MalformedEventAnswerError(message),
-    );
+    const stored = this.#client.parseJson(answer.body, 'Event');
     if (!isRecord(stored))
       throw new MalformedEventAnswerError(`${what}: the answer is not an Event`);
   }
@@ -178,9 +154,5 @@ export class KubernetesEventApi implements EventApi {
 export async function connectEventApi(
   options: ClusterOptions & { timeoutMs?: number } = {},
 ): Promise<KubernetesEventApi> {
-  const { timeoutMs, ...cluster } = options;
-  return new KubernetesEventApi({
-    connection: await loadApiConnection(cluster),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-  });
+  return new KubernetesEventApi(await resourceApiOptions(options));
 }

@@ -19,6 +19,7 @@
  * API calls are event-api.ts.
  */
 import { formatMicroTime } from '../../coordination/micro-time.js';
+import { exponentialBackoffMs } from '../../runtime/backoff.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import {
@@ -50,6 +51,11 @@ export const MAX_EVENT_BUCKETS = 4_096;
 export const MAX_EVENT_WRITE_ATTEMPTS = 5;
 /** The first retry waits this long, doubling. */
 export const EVENT_RETRY_BASE_MS = 1_000;
+/**
+ * The last retry's wait (8 s): the attempts bound the doubling, so this cap only names where it
+ * ends; a write is dropped rather than retried later.
+ */
+const EVENT_RETRY_MAX_MS = EVENT_RETRY_BASE_MS * 2 ** (MAX_EVENT_WRITE_ATTEMPTS - 2);
 /** The Kubernetes limits on an Event's texts (note in bytes): the API server refuses longer. */
 export const MAX_EVENT_NOTE_BYTES = 1_024;
 /** The API server's limit on `reason`. */
@@ -391,7 +397,9 @@ export class EventRecorder {
         if (series.name === undefined) this.#series.delete(series.key);
         return;
       }
-      series.dueAtMs = this.#clock.now() + EVENT_RETRY_BASE_MS * 2 ** (series.attempts - 1);
+      series.dueAtMs =
+        this.#clock.now() +
+        exponentialBackoffMs(EVENT_RETRY_BASE_MS, EVENT_RETRY_MAX_MS, series.attempts);
       this.#pending.add(series.key);
       return;
     }

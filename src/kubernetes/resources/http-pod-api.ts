@@ -39,7 +39,8 @@ import {
 import { decodeProtobufPodPage } from '../codec/protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
 import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
-import { decodeWatchFrames, type WatchFrame } from '../codec/watch-line-splitter.js';
+import type { WatchFrame } from '../codec/watch-framing.js';
+import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
 import { isExpiredStatus } from '../reflector/reflector-failure.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 

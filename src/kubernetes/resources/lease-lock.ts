@@ -20,17 +20,13 @@ import {
 } from '../../coordination/lease-record.js';
 import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';
-import {
-  type ApiAnswer,
-  answerStatus,
-  apiRequest,
-  parseAnswerJson,
-} from '../client/api-request.js';
+import { type ApiAnswer, answerStatus } from '../client/api-request.js';
 import {
   type ApiConnection,
   type ClusterOptions,
   loadApiConnection,
 } from '../client/connection.js';
+import { type ResourceBounds, ResourceClient } from '../client/resource-client.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 
@@ -77,6 +73,14 @@ export class MalformedLeaseError extends Error {
 
 type JsonObject = Record<string, unknown>;
 
+/** What bounds every Lease request (`ResourceClient`). */
+const LEASE_BOUNDS: ResourceBounds = {
+  defaultTimeoutMs: DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
+  maxBodyBytes: LEASE_MAX_RESPONSE_BYTES,
+  malformed: MalformedLeaseError,
+  timeoutRefusal: 'KubernetesLeaseLock: requestTimeoutMs must be positive',
+};
+
 /**
  * The `LeaseLock` the leader elector uses against a real cluster. It remembers the last Lease it
  * read or wrote, so an update carries the object's metadata and the fields it does not own; a 409
@@ -84,9 +88,7 @@ type JsonObject = Record<string, unknown>;
  * failure.
  */
 export class KubernetesLeaseLock implements LeaseLock {
-  readonly #connection: ApiConnection;
-  readonly #requestTimeoutMs: number;
-  readonly #clock: Clock | undefined;
+  readonly #client: ResourceClient;
   readonly #namespace: string;
   readonly #name: string;
   /** The last Lease object read or written, to carry its metadata and unknown fields into a PUT. */
@@ -96,12 +98,10 @@ export class KubernetesLeaseLock implements LeaseLock {
     if (!options.namespace || !options.name) {
       throw new RangeError('KubernetesLeaseLock: namespace and name must be non-empty');
     }
-    this.#connection = options.connection;
-    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_LEASE_REQUEST_TIMEOUT_MS;
-    if (!(this.#requestTimeoutMs > 0)) {
-      throw new RangeError('KubernetesLeaseLock: requestTimeoutMs must be positive');
-    }
-    this.#clock = options.clock;
+    this.#client = new ResourceClient(
+      { connection: options.connection, timeoutMs: options.requestTimeoutMs, clock: options.clock },
+      LEASE_BOUNDS,
+    );
     this.#namespace = options.namespace;
     this.#name = options.name;
   }
@@ -176,7 +176,7 @@ export class KubernetesLeaseLock implements LeaseLock {
   }
 
   #read(body: string): ObservedLease {
-    const lease = parseAnswerJson(body, 'Lease', (message) => new MalformedLeaseError(message));
+    const lease = this.#client.parseJson(body, 'Lease');
     const observed = parseLease(lease);
     this.#last = lease as JsonObject;
     return observed;
@@ -189,19 +189,12 @@ export class KubernetesLeaseLock implements LeaseLock {
     body: unknown,
     signal: AbortSignal,
   ): Promise<ApiAnswer> {
-    return apiRequest(this.#connection, {
+    return this.#client.send({
       method,
       path,
       body,
       signal,
       what: `${method} Lease ${this.describe()}`,
-      timeoutMs: this.#requestTimeoutMs,
-      ...(this.#clock ? { clock: this.#clock } : {}),
-      maxBodyBytes: LEASE_MAX_RESPONSE_BYTES,
-      tooLarge: () =>
-        new MalformedLeaseError(
-          `${method} Lease ${this.describe()}: response larger than ${LEASE_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
     });
   }
 }

@@ -4,9 +4,9 @@
  * adapter (./http-pod-api.ts) is one implementation among them.
  */
 import type { Pod } from '../../model/pod.js';
-import type { WatchFrame } from '../codec/watch-line-splitter.js';
+import type { WatchFrame } from '../codec/watch-framing.js';
 
-export type { WatchFrame } from '../codec/watch-line-splitter.js';
+export type { WatchFrame } from '../codec/watch-framing.js';
 
 /**
  * One paged LIST of pods. The two hooks let the reflector count bytes and report progress while a

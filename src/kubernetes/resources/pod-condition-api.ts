@@ -11,14 +11,15 @@
  * ../client/connection.ts builds, bounded in time and in the size of the answer, as the
  * EndpointSlice API does. Errors name the pod and the server's `Status`, never a request header.
  */
-import type { Clock } from '../../runtime/clock.js';
 import { isRecord } from '../client/api-errors.js';
-import { answerStatus, apiRequest, parseAnswerJson } from '../client/api-request.js';
+import { answerStatus } from '../client/api-request.js';
+import type { ClusterOptions } from '../client/connection.js';
 import {
-  type ApiConnection,
-  type ClusterOptions,
-  loadApiConnection,
-} from '../client/connection.js';
+  ResourceApiError,
+  type ResourceApiOptions,
+  ResourceClient,
+  resourceApiOptions,
+} from '../client/resource-client.js';
 
 /**
  * The field manager of the gate's applies, distinct from the EndpointSlice sink's: `managedFields`
@@ -58,17 +59,15 @@ export interface PodConditionApi {
 }
 
 /** The API server refused the apply (any non-2xx answer). */
-export class PodConditionApiError extends Error {
+export class PodConditionApiError extends ResourceApiError {
   override readonly name = 'PodConditionApiError';
   constructor(
     readonly target: string,
-    readonly statusCode: number,
-    readonly reason: string | undefined,
+    statusCode: number,
+    reason: string | undefined,
     detail: string | undefined,
   ) {
-    super(
-      `APPLY pods/status ${target}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`,
-    );
+    super(`APPLY pods/status ${target}`, statusCode, reason, detail);
   }
 }
 
@@ -77,29 +76,22 @@ export class MalformedPodConditionAnswerError extends Error {
   override readonly name = 'MalformedPodConditionAnswerError';
 }
 
-/** Options of `KubernetesPodConditionApi`: the connection, and each request's bound in time. */
-export interface KubernetesPodConditionApiOptions {
-  connection: ApiConnection;
-  /** Per request, the answer's body included; default POD_CONDITION_REQUEST_TIMEOUT_MS. */
-  timeoutMs?: number;
-  /** Where the request timeout is measured; default the real clock. */
-  clock?: Clock;
-}
+/** What bounds every condition write (`ResourceClient`). */
+const POD_CONDITION_BOUNDS = {
+  defaultTimeoutMs: POD_CONDITION_REQUEST_TIMEOUT_MS,
+  maxBodyBytes: POD_CONDITION_MAX_RESPONSE_BYTES,
+  malformed: MalformedPodConditionAnswerError,
+};
 
 /**
  * `PodConditionApi` over `pods/status`: server-side apply under the gate's own field manager, so
  * the controller owns its one condition and never the kubelet's.
  */
 export class KubernetesPodConditionApi implements PodConditionApi {
-  readonly #connection: ApiConnection;
-  readonly #timeoutMs: number;
-  readonly #clock: Clock | undefined;
+  readonly #client: ResourceClient;
 
-  constructor(options: KubernetesPodConditionApiOptions) {
-    this.#connection = options.connection;
-    this.#clock = options.clock;
-    this.#timeoutMs = options.timeoutMs ?? POD_CONDITION_REQUEST_TIMEOUT_MS;
-    if (!(this.#timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  constructor(options: ResourceApiOptions) {
+    this.#client = new ResourceClient(options, POD_CONDITION_BOUNDS);
   }
 
   async apply(
@@ -121,30 +113,19 @@ export class KubernetesPodConditionApi implements PodConditionApi {
       metadata: { name: pod.name, namespace: pod.namespace, uid: pod.uid },
       status: { conditions: [condition] },
     };
-    const answer = await apiRequest(this.#connection, {
+    const answer = await this.#client.send({
       method: 'PATCH',
       path: `/api/v1/namespaces/${encodeURIComponent(pod.namespace)}/pods/${encodeURIComponent(pod.name)}/status?${query}`,
       body,
       contentType: 'application/apply-patch+yaml',
       signal,
-      timeoutMs: this.#timeoutMs,
-      ...(this.#clock ? { clock: this.#clock } : {}),
       what,
-      maxBodyBytes: POD_CONDITION_MAX_RESPONSE_BYTES,
-      tooLarge: () =>
-        new MalformedPodConditionAnswerError(
-          `${what}: response larger than ${POD_CONDITION_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
     });
     if (answer.statusCode !== 200 && answer.statusCode !== 201) {
       const status = answerStatus(answer);
       throw new PodConditionApiError(target, answer.statusCode, status.reason, status.message);
     }
-    const stored = parseAnswerJson(
-      answer.body,
-      'Pod',
-      (message) => new MalformedPodConditionAnswerError(message),
-    );
+    const stored = this.#client.parseJson(answer.body, 'Pod');
     if (!isRecord(stored) || !isRecord(stored.metadata)) {
       throw new MalformedPodConditionAnswerError(`${what}: the answer is not a pod`);
     }
@@ -157,9 +138,5 @@ export class KubernetesPodConditionApi implements PodConditionApi {
 export async function connectPodConditionApi(
   options: ClusterOptions & { timeoutMs?: number } = {},
 ): Promise<KubernetesPodConditionApi> {
-  const { timeoutMs, ...cluster } = options;
-  return new KubernetesPodConditionApi({
-    connection: await loadApiConnection(cluster),
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-  });
+  return new KubernetesPodConditionApi(await resourceApiOptions(options));
 }
