@@ -13,6 +13,7 @@ import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { type Drain, drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { rawPod } from '../support/pods.js';
+import { until } from '../support/until.js';
 
 let server: FakeApiServer;
 const sources: WorkerPodSource[] = [];
@@ -32,13 +33,13 @@ function workerSource(options: Partial<WorkerPodSourceOptions> = {}): WorkerPodS
   return source;
 }
 
-/** Waits for a condition on real threads and sockets; fails with `what` after `ms`. */
-async function eventually(what: string, test: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+/**
+ * Waits for a condition on real threads and sockets, re-checked every turn (test/support/until),
+ * failing naming `what`. The ceiling is generous: a worker thread starts, and a loaded two-core
+ * machine may run it slowly.
+ */
+function waitFor(what: string, condition: () => boolean): Promise<void> {
+  return until(condition, { what, withinMs: 15_000 });
 }
 
 function replaceKeys(stream: Drain<SourceEvent<Pod>>, index: number): string[] {
@@ -54,7 +55,7 @@ describe('WorkerPodSource', () => {
     const source = workerSource({ labelSelector: 'app=engine', replaceChunkSize: 2 });
     const stream = drain(source.source());
     const watch = await server.watch();
-    await eventually('the replace', () => stream.items.length === 1);
+    await waitFor('the replace', () => stream.items.length === 1);
     expect(replaceKeys(stream, 0)).toEqual(['default/a', 'default/b', 'default/c']);
     expect(watch.request.query).toMatchObject({
       resourceVersion: '5',
@@ -63,12 +64,12 @@ describe('WorkerPodSource', () => {
 
     watch.send({ type: 'ADDED', object: rawPod({ name: 'd', resourceVersion: '6' }) });
     watch.send({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '7' }) });
-    await eventually('two changes', () => stream.items.length === 3);
+    await waitFor('two changes', () => stream.items.length === 3);
     expect(stream.items.slice(1).map((e) => [e.type, 'key' in e ? e.key : ''])).toEqual([
       ['upsert', 'default/d'],
       ['delete', 'default/a'],
     ]);
-    await eventually('stats at the new cursor', () => source.stats().cursor === '7');
+    await waitFor('stats at the new cursor', () => source.stats().cursor === '7');
     expect(source.stats()).toMatchObject({
       phase: 'watching',
       healthy: true,
@@ -87,7 +88,7 @@ describe('WorkerPodSource', () => {
     await stream.close();
     await watch.closed;
     expect(stream.error).toBeUndefined();
-    await eventually('the stopped phase', () => source.stats().phase === 'idle');
+    await waitFor('the stopped phase', () => source.stats().phase === 'idle');
   });
 
   it('fails the stream when the worker thread dies mid-stream; the next stream relists', async () => {
@@ -95,21 +96,21 @@ describe('WorkerPodSource', () => {
     const source = workerSource();
     const first = drain(source.source());
     await server.watch(1);
-    await eventually('the first replace', () => first.items.length === 1);
+    await waitFor('the first replace', () => first.items.length === 1);
     // The server has the WATCH before the worker has its answer and reports it: a crash before
     // that report would lose the count, so the crash comes after it.
-    await eventually('the first watch in the stats', () => source.stats().watchOpens === 1);
+    await waitFor('the first watch in the stats', () => source.stats().watchOpens === 1);
     await source.terminateWorker();
-    await eventually('the stream to fail', () => first.done);
+    await waitFor('the stream to fail', () => first.done);
     expect(first.error).toBeInstanceOf(Error);
     expect(String(first.error)).toContain('reflector worker failed');
 
     server.pods = [rawPod({ name: 'b' })];
     const second = drain(source.source());
     await server.watch(2);
-    await eventually('the second replace', () => second.items.length === 1);
+    await waitFor('the second replace', () => second.items.length === 1);
     expect(replaceKeys(second, 0)).toEqual(['default/b']);
-    await eventually('the second watch in the stats', () => source.stats().healthy);
+    await waitFor('the second watch in the stats', () => source.stats().healthy);
     expect(source.stats()).toMatchObject({ lists: 2, watchOpens: 2, phase: 'watching' });
     expect(source.stats().lastError).toContain('reflector worker failed');
     await second.close();
@@ -117,23 +118,28 @@ describe('WorkerPodSource', () => {
 
   it('fails the stream when the worker runs out of memory', async () => {
     const source = workerSource({
-      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 },
+      resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
     });
     // 100,000 pods in pages of 500: the worker's heap fills gradually (a LIST is held whole until
     // it is complete) and the worker, not the process, runs out of memory. (One single allocation
     // far past the limit, such as a 200 MB string, would be a fatal error for the whole process:
-    // resourceLimits bounds growth, not one giant request.)
+    // resourceLimits bounds growth, not one giant request.) 32 MB: a started worker holds about
+    // 20 MB, so the LIST still fills the rest over a dozen pages or more; twice that took twice as
+    // long, most of it V8 collecting a nearly full heap again and again.
     const one = rawPod({ name: 'same' });
     server.pods = Array.from({ length: 100_000 }, () => one);
     const stream = drain(source.source());
-    await eventually('the stream to fail', () => stream.done, 60_000);
+    // Awaited, not polled: the worker takes seconds to fill its heap, and a check every turn
+    // would keep a core busy that the worker and the fake server need. The test's own timeout
+    // bounds it.
+    await stream.finished;
     expect(String(stream.error)).toMatch(/memory/i);
   }, 90_000);
 
   it('fails the stream with a clear message when the kubeconfig cannot be read', async () => {
     const source = workerSource({ kubeconfigPath: '/nonexistent/kubeconfig' });
     const stream = drain(source.source());
-    await eventually('the stream to fail', () => stream.done);
+    await waitFor('the stream to fail', () => stream.done);
     expect(String(stream.error)).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
   });
 
@@ -163,10 +169,10 @@ describe('WorkerPodSource', () => {
     server.pods = server.pods.filter(
       (pod) => (pod as { metadata: { name: string } }).metadata.name !== 'a1',
     );
-    await eventually('the relist to drop a1', () => members('a').join() === 'a2');
+    await waitFor('the relist to drop a1', () => members('a').join() === 'a2');
     expect(source.stats().lists).toBe(2);
     await loop.stop();
-    await eventually('the stream to close', () => source.stats().phase === 'idle');
+    await waitFor('the stream to close', () => source.stats().phase === 'idle');
   });
 
   it('refuses new streams once closed, and reports itself stopped', async () => {
@@ -176,7 +182,7 @@ describe('WorkerPodSource', () => {
     await source.close();
     expect(source.stats().phase).toBe('stopped');
     const stream = drain(source.source());
-    await eventually('the stream to fail', () => stream.done);
+    await waitFor('the stream to fail', () => stream.done);
     expect(String(stream.error)).toContain('closed');
   });
 

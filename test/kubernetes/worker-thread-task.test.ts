@@ -27,13 +27,22 @@ afterEach(() => {
   for (const port of ports.splice(0)) port.close();
 });
 
+/**
+ * A message of the test's own, never one of the protocol's: the task ignores kinds it does not
+ * know, and the main side's recorder keeps it apart.
+ */
+interface Marker {
+  kind: 'test-marker';
+  id: number;
+}
+
 /** The main side of a task's port, recording what the worker side posts. */
 function channel() {
   const { port1, port2 } = new MessageChannel();
   ports.push(port1, port2);
-  const received: WorkerMessage[] = [];
+  const received: Array<WorkerMessage | Marker> = [];
   const waiters: Array<() => void> = [];
-  port1.on('message', (message: WorkerMessage) => {
+  port1.on('message', (message: WorkerMessage | Marker) => {
     received.push(message);
     for (const wake of waiters.splice(0)) wake();
   });
@@ -41,19 +50,38 @@ function channel() {
     while (!test()) await new Promise<void>((resolve) => waiters.push(resolve));
   };
   const send = (message: MainMessage) => port1.postMessage(message);
-  return { main: port1, worker: port2, received, until, send };
+  let markers = 0;
+  let echoing = false;
+  /**
+   * Resolves once the task has handled every message sent to it so far, and whatever it posted
+   * in answer has arrived: a marker goes to the worker side, where a listener registered after the
+   * task's own (so called after it for each message) sends it straight back, and a port delivers
+   * in order. What a test asserts has not happened after this did not happen in answer to what
+   * it sent. Call it only once the task runs, so its listener comes first.
+   */
+  const flushed = async (): Promise<void> => {
+    if (!echoing) {
+      echoing = true;
+      port2.on('message', (message: MainMessage | Marker) => {
+        if (message.kind === 'test-marker') port2.postMessage(message);
+      });
+    }
+    markers += 1;
+    const id = markers;
+    port1.postMessage({ kind: 'test-marker', id } satisfies Marker);
+    await until(() => received.some((m) => m.kind === 'test-marker' && m.id === id));
+  };
+  return { main: port1, worker: port2, received, until, send, flushed };
 }
-
-const turns = (n = 5) =>
-  (async () => {
-    for (let i = 0; i < n; i += 1) await new Promise((resolve) => setImmediate(resolve));
-  })();
 
 function decode<T>(bytes: Uint8Array | undefined): T {
   return JSON.parse(new TextDecoder().decode(bytes)) as T;
 }
 
-function ofKind<K extends WorkerMessage['kind']>(messages: WorkerMessage[], kind: K) {
+function ofKind<K extends WorkerMessage['kind']>(
+  messages: ReadonlyArray<WorkerMessage | Marker>,
+  kind: K,
+) {
   return messages.filter((m): m is Extract<WorkerMessage, { kind: K }> => m.kind === kind);
 }
 
@@ -64,10 +92,10 @@ describe('runReflectorTask', () => {
       pods: ['a', 'b', 'c', 'd', 'e'].map((name) => pod({ name })),
       resourceVersion: '9',
     };
-    const { worker, received, until, send } = channel();
+    const { worker, received, until, send, flushed } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
-    await turns(20);
+    await flushed();
     expect(ofKind(received, 'replace-chunk')).toHaveLength(1);
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-chunk').length === 2);
@@ -211,13 +239,13 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
       },
       watchPods: (watchOptions) => api.watchPods(watchOptions),
     };
-    const { worker, received, until, send } = channel();
+    const { worker, received, until, send, flushed } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => paged);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-chunk').length === 2);
     send({ kind: 'ack' });
-    await turns(10);
+    await flushed();
     // Page 1 is all on the main side while page 2 is still "transferring".
     expect(ofKind(received, 'replace-end')).toHaveLength(0);
     nextPage();
@@ -271,7 +299,9 @@ describe('runReflectorTask: many relists on one stream', () => {
       await until(() => ofKind(received, 'replace-chunk').length === 13);
       send({ kind: 'close' });
       await expect(task).resolves.toEqual({ closed: true });
-      await turns(5);
+      // Node emits 'warning' from a process.nextTick queued when the warning is raised; a tick
+      // queued now runs after every such one, so each warning the relists raised has been seen.
+      await new Promise<void>((resolve) => process.nextTick(resolve));
     } finally {
       process.off('warning', onWarning);
     }

@@ -17,7 +17,28 @@ interface Running {
   stdout: string[];
   stderr: string[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves at the command's next output (either stream) or its exit, whichever comes first. */
+  nextOutput(): Promise<void>;
 }
+
+/**
+ * `--shutdown-grace 0` for tests whose subject is not the grace: the 3 s default would be spent
+ * waiting in every one of them. The grace itself is tested with `--shutdown-grace 1s` below.
+ */
+const NO_GRACE = ['--shutdown-grace', '0'];
+
+/**
+ * A story step every 100 ms instead of every 3 s, for tests that wait on the simulated service's
+ * state (readiness, cells): the first change proves the watch, so the service is soon ready, and
+ * each step's reconciles are logged, which is when `waitFor` looks again.
+ */
+const FAST_STEPS = ['--simulation-step', '100ms'];
+
+/**
+ * Ceiling of one wait on the command: a failing wait's report comes well before the runner's 20 s
+ * timeout. A passing wait ends at the output it waits for, however soon.
+ */
+const WAIT_CEILING_MS = 15_000;
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -39,34 +60,73 @@ function run(args: string[], env: NodeJS.ProcessEnv): Running {
   children.push(child);
   const stdout: string[] = [];
   const stderr: string[] = [];
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => stdout.push(chunk));
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
+  let waiters: Array<() => void> = [];
+  const wake = (): void => {
+    const woken = waiters;
+    waiters = [];
+    for (const resolve of woken) resolve();
+  };
+  let hasExited = false;
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout.push(chunk);
+    wake();
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr.push(chunk);
+    wake();
+  });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    // 'close', not 'exit': by then both pipes are drained, so what the test reads is complete.
+    child.once('close', (code, signal) => {
+      hasExited = true;
+      resolve({ code, signal });
+      wake();
+    }),
   );
-  return { child, stdout, stderr, exited };
+  const nextOutput = (): Promise<void> =>
+    hasExited ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve));
+  return { child, stdout, stderr, exited, nextOutput };
 }
 
-/** The JSON log lines so far. */
+/** The JSON log lines so far (whole lines only: the last one may still be arriving). */
 function logLines(running: Running): Array<Record<string, unknown>> {
-  return running.stdout
-    .join('')
-    .split('\n')
+  const lines = running.stdout.join('').split('\n');
+  lines.pop();
+  return lines
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/**
+ * Resolves with `probe`'s first defined answer. The probe runs now and again after each piece of
+ * the command's output, instead of on a timer: what it checks is a log line, or an HTTP answer
+ * that changes as the service acts, and the service logs what it does (a test waiting on the
+ * simulated world's state runs it with `FAST_STEPS`). Fails naming `what` when the command exits
+ * first or after the ceiling.
+ */
 async function waitFor<T>(
+  running: Running,
   what: string,
   probe: () => T | undefined | Promise<T | undefined>,
-  ms = 15_000,
 ): Promise<T> {
-  const deadline = Date.now() + ms;
+  // A bound on a failing wait, not a sleep: a passing one ends at the output it waits for.
+  const ceiling = AbortSignal.timeout(WAIT_CEILING_MS);
+  const timedOut = new Promise<'ceiling'>((resolve) =>
+    ceiling.addEventListener('abort', () => resolve('ceiling'), { once: true }),
+  );
   for (;;) {
+    // Subscribed before the probe runs, so output that arrives during it is not missed.
+    const output = running.nextOutput();
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    if (running.child.exitCode !== null || running.child.signalCode !== null) {
+      throw new Error(
+        `the command exited while waiting for ${what}; stderr: ${running.stderr.join('')}`,
+      );
+    }
+    if ((await Promise.race([output, timedOut])) === 'ceiling') {
+      throw new Error(`still waiting for ${what} after ${WAIT_CEILING_MS} ms`);
+    }
   }
 }
 
@@ -76,7 +136,7 @@ async function startService(
   env?: NodeJS.ProcessEnv,
 ): Promise<{ running: Running; base: string }> {
   const running = run(['--listen', '127.0.0.1:0', ...args], env ?? (await clusterFreeEnv()));
-  const listening = await waitFor('the listening log line', () =>
+  const listening = await waitFor(running, 'the listening log line', () =>
     logLines(running).find((l) => l.msg === 'control plane listening'),
   );
   const port = (listening.address as { port: number }).port;
@@ -130,7 +190,7 @@ describe('pool-controller (the built command)', () => {
   });
 
   it('falls back to the simulation without a cluster, says so loudly, and serves changing cells', async () => {
-    const { running, base } = await startService(['--simulation-step', '100ms']);
+    const { running, base } = await startService([...FAST_STEPS, ...NO_GRACE]);
     expect(running.stderr.join('')).toContain('SIMULATED SOURCE');
     expect(logLines(running).some((l) => l.level === 'warn' && l.source === 'simulated')).toBe(
       true,
@@ -143,7 +203,7 @@ describe('pool-controller (the built command)', () => {
     // The story's intro ends with every cell of the initial world alive at once; later steps
     // take cells down and add a fifth, so only that moment is guaranteed.
     const initialCells = ['engine-00000', 'engine-00001', 'trainer-00000', 'trainer-00001'];
-    const alive = await waitFor('every initial cell to be alive at once', async () => {
+    const alive = await waitFor(running, 'every initial cell to be alive at once', async () => {
       const body = (await (await fetch(`${base}/api/v1/cells?alive=true`)).json()) as {
         cells: Array<{ id: string }>;
       };
@@ -170,7 +230,7 @@ describe('pool-controller (the built command)', () => {
   it('shuts down promptly on SIGTERM while an event-stream client is connected', async () => {
     // The stream's socket must close with the stream: kept alive, it held the server's close
     // until the shutdown timeout (exit 1, and with a Lease, no release).
-    const { running, base } = await startService(['--source', 'simulated']);
+    const { running, base } = await startService(['--source', 'simulated', ...NO_GRACE]);
     const stream = await fetch(`${base}/api/v1/events`);
     expect(stream.headers.get('content-type')).toContain('text/event-stream');
     const reader = stream.body!.getReader();
@@ -189,7 +249,7 @@ describe('pool-controller (the built command)', () => {
   });
 
   it('also shuts down cleanly on SIGINT', async () => {
-    const { running } = await startService(['--source', 'simulated']);
+    const { running } = await startService(['--source', 'simulated', ...NO_GRACE]);
     running.child.kill('SIGINT');
     expect(await running.exited).toEqual({ code: 0, signal: null });
   });
@@ -200,10 +260,10 @@ describe('pool-controller (the built command)', () => {
     const { writeFile } = await import('node:fs/promises');
     await writeFile(tokenFile, 'let-me-in\n');
     const { running, base } = await startService(
-      ['--source', 'simulated', '--admin-token-file', tokenFile],
+      ['--source', 'simulated', '--admin-token-file', tokenFile, ...FAST_STEPS, ...NO_GRACE],
       env,
     );
-    await waitFor('the first sync', async () =>
+    await waitFor(running, 'the first sync', async () =>
       (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
     );
     expect((await fetch(`${base}/api/v1/reconcile`, { method: 'POST' })).status).toBe(401);
@@ -261,7 +321,7 @@ describe('pool-controller (the built command)', () => {
     const started = Date.now();
     running.child.kill('SIGTERM');
     // During the grace the replica still answers, says it is not ready, and closes the connection.
-    const during = await waitFor('readiness to fail', async () => {
+    const during = await waitFor(running, 'readiness to fail', async () => {
       const answer = await get('/readyz');
       return answer.status === 500 ? answer : undefined; // controller-runtime's failed check
     });
@@ -296,14 +356,14 @@ describe('pool-controller (the built command)', () => {
     socket.write(
       'POST /api/v1/reconcile HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n',
     );
-    await waitFor('the request to be logged', () =>
+    await waitFor(running, 'the request to be logged', () =>
       logLines(running).find(
         (l) => l.msg === 'incoming request' && (l.req as { method?: string })?.method === 'POST',
       ),
     );
     const started = Date.now();
     running.child.kill('SIGTERM');
-    await waitFor('shutdown to begin', () =>
+    await waitFor(running, 'shutdown to begin', () =>
       logLines(running).find((l) => l.msg === 'shutting down'),
     );
     socket.write('{}');
@@ -321,12 +381,14 @@ describe('pool-controller (the built command)', () => {
       'simulated',
       '--health-probe-listen',
       '127.0.0.1:0',
+      ...FAST_STEPS,
+      ...NO_GRACE,
     ]);
     const listening = logLines(running).find((l) => l.msg === 'control plane listening')!;
     const { port } = listening.healthProbeAddress as { port: number };
     const probes = `http://127.0.0.1:${port}`;
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
-    await waitFor('readiness', async () =>
+    await waitFor(running, 'readiness', async () =>
       (await fetch(`${probes}/readyz`)).status === 200 ? true : undefined,
     );
     expect((await fetch(`${probes}/api/v1/cells`)).status).toBe(404);

@@ -8,6 +8,11 @@ export interface Drain<T> {
   readonly error: unknown;
   /** The stream finished by itself (or after `close()`). */
   readonly done: boolean;
+  /**
+   * Resolves once `done` is true (never rejects: a failure is in `error`). For a wait on another
+   * thread that may take seconds, where re-checking `done` every turn would keep a core busy.
+   */
+  readonly finished: Promise<void>;
   /** Calls `return()` on the iterator (even while a `next()` is pending) and waits for the loop. */
   close(): Promise<void>;
 }
@@ -38,6 +43,7 @@ export function drain<T>(iterable: AsyncIterable<T>): Drain<T> {
     get done() {
       return done;
     },
+    finished: loop,
     async close() {
       await iterator.return?.();
       await loop;
