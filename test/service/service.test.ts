@@ -1,11 +1,20 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { PoolService } from '../../src/service/pool-service.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { RecordingLogger } from '../support/recording-logger.js';
-import { DrivenPodSource, harness, replaceWith, upsert } from '../support/service-harness.js';
+import {
+  closeAll,
+  DrivenPodSource,
+  harness,
+  replaceWith,
+  upsert,
+} from '../support/service-harness.js';
 import { until } from '../support/until.js';
+
+// Every harness a test opened is stopped, and a stop() that hangs fails the test.
+afterEach(closeAll);
 
 function service(podSource = new DrivenPodSource(), clock = new FakeClock()) {
   return new PoolService({
