@@ -3,6 +3,8 @@
  * initial events, published at the initial-events-end bookmark, the stream then followed as the
  * watch; and every way it falls back to LIST + WATCH. Request sequences on the fake clock.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
@@ -14,6 +16,7 @@ import { FakePodApi } from '../support/fake-pod-api.js';
 import { rawPod } from '../support/pods.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { reflectorAtRest } from '../support/reflector-at-rest.js';
+import { until } from '../support/until.js';
 
 /** `script` queues the fake's answers before the stream opens its first request. */
 function setup(script: (api: FakePodApi) => void = () => {}) {
@@ -203,5 +206,53 @@ describe('KubernetesReflector watch-list', () => {
       lastError: 'watch-list: the watch ended before its initial events did',
     });
     await stream.close();
+  });
+});
+
+/** V8's collector, for a test that proves a value can be collected (node's flag, set at run time). */
+function collectGarbage(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+describe('KubernetesReflector watch-list memory', () => {
+  // The worker kept the initial events' map (every pod of the world) for as long as it followed
+  // the watch: the generator's frame outlives the replace. One event later it must be garbage.
+  // (Until then the delegating generator's last result still holds it: V8's yield*, not ours.)
+  it('lets go of the initial events it handed on once the watch moves on', async () => {
+    const clock = new FakeClock();
+    const api = new FakePodApi(clock);
+    const reflector = new KubernetesReflector({
+      api,
+      clock,
+      logger: new RecordingLogger(),
+      random: () => 0,
+      initialList: 'watch-list',
+    });
+    const iterator = reflector.watch()[Symbol.asyncIterator]();
+    const first = iterator.next();
+    await reflectorAtRest({ api, reflector });
+    api.watch.push(added('a', '11')).push(added('b', '12')).push(endBookmark('20'));
+    const handedOn = await first;
+    if (handedOn.done || handedOn.value.type !== 'replace') throw new Error('expected a replace');
+    const world = new WeakRef(handedOn.value.objects);
+    // The consumer is done with the replace, as the worker is once it has sent it on.
+    handedOn.value = { type: 'synced' } as never;
+    const changed = iterator.next();
+    await reflectorAtRest({ api, reflector });
+    api.watch.push({ type: 'MODIFIED', object: rawPod({ name: 'a', resourceVersion: '21' }) });
+    expect((await changed).value).toMatchObject({ type: 'upsert', key: 'default/a' });
+    const following = iterator.next();
+    await reflectorAtRest({ api, reflector });
+    const gc = collectGarbage();
+    await until(
+      () => {
+        gc();
+        return world.deref() === undefined;
+      },
+      { what: 'the handed-on map of the initial events to be collected' },
+    );
+    await iterator.return(undefined as never);
+    await following;
   });
 });

@@ -440,7 +440,9 @@ export class KubernetesReflector {
         timeoutSeconds: this.#timeoutSeconds(),
       });
       const frames = stream[Symbol.asyncIterator]();
-      const objects = new Map<ObjectKey, Pod>();
+      // `let`, let go of once handed on: the generator's frame lives on while it follows the watch,
+      // and would keep every pod of the world in the worker a second time (the main side has them).
+      let objects = new Map<ObjectKey, Pod>();
       let batch: Pod[] = [];
       let page = 0;
       const flush = (): void => {
@@ -482,6 +484,7 @@ export class KubernetesReflector {
             'reflector received the initial events of a watch-list',
           );
           yield { type: 'replace', objects };
+          objects = new Map();
           handedOn = true;
           return yield* this.#follow(stream, frames, cursor, {
             signal,
