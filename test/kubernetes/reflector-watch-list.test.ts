@@ -252,7 +252,7 @@ describe('KubernetesReflector watch-list memory', () => {
       },
       { what: 'the handed-on map of the initial events to be collected' },
     );
-    await iterator.return(undefined as never);
+    await iterator.return?.(undefined as never);
     await following;
   });
 });
