@@ -21,8 +21,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # V8 sizes the main thread's heap from the container's memory limit (cgroup), a quarter of it by
-# default; the cached pods live there, so a 512Mi limit would cap them near 128 MiB (~50,000 pods,
-# with no room for a relist). Half of the limit instead (measured by `npm run bench:sizing`; the
+# default; the cached pods live there, so a 512Mi limit would cap them near 128 MiB (under 40,000
+# pods, no room for a relist). Half of the limit instead (measured by `npm run bench:sizing`; the
 # reflector worker's heap is capped in code). Set NODE_OPTIONS in the pod to choose otherwise.
 ENV NODE_OPTIONS=--max-old-space-size-percentage=50
 # The `node` user of the official image, by number so Kubernetes can verify runAsNonRoot.
