@@ -12,6 +12,7 @@ import { ReconcileLoop } from '../../src/runtime/reconcile-loop.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { type Drain, drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { rawPod } from '../support/pods.js';
 import { until } from '../support/until.js';
 
@@ -116,6 +117,49 @@ describe('WorkerPodSource', () => {
     await second.close();
   });
 
+  it('fails a stream whose thread dies while starting; the next stream runs', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    const source = workerSource();
+    const first = drain(source.source());
+    await server.watch(1);
+    await waitFor('the first replace', () => first.items.length === 1);
+    // When the crashed thread's exit is handled, piscina has already begun starting its
+    // replacement: the second stream's task is queued for a thread that is still booting, and the
+    // second termination kills that thread before it ever takes the task.
+    await source.terminateWorker();
+    const second = drain(source.source());
+    await source.terminateWorker();
+    await waitFor('the second stream to fail', () => second.done);
+    expect(String(second.error)).toMatch(/reflector worker/);
+
+    const third = drain(source.source());
+    await server.watch(2);
+    await waitFor('the third replace', () => third.items.length === 1);
+    expect(replaceKeys(third, 0)).toEqual(['default/a']);
+    await third.close();
+    await first.finished;
+  });
+
+  it('replaces a thread that does not start a stream within the start timeout', async () => {
+    const clock = new FakeClock();
+    const source = workerSource({ clock, streamStartTimeoutMs: 1_000 });
+    // Piscina gives a thread only one abortable task at a time, so a second stream waits in its
+    // queue while the first runs: from the source's side, exactly what a wedged thread looks like.
+    const running = drain(source.source());
+    await server.watch(1);
+    const waiting = drain(source.source());
+    await clock.advance(1_000);
+    await waitFor('the waiting stream to fail', () => waiting.done);
+    expect(String(waiting.error)).toContain('no reflector worker thread started the stream');
+    await waitFor('the running stream to fail', () => running.done);
+    expect(String(running.error)).toContain('reflector worker failed');
+
+    const next = drain(source.source());
+    await server.watch(2);
+    await waitFor('the next replace', () => next.items.length === 1);
+    await next.close();
+  });
+
   it('fails the stream when the worker runs out of memory', async () => {
     const source = workerSource({
       resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
@@ -189,5 +233,6 @@ describe('WorkerPodSource', () => {
   it('rejects nonsensical tunables at construction', () => {
     expect(() => new WorkerPodSource({ replaceChunkSize: 0 })).toThrow(RangeError);
     expect(() => new WorkerPodSource({ idleTimeoutMs: -1 })).toThrow(RangeError);
+    expect(() => new WorkerPodSource({ streamStartTimeoutMs: 0 })).toThrow(RangeError);
   });
 });

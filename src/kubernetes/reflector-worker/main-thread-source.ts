@@ -22,7 +22,7 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
-import { WorkerEventStream } from './main-thread-stream.js';
+import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
 import { requireReflectorWorker } from './script-path.js';
 
@@ -45,9 +45,16 @@ export const DEFAULT_CLOSE_GRACE_MS = 5_000;
  */
 export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
 /**
- * Cap on the streams the one worker runs at once. Normally one runs, briefly two while a closing
- * stream winds down and its replacement starts; the cap leaves headroom so a reopen never waits
- * for a slow close.
+ * How long a stream's task may wait for a thread to pick it up. A thread starts in well under a
+ * second even on a loaded machine, so one that has not taken the task by then is wedged: the
+ * source terminates it, the stream fails, and the driver's reopen starts on a fresh thread.
+ */
+export const DEFAULT_STREAM_START_TIMEOUT_MS = 30_000;
+/**
+ * Cap on the streams the one worker runs at once. In practice piscina gives a thread only one
+ * abortable task at a time (each stream's task carries an abort signal, for the close grace), so a
+ * reopen's stream waits in the queue until the previous stream's task has ended: at most the close
+ * grace, since a task that outlives it is terminated.
  */
 const CONCURRENT_STREAMS_PER_WORKER = 4;
 
@@ -77,15 +84,29 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
    * before the worker thread is terminated. Default `DEFAULT_CLOSE_GRACE_MS`.
    */
   closeGraceMs?: number;
-  /** Times the close grace period; the reflector's own timers run on the worker's real clock. */
+  /**
+   * How long a new stream may wait for a worker thread to start running it before the thread is
+   * terminated and the stream fails. Default `DEFAULT_STREAM_START_TIMEOUT_MS`.
+   */
+  streamStartTimeoutMs?: number;
+  /** Times the close grace period and the start timeout; the reflector's own timers run on the worker's real clock. */
   clock?: Clock;
 }
 
-/** The stats of one open stream, and whether its consumer asked it to close. */
+/**
+ * One open stream: its stats, whether a thread has picked its task up, and whether its consumer
+ * asked it to close.
+ */
 interface OpenStream {
   latest: PodSourceStats | undefined;
+  started: boolean;
   closeRequested: boolean;
+  /** Set when the source failed the stream itself; the task's own error then is only its echo. */
+  abandonedBecause: string | undefined;
+  events: WorkerEventStream;
   iterator: AsyncIterator<SourceEvent<Pod>>;
+  /** Cancels the start timeout. */
+  startWait: AbortController;
 }
 
 function positive(name: string, value: number | undefined): void {
@@ -111,6 +132,7 @@ export class WorkerPodSource {
   readonly #taskOptions: ReflectorTaskOptions;
   readonly #maxBufferedEvents: number;
   readonly #closeGraceMs: number;
+  readonly #streamStartTimeoutMs: number;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #open = new Set<OpenStream>();
@@ -124,11 +146,13 @@ export class WorkerPodSource {
     positive('replaceChunkSize', options.replaceChunkSize);
     positive('maxBufferedEvents', options.maxBufferedEvents);
     positive('closeGraceMs', options.closeGraceMs);
+    positive('streamStartTimeoutMs', options.streamStartTimeoutMs);
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? realClock;
     this.#maxBufferedEvents = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
     this.#finished = initialReflectorStats(options.initialList ?? DEFAULT_INITIAL_LIST);
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
+    this.#streamStartTimeoutMs = options.streamStartTimeoutMs ?? DEFAULT_STREAM_START_TIMEOUT_MS;
     this.#taskOptions = {
       cluster: {
         ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
@@ -159,6 +183,12 @@ export class WorkerPodSource {
     this.#pool.on('error', (error: unknown) =>
       this.#logger.error({ error: safeErrorMessage(error) }, 'reflector worker failed'),
     );
+    // Piscina fails the tasks running on a thread that exits, but not the ones queued for it: a
+    // thread that dies while starting leaves them queued with no thread to take them, and starts
+    // no replacement (it reads a death in bootstrap as a script that cannot start). Those streams
+    // would wait for good; failing them instead lets the driver reopen, which starts a thread.
+    // After the current turn: piscina emits this before it fails the thread's own tasks.
+    this.#pool.on('workerDestroy', () => queueMicrotask(() => this.#abandonOrphans()));
     this.source = () => ({ [Symbol.asyncIterator]: () => this.#openStream() });
   }
 
@@ -217,8 +247,12 @@ export class WorkerPodSource {
     );
     const stream: OpenStream = {
       latest: undefined,
+      started: false,
       closeRequested: false,
+      abandonedBecause: undefined,
+      events: undefined as unknown as WorkerEventStream,
       iterator: undefined as unknown as AsyncIterator<SourceEvent<Pod>>,
+      startWait: new AbortController(),
     };
     const events = new WorkerEventStream({
       port: port1,
@@ -231,7 +265,16 @@ export class WorkerPodSource {
       onStats: (stats) => {
         stream.latest = stats;
       },
+      onStarted: () => {
+        stream.started = true;
+        stream.startWait.abort();
+      },
     });
+    stream.events = events;
+    this.#clock.sleep(this.#streamStartTimeoutMs, stream.startWait.signal).then(
+      () => this.#startOverdue(stream),
+      () => {},
+    );
     stream.iterator = {
       next: () => events.next(),
       return: () => {
@@ -247,14 +290,44 @@ export class WorkerPodSource {
     return stream.iterator;
   }
 
+  /** A thread is gone and none is left: fail every stream that no thread had picked up. */
+  #abandonOrphans(): void {
+    if (this.#closing || this.#pool.threads.length > 0) return;
+    for (const stream of this.#open) {
+      if (!stream.started && !stream.closeRequested) {
+        this.#abandon(stream, 'the reflector worker thread exited before it started the stream');
+      }
+    }
+  }
+
+  /** No thread took the stream within the start timeout: the thread is wedged, replace it. */
+  #startOverdue(stream: OpenStream): void {
+    if (stream.started || stream.closeRequested || !this.#open.has(stream)) return;
+    this.#logger.warn(
+      { timeoutMs: this.#streamStartTimeoutMs },
+      'reflector worker did not start a stream in time; terminating it',
+    );
+    this.#abandon(
+      stream,
+      `no reflector worker thread started the stream within ${this.#streamStartTimeoutMs} ms`,
+    );
+    void this.terminateWorker();
+  }
+
+  #abandon(stream: OpenStream, reason: string): void {
+    stream.abandonedBecause ??= reason;
+    stream.events.abandon(new WorkerStreamError(`${reason}; reopen to start another`));
+  }
+
   /** A stream's task is over: its counters join the totals, and a crash becomes `lastError`. */
   #retire(stream: OpenStream, error: unknown): void {
     this.#open.delete(stream);
+    stream.startWait.abort();
     if (stream.latest) this.#finished = foldReflectorStats(this.#finished, stream.latest);
     if (error !== undefined && !stream.closeRequested) {
       // Redacted: the text crossed from the worker and may quote a kubeconfig
       // (../client/safe-error.ts).
-      const message = safeErrorMessage(error);
+      const message = stream.abandonedBecause ?? safeErrorMessage(error);
       this.#finished = { ...this.#finished, lastError: `reflector worker failed: ${message}` };
       this.#logger.error({ error: message }, 'reflector worker stream failed');
     }

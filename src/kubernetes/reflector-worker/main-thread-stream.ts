@@ -47,6 +47,8 @@ export interface WorkerEventStreamOptions {
   clock?: Clock | undefined;
   logger?: Logger | undefined;
   onStats?: ((stats: PodSourceStats) => void) | undefined;
+  /** The worker picked the task up (its `started` message arrived). */
+  onStarted?: (() => void) | undefined;
 }
 
 /** The worker's stream ended or failed without the main side asking. */
@@ -68,6 +70,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #onStats: (stats: PodSourceStats) => void;
+  readonly #onStarted: () => void;
   readonly #taskSettled: Promise<void>;
   #queue: SourceEvent<Pod>[] = [];
   #head = 0;
@@ -85,6 +88,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
     this.#onStats = options.onStats ?? (() => {});
+    this.#onStarted = options.onStarted ?? (() => {});
     this.#port.on('message', (message) => this.#receive(message));
     this.#taskSettled = options.task.then(
       () => this.#taskEnded(undefined),
@@ -162,9 +166,22 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     return { done: true, value: undefined };
   }
 
+  /**
+   * Fails the stream from outside, for what only the source can see (the thread that was to run
+   * the task is gone), then ends the task the hard way. The consumer gets `error` next.
+   */
+  abandon(error: WorkerStreamError): void {
+    if (this.#closing || this.#finished) return;
+    this.#fail(error);
+    this.#abortTask();
+  }
+
   #receive(message: WorkerMessage): void {
     if (this.#closing || this.#finished) return;
     switch (message.kind) {
+      case 'started':
+        this.#onStarted();
+        return;
       case 'batch':
         if (message.events) {
           for (const event of decode<ChangeEvent[]>(message.events)) this.#queue.push(event);

@@ -62,6 +62,12 @@ export type JsonBytes = Uint8Array;
 /** Worker → main. */
 export type WorkerMessage =
   /**
+   * The task is running on a thread: the first message of every stream. Until it arrives the task
+   * may still sit in piscina's queue, waiting for a thread that is starting, or that died while
+   * starting and will never take it (see `WorkerPodSource`).
+   */
+  | { kind: 'started' }
+  /**
    * What happened in one turn of the worker's event loop, or the next `MAX_EVENTS_PER_BATCH` events
    * of a burst decoded in one turn (`events`: JSON of `ChangeEvent[]`, absent when only the stats
    * changed), with the stats after it.

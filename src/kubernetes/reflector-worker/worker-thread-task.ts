@@ -76,6 +76,7 @@ export async function runReflectorTask(
   });
   port.on('close', () => closer.abort());
   closer.signal.addEventListener('abort', () => onAck?.(), { once: true });
+  post(port, { kind: 'started' });
 
   try {
     const api = await connect(options.cluster);
