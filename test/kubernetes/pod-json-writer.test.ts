@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   writeChangeEventsJson,
   writePodsJson,
-} from '../../src/kubernetes/reflector-worker/pod-json-writer.js';
+} from '../../src/kubernetes/codec/pod-json-writer.js';
 import type { ChangeEvent } from '../../src/kubernetes/reflector-worker/protocol.js';
 import { type Pod, parsePod } from '../../src/model/pod.js';
 

@@ -1,7 +1,7 @@
 /**
  * The messages between the reflector's worker thread and the main thread, one `MessagePort` per
  * stream. Plain data only, and kept small: pods and events travel as JSON text in transferred
- * buffers (`JsonBytes`, written by ./pod-json-writer.ts), carrying the trimmed Pod view, never the
+ * buffers (`JsonBytes`, written by ../codec/pod-json-writer.ts), carrying the trimmed Pod view, never the
  * API server's objects; stats, log lines and the control messages are structured-cloned.
  */
 import type { MessagePort } from 'node:worker_threads';

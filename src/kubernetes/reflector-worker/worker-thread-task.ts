@@ -11,7 +11,7 @@ import type { ClusterOptions } from '../client/connection.js';
 import { KubernetesReflector } from '../reflector/reflector.js';
 import { connectPodApi } from '../resources/http-pod-api.js';
 import type { PodApi } from '../resources/pod-api.js';
-import { writeChangeEventsJson, writePodsJson } from './pod-json-writer.js';
+import { writeChangeEventsJson, writePodsJson } from '../codec/pod-json-writer.js';
 import type {
   ChangeEvent,
   MainMessage,

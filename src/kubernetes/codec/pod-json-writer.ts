@@ -18,7 +18,7 @@ import type {
   Pod,
   PodCondition,
 } from '../../model/pod.js';
-import type { ChangeEvent } from './protocol.js';
+import type { ChangeEvent } from '../reflector-worker/protocol.js';
 
 const encoder = new TextEncoder();
 
