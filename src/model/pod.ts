@@ -452,7 +452,9 @@ export function parsePod(value: unknown): Pod {
 }
 
 /** The store key of a pod: `namespace/name`, client-go's `MetaNamespaceKeyFunc`. */
-export function podKey(pod: Pod): string {
+export function podKey(pod: {
+  readonly metadata: Pick<PodMetadata, 'name' | 'namespace'>;
+}): string {
   return pod.metadata.namespace
     ? `${pod.metadata.namespace}/${pod.metadata.name}`
     : pod.metadata.name;

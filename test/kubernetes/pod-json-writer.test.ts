@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { encodePod } from '../../src/kubernetes/codec/encoded-pod.js';
 import {
+  type EncodedChange,
   writeChangeEventsJson,
+  writeEncodedPodsJson,
   writePodsJson,
 } from '../../src/kubernetes/codec/pod-json-writer.js';
 import type { ChangeEvent } from '../../src/kubernetes/reflector-worker/protocol.js';
@@ -122,12 +125,35 @@ describe('writePodsJson: the hop JSON.stringify would have written, byte for byt
 });
 
 describe('writeChangeEventsJson', () => {
-  it('writes upserts and deletes, with and without a last object, as JSON.stringify does', () => {
+  it('writes upserts and deletes of encoded pods, with and without a last object, as JSON.stringify writes the pods', () => {
+    const pods = [podWith('é "q"', 1), podWith('', 2)] as const;
     const events: ChangeEvent[] = [
-      { type: 'upsert', key: 'ns/p-1', object: podWith('é "q"', 1) },
-      { type: 'delete', key: 'ns/p-2', lastObject: podWith('', 2) },
+      { type: 'upsert', key: 'ns/p-1', object: pods[0] },
+      { type: 'delete', key: 'ns/p-2', lastObject: pods[1] },
       { type: 'delete', key: 'weird "key"' },
     ];
-    expect(written(writeChangeEventsJson(events))).toBe(stringified(events));
+    const encoded: EncodedChange[] = [
+      { type: 'upsert', key: 'ns/p-1', object: encodePod(pods[0]) },
+      { type: 'delete', key: 'ns/p-2', lastObject: encodePod(pods[1]) },
+      { type: 'delete', key: 'weird "key"' },
+    ];
+    expect(written(writeChangeEventsJson(encoded))).toBe(stringified(events));
+  });
+});
+
+describe('writeEncodedPodsJson', () => {
+  it('joins encoded pods into the JSON of Pod[], as writePodsJson writes the pods', () => {
+    const pods = Array.from({ length: 5 }, (_, index) => podWith(AWKWARD[index] ?? '', index));
+    expect(written(writeEncodedPodsJson(pods.map(encodePod)))).toBe(stringified(pods));
+    expect(written(writeEncodedPodsJson([]))).toBe('[]');
+  });
+
+  it('keeps each encoded pod as written while many more are encoded after it', () => {
+    // Pods share blocks of bytes: a full block must be left alone, never written over.
+    const pods = Array.from({ length: 600 }, (_, index) => podWith('y'.repeat(index % 700), index));
+    const encoded = pods.map(encodePod);
+    encoded.forEach((pod, index) => {
+      expect(written(pod.json)).toBe(stringified(pods[index]));
+    });
   });
 });

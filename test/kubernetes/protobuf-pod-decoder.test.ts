@@ -11,106 +11,13 @@ import {
 } from '../../src/kubernetes/codec/protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from '../../src/kubernetes/codec/protobuf-reader.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { MAX_CACHED_ANNOTATION_LENGTH, parsePod } from '../../src/model/pod.js';
+import { parsePod } from '../../src/model/pod.js';
+import { barePod, fullPod, page, pod } from '../support/protobuf-pods.js';
 import {
   type BuildOptions,
-  encodePodList,
   encodePodMessage,
   encodeWatchEvent,
 } from '../support/protobuf-writer.js';
-
-type Json = Record<string, unknown>;
-
-/** A pod with every field the model keeps, in its optional and empty forms, and some it drops. */
-function fullPod(name: string): Json {
-  return {
-    metadata: {
-      name,
-      namespace: 'pools',
-      uid: `uid-${name}`,
-      resourceVersion: '42',
-      deletionTimestamp: '2026-01-02T04:00:00Z',
-      generateName: 'engine-',
-      labels: { 'app.kubernetes.io/name': 'engine', '10': 'numeric key', empty: '' },
-      annotations: {
-        note: 'héllo ✓ "quoted" \\ back\nslash 🚀',
-        long: 'x'.repeat(MAX_CACHED_ANNOTATION_LENGTH + 10),
-      },
-      managedFields: [{ manager: 'kubelet', operation: 'Update', apiVersion: 'v1' }],
-    },
-    spec: {
-      containers: [
-        {
-          name: 'engine',
-          image: 'engine:1',
-          ports: [
-            { name: 'http', containerPort: 30000, protocol: 'TCP' },
-            { containerPort: 9400, protocol: 'UDP' },
-            { name: 'metrics', containerPort: 9000 },
-          ],
-        },
-        { name: '' },
-      ],
-      nodeSelector: { zone: 'z-1' },
-      nodeName: 'gpu-node-7',
-      subdomain: 'engines',
-      readinessGates: [{ conditionType: 'pool-controller/cell-alive' }],
-      schedulingGates: [{ name: 'example.com/capacity' }],
-    },
-    status: {
-      phase: 'Running',
-      podIP: '10.1.2.3',
-      conditions: [
-        {
-          type: 'Ready',
-          status: 'False',
-          reason: 'ContainersNotReady',
-          message: 'containers with unready status',
-          lastTransitionTime: '2026-01-02T03:10:00Z',
-        },
-        { type: 'Warm', status: 'Unknown', lastTransitionTime: null },
-      ],
-      containerStatuses: [
-        {
-          name: 'engine',
-          state: { running: { startedAt: '2026-01-02T03:05:00Z' } },
-          lastState: {},
-          ready: true,
-          restartCount: 3,
-        },
-        {
-          name: 'sidecar',
-          state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off' } },
-          lastState: {
-            terminated: {
-              exitCode: -1,
-              reason: 'Error',
-              message: 'ended badly',
-              startedAt: '2026-01-02T03:06:00Z',
-              finishedAt: '2026-01-02T03:07:00Z',
-            },
-          },
-          ready: false,
-          restartCount: 0,
-        },
-      ],
-    },
-  };
-}
-
-/** `json` as a watch event carries it: with its kind. */
-function pod(json: Json): Json {
-  return { kind: 'Pod', apiVersion: 'v1', ...json };
-}
-
-/** The fewest fields a readable pod can have. */
-function barePod(name: string): Json {
-  return { metadata: { name, uid: `uid-${name}` } };
-}
-
-function page(items: Json[], options: BuildOptions = {}): Uint8Array {
-  return encodePodList({ metadata: { resourceVersion: '9', continue: 'next' }, items }, options);
-}
 
 /** What the page gave through the JSON-shaped decoder and the schema: the reference. */
 function throughSchema(bytes: Uint8Array): unknown[] {

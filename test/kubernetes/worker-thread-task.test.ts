@@ -12,6 +12,7 @@ import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-t
 import type { PodApi } from '../../src/kubernetes/resources/pod-api.js';
 import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
+import { asEncodedPodApi } from '../support/encoded-pod-api.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';
 import { until as waitUntil } from '../support/until.js';
@@ -93,7 +94,7 @@ describe('runReflectorTask', () => {
       resourceVersion: '9',
     };
     const { worker, received, until, send, flushed } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => api);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     await flushed();
     expect(ofKind(received, 'replace-chunk')).toHaveLength(1);
@@ -120,7 +121,7 @@ describe('runReflectorTask', () => {
   it('posts the frames of one turn as one batch, with the stats after them', async () => {
     const api = new FakePodApi();
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => api);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
     await until(() => ofKind(received, 'replace-end').length === 1);
     const before = ofKind(received, 'batch').length;
     api.watch
@@ -148,7 +149,7 @@ describe('runReflectorTask', () => {
   it('closes its reflector, and with it the watch, when asked to close', async () => {
     const api = new FakePodApi();
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => api);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
     await until(() => ofKind(received, 'replace-end').length === 1);
     await waitFor(() => api.watches.at(-1)?.awaitingFrame === true, 'the reflector to watch');
     expect(api.watch.released).toBe(false);
@@ -160,7 +161,7 @@ describe('runReflectorTask', () => {
   it('stops when the main side of the port goes away', async () => {
     const api = new FakePodApi();
     const { main, worker, received, until } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => api);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
     await until(() => ofKind(received, 'replace-end').length === 1);
     main.close();
     await task;
@@ -171,7 +172,7 @@ describe('runReflectorTask', () => {
     const api = new FakePodApi();
     api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => api);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     send({ kind: 'close' });
     await task;
@@ -196,7 +197,7 @@ describe('runReflectorTask', () => {
     const api = new FakePodApi();
     api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
     const { port1, port2 } = new MessageChannel();
-    const task = runReflectorTask({ port: port2, options }, async () => api);
+    const task = runReflectorTask({ port: port2, options }, async () => asEncodedPodApi(api));
     const stream = new WorkerEventStream({
       port: port1,
       task,
@@ -240,7 +241,7 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
       watchPods: (watchOptions) => api.watchPods(watchOptions),
     };
     const { worker, received, until, send, flushed } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => paged);
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-chunk').length === 2);
@@ -287,7 +288,7 @@ describe('runReflectorTask: many relists on one stream', () => {
           port: worker,
           options: { ...options, replaceChunkSize: 10, backoff: { initialMs: 1, maxMs: 1 } },
         },
-        async () => paged,
+        async () => asEncodedPodApi(paged),
       );
       for (let relist = 1; relist <= 12; relist += 1) {
         await until(() => ofKind(received, 'replace-chunk').length === relist);

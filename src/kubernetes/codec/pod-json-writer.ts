@@ -10,6 +10,9 @@
  * Why not `JSON.stringify`: it built a string of the whole chunk (~400 KB for 250 pods) that
  * `TextEncoder` then copied again; together they were the third-largest cost of a sync in the
  * worker thread after decoding and garbage collection.
+ *
+ * Size: one writer for the `Pod` shape and the two messages built from it (a chunk of pods, a
+ * batch of change events), over one buffer type that ./protobuf-pod-json.ts writes into too.
  */
 import type {
   Container,
@@ -18,15 +21,18 @@ import type {
   Pod,
   PodCondition,
 } from '../../model/pod.js';
-import type { ChangeEvent } from '../reflector-worker/protocol.js';
+import type { SourceEvent } from '../../runtime/source-event.js';
+import type { EncodedPod } from './encoded-pod.js';
 
 const encoder = new TextEncoder();
 
 /** The JSON escape of each ASCII code unit that needs one, as `JSON.stringify` writes it. */
-const ESCAPES: ReadonlyArray<Uint8Array | undefined> = Array.from({ length: 0x80 }, (_, code) =>
-  code < 0x20 || code === 0x22 || code === 0x5c
-    ? encoder.encode(JSON.stringify(String.fromCharCode(code)).slice(1, -1))
-    : undefined,
+export const JSON_ESCAPES: ReadonlyArray<Uint8Array | undefined> = Array.from(
+  { length: 0x80 },
+  (_, code) =>
+    code < 0x20 || code === 0x22 || code === 0x5c
+      ? encoder.encode(JSON.stringify(String.fromCharCode(code)).slice(1, -1))
+      : undefined,
 );
 
 /** Room a writer starts with; it doubles as needed, and each message takes a copy of its part. */
@@ -38,10 +44,28 @@ const INITIAL_CAPACITY = 64 * 1024;
  */
 const MAX_RETAINED_CAPACITY = 1024 * 1024;
 
-/** A growable byte buffer of JSON text. */
-class JsonBytes {
-  bytes = new Uint8Array(INITIAL_CAPACITY);
+/** Up to this many bytes, a loop copies faster than `set` (a key, a punctuation mark). */
+const RAW_LOOP_MAX = 32;
+
+/** A growable byte buffer of JSON text: what every writer of the hop's bytes writes into. */
+export class JsonBuffer {
+  bytes: Uint8Array;
   length = 0;
+  readonly #capacity: number;
+
+  constructor(capacity = INITIAL_CAPACITY) {
+    this.#capacity = capacity;
+    this.bytes = new Uint8Array(capacity);
+  }
+
+  /**
+   * Leaves what was written to whoever holds views of it, and starts on a fresh buffer: the old
+   * one is never written again.
+   */
+  detach(): void {
+    this.bytes = new Uint8Array(this.#capacity);
+    this.length = 0;
+  }
 
   reserve(count: number): void {
     if (this.length + count <= this.bytes.length) return;
@@ -52,12 +76,17 @@ class JsonBytes {
     this.bytes = grown;
   }
 
-  /** Bytes known to be JSON already (punctuation and keys, encoded once at load). */
+  /** Bytes known to be JSON already (punctuation and keys, encoded once at load; a pod's JSON). */
   raw(token: Uint8Array): void {
     this.reserve(token.length);
     const { bytes } = this;
     let at = this.length;
-    for (let index = 0; index < token.length; index += 1) bytes[at++] = token[index] as number;
+    if (token.length > RAW_LOOP_MAX) {
+      bytes.set(token, at);
+      at += token.length;
+    } else {
+      for (let index = 0; index < token.length; index += 1) bytes[at++] = token[index] as number;
+    }
     this.length = at;
   }
 
@@ -82,7 +111,7 @@ class JsonBytes {
         this.#stringified(value);
         return;
       }
-      const escaped = ESCAPES[code];
+      const escaped = JSON_ESCAPES[code];
       if (escaped === undefined) {
         bytes[at++] = code;
       } else {
@@ -148,7 +177,8 @@ const CLOSE_BRACKET = 0x5d;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 
-const K = {
+/** Every key a `Pod` or a change event has, as `"key":` and `,"key":` bytes. */
+export const JSON_KEYS = {
   metadata: key('metadata'),
   spec: key('spec'),
   status: key('status'),
@@ -192,7 +222,8 @@ const K = {
   lastObject: key('lastObject'),
 } as const;
 
-type Key = (typeof K)[keyof typeof K];
+type Key = (typeof JSON_KEYS)[keyof typeof JSON_KEYS];
+const K = JSON_KEYS;
 
 /**
  * Writes an object's fields in order: `field` for one that is present, `optional` skips an
@@ -200,11 +231,11 @@ type Key = (typeof K)[keyof typeof K];
  */
 class Fields {
   #first = true;
-  constructor(readonly out: JsonBytes) {
+  constructor(readonly out: JsonBuffer) {
     out.byte(OPEN_BRACE);
   }
 
-  name(name: Key): JsonBytes {
+  name(name: Key): JsonBuffer {
     this.out.raw(this.#first ? name.first : name.next);
     this.#first = false;
     return this.out;
@@ -219,7 +250,7 @@ class Fields {
   }
 }
 
-function writeStringMap(out: JsonBytes, map: Readonly<Record<string, string>>): void {
+function writeStringMap(out: JsonBuffer, map: Readonly<Record<string, string>>): void {
   out.byte(OPEN_BRACE);
   let first = true;
   for (const name in map) {
@@ -235,9 +266,9 @@ function writeStringMap(out: JsonBytes, map: Readonly<Record<string, string>>): 
 }
 
 function writeList<T>(
-  out: JsonBytes,
+  out: JsonBuffer,
   items: readonly T[],
-  write: (out: JsonBytes, item: T) => void,
+  write: (out: JsonBuffer, item: T) => void,
 ) {
   out.byte(OPEN_BRACKET);
   for (let index = 0; index < items.length; index += 1) {
@@ -247,7 +278,7 @@ function writeList<T>(
   out.byte(CLOSE_BRACKET);
 }
 
-function writeContainer(out: JsonBytes, container: Container): void {
+function writeContainer(out: JsonBuffer, container: Container): void {
   const fields = new Fields(out);
   fields.string(K.name, container.name);
   writeList(fields.name(K.ports), container.ports, (o, port) => {
@@ -260,7 +291,7 @@ function writeContainer(out: JsonBytes, container: Container): void {
   fields.end();
 }
 
-function writeCondition(out: JsonBytes, condition: PodCondition): void {
+function writeCondition(out: JsonBuffer, condition: PodCondition): void {
   const fields = new Fields(out);
   fields.string(K.type, condition.type);
   fields.string(K.status, condition.status);
@@ -270,7 +301,7 @@ function writeCondition(out: JsonBytes, condition: PodCondition): void {
   fields.end();
 }
 
-function writeState(out: JsonBytes, state: ContainerState): void {
+function writeState(out: JsonBuffer, state: ContainerState): void {
   const fields = new Fields(out);
   if (state.waiting) {
     const waiting = new Fields(fields.name(K.waiting));
@@ -295,7 +326,7 @@ function writeState(out: JsonBytes, state: ContainerState): void {
   fields.end();
 }
 
-function writeContainerStatus(out: JsonBytes, status: ContainerStatus): void {
+function writeContainerStatus(out: JsonBuffer, status: ContainerStatus): void {
   const fields = new Fields(out);
   fields.string(K.name, status.name);
   fields.name(K.ready).boolean(status.ready);
@@ -305,7 +336,7 @@ function writeContainerStatus(out: JsonBytes, status: ContainerStatus): void {
   fields.end();
 }
 
-function writePod(out: JsonBytes, pod: Pod): void {
+function writePod(out: JsonBuffer, pod: Pod): void {
   const { metadata, spec, status } = pod;
   const fields = new Fields(out);
   const meta = new Fields(fields.name(K.metadata));
@@ -344,17 +375,13 @@ function writePod(out: JsonBytes, pod: Pod): void {
   fields.end();
 }
 
-function writeEvent(out: JsonBytes, event: ChangeEvent): void {
-  const fields = new Fields(out);
-  fields.string(K.type, event.type);
-  fields.string(K.key, event.key);
-  if (event.type === 'upsert') writePod(fields.name(K.object), event.object);
-  else if (event.lastObject) writePod(fields.name(K.lastObject), event.lastObject);
-  fields.end();
+/** The JSON of one `Pod`, appended to `out` (an `EncodedPod` is written this way from a JSON pod). */
+export function writePodJson(out: JsonBuffer, pod: Pod): void {
+  writePod(out, pod);
 }
 
 /** One writer per thread, reused: messages are written one at a time. */
-const shared = new JsonBytes();
+const shared = new JsonBuffer();
 
 /** `pods` as the JSON of `Pod[]`, in a buffer of its own (to transfer). */
 export function writePodsJson(pods: readonly Pod[]): Uint8Array {
@@ -363,8 +390,40 @@ export function writePodsJson(pods: readonly Pod[]): Uint8Array {
   return shared.take();
 }
 
-/** `events` as the JSON of `ChangeEvent[]`, in a buffer of its own (to transfer). */
-export function writeChangeEventsJson(events: readonly ChangeEvent[]): Uint8Array {
+/** `pods`, already JSON each, as the JSON of `Pod[]`, in a buffer of its own (to transfer). */
+export function writeEncodedPodsJson(pods: readonly EncodedPod[]): Uint8Array {
+  let length = 2 + Math.max(0, pods.length - 1);
+  for (const pod of pods) length += pod.json.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  out[at++] = OPEN_BRACKET;
+  for (let index = 0; index < pods.length; index += 1) {
+    if (index > 0) out[at++] = COMMA;
+    const json = (pods[index] as EncodedPod).json;
+    out.set(json, at);
+    at += json.length;
+  }
+  out[at++] = CLOSE_BRACKET;
+  return out;
+}
+
+/** A watch change of an `EncodedPod`: what the worker posts to the main thread. */
+export type EncodedChange = Exclude<SourceEvent<EncodedPod>, { type: 'replace' }>;
+
+function writeEvent(out: JsonBuffer, event: EncodedChange): void {
+  const fields = new Fields(out);
+  fields.string(K.type, event.type);
+  fields.string(K.key, event.key);
+  if (event.type === 'upsert') fields.name(K.object).raw(event.object.json);
+  else if (event.lastObject) fields.name(K.lastObject).raw(event.lastObject.json);
+  fields.end();
+}
+
+/**
+ * `events` as the JSON of the main side's `ChangeEvent[]` (each pod's JSON as it is), in a buffer
+ * of its own (to transfer).
+ */
+export function writeChangeEventsJson(events: readonly EncodedChange[]): Uint8Array {
   shared.length = 0;
   writeList(shared, events, writeEvent);
   return shared.take();

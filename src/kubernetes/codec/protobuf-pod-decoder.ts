@@ -25,7 +25,10 @@ import {
   type ContainerStatus,
   type Pod,
   type PodCondition,
+  parsePod,
+  podKey,
 } from '../../model/pod.js';
+import type { PodForm } from './pod-form.js';
 import {
   decodeProtobufWatchEvent,
   openEnvelope,
@@ -393,18 +396,42 @@ export function decodeProtobufPod(
   }
 }
 
-/** A protobuf `PodList` page: its list metadata (JSON-shaped) and its items as `Pod`s. */
-export interface DecodedPodPage {
+/** Pods as the model's `Pod` objects, decoded by this module. */
+export const POD_OBJECTS: PodForm<Pod> = {
+  fromProtobuf(bytes, start, end) {
+    try {
+      return decodeProtobufPod(bytes, start, end);
+    } catch (error) {
+      // Bytes that are not protobuf: the JSON-shaped decoder says why.
+      if (error instanceof ProtobufDecodeError) return undefined;
+      throw error;
+    }
+  },
+  fromValue: (value) => (isDecodedPod(value) ? value : parsePod(value)),
+  key: podKey,
+};
+
+/** A protobuf `PodList` page: its list metadata (JSON-shaped) and its items in a pod form. */
+export interface DecodedPodPage<T = Pod> {
   metadata: Record<string, unknown>;
-  pods: Pod[];
+  pods: T[];
 }
 
 /**
- * A `PodList` page with every item decoded straight into a `Pod`, or `undefined` when an item is
- * not readable: the caller then reads the page with `decodeProtobufPodList` and `parsePod`, which
- * name the item and the field. Throws `ProtobufDecodeError` as `decodeProtobufPodList` does.
+ * A `PodList` page with every item read by `form.fromProtobuf` (default: into `Pod`s), or
+ * `undefined` when an item is not readable: the caller then reads the page with
+ * `decodeProtobufPodList` and the form's `fromValue`, which name the item and the field. Throws
+ * `ProtobufDecodeError` when the page itself (its envelope, its list) is not protobuf.
  */
-export function decodeProtobufPodPage(bytes: Uint8Array): DecodedPodPage | undefined {
+export function decodeProtobufPodPage(bytes: Uint8Array): DecodedPodPage<Pod> | undefined;
+export function decodeProtobufPodPage<T>(
+  bytes: Uint8Array,
+  form: PodForm<T>,
+): DecodedPodPage<T> | undefined;
+export function decodeProtobufPodPage(
+  bytes: Uint8Array,
+  form: PodForm<unknown> = POD_OBJECTS,
+): DecodedPodPage<unknown> | undefined {
   const envelope = openEnvelope(bytes);
   if (envelope.kind !== 'PodList') {
     throw new ProtobufDecodeError(
@@ -413,7 +440,7 @@ export function decodeProtobufPodPage(bytes: Uint8Array): DecodedPodPage | undef
   }
   const reader = new ProtobufReader(bytes, envelope.raw[0], envelope.raw[1]);
   const metadata: Record<string, unknown> = {};
-  const pods: Pod[] = [];
+  const pods: unknown[] = [];
   let readable = true;
   while (reader.more()) {
     const [field, wire] = reader.tag();
@@ -423,8 +450,8 @@ export function decodeProtobufPodPage(bytes: Uint8Array): DecodedPodPage | undef
       const [start, end] = reader.span();
       // Past an unreadable item, the rest is still walked: a page that is not protobuf must fail
       // as one, whatever item came first.
-      const pod = readable ? decodeProtobufPod(bytes, start, end) : undefined;
-      if (pod) pods.push(pod);
+      const pod = readable ? form.fromProtobuf(bytes, start, end) : undefined;
+      if (pod !== undefined) pods.push(pod);
       else readable = false;
     } else {
       reader.skip(wire);
@@ -438,11 +465,15 @@ const CHANGE_TYPES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
 
 /**
  * One protobuf watch frame as `{type, object}`, as `decodeProtobufWatchEvent` gives it, but with
- * the object of a change already a decoded `Pod` (see `isDecodedPod`). Anything else — a bookmark,
- * an ERROR's Status, an object of another kind, an unreadable pod — is decoded by
- * `decodeProtobufWatchEvent`, so its reading (and its error) is exactly as before.
+ * the object of a change already read by `form.fromProtobuf` (default: a decoded `Pod`, see
+ * `isDecodedPod`). Anything else — a bookmark, an ERROR's Status, an object of another kind, an
+ * unreadable pod — is decoded by `decodeProtobufWatchEvent`, so its reading (and its error) is
+ * exactly as before.
  */
-export function decodeProtobufPodWatchEvent(bytes: Uint8Array): Record<string, unknown> {
+export function decodeProtobufPodWatchEvent(
+  bytes: Uint8Array,
+  form: PodForm<unknown> = POD_OBJECTS,
+): Record<string, unknown> {
   const reader = new ProtobufReader(bytes);
   let type: string | undefined;
   let object: [number, number] | undefined;
@@ -465,8 +496,8 @@ export function decodeProtobufPodWatchEvent(bytes: Uint8Array): Record<string, u
   if (type !== undefined && object && CHANGE_TYPES.has(type)) {
     const envelope = openEnvelope(bytes, object[0], object[1]);
     if (envelope.kind === 'Pod') {
-      const pod = decodeProtobufPod(bytes, envelope.raw[0], envelope.raw[1]);
-      if (pod) return { type, object: pod };
+      const pod = form.fromProtobuf(bytes, envelope.raw[0], envelope.raw[1]);
+      if (pod !== undefined) return { type, object: pod };
     }
   }
   return decodeProtobufWatchEvent(bytes);

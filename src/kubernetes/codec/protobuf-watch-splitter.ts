@@ -5,16 +5,22 @@
  * length prefix included. Each frame decodes to the same `{type, object}` value a JSON line does,
  * so ./watch-frame-parser.ts reads both alike.
  */
-import { decodeProtobufPodWatchEvent } from './protobuf-pod-decoder.js';
+import type { PodForm } from './pod-form.js';
+import { decodeProtobufPodWatchEvent, POD_OBJECTS } from './protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
 import type { WatchFrame, WatchFramer } from './watch-framing.js';
-import { frameTooLarge, PendingBytes, watchFrameSplitter } from './watch-framing.js';
+import {
+  frameTooLarge,
+  PendingBytes,
+  type WatchFrameSplitter,
+  watchFrameSplitter,
+} from './watch-framing.js';
 
 const LENGTH_PREFIX_BYTES = 4;
 
-function decodeFrame(frame: Uint8Array): WatchFrame {
+function decodeFrame(frame: Uint8Array, form: PodForm<unknown>): WatchFrame {
   try {
-    return { kind: 'decoded', value: decodeProtobufPodWatchEvent(frame) };
+    return { kind: 'decoded', value: decodeProtobufPodWatchEvent(frame, form) };
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };
@@ -24,6 +30,7 @@ function decodeFrame(frame: Uint8Array): WatchFrame {
 /** Length-prefixed frames: a four-byte length, then that many bytes of `WatchEvent`. */
 class LengthPrefixFramer implements WatchFramer {
   readonly #maxFrameBytes: number;
+  readonly #form: PodForm<unknown>;
   /** What is awaited (a prefix, a whole frame), held until enough has arrived. */
   readonly #pending = new PendingBytes();
   /** The current frame's length, once its prefix is read. */
@@ -31,8 +38,9 @@ class LengthPrefixFramer implements WatchFramer {
   /** Bytes still to drop of a frame reported as too large. */
   #skipping = 0;
 
-  constructor(maxFrameBytes: number) {
+  constructor(maxFrameBytes: number, form: PodForm<unknown>) {
     this.#maxFrameBytes = maxFrameBytes;
+    this.#form = form;
   }
 
   *push(chunk: Buffer): Generator<WatchFrame, void, undefined> {
@@ -63,7 +71,7 @@ class LengthPrefixFramer implements WatchFramer {
       const frame = data.subarray(0, this.#frameLength);
       data = data.subarray(this.#frameLength);
       this.#frameLength = undefined;
-      yield decodeFrame(frame);
+      yield decodeFrame(frame, this.#form);
     }
     if (data.length > 0) this.#pending.push(data);
   }
@@ -76,11 +84,14 @@ class LengthPrefixFramer implements WatchFramer {
 }
 
 /**
- * Frames from a protobuf watch body (`WatchFrameSplitter`, the same contract as the JSON one): a
- * frame longer than `maxFrameBytes` is yielded as `garbled` once its length is read, and its bytes
- * are skipped, never held; a body that ends inside a frame (or inside a length prefix) throws
- * `TruncatedFrameError`.
+ * Frames from a protobuf watch body (`WatchFrameSplitter`, the same contract as the JSON one), a
+ * change's pod read into `form`: a frame longer than `maxFrameBytes` is yielded as `garbled` once
+ * its length is read, and its bytes are skipped, never held; a body that ends inside a frame (or
+ * inside a length prefix) throws `TruncatedFrameError`.
  */
-export const decodeProtobufWatchFrames = watchFrameSplitter(
-  (maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes),
-);
+export function protobufWatchFrames(form: PodForm<unknown>): WatchFrameSplitter {
+  return watchFrameSplitter((maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes, form));
+}
+
+/** `protobufWatchFrames` with pods decoded into the model's `Pod`. */
+export const decodeProtobufWatchFrames = protobufWatchFrames(POD_OBJECTS);

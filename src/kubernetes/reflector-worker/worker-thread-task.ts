@@ -4,21 +4,19 @@
  * in-process with a fake API; workers/reflector.worker.ts only hands it to piscina.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { Pod } from '../../model/pod.js';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
+import { type EncodedPod, POD_JSON } from '../codec/encoded-pod.js';
+import {
+  type EncodedChange,
+  writeChangeEventsJson,
+  writeEncodedPodsJson,
+} from '../codec/pod-json-writer.js';
 import { KubernetesReflector } from '../reflector/reflector.js';
 import { connectPodApi } from '../resources/http-pod-api.js';
 import type { PodApi } from '../resources/pod-api.js';
-import { writeChangeEventsJson, writePodsJson } from '../codec/pod-json-writer.js';
-import type {
-  ChangeEvent,
-  MainMessage,
-  ReflectorTask,
-  WorkerLogLevel,
-  WorkerMessage,
-} from './protocol.js';
+import type { MainMessage, ReflectorTask, WorkerLogLevel, WorkerMessage } from './protocol.js';
 
 /**
  * Events per message while a backlog drains (a burst decoded in one turn of the worker's loop):
@@ -27,8 +25,13 @@ import type {
  */
 export const MAX_EVENTS_PER_BATCH = 64;
 
-/** How the task reaches the API server; tests pass a fake. */
-export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
+/**
+ * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s
+ * (`POD_JSON`): this thread only moves them on, as the JSON the main thread parses.
+ */
+export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi<EncodedPod>>;
+
+const connectEncodedPodApi: ConnectPodApi = (cluster) => connectPodApi(cluster, POD_JSON);
 
 /** How a task ended: only ever because the main side closed it. */
 export interface ReflectorTaskResult {
@@ -65,7 +68,7 @@ function portLogger(port: MessagePort): Logger {
  */
 export async function runReflectorTask(
   task: ReflectorTask,
-  connect: ConnectPodApi = connectPodApi,
+  connect: ConnectPodApi = connectEncodedPodApi,
 ): Promise<ReflectorTaskResult> {
   const { port, options } = task;
   const closer = new AbortController();
@@ -82,7 +85,7 @@ export async function runReflectorTask(
     const api = await connect(options.cluster);
     if (closer.signal.aborted) return { closed: true };
 
-    let batch: ChangeEvent[] = [];
+    let batch: EncodedChange[] = [];
     let flushScheduled = false;
     /** Posts the waiting events, with the stats after them. */
     const postEvents = (): void => {
@@ -102,7 +105,7 @@ export async function runReflectorTask(
      * events do not wait for its last to be decoded, and it still costs a message per batch, not
      * per event.
      */
-    const queueEvent = (event: ChangeEvent): void => {
+    const queueEvent = (event: EncodedChange): void => {
       batch.push(event);
       if (batch.length >= MAX_EVENTS_PER_BATCH) postEvents();
       scheduleFlush();
@@ -122,8 +125,8 @@ export async function runReflectorTask(
     let streaming = false;
     /** The next chunk (or, if none, the `replace-end`) must tell the main side a LIST restarted. */
     let restartPending = false;
-    const queueChunk = (pods: readonly Pod[]): void => {
-      outbox.push({ ...transferable(writePodsJson(pods)), restart: restartPending });
+    const queueChunk = (pods: readonly EncodedPod[]): void => {
+      outbox.push({ ...transferable(writeEncodedPodsJson(pods)), restart: restartPending });
       restartPending = false;
     };
     let drained: (() => void) | undefined;
@@ -148,7 +151,7 @@ export async function runReflectorTask(
         chunk.transfer,
       );
     };
-    const onListPage = (pods: readonly Pod[], page: number): void => {
+    const onListPage = (pods: readonly EncodedPod[], page: number): void => {
       if (page === 1) {
         // A new LIST: chunks of an earlier one that were not sent yet are void, and its first
         // chunk (or its replace-end) tells the main side to drop what it assembled.
@@ -162,8 +165,9 @@ export async function runReflectorTask(
       pump();
     };
 
-    const reflector = new KubernetesReflector({
+    const reflector = new KubernetesReflector<EncodedPod>({
       api,
+      form: POD_JSON,
       namespace: options.namespace,
       labelSelector: options.labelSelector,
       listPageSize: options.listPageSize,
@@ -176,7 +180,7 @@ export async function runReflectorTask(
       onListPage,
     });
 
-    const sendReplace = async (objects: ReadonlyMap<ObjectKey, Pod>): Promise<void> => {
+    const sendReplace = async (objects: ReadonlyMap<ObjectKey, EncodedPod>): Promise<void> => {
       if (batch.length > 0) flush();
       // A LIST whose pages were not reported (an API that does not page) goes out the same way,
       // as one page now: the same chunks, acks and restart marks.

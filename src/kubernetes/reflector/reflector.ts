@@ -27,7 +27,7 @@
  * of their own.
  */
 
-import { type Pod, podKey } from '../../model/pod.js';
+import type { Pod } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
   type InitialListMode,
@@ -41,6 +41,8 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from '../client/api-errors.js';
 import { IdleWatchdog } from '../client/idle-watchdog.js';
+import type { PodForm } from '../codec/pod-form.js';
+import { POD_OBJECTS } from '../codec/protobuf-pod-decoder.js';
 import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
 import type { WatchFrame } from '../codec/watch-framing.js';
 import type { ListPodsOptions, PodApi, PodList, WatchStream } from '../resources/pod-api.js';
@@ -88,9 +90,15 @@ export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
 export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
 
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
-export interface KubernetesReflectorOptions {
+export interface KubernetesReflectorOptions<T = Pod> {
   /** LIST and WATCH for pods: `HttpPodApi` in the service, a fake in tests. */
-  api: PodApi;
+  api: PodApi<T>;
+  /**
+   * The form the pods are held and yielded in (../codec/pod-form.ts), the same `api` reads them
+   * into: the model's `Pod` when left out (so `T` must then be `Pod`); the worker thread holds
+   * them as the JSON it posts (`POD_JSON`).
+   */
+  form?: PodForm<T> | undefined;
   /** Undefined or `''`: all namespaces. */
   namespace?: string | undefined;
   /** Scopes both the LIST and the WATCH: pods it excludes never cross the wire, let alone the cache. */
@@ -136,7 +144,7 @@ export interface KubernetesReflectorOptions {
    * a relist or a fallback to an unpaged LIST), voiding every page heard before it, and a LIST
    * that fails yields nothing.
    */
-  onListPage?: ((pods: readonly Pod[], page: number) => void) | undefined;
+  onListPage?: ((pods: readonly T[], page: number) => void) | undefined;
   /**
    * How the whole world is read: `watch-list` (one WATCH with `sendInitialEvents`, whose
    * initial-events-end bookmark publishes the `replace` and proves the watch; it falls back to
@@ -228,8 +236,8 @@ export function failureFromError(error: unknown): ReflectorFailure {
  * own state machine; the stats are the reflector's, summed over its streams. The service runs it
  * in a worker thread through `WorkerPodSource`.
  */
-export class KubernetesReflector {
-  readonly #api: PodApi;
+export class KubernetesReflector<T = Pod> {
+  readonly #api: PodApi<T>;
   readonly #namespace: string | undefined;
   readonly #labelSelector: string | undefined;
   readonly #listPageSize: number | undefined;
@@ -241,7 +249,8 @@ export class KubernetesReflector {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
-  readonly #onListPage: ((pods: readonly Pod[], page: number) => void) | undefined;
+  readonly #onListPage: ((pods: readonly T[], page: number) => void) | undefined;
+  readonly #form: PodForm<T>;
   readonly #stats: PodSourceStats;
   /** What `listing` does now: the option, until the server shows it cannot serve watch-list. */
   #initialList: InitialListMode;
@@ -265,7 +274,7 @@ export class KubernetesReflector {
   /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
   #staleTimer: AbortController | undefined;
 
-  constructor(options: KubernetesReflectorOptions) {
+  constructor(options: KubernetesReflectorOptions<T>) {
     this.#api = options.api;
     this.#namespace = options.namespace || undefined;
     this.#labelSelector = options.labelSelector || undefined;
@@ -289,6 +298,7 @@ export class KubernetesReflector {
     this.#logger = options.logger ?? silentLogger;
     this.#onStatsChange = options.onStatsChange ?? (() => {});
     this.#onListPage = options.onListPage;
+    this.#form = options.form ?? (POD_OBJECTS as unknown as PodForm<T>);
     this.#initialList = options.initialList ?? DEFAULT_INITIAL_LIST;
     this.#stats = initialReflectorStats(this.#initialList);
   }
@@ -298,7 +308,7 @@ export class KubernetesReflector {
    * Closing the iterator (`return()`, or `break` in `for await`) aborts whatever is in flight
    * (a request, a backoff) and closes the connection before `return()` resolves.
    */
-  watch(): AsyncIterable<SourceEvent<Pod>> {
+  watch(): AsyncIterable<SourceEvent<T>> {
     return { [Symbol.asyncIterator]: () => this.#open() };
   }
 
@@ -312,7 +322,7 @@ export class KubernetesReflector {
     };
   }
 
-  #open(): AsyncIterator<SourceEvent<Pod>> {
+  #open(): AsyncIterator<SourceEvent<T>> {
     const closer = new AbortController();
     const run = this.#run(closer.signal);
     return {
@@ -327,7 +337,7 @@ export class KubernetesReflector {
     };
   }
 
-  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<Pod>, void, undefined> {
+  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<T>, void, undefined> {
     const backoff = new Backoff({ ...this.#backoffOptions, random: this.#random });
     let state: State = { kind: 'listing' };
     try {
@@ -365,12 +375,12 @@ export class KubernetesReflector {
   async *#list(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
     const progress = this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
     let loggedAt = listStartedAt;
-    let list: PodList;
+    let list: PodList<T>;
     try {
       list = await this.#api.listPods({
         ...this.#requestScope(watchdog),
@@ -399,8 +409,8 @@ export class KubernetesReflector {
       await watchdog.release();
     }
     delete this.#stats.listProgress;
-    const objects = new Map<ObjectKey, Pod>();
-    for (const pod of list.pods) objects.set(podKey(pod), pod);
+    const objects = new Map<ObjectKey, T>();
+    for (const pod of list.pods) objects.set(this.#form.key(pod), pod);
     this.#wholeReadDone(list.resourceVersion);
     this.#progress(signal);
     this.#logger.debug(
@@ -424,7 +434,7 @@ export class KubernetesReflector {
   async *#watchList(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
     const progress = this.#beginWholeRead();
     this.#stats.watchOpens += 1;
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -442,8 +452,8 @@ export class KubernetesReflector {
       const frames = stream[Symbol.asyncIterator]();
       // `let`, let go of once handed on: the generator's frame lives on while it follows the watch,
       // and would keep every pod of the world in the worker a second time (the main side has them).
-      let objects = new Map<ObjectKey, Pod>();
-      let batch: Pod[] = [];
+      let objects = new Map<ObjectKey, T>();
+      let batch: T[] = [];
       let page = 0;
       const flush = (): void => {
         if (batch.length === 0) return;
@@ -459,7 +469,7 @@ export class KubernetesReflector {
         if (next.done) {
           return this.#fallBack('the watch ended before its initial events did', false);
         }
-        const reading = readFrame(next.value);
+        const reading = readFrame(next.value, this.#form);
         this.#countFrame(reading.type);
         if (reading.kind === 'failure') {
           const why = describeFailure(reading.failure);
@@ -561,7 +571,7 @@ export class KubernetesReflector {
     cursor: string,
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -597,7 +607,7 @@ export class KubernetesReflector {
     frames: AsyncIterator<WatchFrame>,
     cursor: string,
     scope: { signal: AbortSignal; backoff: Backoff; watchdog: IdleWatchdog; proven: boolean },
-  ): AsyncGenerator<SourceEvent<Pod>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
     const { signal, backoff, watchdog } = scope;
     let position = cursor;
     let count = 0;
@@ -622,7 +632,7 @@ export class KubernetesReflector {
         const next = await frames.next();
         if (next.done) break;
         count += 1;
-        const reading = readFrame(next.value);
+        const reading = readFrame(next.value, this.#form);
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
         if (!this.#watchProven && reading.kind !== 'failure') proven();

@@ -13,7 +13,7 @@
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { MalformedPodError, type Pod, parsePod } from '../../model/pod.js';
+import { MalformedPodError, type Pod } from '../../model/pod.js';
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -29,6 +29,7 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from '../client/connection.js';
+import type { PodForm } from '../codec/pod-form.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
@@ -36,10 +37,10 @@ import {
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
 } from '../codec/pod-protobuf.js';
-import { decodeProtobufPodPage } from '../codec/protobuf-pod-decoder.js';
+import { decodeProtobufPodPage, POD_OBJECTS } from '../codec/protobuf-pod-decoder.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
-import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
-import type { WatchFrame } from '../codec/watch-framing.js';
+import { protobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
+import type { WatchFrame, WatchFrameSplitter } from '../codec/watch-framing.js';
 import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
 import { isExpiredStatus } from '../reflector/reflector-failure.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
@@ -117,20 +118,29 @@ interface PageBody {
  * connection on every path. Built by `connectPodApi` from the cluster options; the e2e tests
  * build it on a connection of their own to compare the two encodings.
  */
-export class HttpPodApi implements PodApi {
+export class HttpPodApi<T = Pod> implements PodApi<T> {
   readonly #connection: ApiConnection;
   readonly #accept: string;
   readonly #listHeaders: Record<string, string>;
+  readonly #form: PodForm<T>;
+  readonly #protobufFrames: WatchFrameSplitter;
 
-  /** `compression`: ask for gzip on LIST pages (see `ClusterOptions.apiCompression`). */
+  /**
+   * `compression`: ask for gzip on LIST pages (see `ClusterOptions.apiCompression`). `form`: what
+   * pods are read into (../codec/pod-form.ts); the model's `Pod` when left out, so `T` must then
+   * be `Pod`.
+   */
   constructor(
     connection: ApiConnection,
     contentType: ApiContentType = DEFAULT_API_CONTENT_TYPE,
     compression = false,
+    form: PodForm<T> = POD_OBJECTS as unknown as PodForm<T>,
   ) {
     this.#connection = connection;
     this.#accept = acceptHeader(contentType);
     this.#listHeaders = compression ? { 'Accept-Encoding': 'gzip' } : {};
+    this.#form = form;
+    this.#protobufFrames = protobufWatchFrames(form);
   }
 
   /**
@@ -139,7 +149,7 @@ export class HttpPodApi implements PodApi {
    * meanwhile), it falls back to one full, unpaged LIST, as the pager's `FullListIfExpired` does;
    * restarting the paged LIST would meet the same expiry on a large, busy collection again.
    */
-  async listPods(options: ListPodsOptions): Promise<PodList> {
+  async listPods(options: ListPodsOptions<T>): Promise<PodList<T>> {
     const limit = options.limit ?? DEFAULT_LIST_PAGE_SIZE;
     try {
       return await this.#listPaged(options, limit);
@@ -158,8 +168,8 @@ export class HttpPodApi implements PodApi {
    * follow the server's pace rather than the decoder's. The token is then checked against each
    * parsed page, and prefetches that do not match are abandoned.
    */
-  async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
-    const pods: Pod[] = [];
+  async #listPaged(options: ListPodsOptions<T>, limit: number): Promise<PodList<T>> {
+    const pods: T[] = [];
     let pages = 0;
     let resourceVersion = '';
     let continueToken: string | undefined;
@@ -196,13 +206,13 @@ export class HttpPodApi implements PodApi {
           if (continueToken && isExpired(error)) throw new ExpiredContinueError();
           throw error;
         }
-        const page = parsePage(body);
+        const page = parsePage(body, this.#form);
         const metadata = isRecord(page.metadata) ? page.metadata : {};
         if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
           throw new MalformedListError('LIST response has no metadata.resourceVersion');
         }
         resourceVersion = metadata.resourceVersion;
-        let pagePods: Pod[];
+        let pagePods: T[];
         if (page.pods) {
           // Decoded from protobuf straight into pods, validated as they were read.
           pagePods = page.pods;
@@ -210,9 +220,9 @@ export class HttpPodApi implements PodApi {
           const items = page.items ?? [];
           if (!Array.isArray(items))
             throw new MalformedListError('LIST response items is not a list');
-          pagePods = new Array<Pod>(items.length);
+          pagePods = new Array<T>(items.length);
           for (let index = 0; index < items.length; index += 1) {
-            pagePods[index] = readListItem(items[index], pods.length + index);
+            pagePods[index] = readListItem(items[index], pods.length + index, this.#form);
           }
         }
         for (const pod of pagePods) pods.push(pod);
@@ -249,7 +259,11 @@ export class HttpPodApi implements PodApi {
    * resolves as soon as the first bytes name the page's continue token (or cannot: the first
    * `HEAD_BYTES` arrived without one, the body ended, or the request failed); it never rejects.
    */
-  #fetchPage(options: ListPodsOptions, query: Record<string, string>, token?: string): PageFetch {
+  #fetchPage(
+    options: ListPodsOptions<T>,
+    query: Record<string, string>,
+    token?: string,
+  ): PageFetch {
     const own = new AbortController();
     const signal = AbortSignal.any([options.signal, own.signal]);
     let resolveHead: (token: string | undefined) => void = () => {};
@@ -321,7 +335,9 @@ export class HttpPodApi implements PodApi {
       open,
       options.signal,
       options.onBytes,
-      isProtobufContentType(open.response.headers['content-type']),
+      isProtobufContentType(open.response.headers['content-type'])
+        ? this.#protobufFrames
+        : decodeWatchFrames,
     );
   }
 
@@ -390,9 +406,9 @@ function isExpired(error: unknown): boolean {
   return error instanceof ApiStatusError && isExpiredStatus(error.status);
 }
 
-function readListItem(item: unknown, index: number): Pod {
+function readListItem<T>(item: unknown, index: number, form: PodForm<T>): T {
   try {
-    return parsePod(item);
+    return form.fromValue(item);
   } catch (error) {
     if (!(error instanceof MalformedPodError)) throw error;
     const metadata = isRecord(item) && isRecord(item.metadata) ? item.metadata : {};
@@ -422,7 +438,8 @@ class HttpWatchStream implements WatchStream {
   readonly #open: OpenResponse;
   readonly #signal: AbortSignal;
   readonly #onBytes: ((count: number) => void) | undefined;
-  readonly #protobuf: boolean;
+  /** The body's framing and decoding, for the encoding the server chose. */
+  readonly #splitter: WatchFrameSplitter;
   #closed = false;
   #iterated = false;
 
@@ -430,12 +447,12 @@ class HttpWatchStream implements WatchStream {
     open: OpenResponse,
     signal: AbortSignal,
     onBytes: ((count: number) => void) | undefined,
-    protobuf: boolean,
+    splitter: WatchFrameSplitter,
   ) {
     this.#open = open;
     this.#signal = signal;
     this.#onBytes = onBytes;
-    this.#protobuf = protobuf;
+    this.#splitter = splitter;
     // A signal that aborts while nobody is reading still releases the connection at once.
     signal.addEventListener('abort', () => this.close(), { once: true });
   }
@@ -449,9 +466,7 @@ class HttpWatchStream implements WatchStream {
   async *#frames(): AsyncGenerator<WatchFrame, void, undefined> {
     try {
       const body = bodyOf(this.#open.response);
-      yield* this.#protobuf
-        ? decodeProtobufWatchFrames(body, this.#onBytes)
-        : decodeWatchFrames(body, this.#onBytes);
+      yield* this.#splitter(body, this.#onBytes);
     } catch (error) {
       if (this.#signal.aborted) throw this.#signal.reason;
       throw new ApiConnectionError('WATCH', error);
@@ -470,11 +485,20 @@ class HttpWatchStream implements WatchStream {
 }
 
 /** A `PodApi` for the configured cluster, asking for `options.apiContentType` (protobuf by default). */
-export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
+export async function connectPodApi(options?: ClusterOptions): Promise<PodApi>;
+export async function connectPodApi<T>(
+  options: ClusterOptions,
+  form: PodForm<T>,
+): Promise<PodApi<T>>;
+export async function connectPodApi(
+  options: ClusterOptions = {},
+  form: PodForm<unknown> = POD_OBJECTS,
+): Promise<PodApi<unknown>> {
   return new HttpPodApi(
     await loadApiConnection(options),
     options.apiContentType,
     options.apiCompression ?? false,
+    form,
   );
 }
 
@@ -520,10 +544,13 @@ export function peekContinueToken(raw: Buffer): string | undefined {
  * into pods (every item readable: otherwise the page is read the JSON-shaped way, whose schema
  * names the unreadable item and field).
  */
-function parsePage({ raw, protobuf }: PageBody): Record<string, unknown> & { pods?: Pod[] } {
+function parsePage<T>(
+  { raw, protobuf }: PageBody,
+  form: PodForm<T>,
+): Record<string, unknown> & { pods?: T[] } {
   if (protobuf) {
     try {
-      const decoded = decodeProtobufPodPage(raw);
+      const decoded = decodeProtobufPodPage(raw, form);
       if (decoded) return { metadata: decoded.metadata, pods: decoded.pods };
       return decodeProtobufPodList(raw);
     } catch (error) {

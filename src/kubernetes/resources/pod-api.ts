@@ -12,7 +12,7 @@ export type { WatchFrame } from '../codec/watch-framing.js';
  * One paged LIST of pods. The two hooks let the reflector count bytes and report progress while a
  * large LIST is still being read, without the adapter knowing what the numbers are for.
  */
-export interface ListPodsOptions {
+export interface ListPodsOptions<T = Pod> {
   /** Undefined or `''`: all namespaces. */
   namespace?: string | undefined;
   labelSelector?: string | undefined;
@@ -27,12 +27,15 @@ export interface ListPodsOptions {
    * always means "a LIST (re)starts": a fallback to an unpaged LIST after an expired continue
    * token counts from 1 again, and whatever an earlier page 1 began is void.
    */
-  onPage?: (progress: { pages: number; pods: number }, items: readonly Pod[]) => void;
+  onPage?: (progress: { pages: number; pods: number }, items: readonly T[]) => void;
 }
 
-/** A complete, validated collection: every page read, every item a readable pod. */
-export interface PodList {
-  pods: Pod[];
+/**
+ * A complete, validated collection: every page read, every item a readable pod, in the form the
+ * API was built for (../codec/pod-form.ts; the model's `Pod` by default).
+ */
+export interface PodList<T = Pod> {
+  pods: T[];
   /** The collection's resourceVersion: where a WATCH continues from. */
   resourceVersion: string;
 }
@@ -74,7 +77,7 @@ export interface WatchStream extends AsyncIterable<WatchFrame> {
  * reflector is healthy) is a fact rather than a guess from the first frame, which on a quiet
  * namespace may be a minute away.
  */
-export interface PodApi {
-  listPods(options: ListPodsOptions): Promise<PodList>;
+export interface PodApi<T = Pod> {
+  listPods(options: ListPodsOptions<T>): Promise<PodList<T>>;
   watchPods(options: WatchPodsOptions): Promise<WatchStream>;
 }
