@@ -9,32 +9,45 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
+import { type EncodedPod, POD_JSON } from '../../src/kubernetes/codec/encoded-pod.js';
+import type { PodForm } from '../../src/kubernetes/codec/pod-form.js';
 import {
   decodeProtobufPodList,
   PROTOBUF_CONTENT_TYPE,
 } from '../../src/kubernetes/codec/pod-protobuf.js';
+import { POD_OBJECTS } from '../../src/kubernetes/codec/protobuf-pod-decoder.js';
 import { type FrameReading, readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { HttpPodApi } from '../../src/kubernetes/resources/http-pod-api.js';
 import type { PodList } from '../../src/kubernetes/resources/pod-api.js';
+import type { Pod } from '../../src/model/pod.js';
 import { FakeKubelet, onNode } from './environment/index.js';
 import { managed, podManifest, useReflectorSuite, waitUntil } from './support-reflector.js';
 
 const ANNOTATION = 'e2e/note';
 const LONG_NOTE = 'ein Wert mit Umlauten äöü und ✓, länger als zweiunddreißig Bytes';
 
-async function apis(kubeconfigPath: string): Promise<{ json: HttpPodApi; protobuf: HttpPodApi }> {
+async function apis(kubeconfigPath: string): Promise<{
+  json: HttpPodApi;
+  protobuf: HttpPodApi;
+  /** Protobuf as the worker thread reads it: transcoded into the hop's JSON. */
+  encoded: HttpPodApi<EncodedPod>;
+}> {
   const connection = await loadApiConnection({ kubeconfigPath });
   return {
     json: new HttpPodApi(connection, 'json'),
     protobuf: new HttpPodApi(connection, 'protobuf'),
+    encoded: new HttpPodApi(connection, 'protobuf', false, POD_JSON),
   };
 }
 
-async function list(
-  api: HttpPodApi,
+/** What the main thread parses from an encoded pod. */
+const parsed = (pod: EncodedPod): unknown => JSON.parse(new TextDecoder().decode(pod.json));
+
+async function list<T>(
+  api: HttpPodApi<T>,
   namespace: string,
   limit: number,
-): Promise<PodList & { bytes: number }> {
+): Promise<PodList<T> & { bytes: number }> {
   let bytes = 0;
   const result = await api.listPods({
     namespace,
@@ -48,16 +61,17 @@ async function list(
 }
 
 /** Frames of one watch from `resourceVersion`, read until `enough` says stop (or 20 s). */
-async function watch(
-  api: HttpPodApi,
+async function watch<T = Pod>(
+  api: HttpPodApi<T>,
   namespace: string,
   resourceVersion: string,
-  enough: (readings: FrameReading[]) => boolean,
+  enough: (readings: FrameReading<T>[]) => boolean,
   timeoutSeconds = 30,
-): Promise<FrameReading[]> {
+  form: PodForm<T> = POD_OBJECTS as unknown as PodForm<T>,
+): Promise<FrameReading<T>[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error('watch read timed out')), 20_000);
-  const readings: FrameReading[] = [];
+  const readings: FrameReading<T>[] = [];
   try {
     const stream = await api.watchPods({
       namespace,
@@ -66,7 +80,7 @@ async function watch(
       signal: controller.signal,
     });
     for await (const frame of stream) {
-      readings.push(readFrame(frame));
+      readings.push(readFrame(frame, form));
       if (enough(readings)) break;
     }
   } finally {
@@ -76,7 +90,7 @@ async function watch(
   return readings;
 }
 
-const changes = (readings: FrameReading[]) => readings.filter((r) => r.kind === 'change');
+const changes = <T>(readings: FrameReading<T>[]) => readings.filter((r) => r.kind === 'change');
 
 describe('protobuf pod LIST and WATCH on a real apiserver', () => {
   const suite = useReflectorSuite({ watchCache: true }, 'protobuf');
@@ -125,11 +139,17 @@ describe('protobuf pod LIST and WATCH on a real apiserver', () => {
     await pods.delete('finalized-0');
     for (const name of ['plain-0', 'plain-1', 'plain-2']) await pods.create(name, managed('plain'));
 
-    const { json, protobuf } = await apis(suite.env.kubeconfigPath);
+    const { json, protobuf, encoded } = await apis(suite.env.kubeconfigPath);
     const fromJson = await list(json, namespace, 2);
     const fromProtobuf = await list(protobuf, namespace, 2);
     expect(fromJson.pods).toHaveLength(7);
     expect(fromProtobuf.pods).toEqual(fromJson.pods);
+    // Transcoded straight into the hop's JSON, the main thread parses the very same pods.
+    const fromEncoded = await list(encoded, namespace, 2);
+    expect(fromEncoded.pods.map(parsed)).toStrictEqual(fromJson.pods);
+    expect(fromEncoded.pods.map((pod) => POD_JSON.key(pod))).toEqual(
+      fromJson.pods.map((pod) => `${namespace}/${pod.metadata.name}`),
+    );
     expect(fromProtobuf.resourceVersion).toBe(fromJson.resourceVersion);
     expect(fromProtobuf.bytes).toBeLessThan(fromJson.bytes);
 
@@ -170,24 +190,41 @@ describe('protobuf pod LIST and WATCH on a real apiserver', () => {
     const kubelet = new FakeKubelet(suite.env.kubeConfig);
     await kubelet.registerNode();
     await pods.createPod(onNode(podManifest('w-0', managed('w'))));
-    const { json, protobuf } = await apis(suite.env.kubeconfigPath);
+    const { json, protobuf, encoded } = await apis(suite.env.kubeconfigPath);
     const start = await list(json, namespace, 0);
 
     await pods.create('w-1', managed('w'));
     await kubelet.markRunning(namespace, 'w-0');
     await pods.patchLabels('w-1', { 'e2e/cell': 'moved' });
     await pods.delete('w-1');
-    const enough = (readings: FrameReading[]) =>
+    const enough = <T>(readings: FrameReading<T>[]) =>
       changes(readings).some((r) => r.type === 'DELETED');
-    const [fromJson, fromProtobuf] = await Promise.all([
+    const [fromJson, fromProtobuf, fromEncoded] = await Promise.all([
       watch(json, namespace, start.resourceVersion, enough),
       watch(protobuf, namespace, start.resourceVersion, enough),
+      watch(encoded, namespace, start.resourceVersion, enough, 30, POD_JSON),
     ]);
     const types = changes(fromJson).map((r) => r.type);
     expect(types[0]).toBe('ADDED');
     expect(types.at(-1)).toBe('DELETED');
     expect(types.length).toBeGreaterThanOrEqual(4);
     expect(changes(fromProtobuf)).toEqual(changes(fromJson));
+    // Transcoded, each event's pod parses to the same pod, at the same key and version.
+    const asParsed = changes(fromEncoded).map((reading) =>
+      reading.kind !== 'change' || reading.event.type === 'replace'
+        ? reading
+        : {
+            ...reading,
+            event:
+              reading.event.type === 'upsert'
+                ? { ...reading.event, object: parsed(reading.event.object) }
+                : {
+                    ...reading.event,
+                    lastObject: reading.event.lastObject && parsed(reading.event.lastObject),
+                  },
+          },
+    );
+    expect(asParsed).toStrictEqual(changes(fromJson));
 
     // Bookmarks on protobuf: reflector.test.ts ("advances the cursor on a bookmark") runs the
     // worker-backed source, which asks for protobuf by default.
