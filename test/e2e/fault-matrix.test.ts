@@ -72,6 +72,17 @@ async function waitForCondition(check: () => boolean, timeoutMs: number): Promis
   }
 }
 
+/**
+ * How the sources of the rows now running read the world: the first block runs once per mode
+ * (`--initial-list`), so every fault is met on the watch-list path (the default) and on its
+ * LIST + WATCH fallback alike.
+ */
+type InitialList = 'watch-list' | 'list';
+let initialList: InitialList = 'watch-list';
+/** A row's name, with the path it ran on when that is not the default. */
+const onPath = (fault: string): string =>
+  initialList === 'watch-list' ? fault : `${fault} (LIST + WATCH)`;
+
 /** Everything a scenario started, stopped after it whatever happened. */
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -131,7 +142,7 @@ async function startService(
   const service = await ServiceProcess.start({
     kubeconfigPath,
     namespace,
-    extraArgs: [...leaderArgs, ...extraArgs],
+    extraArgs: ['--initial-list', initialList, ...leaderArgs, ...extraArgs],
   });
   cleanups.push(() => service.kill());
   await waitForConvergence(() => service.store(namespace), core, namespace, 30_000, 'first sync');
@@ -169,7 +180,13 @@ async function serviceRow(
     );
   }
   const note = (await verify?.(ctx)) ?? '';
-  results.push({ fault, runs: 'service', churnOps: ctx.churn.total, convergeMs, note });
+  results.push({
+    fault: onPath(fault),
+    runs: 'service',
+    churnOps: ctx.churn.total,
+    convergeMs,
+    note,
+  });
   return ctx;
 }
 
@@ -213,6 +230,7 @@ class InProcessLoop {
       labelSelector: POOL_LABEL,
       backoff: { initialMs: 200, maxMs: 2_000 },
       logger: this.logger,
+      initialList,
       ...options.source,
     });
     this.loop = new ReconcileLoop<Pod>({
@@ -310,21 +328,32 @@ async function loopConverged(ctx: LoopContext, fault: string, note: string): Pro
       `${error}\nstats: ${JSON.stringify(ctx.watched.source.stats())}\nproxy: ${JSON.stringify(ctx.proxy.counters)}\n${logs}`,
     );
   }
-  results.push({ fault, runs: 'in-process', churnOps: ctx.churn.total, convergeMs, note });
+  results.push({
+    fault: onPath(fault),
+    runs: 'in-process',
+    churnOps: ctx.churn.total,
+    convergeMs,
+    note,
+  });
   return convergeMs;
 }
 
-describe('fault matrix (watch cache on, built service through the fault proxy)', () => {
+describe.each<[string, InitialList]>([
+  ['watch-list', 'watch-list'],
+  ['LIST + WATCH', 'list'],
+])('fault matrix (watch cache on, built service through the fault proxy, %s)', (_, mode) => {
   let env: KubeEnvironment | undefined;
   const current = (): KubeEnvironment => {
     if (!env) throw new Error('no environment');
     return env;
   };
   beforeAll(async () => {
+    initialList = mode;
     env = await startKubeEnvironment({ watchCache: true });
     await new FakeKubelet(env.kubeConfig).registerNode();
   });
   afterAll(async () => {
+    initialList = 'watch-list';
     await env?.stop();
   });
 
@@ -390,7 +419,7 @@ describe('fault matrix (watch cache on, built service through the fault proxy)',
     expect(ctx.proxy.fault?.kind).toBe('delay');
     expect(ctx.proxy.counters.injected.delay ?? 0).toBeGreaterThanOrEqual(1);
     results.push({
-      fault: 'delay 250 ms per chunk',
+      fault: onPath('delay 250 ms per chunk'),
       runs: 'service',
       churnOps: ctx.churn.total,
       convergeMs,
@@ -524,7 +553,7 @@ describe('fault matrix (watch cache on, built service through the fault proxy)',
     // The hung deploy's connection was closed, not left behind.
     await waitForCondition(() => held.size === 0, 5_000);
     results.push({
-      fault: 'SIGTERM mid-reconcile',
+      fault: onPath('SIGTERM mid-reconcile'),
       runs: 'service',
       churnOps: ctx.churn.total,
       convergeMs: stopMs,
@@ -567,7 +596,7 @@ describe('fault matrix (watch cache on, built service through the fault proxy)',
       'the store dropped the 1,000 pods',
     );
     results.push({
-      fault: '1,000-pod burst',
+      fault: onPath('1,000-pod burst'),
       runs: 'service',
       churnOps: 2000,
       convergeMs: up + down,
