@@ -26,6 +26,8 @@ import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { gunzipSync } from 'node:zlib';
 import { loadApiConnection } from '../src/kubernetes/client/connection.js';
+import { POD_JSON } from '../src/kubernetes/codec/encoded-pod.js';
+import type { PodForm } from '../src/kubernetes/codec/pod-form.js';
 import { HttpPodApi } from '../src/kubernetes/resources/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
@@ -236,11 +238,20 @@ try {
 }
 process.exit(0);
 
-/** The LIST alone, in-process: decoded (`listPods`) and raw (bytes only), per encoding and page size. */
+/**
+ * The LIST alone, in-process: decoded (`listPods`) and raw (bytes only), per encoding and page
+ * size, pods read as the model's `Pod` and as the worker reads them (`hop-json`: transcoded into
+ * the hop's JSON); then the same for a watch-list's initial events.
+ */
 async function listProbe(kubeconfigPath: string, labelSelector: string): Promise<void> {
   const connection = await loadApiConnection({ kubeconfigPath });
-  for (const contentType of ['protobuf', 'json'] as const) {
-    const api = new HttpPodApi(connection, contentType);
+  const variants = [
+    ['protobuf', new HttpPodApi(connection, 'protobuf')],
+    ['hop-json', new HttpPodApi(connection, 'protobuf', false, POD_JSON)],
+    ['json', new HttpPodApi(connection, 'json')],
+  ] as const;
+  for (const [name, api] of variants) {
+    const contentType = name === 'json' ? 'json' : 'protobuf';
     for (const limit of [500, 0]) {
       const decoded: number[] = [];
       const raw: number[] = [];
@@ -266,11 +277,61 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
       }
       const best = (values: number[]) => Math.min(...values);
       log(
-        `list probe ${contentType.padEnd(8)} limit ${String(limit).padStart(3)}: listPods best ${ms(best(decoded))}` +
+        `list probe ${name.padEnd(8)} limit ${String(limit).padStart(3)}: listPods best ${ms(best(decoded))}` +
           `, raw fetch best ${ms(best(raw))} (gzip) ${ms(best(rawPlain))} (identity), ${(bytes / 1e6).toFixed(1)} MB; load ${load()}`,
       );
     }
   }
+  // Watch-list: the initial events up to the initial-events-end bookmark, each frame's pod read
+  // into a form, or skipped (`frames`: framing and the event envelope only, the floor).
+  const skipped: PodForm<true> = { fromProtobuf: () => true, fromValue: () => true, key: () => '' };
+  const watchVariants = [
+    ['frames', new HttpPodApi(connection, 'protobuf', false, skipped)],
+    ['protobuf', new HttpPodApi(connection, 'protobuf')],
+    ['hop-json', new HttpPodApi(connection, 'protobuf', false, POD_JSON)],
+  ] as const;
+  for (const [name, api] of watchVariants) {
+    const times: number[] = [];
+    let count = 0;
+    for (let run = 0; run < 3; run += 1) {
+      count = await timedWatchList(api as HttpPodApi<unknown>, labelSelector, times);
+    }
+    log(
+      `watch-list probe ${name.padEnd(8)}: initial events of ${count} pods best ${ms(Math.min(...times))}; load ${load()}`,
+    );
+  }
+}
+
+/** One watch-list read to its initial-events-end bookmark; pushes its time, answers its pods. */
+async function timedWatchList(
+  api: HttpPodApi<unknown>,
+  labelSelector: string,
+  times: number[],
+): Promise<number> {
+  const controller = new AbortController();
+  const started = performance.now();
+  const stream = await api.watchPods({
+    namespace: ENGINE_NAMESPACE,
+    labelSelector,
+    resourceVersion: '',
+    sendInitialEvents: true,
+    timeoutSeconds: 60,
+    signal: controller.signal,
+  });
+  let count = 0;
+  try {
+    for await (const frame of stream) {
+      if (frame.kind !== 'decoded') throw new Error(`watch-list probe: ${frame.error}`);
+      const value = frame.value as { type?: string };
+      if (value.type === 'BOOKMARK') break;
+      count += 1;
+    }
+  } finally {
+    controller.abort();
+    stream.close();
+  }
+  times.push(performance.now() - started);
+  return count;
 }
 
 /** Fetches every page of the LIST without decoding anything but the continue token. */
