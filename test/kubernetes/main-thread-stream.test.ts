@@ -86,9 +86,13 @@ const upsert = (p: Pod) => ({
 describe('WorkerEventStream', () => {
   it('assembles replace chunks into one replace, acknowledging each chunk as it arrives', async () => {
     const { port, events } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' }), pod({ name: 'b' })]) });
+    port.deliver({
+      kind: 'replace-chunk',
+      pods: json([pod({ name: 'a' }), pod({ name: 'b' })]),
+      stats: stats(),
+    });
     expect(port.sent).toEqual([{ kind: 'ack' }]);
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]) });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]), stats: stats() });
     expect(events.items).toEqual([]);
     port.deliver({ kind: 'replace-end', count: 3, stats: stats({ lists: 1 }) });
     // Exactly one event below: the chunks were not published on their own before the end.
@@ -128,7 +132,7 @@ describe('WorkerEventStream', () => {
     port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
     port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'a' }))]), stats: stats() });
     expect(stream.buffered).toBe(2);
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'b' })]) });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'b' })]), stats: stats() });
     port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
     expect(stream.buffered).toBe(1);
     const next = await stream.next();
@@ -211,7 +215,7 @@ describe('WorkerEventStream', () => {
   it('ignores what arrives after it was closed', async () => {
     const { port, stream, settleTask } = setup();
     const closing = stream.return();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
     settleTask();
     await closing;
     expect(port.sent).toEqual([{ kind: 'close' }]);
@@ -225,10 +229,19 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
 
   it('drops what an earlier LIST sent when a chunk says the LIST restarted', async () => {
     const { port, events } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' }), pod({ name: 'b' })]) });
+    port.deliver({
+      kind: 'replace-chunk',
+      pods: json([pod({ name: 'a' }), pod({ name: 'b' })]),
+      stats: stats(),
+    });
     // The LIST failed after its first page; the retry's first chunk restarts.
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]), restart: true });
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]) });
+    port.deliver({
+      kind: 'replace-chunk',
+      pods: json([pod({ name: 'c' })]),
+      stats: stats(),
+      restart: true,
+    });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]), stats: stats() });
     expect(events.items).toEqual([]);
     port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
     await until(() => events.items.length > 0, { what: 'the replace to be published' });
@@ -238,7 +251,7 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
 
   it('publishes an empty replace when the replace-end itself says the LIST restarted', async () => {
     const { port, events } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
     port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }), restart: true });
     await until(() => events.items.length > 0, { what: 'the replace to be published' });
     expect(events.items).toHaveLength(1);
@@ -247,7 +260,7 @@ describe('WorkerEventStream: a LIST streamed page by page stays all or nothing',
 
   it('fails the stream, publishing nothing, when the pods assembled are not the count announced', async () => {
     const { port, events } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]) });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
     port.deliver({ kind: 'replace-end', count: 2, stats: stats({ lists: 1 }) });
     await until(() => events.done, { what: 'the stream to fail' });
     expect(events.items).toEqual([]);

@@ -266,6 +266,52 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
   });
 });
 
+describe('runReflectorTask: stats while a LIST streams', () => {
+  it('sends the stats with the chunks, not in messages of their own per socket read', async () => {
+    const api = new FakePodApi();
+    let nextPage: () => void = () => {};
+    const secondPage = new Promise<void>((resolve) => {
+      nextPage = resolve;
+    });
+    const paged: PodApi = {
+      listPods: async (listOptions) => {
+        api.requests.push({ verb: 'LIST', at: 0 } as never);
+        const first = ['a', 'b'].map((name) => pod({ name }));
+        listOptions.onPage?.({ pages: 1, pods: 2 }, first);
+        await secondPage;
+        // Page 2's bytes arrive in many reads, each a stats change in the reflector.
+        for (let read = 0; read < 50; read += 1) {
+          listOptions.onBytes?.(1_000);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        const second = [pod({ name: 'c' })];
+        listOptions.onPage?.({ pages: 2, pods: 3 }, second);
+        return { pods: [...first, ...second], resourceVersion: '9' };
+      },
+      watchPods: (watchOptions) => api.watchPods(watchOptions),
+    };
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
+    await until(() => ofKind(received, 'replace-chunk').length === 1);
+    const batchesBefore = ofKind(received, 'batch').length;
+    send({ kind: 'ack' });
+    nextPage();
+    await until(() => ofKind(received, 'replace-chunk').length === 2);
+    send({ kind: 'ack' });
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    // Fifty reads, and not one stats message between the LIST's first chunk and its end.
+    expect(ofKind(received, 'batch').length).toBe(batchesBefore);
+    const [first, second] = ofKind(received, 'replace-chunk');
+    expect(first?.stats.listProgress).toMatchObject({ pages: 1, pods: 2 });
+    expect(second?.stats.bytesDecoded).toBeGreaterThanOrEqual(50_000);
+    expect(ofKind(received, 'replace-end')[0]?.stats.lists).toBe(1);
+    // Once the LIST is published, stats travel on their own again (the watch opening).
+    await until(() => ofKind(received, 'batch').length > batchesBefore);
+    send({ kind: 'close' });
+    await expect(task).resolves.toEqual({ closed: true });
+  });
+});
+
 describe('runReflectorTask: many relists on one stream', () => {
   it('leaves no listener behind per streamed relist (no EventTarget leak warning after a dozen)', async () => {
     const api = new FakePodApi();

@@ -193,6 +193,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         this.#assembling ??= new Map();
         for (const pod of decode<Pod[]>(message.pods)) this.#assembling.set(podKey(pod), pod);
         this.#port.postMessage({ kind: 'ack' });
+        this.#onStats(message.stats);
         return;
       }
       case 'replace-end':

@@ -79,9 +79,10 @@ export type WorkerMessage =
    * so without the ack a 10,000-pod replace would be decoded in one main-thread stall, chunks or not.
    * Chunks are streamed while the LIST is still running, page by page; `restart` marks the first
    * chunk of a LIST that (re)starts, so the main side drops whatever an earlier, failed or
-   * superseded LIST had sent. Nothing assembled reaches the store before `replace-end`.
+   * superseded LIST had sent. Nothing assembled reaches the store before `replace-end`. `stats`:
+   * the stats when the chunk left; while a LIST streams they travel only with its chunks.
    */
-  | { kind: 'replace-chunk'; pods: JsonBytes; restart?: true }
+  | { kind: 'replace-chunk'; pods: JsonBytes; stats: PodSourceStats; restart?: true }
   /**
    * The `replace` is complete: the main side publishes the pods it assembled, as one event, after
    * checking it assembled `count` distinct pods (otherwise the stream fails and is reopened).

@@ -96,7 +96,10 @@ export async function runReflectorTask(
     const flush = (): void => {
       flushScheduled = false;
       if (batch.length > 0) postEvents();
-      else post(port, { kind: 'batch', stats: reflector.stats() });
+      // While a LIST's pages stream, the stats travel with its chunks (and its replace-end):
+      // its bytes change them with every socket read, and a message per read cost both threads
+      // more than the pods' own hop.
+      else if (!streaming) post(port, { kind: 'batch', stats: reflector.stats() });
     };
     /**
      * Events leave at the end of the turn of the worker's event loop that decoded them (a quiet
@@ -143,11 +146,12 @@ export async function runReflectorTask(
         onAck = undefined;
         pump();
       };
+      const stats = reflector.stats();
       post(
         port,
         chunk.restart
-          ? { kind: 'replace-chunk', pods: chunk.bytes, restart: true }
-          : { kind: 'replace-chunk', pods: chunk.bytes },
+          ? { kind: 'replace-chunk', pods: chunk.bytes, stats, restart: true }
+          : { kind: 'replace-chunk', pods: chunk.bytes, stats },
         chunk.transfer,
       );
     };
