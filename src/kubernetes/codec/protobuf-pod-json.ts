@@ -662,74 +662,48 @@ function keep(slot: number, start: number, end: number): void {
   single[slot + 1] = end;
 }
 
-function walkMetadata(end: number): void {
-  while (at < end) {
-    const field = readTag(end);
-    if (wire !== WIRE_LENGTH_DELIMITED) {
-      skip(end);
-      continue;
-    }
-    const fieldEnd = spanEnd(end);
-    switch (field) {
-      case 1:
-        keep(S_NAME, at, fieldEnd);
-        break;
-      case 3:
-        keep(S_NAMESPACE, at, fieldEnd);
-        break;
-      case 5:
-        keep(S_UID, at, fieldEnd);
-        break;
-      case 6:
-        keep(S_RESOURCE_VERSION, at, fieldEnd);
-        break;
-      case 9:
-        keep(S_DELETION, at, fieldEnd);
-        break;
-      case 11:
-        labels.push(at, fieldEnd);
-        break;
-      case 12:
-        annotations.push(at, fieldEnd);
-        break;
-    }
-    at = fieldEnd;
-  }
+/**
+ * Where a length-delimited field of a message goes: a singular field's slot in `single` (the last
+ * one sent wins), or the spans of a repeated field (every one kept, in order). Indexed by field
+ * number; a field with no target is skipped.
+ */
+type FieldTargets = ReadonlyArray<number | Spans | undefined>;
+
+function targets(entries: Array<[number, number | Spans]>): FieldTargets {
+  const table: Array<number | Spans | undefined> = [];
+  for (const [field, target] of entries) table[field] = target;
+  return table;
 }
 
-function walkSpec(end: number): void {
-  while (at < end) {
-    const field = readTag(end);
-    if (wire !== WIRE_LENGTH_DELIMITED) {
-      skip(end);
-      continue;
-    }
-    const fieldEnd = spanEnd(end);
-    switch (field) {
-      case 2:
-        containers.push(at, fieldEnd);
-        break;
-      case 7:
-        nodeSelector.push(at, fieldEnd);
-        break;
-      case 10:
-        keep(S_NODE_NAME, at, fieldEnd);
-        break;
-      case 17:
-        keep(S_SUBDOMAIN, at, fieldEnd);
-        break;
-      case 28:
-        readinessGates.push(at, fieldEnd);
-        break;
-      case 38:
-        schedulingGates.push(at, fieldEnd);
-        break;
-    }
-    at = fieldEnd;
-  }
-}
+/** `ObjectMeta`: name 1, namespace 3, uid 5, resourceVersion 6, deletionTimestamp 9, maps 11, 12. */
+const METADATA = targets([
+  [1, S_NAME],
+  [3, S_NAMESPACE],
+  [5, S_UID],
+  [6, S_RESOURCE_VERSION],
+  [9, S_DELETION],
+  [11, labels],
+  [12, annotations],
+]);
+/** `PodSpec`: containers 2, nodeSelector 7, nodeName 10, subdomain 17, gates 28 and 38. */
+const SPEC = targets([
+  [2, containers],
+  [7, nodeSelector],
+  [10, S_NODE_NAME],
+  [17, S_SUBDOMAIN],
+  [28, readinessGates],
+  [38, schedulingGates],
+]);
+/** `PodStatus`: phase 1, conditions 2, podIP 6, containerStatuses 8. */
+const STATUS = targets([
+  [1, S_PHASE],
+  [2, conditions],
+  [6, S_POD_IP],
+  [8, containerStatuses],
+]);
 
-function walkStatus(end: number): void {
+/** Records the spans of the message's fields that have a target, up to `end`. */
+function walkFields(end: number, fields: FieldTargets): void {
   while (at < end) {
     const field = readTag(end);
     if (wire !== WIRE_LENGTH_DELIMITED) {
@@ -737,20 +711,9 @@ function walkStatus(end: number): void {
       continue;
     }
     const fieldEnd = spanEnd(end);
-    switch (field) {
-      case 1:
-        keep(S_PHASE, at, fieldEnd);
-        break;
-      case 2:
-        conditions.push(at, fieldEnd);
-        break;
-      case 6:
-        keep(S_POD_IP, at, fieldEnd);
-        break;
-      case 8:
-        containerStatuses.push(at, fieldEnd);
-        break;
-    }
+    const target = fields[field];
+    if (typeof target === 'number') keep(target, at, fieldEnd);
+    else if (target !== undefined) target.push(at, fieldEnd);
     at = fieldEnd;
   }
 }
@@ -774,9 +737,7 @@ function walkPod(start: number, end: number): void {
       continue;
     }
     const fieldEnd = spanEnd(end);
-    if (field === 1) walkMetadata(fieldEnd);
-    else if (field === 2) walkSpec(fieldEnd);
-    else walkStatus(fieldEnd);
+    walkFields(fieldEnd, field === 1 ? METADATA : field === 2 ? SPEC : STATUS);
     at = fieldEnd;
   }
 }
