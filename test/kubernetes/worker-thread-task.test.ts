@@ -9,7 +9,7 @@ import type {
   WorkerMessage,
 } from '../../src/kubernetes/reflector-worker/protocol.js';
 import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
-import type { PodApi } from '../../src/kubernetes/resources/pod-api.js';
+import type { ListPodsOptions, PodApi } from '../../src/kubernetes/resources/pod-api.js';
 import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
 import { asEncodedPodApi } from '../support/encoded-pod-api.js';
@@ -221,25 +221,39 @@ describe('runReflectorTask', () => {
   });
 });
 
+/**
+ * A LIST of two pages of pods named `first` and `second`: page 1 is reported at once, page 2 once
+ * the test calls `nextPage` (and `beforeSecond` is done); the watch is a plain fake's.
+ */
+function twoPages(
+  first: string[],
+  second: string[],
+  beforeSecond: (options: ListPodsOptions) => Promise<void> = async () => {},
+): { paged: PodApi; nextPage: () => void } {
+  const api = new FakePodApi();
+  let nextPage: () => void = () => {};
+  const secondPage = new Promise<void>((resolve) => {
+    nextPage = resolve;
+  });
+  const paged: PodApi = {
+    listPods: async (listOptions) => {
+      api.requests.push({ verb: 'LIST', at: 0 } as never);
+      const one = first.map((name) => pod({ name }));
+      listOptions.onPage?.({ pages: 1, pods: one.length }, one);
+      await secondPage;
+      await beforeSecond(listOptions);
+      const two = second.map((name) => pod({ name }));
+      listOptions.onPage?.({ pages: 2, pods: one.length + two.length }, two);
+      return { pods: [...one, ...two], resourceVersion: '9' };
+    },
+    watchPods: (watchOptions) => api.watchPods(watchOptions),
+  };
+  return { paged, nextPage };
+}
+
 describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
   it('sends each page as chunks before the LIST completes, and replace-end only after the last page', async () => {
-    const api = new FakePodApi();
-    let nextPage: () => void = () => {};
-    const secondPage = new Promise<void>((resolve) => {
-      nextPage = resolve;
-    });
-    const paged: PodApi = {
-      listPods: async (listOptions) => {
-        api.requests.push({ verb: 'LIST', at: 0 } as never);
-        const first = ['a', 'b', 'c'].map((name) => pod({ name }));
-        listOptions.onPage?.({ pages: 1, pods: 3 }, first);
-        await secondPage;
-        const second = [pod({ name: 'd' })];
-        listOptions.onPage?.({ pages: 2, pods: 4 }, second);
-        return { pods: [...first, ...second], resourceVersion: '9' };
-      },
-      watchPods: (watchOptions) => api.watchPods(watchOptions),
-    };
+    const { paged, nextPage } = twoPages(['a', 'b', 'c'], ['d']);
     const { worker, received, until, send, flushed } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
     await until(() => ofKind(received, 'replace-chunk').length === 1);
@@ -268,28 +282,13 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
 
 describe('runReflectorTask: stats while a LIST streams', () => {
   it('sends the stats with the chunks, not in messages of their own per socket read', async () => {
-    const api = new FakePodApi();
-    let nextPage: () => void = () => {};
-    const secondPage = new Promise<void>((resolve) => {
-      nextPage = resolve;
+    const { paged, nextPage } = twoPages(['a', 'b'], ['c'], async (listOptions) => {
+      // Page 2's bytes arrive in many reads, each a stats change in the reflector.
+      for (let read = 0; read < 50; read += 1) {
+        listOptions.onBytes?.(1_000);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     });
-    const paged: PodApi = {
-      listPods: async (listOptions) => {
-        api.requests.push({ verb: 'LIST', at: 0 } as never);
-        const first = ['a', 'b'].map((name) => pod({ name }));
-        listOptions.onPage?.({ pages: 1, pods: 2 }, first);
-        await secondPage;
-        // Page 2's bytes arrive in many reads, each a stats change in the reflector.
-        for (let read = 0; read < 50; read += 1) {
-          listOptions.onBytes?.(1_000);
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-        const second = [pod({ name: 'c' })];
-        listOptions.onPage?.({ pages: 2, pods: 3 }, second);
-        return { pods: [...first, ...second], resourceVersion: '9' };
-      },
-      watchPods: (watchOptions) => api.watchPods(watchOptions),
-    };
     const { worker, received, until, send } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
     await until(() => ofKind(received, 'replace-chunk').length === 1);
