@@ -40,7 +40,7 @@ describe('runReflectorTask: watch events during a burst', () => {
     const api = new FakePodApi();
     const { main, worker, batches, until, replaced } = record();
     const task = runReflectorTask(
-      { port: worker, options: { cluster: {}, replaceChunkSize: 100 } },
+      { port: worker, options: { cluster: {}, replaceChunkSize: 100, maxListBytes: 1 << 30 } },
       async () => asEncodedPodApi(api),
     );
     await until(replaced);

@@ -21,7 +21,7 @@ import { until as waitUntil } from '../support/until.js';
 const waitFor = (condition: () => boolean, what: string): Promise<void> =>
   waitUntil(condition, { what });
 
-const options: ReflectorTaskOptions = { cluster: {}, replaceChunkSize: 2 };
+const options: ReflectorTaskOptions = { cluster: {}, replaceChunkSize: 2, maxListBytes: 1 << 30 };
 const ports: MessagePort[] = [];
 
 afterEach(() => {
@@ -275,6 +275,43 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
     ]);
     expect(chunks.map((m) => m.restart ?? false)).toEqual([true, false, false]);
     expect(ofKind(received, 'replace-end')[0]).toMatchObject({ count: 4 });
+    send({ kind: 'close' });
+    await expect(task).resolves.toEqual({ closed: true });
+  });
+});
+
+describe('runReflectorTask: a LIST over the worker memory budget', () => {
+  it('is refused before it is published, and the reflector lists again', async () => {
+    const { paged, nextPage } = twoPages(['a', 'b'], ['c', 'd']);
+    nextPage();
+    const { worker, received, until, send } = channel();
+    // Room for about two pods' JSON: the second page goes over.
+    const budget = 2 * new TextEncoder().encode(JSON.stringify(pod({ name: 'a' }))).length + 10;
+    const task = runReflectorTask(
+      {
+        port: worker,
+        options: { ...options, maxListBytes: budget, backoff: { initialMs: 1, maxMs: 1 } },
+      },
+      async () => asEncodedPodApi(paged),
+    );
+    // Every chunk acknowledged as it comes, as the main side does.
+    let acked = 0;
+    const ackArrived = (): void => {
+      for (; acked < ofKind(received, 'replace-chunk').length; acked += 1) send({ kind: 'ack' });
+    };
+    // Two LISTs begun (a chunk marked restart each), and none published.
+    await until(() => {
+      ackArrived();
+      return ofKind(received, 'replace-chunk').filter((m) => m.restart).length >= 2;
+    });
+    expect(ofKind(received, 'replace-end')).toHaveLength(0);
+    // The refusal is the stats' last error, carried by the next LIST's first chunk.
+    await until(() => {
+      ackArrived();
+      return ofKind(received, 'replace-chunk').some((m) =>
+        /memory budget/.test(m.stats.lastError ?? ''),
+      );
+    });
     send({ kind: 'close' });
     await expect(task).resolves.toEqual({ closed: true });
   });

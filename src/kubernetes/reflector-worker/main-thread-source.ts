@@ -44,6 +44,8 @@ export const DEFAULT_CLOSE_GRACE_MS = 5_000;
  * instead of the process. Ample for tens of thousands of trimmed pods.
  */
 export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
+/** The worker's old generation when `resourceLimits` leaves it out: V8's default on 64-bit. */
+const DEFAULT_WORKER_HEAP_MB = 2048;
 /**
  * How long a stream's task may wait for a thread to pick it up. A thread starts in well under a
  * second even on a loaded machine, so one that has not taken the task by then is wedged: the
@@ -168,6 +170,13 @@ export class WorkerPodSource {
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.initialList ? { initialList: options.initialList } : {}),
       replaceChunkSize: options.replaceChunkSize ?? DEFAULT_REPLACE_CHUNK_SIZE,
+      // As much JSON as the worker's old generation may hold: a LIST too large for the worker's
+      // heap when its pods were objects stays too large now that they are bytes off the heap.
+      maxListBytes:
+        ((options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS).maxOldGenerationSizeMb ??
+          DEFAULT_WORKER_HEAP_MB) *
+        1024 *
+        1024,
     };
     this.#pool = new Piscina<ReflectorTask, unknown>({
       filename: requireReflectorWorker(),

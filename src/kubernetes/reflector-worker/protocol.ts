@@ -31,6 +31,12 @@ export interface ReflectorTaskOptions extends ReflectorSettings {
   cluster: ClusterOptions;
   /** Pods per `replace-chunk` message. */
   replaceChunkSize: number;
+  /**
+   * Most bytes of pods' JSON one LIST or watch-list may hold in the worker before it is refused
+   * (and retried like any failed LIST). The pods' JSON lives in buffers outside the V8 heap, so the
+   * worker's heap limit alone no longer bounds what a huge LIST makes it hold.
+   */
+  maxListBytes: number;
 }
 
 /** One piscina task = one reflector stream, talking over `port` (transferred with the task). */

@@ -25,6 +25,16 @@ import type { MainMessage, ReflectorTask, WorkerLogLevel, WorkerMessage } from '
  */
 export const MAX_EVENTS_PER_BATCH = 64;
 
+/** A LIST held more pods' JSON in the worker than its budget allows. */
+export class ListTooLargeError extends Error {
+  override readonly name = 'ListTooLargeError';
+  constructor(maxBytes: number) {
+    super(
+      `the LIST's pods exceed the reflector worker's memory budget (${Math.round(maxBytes / 1024 / 1024)} MiB)`,
+    );
+  }
+}
+
 /**
  * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s
  * (`POD_JSON`): this thread only moves them on, as the JSON the main thread parses.
@@ -155,7 +165,15 @@ export async function runReflectorTask(
         chunk.transfer,
       );
     };
+    /** Bytes of pods' JSON the current LIST holds (see `ReflectorTaskOptions.maxListBytes`). */
+    let listBytes = 0;
     const onListPage = (pods: readonly EncodedPod[], page: number): void => {
+      if (page === 1) listBytes = 0;
+      for (const pod of pods) listBytes += pod.json.length;
+      if (listBytes > options.maxListBytes) {
+        // Thrown into the LIST: it fails, its pods are let go of, and the reflector retries.
+        throw new ListTooLargeError(options.maxListBytes);
+      }
       if (page === 1) {
         // A new LIST: chunks of an earlier one that were not sent yet are void, and its first
         // chunk (or its replace-end) tells the main side to drop what it assembled.
