@@ -8,23 +8,12 @@ import {
 } from '../../src/kubernetes/codec/pod-json-writer.js';
 import type { ChangeEvent } from '../../src/kubernetes/reflector-worker/protocol.js';
 import { type Pod, parsePod } from '../../src/model/pod.js';
+import { AWKWARD_STRINGS } from '../support/awkward-strings.js';
 
 const stringified = (value: unknown): string => JSON.stringify(value);
 const written = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 
-/** Every kind of string JSON treats specially, and some it does not. */
-const AWKWARD = [
-  '',
-  'plain',
-  'quote " and backslash \\',
-  'controls \u0000\u0001\b\t\n\u000b\f\r\u001f and DEL \u007f',
-  'héllo ✓ 日本語',
-  'emoji 🚀 pair',
-  'lone high \ud800 surrogate',
-  'lone low \udc00 surrogate',
-  'separators \u2028\u2029',
-  '</script>',
-];
+const AWKWARD = AWKWARD_STRINGS;
 
 function podWith(text: string, index: number): Pod {
   return parsePod({

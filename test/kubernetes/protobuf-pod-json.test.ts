@@ -9,6 +9,7 @@ import {
 import { transcodeProtobufPod } from '../../src/kubernetes/codec/protobuf-pod-json.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { MalformedPodError, type Pod } from '../../src/model/pod.js';
+import { AWKWARD_STRINGS } from '../support/awkward-strings.js';
 import { barePod, fullPod, type Json, page, pod } from '../support/protobuf-pods.js';
 import {
   type BuildOptions,
@@ -41,18 +42,7 @@ function expectSameParse(message: Uint8Array): void {
   expect(JSON.stringify(parsed)).toBe(JSON.stringify(expected));
 }
 
-/** Strings JSON and UTF-8 treat specially. */
-const AWKWARD = [
-  '',
-  'plain',
-  'quote " and backslash \\',
-  'controls \u0000\u0001\b\t\n\u000b\f\r\u001f and DEL \u007f',
-  'héllo ✓ 日本語',
-  'emoji 🚀 pair',
-  'separators \u2028\u2029',
-  '</script>',
-  '10',
-];
+const AWKWARD = AWKWARD_STRINGS;
 
 /** A pod whose every kept string is `value`, and whose numbers are extreme. */
 function awkwardPod(value: string, index: number): Json {
