@@ -290,7 +290,7 @@ describe('runReflectorTask: a LIST over the worker memory budget', () => {
     const task = runReflectorTask(
       {
         port: worker,
-        options: { ...options, maxListBytes: budget, backoff: { initialMs: 1, maxMs: 1 } },
+        options: { ...options, maxListBytes: budget, backoff: { initialMs: 50, maxMs: 50 } },
       },
       async () => asEncodedPodApi(paged),
     );
@@ -305,11 +305,11 @@ describe('runReflectorTask: a LIST over the worker memory budget', () => {
       return ofKind(received, 'replace-chunk').filter((m) => m.restart).length >= 2;
     });
     expect(ofKind(received, 'replace-end')).toHaveLength(0);
-    // The refusal is the stats' last error, carried by the next LIST's first chunk.
+    // The refusal reaches the main side with the backoff after it, not only with the next LIST.
     await until(() => {
       ackArrived();
-      return ofKind(received, 'replace-chunk').some((m) =>
-        /memory budget/.test(m.stats.lastError ?? ''),
+      return ofKind(received, 'batch').some(
+        (m) => m.stats.phase === 'backoff' && /memory budget/.test(m.stats.lastError ?? ''),
       );
     });
     send({ kind: 'close' });

@@ -106,10 +106,14 @@ export async function runReflectorTask(
     const flush = (): void => {
       flushScheduled = false;
       if (batch.length > 0) postEvents();
-      // While a LIST's pages stream, the stats travel with its chunks (and its replace-end):
-      // its bytes change them with every socket read, and a message per read cost both threads
-      // more than the pods' own hop.
-      else if (!streaming) post(port, { kind: 'batch', stats: reflector.stats() });
+      else {
+        // While a LIST's pages stream, the stats travel with its chunks (and its replace-end):
+        // its bytes change them with every socket read, and a message per read cost both threads
+        // more than the pods' own hop. A LIST that failed is no longer listing: its backoff, error
+        // and health go out at once.
+        const stats = reflector.stats();
+        if (!(streaming && stats.phase === 'listing')) post(port, { kind: 'batch', stats });
+      }
     };
     /**
      * Events leave at the end of the turn of the worker's event loop that decoded them (a quiet
