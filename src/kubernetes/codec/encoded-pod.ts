@@ -56,30 +56,38 @@ function sealed(start: number): Uint8Array {
   return json;
 }
 
+/**
+ * An `EncodedPod`'s metadata, whichever reader built it: `resourceVersion` is present only when
+ * the pod has one, as in the model's `Pod` (whose key and version checks read it).
+ */
+function identity(
+  name: string,
+  namespace: string,
+  uid: string,
+  resourceVersion: string | undefined,
+): EncodedPod['metadata'] {
+  return resourceVersion === undefined
+    ? { name, namespace, uid }
+    : { name, namespace, uid, resourceVersion };
+}
+
 /** A `Pod` (from JSON, validated by the schema) as an `EncodedPod`. */
 export function encodePod(pod: Pod): EncodedPod {
   const start = blocks.length;
   writePodJson(blocks, pod);
   const { name, namespace, uid, resourceVersion } = pod.metadata;
-  return new EncodedPod(
-    resourceVersion === undefined
-      ? { name, namespace, uid }
-      : { name, namespace, uid, resourceVersion },
-    sealed(start),
-  );
+  return new EncodedPod(identity(name, namespace, uid, resourceVersion), sealed(start));
 }
 
 /** Pods as `EncodedPod`s. */
 export const POD_JSON: PodForm<EncodedPod> = {
   fromProtobuf(bytes, start, end) {
     const at = blocks.length;
-    const identity = transcodeProtobufPod(bytes, start, end, blocks);
-    if (!identity) return undefined;
-    const { name, namespace, uid, resourceVersion } = identity;
-    return new EncodedPod(
-      resourceVersion === '' ? { name, namespace, uid } : { name, namespace, uid, resourceVersion },
-      sealed(at),
-    );
+    const read = transcodeProtobufPod(bytes, start, end, blocks);
+    if (!read) return undefined;
+    const { name, namespace, uid, resourceVersion } = read;
+    // Protobuf cannot tell an absent version from an empty one; the decoder leaves both out.
+    return new EncodedPod(identity(name, namespace, uid, resourceVersion || undefined), sealed(at));
   },
   fromValue: (value) => (value instanceof EncodedPod ? value : encodePod(parsePod(value))),
   key: (pod) => podKey(pod),
