@@ -76,4 +76,26 @@ describe('the client-node boundary', () => {
     expect(status).toBe(0);
     expect(stdout.trim()).toBe('bundle https://127.0.0.1:6443 Bearer from-the-plugin');
   });
+
+  it('bundles KubeConfig without the generated API client, whose one user (makeApiClient) says so', () => {
+    const { status, stdout, stderr } = runDenied(
+      `const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.js');
+       const config = new KubeConfig();
+       config.loadFromString(JSON.stringify({
+         apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
+         clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
+         contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+         users: [{ name: 'u', user: { token: 't' } }],
+       }));
+       console.log(config.getCurrentCluster().server);
+       try { config.makeApiClient(class {}); } catch (e) { console.log(e.message); }`,
+      { ALLOW_CLIENT_NODE_BUNDLE: '1' },
+    );
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(stdout.trim().split('\n')).toEqual([
+      'https://127.0.0.1:6443',
+      "KubeConfig.makeApiClient is not available in pool-controller's client-node bundle",
+    ]);
+  });
 });
