@@ -15,7 +15,9 @@
  * - `client-go-json`: the same with JSON.
  * Measured: time to synced from the process's (variant's) start, and heap per cached pod (ours:
  * the main thread's heap; client-go: HeapAlloc after GC). The first LIST's arrival is not visible
- * on a real API server, so there is no "from the first LIST" column here.
+ * on a real API server, so there is no "from the first LIST" column here. Also measured, per
+ * variant's whole run (bench/process-cost.ts): the API server's CPU seconds and peak RSS, and
+ * etcd's CPU seconds — what serving that client's initial sync cost the control plane.
  *
  * Options: `--pods N` (10000), `--runs N` (3), `--json`, `--list-probe` (before the variants: the
  * LIST alone, in this process, no worker thread: `HttpPodApi.listPods` per encoding and page size,
@@ -34,6 +36,7 @@ import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.j
 import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
 import { clientGoPeer, runClientGo, runNodeVariant } from './peer-runner.js';
+import { environmentPid, type ProcessCostResult, startProcessCost } from './process-cost.js';
 
 const USAGE =
   'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]';
@@ -144,12 +147,60 @@ try {
 
   const selector = defaultSelector(LWS_LABELS);
   if (values['list-probe']) await listProbe(env.kubeconfigPath, selector);
-  type Row = { variant: string; syncedMs: number; heapBytesPerPod: number };
+  type Row = {
+    variant: string;
+    syncedMs: number;
+    heapBytesPerPod: number;
+    apiserver: ProcessCostResult;
+    apiserverAllocatedBytes: number;
+    etcdCpuSeconds: number;
+  };
   const rows: Row[] = [];
+  const apiserverPid = environmentPid(env.stateDir, 'kube-apiserver');
+  /**
+   * The API server's bytes allocated so far (its Go runtime's counter, from /metrics). Its RSS
+   * stays at the high-water mark loading the pods left, so only this shows a client's memory cost.
+   */
+  const apiserverAllocated = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        {
+          ...opts,
+          host: server.hostname,
+          port: server.port,
+          path: '/metrics',
+          headers: { Authorization: `Bearer ${env.token}` },
+          timeout: 10_000,
+        },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => {
+            text += chunk;
+          });
+          res.on('end', () => {
+            const match = /^go_memstats_alloc_bytes_total (\S+)$/m.exec(text);
+            if (res.statusCode === 200 && match) resolve(Number(match[1]));
+            else reject(new Error(`api server /metrics: ${res.statusCode}, no allocation counter`));
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('api server /metrics: timed out')));
+      req.on('error', reject);
+      req.end();
+    });
+  const etcdPid = environmentPid(env.stateDir, 'etcd');
+  const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+  const cost = (c: ProcessCostResult, allocated: number, etcdCpu: number): string =>
+    `  api server ${c.cpuSeconds.toFixed(2)} CPU s, allocated ${mib(allocated)}, peak RSS ${mib(c.peakRssBytes)}` +
+    ` (+${mib(c.peakRssBytes - c.rssBeforeBytes)}, ${c.peakFrom}); etcd ${etcdCpu.toFixed(2)} CPU s`;
   const variants = ['worker', 'worker-list', 'worker-json', 'client-go', 'client-go-json'] as const;
   for (let run = 1; run <= runs; run += 1) {
     for (const variant of variants) {
       const before = load();
+      // The API server's and etcd's cost of this variant's whole run (start, sync, the short tail).
+      const allocatedBefore = await apiserverAllocated();
+      const apiserverWindow = startProcessCost(apiserverPid);
+      const etcdWindow = startProcessCost(etcdPid);
       let row: Row;
       if (variant === 'worker' || variant === 'worker-list' || variant === 'worker-json') {
         const result = await runNodeVariant(
@@ -166,10 +217,21 @@ try {
           [],
         );
         if (result.cached !== pods) throw new Error(`ours cached ${result.cached} of ${pods}`);
-        row = { variant, syncedMs: result.syncedMs, heapBytesPerPod: result.heapBytesPerPod };
+        const apiserver = apiserverWindow.stop();
+        const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
+        const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
+        row = {
+          variant,
+          syncedMs: result.syncedMs,
+          heapBytesPerPod: result.heapBytesPerPod,
+          apiserver,
+          apiserverAllocatedBytes,
+          etcdCpuSeconds,
+        };
         log(
           `run ${run} ${variant.padEnd(14)} synced ${ms(result.syncedMs)}  heap/pod ${kib(result.heapBytesPerPod)}` +
-            `  stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  load ${before}`,
+            `  stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  load ${before}` +
+            cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds),
         );
       } else {
         const result = await runClientGo(peer.binary, {
@@ -179,10 +241,21 @@ try {
           ...(variant === 'client-go-json' ? { contentType: 'application/json' } : {}),
         });
         if (result.pods !== pods) throw new Error(`client-go cached ${result.pods} of ${pods}`);
-        row = { variant, syncedMs: result.timeToSyncedMs, heapBytesPerPod: result.heapPerPodBytes };
+        const apiserver = apiserverWindow.stop();
+        const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
+        const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
+        row = {
+          variant,
+          syncedMs: result.timeToSyncedMs,
+          heapBytesPerPod: result.heapPerPodBytes,
+          apiserver,
+          apiserverAllocatedBytes,
+          etcdCpuSeconds,
+        };
         log(
           `run ${run} ${variant.padEnd(14)} synced ${ms(result.timeToSyncedMs)}  heap/pod ${kib(result.heapPerPodBytes)}` +
-            `  (${result.contentType}, ${result.goVersion})  load ${before}`,
+            `  (${result.contentType}, ${result.goVersion})  load ${before}` +
+            cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds),
         );
       }
       rows.push(row);
@@ -203,14 +276,23 @@ try {
         {
           syncedMs: median(mine.map((row) => row.syncedMs)),
           heap: median(mine.map((row) => row.heapBytesPerPod)),
+          apiserverCpu: median(mine.map((row) => row.apiserver.cpuSeconds)),
+          apiserverPeak: median(mine.map((row) => row.apiserver.peakRssBytes)),
+          apiserverGrowth: median(
+            mine.map((row) => row.apiserver.peakRssBytes - row.apiserver.rssBeforeBytes),
+          ),
+          apiserverAllocated: median(mine.map((row) => row.apiserverAllocatedBytes)),
+          etcdCpu: median(mine.map((row) => row.etcdCpuSeconds)),
         },
       ] as const;
     }),
   );
   log('');
   log(`real kube-apiserver ${pods} pods, medians of ${runs} run(s); load now ${load()}`);
-  log('| variant | time to synced (from start) | heap per cached pod |');
-  log('|---|---|---|');
+  log(
+    '| variant | time to synced (from start) | heap per cached pod | API server CPU s | API server allocated | API server peak RSS (growth) | etcd CPU s |',
+  );
+  log('|---|---|---|---|---|---|---|');
   const labels = {
     worker: '(a) WorkerPodSource → ReconcileLoop, service defaults (protobuf, watch-list)',
     'worker-list': '(a″) WorkerPodSource → ReconcileLoop, protobuf, LIST 500 + WATCH',
@@ -219,7 +301,10 @@ try {
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
   };
   for (const [variant, s] of summary) {
-    log(`| ${labels[variant]} | ${ms(s.syncedMs)} | ${kib(s.heap)} |`);
+    log(
+      `| ${labels[variant]} | ${ms(s.syncedMs)} | ${kib(s.heap)} | ${s.apiserverCpu.toFixed(2)} | ${mib(s.apiserverAllocated)} |` +
+        ` ${mib(s.apiserverPeak)} (+${mib(s.apiserverGrowth)}) | ${s.etcdCpu.toFixed(2)} |`,
+    );
   }
   const ours = summary.get('worker');
   const theirs = summary.get('client-go');
@@ -231,6 +316,14 @@ try {
     log(
       `${ours.heap <= theirs.heap / 2 ? 'PASS' : 'MISS'}  heap per pod ≤ ½ client-go's: ${kib(ours.heap)} vs ${kib(theirs.heap)}`,
     );
+    log(
+      `${ours.apiserverCpu <= theirs.apiserverCpu ? 'PASS' : 'MISS'}  API server CPU ≤ client-go's: ${ours.apiserverCpu.toFixed(2)} vs ${theirs.apiserverCpu.toFixed(2)} s`,
+    );
+    log(
+      `${ours.apiserverAllocated <= theirs.apiserverAllocated ? 'PASS' : 'MISS'}  API server bytes allocated ≤ client-go's: ${mib(ours.apiserverAllocated)} vs ${mib(theirs.apiserverAllocated)}`,
+    );
+    // RSS peaks are printed, not judged: the API server keeps the memory loading the pods took,
+    // so a sync's growth over it is within a page or two for every variant.
   }
   if (values.json) log(JSON.stringify(rows));
 } finally {
