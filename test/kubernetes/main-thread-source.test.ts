@@ -167,10 +167,13 @@ describe('WorkerPodSource', () => {
     // 100,000 pods in pages of 500: the worker's heap fills gradually (a LIST is held whole until
     // it is complete) and the worker, not the process, runs out of memory. (One single allocation
     // far past the limit, such as a 200 MB string, would be a fatal error for the whole process:
-    // resourceLimits bounds growth, not one giant request.) 32 MB: a started worker holds about
-    // 20 MB, so the LIST still fills the rest over a dozen pages or more; twice that took twice as
-    // long, most of it V8 collecting a nearly full heap again and again.
-    const one = rawPod({ name: 'same' });
+    // resourceLimits bounds growth, not one giant request.) 32 MB: a started worker holds a
+    // fraction of it, so the LIST still fills the rest over a dozen pages or more; twice that took twice as
+    // long, most of it V8 collecting a nearly full heap again and again. A held pod's JSON is off
+    // the heap, but its key and version are strings on it: a 1,000-character uid makes each pod
+    // weigh about as much on the heap as its JSON does, so the heap fills before the LIST reaches
+    // its byte budget (which refuses the LIST instead, tested in worker-thread-task.test.ts).
+    const one = rawPod({ name: 'same', uid: 'u'.repeat(1_000) });
     server.pods = Array.from({ length: 100_000 }, () => one);
     const stream = drain(source.source());
     // Awaited, not polled: the worker takes seconds to fill its heap, and a check every turn
