@@ -58,8 +58,9 @@ export function runNodeVariant(
   config: VariantConfig,
   nodeFlags: string[],
   onReady?: () => void,
+  /** Another build's sync-variant.js (bench:peers' `--baseline`); default this build's. */
+  script = fileURLToPath(new URL('./sync-variant.js', import.meta.url)),
 ): Promise<VariantResult> {
-  const script = fileURLToPath(new URL('./sync-variant.js', import.meta.url));
   return runLines<VariantResult>(
     process.execPath,
     ['--expose-gc', ...nodeFlags, script, name, JSON.stringify(config)],

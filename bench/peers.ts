@@ -12,7 +12,8 @@
  * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
- * - `client-go-json`: the same with JSON.
+ * - `client-go-json`: the same with JSON;
+ * - `baseline`: `worker` as another build runs it (`--baseline`).
  * Measured: time to synced from the process's (variant's) start, and heap per cached pod (ours:
  * the main thread's heap; client-go: HeapAlloc after GC). The first LIST's arrival is not visible
  * on a real API server, so there is no "from the first LIST" column here. Also measured, per
@@ -21,9 +22,15 @@
  *
  * Options: `--pods N` (10000), `--runs N` (3), `--json`, `--list-probe` (before the variants: the
  * LIST alone, in this process, no worker thread: `HttpPodApi.listPods` per encoding and page size,
- * and the same pages fetched without decoding, so server time and decode time separate). Needs the e2e binaries (built from the Go
- * module proxy on first use, like `npm run test:e2e`) and `go` for the peer.
+ * and the same pages fetched without decoding, so server time and decode time separate),
+ * `--variants a,b` (run only these), `--baseline DIR` (adds variant `baseline`: the `worker`
+ * variant of another build, alternated with this one's on the same server, for an A/B),
+ * `--node-flags='…'` (Node/V8 flags for this build's variants: with `--baseline` naming this
+ * build's own folder, an A/B of the flags). Needs the
+ * e2e binaries (built from the Go module proxy on first use, like `npm run test:e2e`) and `go` for
+ * the peer.
  */
+import { existsSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { gunzipSync } from 'node:zlib';
@@ -38,17 +45,57 @@ import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
 import { clientGoPeer, runClientGo, runNodeVariant } from './peer-runner.js';
 import { environmentPid, type ProcessCostResult, startProcessCost } from './process-cost.js';
 
+const ALL_VARIANTS = [
+  'worker',
+  'worker-list',
+  'worker-json',
+  'client-go',
+  'client-go-json',
+  'baseline',
+] as const;
+type Variant = (typeof ALL_VARIANTS)[number];
 const USAGE =
-  'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]';
+  'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]' +
+  ` [--variants a,b (all but baseline; of ${ALL_VARIANTS.join(', ')})] [--baseline DIR]` +
+  " [--node-flags='--flag …' (Node/V8 flags for this build's variants, not the baseline's)]";
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
     json: { type: 'boolean', default: false },
     'list-probe': { type: 'boolean', default: false },
+    variants: { type: 'string' },
+    baseline: { type: 'string' },
+    'node-flags': { type: 'string' },
   },
   USAGE,
 );
+/**
+ * `--baseline DIR`: another build of this project (a checkout where `npm run build` ran, e.g. a
+ * worktree of main), whose `worker` variant runs as `baseline`, alternated with this build's on
+ * the same server: an A/B of a change that the run-to-run spread of separate benches would hide.
+ */
+const baselineScript = values.baseline
+  ? `${values.baseline.replace(/\/$/, '')}/dist/bench/sync-variant.js`
+  : undefined;
+if (baselineScript && !existsSync(baselineScript)) {
+  process.stderr.write(`--baseline: ${baselineScript} does not exist (run npm run build there)\n`);
+  process.exit(2);
+}
+/** `--node-flags`: e.g. V8 heap or JIT flags, tried on this build with `--baseline` its own folder. */
+const nodeFlags = values['node-flags']?.split(' ').filter((flag) => flag !== '') ?? [];
+const variants: readonly Variant[] = values.variants
+  ? (values.variants.split(',') as Variant[])
+  : ALL_VARIANTS.filter((variant) => variant !== 'baseline' || baselineScript);
+const unknown = variants.filter((variant) => !ALL_VARIANTS.includes(variant));
+if (unknown.length > 0 || variants.length === 0) {
+  process.stderr.write(`--variants: unknown ${JSON.stringify(unknown)}; ${USAGE}\n`);
+  process.exit(2);
+}
+if (variants.includes('baseline') && !baselineScript) {
+  process.stderr.write('--variants baseline needs --baseline DIR\n');
+  process.exit(2);
+}
 const pods = Number(values.pods);
 const runs = Number(values.runs);
 if (!(Number.isInteger(pods) && pods > 0 && Number.isInteger(runs) && runs > 0)) {
@@ -193,7 +240,6 @@ try {
   const cost = (c: ProcessCostResult, allocated: number, etcdCpu: number): string =>
     `  api server ${c.cpuSeconds.toFixed(2)} CPU s, allocated ${mib(allocated)}, peak RSS ${mib(c.peakRssBytes)}` +
     ` (+${mib(c.peakRssBytes - c.rssBeforeBytes)}, ${c.peakFrom}); etcd ${etcdCpu.toFixed(2)} CPU s`;
-  const variants = ['worker', 'worker-list', 'worker-json', 'client-go', 'client-go-json'] as const;
   for (let run = 1; run <= runs; run += 1) {
     for (const variant of variants) {
       const before = load();
@@ -202,7 +248,7 @@ try {
       const apiserverWindow = startProcessCost(apiserverPid);
       const etcdWindow = startProcessCost(etcdPid);
       let row: Row;
-      if (variant === 'worker' || variant === 'worker-list' || variant === 'worker-json') {
+      if (variant !== 'client-go' && variant !== 'client-go-json') {
         const result = await runNodeVariant(
           'worker',
           {
@@ -214,7 +260,9 @@ try {
             apiContentType: variant === 'worker-json' ? 'json' : 'protobuf',
             initialList: variant === 'worker-list' ? 'list' : 'watch-list',
           },
-          [],
+          variant === 'baseline' ? [] : nodeFlags,
+          undefined,
+          variant === 'baseline' ? baselineScript : undefined,
         );
         if (result.cached !== pods) throw new Error(`ours cached ${result.cached} of ${pods}`);
         const apiserver = apiserverWindow.stop();
@@ -299,6 +347,7 @@ try {
     'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (watch-list)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
+    baseline: `(b) the --baseline build's (a), ${values.baseline ?? ''}`,
   };
   for (const [variant, s] of summary) {
     log(
