@@ -247,7 +247,8 @@ try {
       const allocatedBefore = await apiserverAllocated();
       const apiserverWindow = startProcessCost(apiserverPid);
       const etcdWindow = startProcessCost(etcdPid);
-      let row: Row;
+      /** What the variant itself reports: its sync, its heap, and the rest of its log line. */
+      let synced: { syncedMs: number; heapBytesPerPod: number; detail: string };
       if (variant !== 'client-go' && variant !== 'client-go-json') {
         const result = await runNodeVariant(
           'worker',
@@ -265,22 +266,11 @@ try {
           variant === 'baseline' ? baselineScript : undefined,
         );
         if (result.cached !== pods) throw new Error(`ours cached ${result.cached} of ${pods}`);
-        const apiserver = apiserverWindow.stop();
-        const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
-        const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
-        row = {
-          variant,
+        synced = {
           syncedMs: result.syncedMs,
           heapBytesPerPod: result.heapBytesPerPod,
-          apiserver,
-          apiserverAllocatedBytes,
-          etcdCpuSeconds,
+          detail: `stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}`,
         };
-        log(
-          `run ${run} ${variant.padEnd(14)} synced ${ms(result.syncedMs)}  heap/pod ${kib(result.heapBytesPerPod)}` +
-            `  stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  load ${before}` +
-            cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds),
-        );
       } else {
         const result = await runClientGo(peer.binary, {
           kubeconfig: env.kubeconfigPath,
@@ -289,23 +279,27 @@ try {
           ...(variant === 'client-go-json' ? { contentType: 'application/json' } : {}),
         });
         if (result.pods !== pods) throw new Error(`client-go cached ${result.pods} of ${pods}`);
-        const apiserver = apiserverWindow.stop();
-        const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
-        const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
-        row = {
-          variant,
+        synced = {
           syncedMs: result.timeToSyncedMs,
           heapBytesPerPod: result.heapPerPodBytes,
-          apiserver,
-          apiserverAllocatedBytes,
-          etcdCpuSeconds,
+          detail: `(${result.contentType}, ${result.goVersion})`,
         };
-        log(
-          `run ${run} ${variant.padEnd(14)} synced ${ms(result.timeToSyncedMs)}  heap/pod ${kib(result.heapPerPodBytes)}` +
-            `  (${result.contentType}, ${result.goVersion})  load ${before}` +
-            cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds),
-        );
       }
+      const apiserver = apiserverWindow.stop();
+      const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
+      const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
+      const row: Row = {
+        variant,
+        syncedMs: synced.syncedMs,
+        heapBytesPerPod: synced.heapBytesPerPod,
+        apiserver,
+        apiserverAllocatedBytes,
+        etcdCpuSeconds,
+      };
+      log(
+        `run ${run} ${variant.padEnd(14)} synced ${ms(row.syncedMs)}  heap/pod ${kib(row.heapBytesPerPod)}` +
+          `  ${synced.detail}  load ${before}${cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds)}`,
+      );
       rows.push(row);
     }
   }

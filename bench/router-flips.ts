@@ -399,7 +399,7 @@ class WorkerListPoller {
 async function startService(
   stateDir: string,
   args: readonly string[],
-): Promise<{ managed: ManagedProcess; url: string; logFile: string; stopReaper: () => void }> {
+): Promise<{ managed: ManagedProcess; url: string; stopReaper: () => void }> {
   const pidDir = join(stateDir, 'pids');
   mkdirSync(pidDir);
   const reaper = spawn(
@@ -417,7 +417,6 @@ async function startService(
   };
   const port = await freeLoopbackPort();
   const url = `http://127.0.0.1:${port}`;
-  const logFile = join(stateDir, 'pool-controller.log');
   const managed = new ManagedProcess({
     name: 'pool-controller',
     command: 'env',
@@ -433,11 +432,11 @@ async function startService(
       '--log-format',
       'json',
     ],
-    logFile,
+    logFile: join(stateDir, 'pool-controller.log'),
     pidDir,
   });
   managed.start();
-  return { managed, url, logFile, stopReaper };
+  return { managed, url, stopReaper };
 }
 
 /** GET `path` on the service's control plane as JSON. */
@@ -474,24 +473,6 @@ function phaseTotals(text: string): Map<string, { sum: number; count: number }> 
     totals.set(phase, entry);
   }
   return totals;
-}
-
-/** The service's JSON log lines (unparseable lines skipped). */
-function logLines(logFile: string): Array<Record<string, unknown>> {
-  let text = '';
-  try {
-    text = readFileSync(logFile, 'utf8');
-  } catch {
-    return [];
-  }
-  return text.split('\n').flatMap((line) => {
-    if (!line.startsWith('{')) return [];
-    try {
-      return [JSON.parse(line) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -759,7 +740,7 @@ async function main(): Promise<void> {
     return { phase, runs: after.count - before.count, seconds: after.sum - before.sum };
   });
 
-  report(flips, poller, drainWaitsMs, logLines(service.logFile), phases, {
+  report(flips, poller, drainWaitsMs, service.managed.jsonLines(), phases, {
     loadAtStart,
     loadAtEnd,
     startedWall,

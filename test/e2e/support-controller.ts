@@ -9,7 +9,7 @@
  * fixed sleep.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -151,22 +151,7 @@ export class ControllerFleet {
         }
         return waitExit();
       },
-      logLines() {
-        let text = '';
-        try {
-          text = readFileSync(logFile, 'utf8');
-        } catch {
-          return [];
-        }
-        return text.split('\n').flatMap((line) => {
-          if (!line.startsWith('{')) return [];
-          try {
-            return [JSON.parse(line) as Record<string, unknown>];
-          } catch {
-            return [];
-          }
-        });
-      },
+      logLines: () => managed.jsonLines(),
       logTail: (lines?: number) => managed.tail(lines),
     };
     try {

@@ -114,6 +114,27 @@ export class ManagedProcess {
     return all.slice(-lines).join('\n');
   }
 
+  /**
+   * The log's JSON lines, parsed; other lines (a stack trace, a line cut off by a kill) skipped.
+   * The service logs JSON with `--log-format json`: tests and benches read its events from here.
+   */
+  jsonLines(): Array<Record<string, unknown>> {
+    let text: string;
+    try {
+      text = readFileSync(this.spec.logFile, 'utf8');
+    } catch {
+      return [];
+    }
+    return text.split('\n').flatMap((line) => {
+      if (!line.startsWith('{')) return [];
+      try {
+        return [JSON.parse(line) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+  }
+
   /** A labelled log tail, ready to print. */
   describeFailure(): string {
     const status = this.#exitStatus
