@@ -1,55 +1,6 @@
-/**
- * `npm run bench:flips`: how long a pod's readiness change takes to reach an SGLang router's
- * worker list — the issue's "from a pod's readiness change on the API server to the SGLang
- * router's changed worker list (real smg, real API server): p50 and p99 over 100 flips; p99 ≤
- * 100 ms".
- *
- * What runs (the e2e environment, nothing faked on the measured path but the kubelet's writes and
- * the engines behind the router): kube-apiserver + etcd (watch cache on), one real `smg` 1.13.0
- * router with an API key, N fake engines on loopback (test/e2e/environment/fake-engine.ts), and
- * the BUILT service (`dist/src/main.js`) as sglang-router-controller.test.ts starts it: its own
- * process group, `--source kubernetes` as the unprivileged user bound to the shipped pod Role
- * (deploy/role.yaml), `--leader-elect=false`, `--sglang-router-ownership=all`, `--sglang-router
- * engine=<router>` straight at the router (no proxy on the path), `--sink-allow-loopback`; every
- * other flag at its default (drift every 60 s, as in production; the e2e's 2 s would add router
- * lists unrelated to the flips), plus `--log-level debug` for the coordinator's "reconciliation
- * started" line (a few lines per flip).
- *
- * How: K cells (LeaderWorkerSet groups of 2 pods, the leader declaring its engine's port, podIP
- * 127.0.0.1) are created and listed by the router. Then, round after round: each cell's leader is
- * made not Ready, one at a time (measured: the router lists its URL no more, or not clean); the
- * bench waits until every removed worker has left the list (smg drains a removed worker ~5 s and
- * the controller re-adds a URL only once it is gone: a ready flip started before would measure
- * smg's drain, not the controller); then each leader is made Ready again, one at a time
- * (measured: the URL is listed and clean, i.e. status absent or `ready`). Until `--flips` flips,
- * half each way. Between two flips the bench pauses `SETTLE_MS`, so every flip meets an idle
- * controller, as a lone readiness change does.
- *
- * Measured per flip: from the pod status write (the PUT `…/pods/<leader>/status` the fake kubelet
- * sends, timed by a client middleware: when it was sent, and when its response arrived, i.e. the
- * write had landed) until the arrival of the first `GET /workers` response (with `Bearer <key>`)
- * that shows the change. The router is polled in a tight loop while a flip is on (one request in
- * flight, `POLL_GAP_MS` apart), so an observation is late by at most one GET: the median GET's
- * duration is printed beside the results as the polling resolution. "From write response" is the
- * issue's measure: "from write sent" adds the write itself, which here includes a TLS handshake
- * (client-node makes a new agent, so a new connection, per request; a kubelet keeps one open).
- * Afterwards the service's own log (JSON, ms timestamps, same clock) splits each flip into: the
- * cell's transition logged (watch delivery + cell reconcile), the coordinator's run started, the
- * sink's "router workers changed" line (after its DELETE or POST and the list that follows them);
- * its /metrics before and after give the coordinator's mean render, validate and deploy times.
- *
- * Why a bench and not a test: it times real processes on a shared machine; timed assertions stay
- * out of the test suites (docs/performance.md). The load average is printed at start and end.
- *
- * Options: `--flips N` (100), `--cells N` (10), `--json` (every flip's row at the end). Exits 1
- * with the reason and the service's and router's log tails when anything fails; every process it
- * started is stopped on every exit path, Ctrl-C included (reapers kill them if this process is
- * killed outright).
- */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { loadavg, tmpdir } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -64,15 +15,13 @@ import {
   type ResponseContext,
   ServerConfiguration,
 } from '@kubernetes/client-node';
-import { pinnedBinaries, recipeDir } from '../test/e2e/environment/binaries.js';
+import { pinnedBinaries } from '../test/e2e/environment/binaries.js';
 import { type FakeEngine, startFakeEngine } from '../test/e2e/environment/fake-engine.js';
-import { freeLoopbackPort } from '../test/e2e/environment/free-port.js';
 import {
   FakeKubelet,
   type KubeEnvironment,
   startKubeEnvironment,
 } from '../test/e2e/environment/index.js';
-import { ManagedProcess } from '../test/e2e/environment/managed-process.js';
 import {
   ensureRouters,
   type RouterVersion,
@@ -80,10 +29,12 @@ import {
   routersUnavailableReason,
   startRouter,
 } from '../test/e2e/environment/routers.js';
+import { ControllerFleet } from '../test/e2e/support-controller.js';
 import {
   bindShippedRoles,
   kubernetesSourceArgs,
   lwsPod,
+  ROLE,
   waitFor,
 } from '../test/e2e/support-service.js';
 import { parseBenchArgs } from './bench-args.js';
@@ -128,10 +79,6 @@ const SERVICE_READY_DEADLINE_MS = 60_000;
 /** SIGTERM, then SIGKILL: the service's orderly shutdown (3 s grace) fits in this. */
 const SERVICE_STOP_TIMEOUT_MS = 15_000;
 
-/** The built service, from dist/bench/router-flips.js. */
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-/** The shipped pod Role, from the repository root (dist/bench/ → ../../). */
-const ROLE = new URL('../../deploy/role.yaml', import.meta.url);
 const BUILD_INFO = new URL('../build-info.json', import.meta.url);
 
 const USAGE =
@@ -393,69 +340,6 @@ class WorkerListPoller {
 // The service
 
 /**
- * The built service as the e2e fleet runs it (support-controller.ts): `env -i` with only PATH and
- * POD_NAME, its own process group, its pid in a folder a reaper watches, JSON log to a file.
- */
-async function startService(
-  stateDir: string,
-  args: readonly string[],
-): Promise<{ managed: ManagedProcess; url: string; stopReaper: () => void }> {
-  const pidDir = join(stateDir, 'pids');
-  mkdirSync(pidDir);
-  const reaper = spawn(
-    process.execPath,
-    [join(recipeDir, 'reaper.mjs'), String(process.pid), pidDir, stateDir],
-    { detached: true, stdio: 'ignore' },
-  );
-  reaper.unref();
-  const stopReaper = (): void => {
-    try {
-      if (reaper.pid !== undefined) process.kill(reaper.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  };
-  const port = await freeLoopbackPort();
-  const url = `http://127.0.0.1:${port}`;
-  const managed = new ManagedProcess({
-    name: 'pool-controller',
-    command: 'env',
-    args: [
-      '-i',
-      `PATH=${process.env.PATH ?? ''}`,
-      'POD_NAME=bench-flips',
-      process.execPath,
-      MAIN,
-      ...args,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--log-format',
-      'json',
-    ],
-    logFile: join(stateDir, 'pool-controller.log'),
-    pidDir,
-  });
-  managed.start();
-  return { managed, url, stopReaper };
-}
-
-/** GET `path` on the service's control plane as JSON. */
-async function getJson<T>(base: string, path: string): Promise<T> {
-  const response = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(5_000) });
-  const text = await response.text();
-  if (response.status !== 200) throw new Error(`GET ${path}: HTTP ${response.status} ${text}`);
-  return JSON.parse(text) as T;
-}
-
-/** GET `path` on the service's control plane as text (its /metrics page). */
-async function getText(base: string, path: string): Promise<string> {
-  const response = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(5_000) });
-  const text = await response.text();
-  if (response.status !== 200) throw new Error(`GET ${path}: HTTP ${response.status} ${text}`);
-  return text;
-}
-
-/**
  * Sum (s) and count per phase of the coordinator's `pool_controller_phase_duration_seconds`
  * histogram in a /metrics page: taken before and after the flips, their difference is what the
  * flips' runs spent in render, validate and deploy.
@@ -562,10 +446,11 @@ async function main(): Promise<void> {
     `bench:flips — ${totalFlips} flips over ${cellCount} cells; starting kube-apiserver + etcd; load ${loadAtStart}`,
   );
 
-  const stateDir = mkdtempSync(join(tmpdir(), 'pool-bench-flips-'));
+  // The built service as the e2e runs it: its own process group, a reaper, a JSON log file.
+  const fleet = ControllerFleet.create();
   stops.push({
-    what: 'the state folder',
-    stop: () => rmSync(stateDir, { recursive: true, force: true }),
+    what: 'the service (if still running) and its state folder',
+    stop: () => fleet.dispose(),
   });
   const env: KubeEnvironment = await startKubeEnvironment({ watchCache: true });
   stops.push({ what: 'kube-apiserver + etcd', stop: () => env.stop() });
@@ -597,34 +482,36 @@ async function main(): Promise<void> {
   const poller = new WorkerListPoller(router.url);
   stops.push({ what: 'the poller', stop: () => poller.close() });
 
-  const keyFile = join(stateDir, 'router-api-key');
+  const keyFile = join(fleet.stateDir, 'router-api-key');
   writeFileSync(keyFile, `${API_KEY}\n`, { mode: 0o600 });
-  const service = await startService(stateDir, [
-    ...kubernetesSourceArgs(env, namespace),
-    '--sglang-router-api-key-file',
-    keyFile,
-    // The fake engines and the router share this host: the cells' addresses are loopback.
-    '--sink-allow-loopback',
-    '--leader-elect=false',
-    '--sglang-router-ownership=all',
-    '--sglang-router',
-    `${POOL}=${router.url}`,
-    '--log-level',
-    'debug',
-  ]);
-  stops.push({ what: 'the reaper of the service', stop: service.stopReaper });
-  stops.push({ what: 'the service', stop: () => service.managed.stop(SERVICE_STOP_TIMEOUT_MS) });
-  serviceLogTail = () => service.managed.tail(30);
+  const service = await fleet.start({
+    name: 'bench-flips',
+    args: [
+      ...kubernetesSourceArgs(env, namespace),
+      '--sglang-router-api-key-file',
+      keyFile,
+      // The fake engines and the router share this host: the cells' addresses are loopback.
+      '--sink-allow-loopback',
+      '--leader-elect=false',
+      '--sglang-router-ownership=all',
+      '--sglang-router',
+      `${POOL}=${router.url}`,
+      '--log-level',
+      'debug',
+    ],
+  });
+  stops.push({
+    what: 'the service',
+    stop: () => service.terminate(SERVICE_STOP_TIMEOUT_MS).then(() => {}),
+  });
+  serviceLogTail = () => service.logTail(30);
   await waitFor(
-    'the service to answer /healthz and act (synced, leading)',
+    'the service to act (synced, leading)',
     async () => {
-      if (service.managed.exitStatus) {
-        throw new Error(`the service exited ${JSON.stringify(service.managed.exitStatus)}`);
+      if (service.exitStatus) {
+        throw new Error(`the service exited ${JSON.stringify(service.exitStatus)}`);
       }
-      const c = await getJson<{ acting: boolean; cellsSynced: boolean }>(
-        service.url,
-        '/api/v1/coordinator',
-      );
+      const c = await service.get<{ acting: boolean; cellsSynced: boolean }>('/api/v1/coordinator');
       return c.acting && c.cellsSynced ? true : undefined;
     },
     SERVICE_READY_DEADLINE_MS,
@@ -658,12 +545,12 @@ async function main(): Promise<void> {
   );
   log(
     `${cellCount} cells created and listed by ${ROUTER_VERSION} at ${router.url}; ` +
-      `service pid ${service.managed.pid}; load ${load()}`,
+      `service pid ${service.pid}; load ${load()}`,
   );
   poller.durations.length = 0;
   poller.periods.length = 0;
   await sleep(SETTLE_MS);
-  const phasesBefore = phaseTotals(await getText(service.url, '/metrics'));
+  const phasesBefore = phaseTotals(await service.getText('/metrics'));
 
   const flips: Flip[] = [];
   const drainWaitsMs: number[] = [];
@@ -734,13 +621,13 @@ async function main(): Promise<void> {
     );
   }
   const loadAtEnd = load();
-  const phasesAfter = phaseTotals(await getText(service.url, '/metrics'));
+  const phasesAfter = phaseTotals(await service.getText('/metrics'));
   const phases = [...phasesAfter].map(([phase, after]) => {
     const before = phasesBefore.get(phase) ?? { sum: 0, count: 0 };
     return { phase, runs: after.count - before.count, seconds: after.sum - before.sum };
   });
 
-  report(flips, poller, drainWaitsMs, service.managed.jsonLines(), phases, {
+  report(flips, poller, drainWaitsMs, service.logLines(), phases, {
     loadAtStart,
     loadAtEnd,
     startedWall,

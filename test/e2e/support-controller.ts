@@ -53,8 +53,12 @@ export interface RunningController {
   readonly url: string;
   readonly running: boolean;
   readonly exitStatus: ExitStatus | undefined;
+  /** Its process (the `env` that execs node, so node itself), while it runs. */
+  readonly pid: number | undefined;
   /** GET `path` on the control plane as JSON (throws on a non-200). */
   get<T>(path: string): Promise<T>;
+  /** GET `path` on the control plane as text, e.g. /metrics (throws on a non-200). */
+  getText(path: string): Promise<string>;
   /** SIGTERM, then SIGKILL after `timeoutMs`; resolves with how it exited. */
   terminate(timeoutMs?: number): Promise<ExitStatus>;
   /** SIGKILL (a crash: no Lease release, nothing orderly). */
@@ -129,12 +133,18 @@ export class ControllerFleet {
       get exitStatus() {
         return managed.exitStatus;
       },
+      get pid() {
+        return managed.pid;
+      },
       async get<T>(path: string): Promise<T> {
+        return JSON.parse(await controller.getText(path)) as T;
+      },
+      async getText(path: string): Promise<string> {
         const response = await fetch(`${url}${path}`, { signal: AbortSignal.timeout(5_000) });
         const text = await response.text();
         if (response.status !== 200)
           throw new Error(`GET ${path}: HTTP ${response.status} ${text}`);
-        return JSON.parse(text) as T;
+        return text;
       },
       async terminate(timeoutMs = 15_000) {
         await managed.stop(timeoutMs);

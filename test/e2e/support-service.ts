@@ -7,31 +7,40 @@
  * support-controller.ts) the fleet files.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { RbacAuthorizationV1Api, type V1Pod, type V1Role } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { type KubeEnvironment, onNode } from './environment/index.js';
 
+/**
+ * The repository's root, whether this module runs from its source (test/e2e/) or compiled into
+ * dist/test/e2e/ (bench:flips imports it from there): the nearest folder up with a package.json.
+ */
+const REPO = ((): string => {
+  let folder = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(folder, 'package.json'))) {
+    const parent = dirname(folder);
+    if (parent === folder) throw new Error('e2e: no package.json above support-service');
+    folder = parent;
+  }
+  return folder;
+})();
+/** A file of the repository, as a URL. */
+const inRepo = (path: string): URL => pathToFileURL(join(REPO, path));
+
 /** The built service's entry point (`npm run build` first). */
-export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+export const MAIN = join(REPO, 'dist/src/main.js');
 /** The Role the service needs to watch pods (get/list/watch). */
-export const ROLE = new URL('../../deploy/role.yaml', import.meta.url);
+export const ROLE = inRepo('deploy/role.yaml');
 /** The Role leader election needs: create on leases, get/update on its Lease by name. */
-export const LEADER_ELECTION_ROLE = new URL(
-  '../../deploy/leader-election-role.yaml',
-  import.meta.url,
-);
+export const LEADER_ELECTION_ROLE = inRepo('deploy/leader-election-role.yaml');
 /** The optional readiness gate component's Role (patch pods/status). */
-export const READINESS_GATE_ROLE = new URL(
-  '../../deploy/readiness-gate/role.yaml',
-  import.meta.url,
-);
+export const READINESS_GATE_ROLE = inRepo('deploy/readiness-gate/role.yaml');
 /** The optional EndpointSlice component's Role (list/create/patch/delete EndpointSlices). */
-export const ENDPOINTSLICES_ROLE = new URL(
-  '../../deploy/endpointslices/role.yaml',
-  import.meta.url,
-);
+export const ENDPOINTSLICES_ROLE = inRepo('deploy/endpointslices/role.yaml');
 export const LWS = 'leaderworkerset.sigs.k8s.io';
 
 /**
