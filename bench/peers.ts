@@ -125,21 +125,35 @@ try {
   await env.kubeConfig.applyToHTTPSOptions(opts as never);
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   const server = new URL(env.server);
-  const send = (method: string, path: string, body: unknown): Promise<void> =>
+  /**
+   * One request to the API server as its admin, answering the body; a non-2xx status throws.
+   * `via`: the loading's kept-alive pool by default; `false`: a connection of its own.
+   */
+  const call = (
+    method: string,
+    path: string,
+    body?: unknown,
+    via: Agent | false = agent,
+  ): Promise<string> =>
     new Promise((resolve, reject) => {
-      const payload = Buffer.from(JSON.stringify(body));
+      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = request(
         {
           ...opts,
-          agent,
+          agent: via,
           host: server.hostname,
           port: server.port,
           method,
           path,
+          timeout: 60_000,
           headers: {
-            'Content-Type':
-              method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
-            'Content-Length': payload.length,
+            ...(payload
+              ? {
+                  'Content-Type':
+                    method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+                  'Content-Length': payload.length,
+                }
+              : {}),
             Authorization: `Bearer ${env.token}`,
           },
         },
@@ -150,15 +164,17 @@ try {
           });
           res.on('end', () =>
             (res.statusCode ?? 0) < 300
-              ? resolve()
+              ? resolve(text)
               : reject(new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`)),
           );
         },
       );
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: timed out`)));
       req.on('error', reject);
       req.end(payload);
     });
-
+  const send = (method: string, path: string, body: unknown): Promise<void> =>
+    call(method, path, body).then(() => {});
   const loadStarted = performance.now();
   await send('POST', '/api/v1/namespaces', {
     apiVersion: 'v1',
@@ -208,33 +224,12 @@ try {
    * The API server's bytes allocated so far (its Go runtime's counter, from /metrics). Its RSS
    * stays at the high-water mark loading the pods left, so only this shows a client's memory cost.
    */
-  const apiserverAllocated = (): Promise<number> =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          ...opts,
-          host: server.hostname,
-          port: server.port,
-          path: '/metrics',
-          headers: { Authorization: `Bearer ${env.token}` },
-          timeout: 10_000,
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8').on('data', (chunk: string) => {
-            text += chunk;
-          });
-          res.on('end', () => {
-            const match = /^go_memstats_alloc_bytes_total (\S+)$/m.exec(text);
-            if (res.statusCode === 200 && match) resolve(Number(match[1]));
-            else reject(new Error(`api server /metrics: ${res.statusCode}, no allocation counter`));
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('api server /metrics: timed out')));
-      req.on('error', reject);
-      req.end();
-    });
+  const apiserverAllocated = async (): Promise<number> => {
+    const text = await call('GET', '/metrics', undefined, false);
+    const match = /^go_memstats_alloc_bytes_total (\S+)$/m.exec(text);
+    if (!match) throw new Error('api server /metrics: no go_memstats_alloc_bytes_total');
+    return Number(match[1]);
+  };
   const etcdPid = environmentPid(env.stateDir, 'etcd');
   const mib = (bytes: number): string => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
   const cost = (c: ProcessCostResult, allocated: number, etcdCpu: number): string =>
