@@ -9,9 +9,13 @@
  *   `bookmarkIntervalMs` when the client asked for bookmarks, and ends cleanly after the client's
  *   `timeoutSeconds`, like the API server.
  * - Watch-list (a WATCH with `sendInitialEvents=true`, client-go's default where the server
- *   supports it) is **refused with 400 BadRequest**, as an API server without the feature does,
- *   so client-go falls back to a paged LIST (limit=500) and WATCH: every client then pays the same
- *   LIST. (The real API server's watch-list is measured by `bench:peers`.)
+ *   supports it) is **refused with 400 BadRequest** by default, as an API server without the
+ *   feature does, so client-go falls back to a paged LIST (limit=500) and WATCH: every client then
+ *   pays the same LIST. With `watchList: true` it is served as an API server with the feature
+ *   serves it (v1.34 on): an ADDED event per pod, then the BOOKMARK annotated
+ *   `k8s.io/initial-events-end` at the collection's version, then the watch goes on; the events
+ *   are built once, like the pages. (The real API server's watch-list is measured by
+ *   `bench:peers`.)
  * - `expire()` ends every open WATCH with a 410 Expired ERROR event, forcing a relist.
  * - `burst(n)` writes n MODIFIED events to every open WATCH at once, each pod annotated with its
  *   write time (`WRITTEN_AT_ANNOTATION`, Unix ms), for the event-latency measurement.
@@ -41,6 +45,8 @@ const FIRST_RESOURCE_VERSION = 100_000;
 export interface FakeListServerOptions {
   pods: number;
   bookmarkIntervalMs?: number;
+  /** Serve watch-list (`sendInitialEvents=true`) instead of refusing it; default false. */
+  watchList?: boolean;
 }
 
 /** What the server was asked for, so the bench can check every client did one LIST and one WATCH. */
@@ -52,6 +58,11 @@ export interface FakeListServerCounts {
   watches: number;
   /** WATCH requests with `sendInitialEvents=true`, answered 400 (client-go then lists). */
   watchListsRefused: number;
+  /**
+   * WATCH requests with `sendInitialEvents=true` served (`watchList: true`); each also counts in
+   * `lists` (it reads the whole collection) and in `watches` (it goes on as the watch).
+   */
+  watchLists: number;
   bytesServed: number;
 }
 
@@ -76,6 +87,9 @@ export class FakeListServer {
   readonly #server: Server;
   readonly #items: string[];
   readonly #bookmarkIntervalMs: number;
+  readonly #watchList: boolean;
+  /** A watch-list's initial events and its closing bookmark, built on first use. */
+  #initialEvents: Buffer | undefined;
   /** Page bodies by page size, then by start index; page size 0 is the unpaged collection. */
   readonly #pages = new Map<number, Map<number, Buffer>>();
   /** Open WATCH responses, for `burst`. */
@@ -85,6 +99,7 @@ export class FakeListServer {
   private constructor(options: FakeListServerOptions, server: Server) {
     this.pods = options.pods;
     this.#bookmarkIntervalMs = options.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS;
+    this.#watchList = options.watchList ?? false;
     this.#server = server;
     this.#items = [];
     let bytes = 0;
@@ -154,7 +169,14 @@ export class FakeListServer {
   }
 
   static #zeroCounts(): FakeListServerCounts {
-    return { lists: 0, listPages: 0, watches: 0, watchListsRefused: 0, bytesServed: 0 };
+    return {
+      lists: 0,
+      listPages: 0,
+      watches: 0,
+      watchListsRefused: 0,
+      watchLists: 0,
+      bytesServed: 0,
+    };
   }
 
   /** Returns the counts so far and starts counting afresh (one measurement's requests). */
@@ -177,8 +199,12 @@ export class FakeListServer {
     return `http://127.0.0.1:${port}`;
   }
 
-  /** Builds every page of a page size now, so no client's measurement pays for serializing. */
+  /**
+   * Builds every page of a page size now, so no client's measurement pays for serializing; with
+   * `watchList`, the initial events too.
+   */
   prepare(pageSize: number): void {
+    if (this.#watchList) this.#initialEventsBody();
     for (let start = 0; start < Math.max(1, this.pods); start += pageSize || this.pods || 1) {
       this.#page(pageSize, start);
     }
@@ -289,8 +315,31 @@ export class FakeListServer {
     return body;
   }
 
+  /** Every pod as an ADDED event, then the bookmark that ends a watch-list's initial events. */
+  #initialEventsBody(): Buffer {
+    if (this.#initialEvents) return this.#initialEvents;
+    const bookmark = JSON.stringify({
+      type: 'BOOKMARK',
+      object: {
+        kind: 'Pod',
+        apiVersion: 'v1',
+        metadata: {
+          resourceVersion: this.resourceVersion,
+          annotations: { 'k8s.io/initial-events-end': 'true' },
+        },
+      },
+    });
+    // A watch event's object names its kind, as the API server writes it; a list's items do not.
+    const events = this.#items.map(
+      (item) => `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1",${item.slice(1)}}\n`,
+    );
+    this.#initialEvents = Buffer.from(`${events.join('')}${bookmark}\n`);
+    return this.#initialEvents;
+  }
+
   #watch(query: URLSearchParams, response: ServerResponse): void {
-    if (query.get('sendInitialEvents') === 'true') {
+    const initialEvents = query.get('sendInitialEvents') === 'true';
+    if (initialEvents && !this.#watchList) {
       // As an API server without watch-list: the client falls back to LIST + WATCH.
       this.counts.watchListsRefused += 1;
       status(response, 400, 'BadRequest', 'sendInitialEvents is not supported by this server');
@@ -300,6 +349,14 @@ export class FakeListServer {
     this.#watches.add(response);
     response.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     response.flushHeaders();
+    if (initialEvents) {
+      this.counts.watchLists += 1;
+      this.counts.lists += 1;
+      this.counts.firstListAtMs ??= performance.timeOrigin + performance.now();
+      const body = this.#initialEventsBody();
+      this.counts.bytesServed += body.length;
+      response.write(body);
+    }
     const timers: NodeJS.Timeout[] = [];
     if (query.get('allowWatchBookmarks') === 'true') {
       const bookmark = `${JSON.stringify({

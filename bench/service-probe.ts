@@ -33,16 +33,20 @@ export function httpStatus(url: string): Promise<number> {
   });
 }
 
-/** Resolves once `check` holds; throws naming `what` after `ms`, so a stuck run says why. */
+/**
+ * Resolves once `check` holds; throws naming `what` after `ms`, so a stuck run says why. `pollMs`:
+ * how long between checks (`POLL_INTERVAL_MS`); a measurement of when it first holds polls faster.
+ */
 export async function waitFor(
   what: string,
   check: () => Promise<boolean>,
   ms = DEFAULT_WAIT_MS,
+  pollMs = POLL_INTERVAL_MS,
 ): Promise<void> {
   const deadline = Date.now() + ms;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
 

@@ -10,8 +10,10 @@
  * transient memory measured here bound the protobuf default from above. The service's own process
  * is read from /proc every `SAMPLE_INTERVAL_MS` (RSS, and utime + stime), through three phases:
  *
- * 1. **Start → `/readyz` 200**: the initial LIST (pages of 500) and WATCH; CPU seconds, wall time,
- *    peak RSS.
+ * 1. **Start → `/readyz` 200**: the initial watch-list (the service's default; the server serves
+ *    it as an API server does) or, with `--initial-list list`, a LIST in pages of 500 and a WATCH;
+ *    CPU seconds, wall time (from the fork to the first 200, polled every `READY_POLL_MS`), peak
+ *    RSS.
  * 2. **Steady churn**: `--churn` pod updates a second (default 50) for `--steady-s` seconds
  *    (default 20): mean CPU in cores and the largest RSS sampled; then the heap after a full GC.
  * 3. **A relist**: every WATCH ended with 410 Expired, as compaction does; until the service's
@@ -36,6 +38,8 @@ import { freePort, httpStatus, ServiceQuestions, scrapeMetric, waitFor } from '.
 const SAMPLE_INTERVAL_MS = 50;
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks on every supported arch. */
 const CLOCK_TICKS_PER_SECOND = 100;
+/** How often `/readyz` is asked while the service starts: the start → ready time's resolution. */
+const READY_POLL_MS = 5;
 /** The page size the service lists with by default, prepared up front so serving costs nothing. */
 const LIST_PAGE_SIZE = 500;
 const MIB = 1024 * 1024;
@@ -56,7 +60,7 @@ const CPU_REQUEST_FLOOR_MILLI = 100;
 const IMAGE_HEAP_PERCENT = 50;
 
 const USAGE =
-  'usage: npm run bench:sizing -- [--pods N[,N…] (1000,10000,50000,150000)] [--churn N pod updates/s (50)] [--steady-s N (20)] [--no-verify] [--json]';
+  'usage: npm run bench:sizing -- [--pods N[,N…] (1000,10000,50000,150000)] [--churn N pod updates/s (50)] [--steady-s N (20)] [--initial-list watch-list|list (watch-list)] [--no-verify] [--json]';
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '1000,10000,50000,150000' },
@@ -64,9 +68,15 @@ const values = parseBenchArgs(
     'steady-s': { type: 'string', default: '20' },
     json: { type: 'boolean', default: false },
     'no-verify': { type: 'boolean', default: false },
+    'initial-list': { type: 'string', default: 'watch-list' },
   },
   USAGE,
 );
+const initialList = values['initial-list'];
+if (initialList !== 'watch-list' && initialList !== 'list') {
+  process.stderr.write(`--initial-list must be watch-list or list\n${USAGE}\n`);
+  process.exit(2);
+}
 const sizes = values.pods.split(',').map(Number);
 const churnPerSecond = Number(values.churn);
 const steadySeconds = Number(values['steady-s']);
@@ -160,7 +170,7 @@ interface SizeResult {
 }
 
 async function measure(pods: number, heapCapMiB?: number): Promise<SizeResult> {
-  const fake = await FakeListServer.start({ pods });
+  const fake = await FakeListServer.start({ pods, watchList: true });
   fake.prepare(LIST_PAGE_SIZE);
   const [apiPort, probePort] = [await freePort(), await freePort()];
   const base = `http://127.0.0.1:${apiPort}`;
@@ -172,6 +182,7 @@ async function measure(pods: number, heapCapMiB?: number): Promise<SizeResult> {
       '--source=kubernetes',
       `--kubeconfig=${fake.writeKubeconfig()}`,
       '--kube-api-content-type=json',
+      `--initial-list=${initialList}`,
       `--namespace=${ENGINE_NAMESPACE}`,
       '--leader-elect=false',
       `--listen=127.0.0.1:${apiPort}`,
@@ -199,10 +210,15 @@ async function measure(pods: number, heapCapMiB?: number): Promise<SizeResult> {
   };
   try {
     const started = sampler.samples[0] as ProcSample;
-    await waitFor(`the service to be ready with ${pods} pods`, async () => {
-      alive();
-      return (await httpStatus(`${probeBase}/readyz`)) === 200;
-    });
+    await waitFor(
+      `the service to be ready with ${pods} pods`,
+      async () => {
+        alive();
+        return (await httpStatus(`${probeBase}/readyz`)) === 200;
+      },
+      undefined,
+      READY_POLL_MS,
+    );
     const ready = sampler.take();
     const sync = sampler.phase(started, ready);
     load.push(loadavg()[0] ?? 0);
@@ -309,7 +325,7 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(
       ' ',
-    )}; churn ${churnPerSecond} pod updates/s for ${steadySeconds} s; JSON LIST, pages of ${LIST_PAGE_SIZE}`,
+    )}; churn ${churnPerSecond} pod updates/s for ${steadySeconds} s; JSON, ${initialList === 'list' ? `LIST in pages of ${LIST_PAGE_SIZE} + WATCH` : 'watch-list'}`,
 );
 
 for (const pods of sizes) {
