@@ -5,6 +5,9 @@
  * Every call is bounded in time (a timeout on the injected clock that covers the whole answer, body
  * included) and in size (the body is read as a stream and refused past `ROUTER_MAX_RESPONSE_BYTES`),
  * and honours the caller's signal; errors name the call and what went wrong, never the API key.
+ * Redirects are never followed (fetch's default follows them to any host, so a worker list and the
+ * API key's calls would land on a host `/api/v1/sinks` does not name): a 3xx answer is an error
+ * naming where it pointed.
  */
 import { isRecord } from '../kubernetes/client/api-errors.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
@@ -83,9 +86,9 @@ export interface RouterWorkerDetail {
 }
 
 /**
- * How a `POST /workers` ended when the router took it. Both results are a success for the sink;
- * `id`, when the router gave one, is what lets the sink follow a pending add with `GET
- * /workers/{id}`.
+ * How a `POST /workers` ended when the router took it. `id`, when the router gave one, is what
+ * lets the sink follow a pending add with `GET /workers/{id}`; an `exists` without one, for a URL
+ * the router does not list, is a router the sink cannot believe (it backs that URL off).
  */
 export type AddResult =
   | { result: 'accepted'; id?: string }
@@ -266,8 +269,16 @@ export class SglangRouterClient {
         method,
         headers,
         ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+        redirect: 'manual',
         signal: AbortSignal.any([signal, timeout.signal, refusal.signal]),
       });
+      if (response.status >= 300 && response.status < 400) {
+        await response.body?.cancel().catch(() => {});
+        throw new RouterRequestError(
+          `${call}: HTTP ${response.status} redirect${redirectTarget(response, this.url)}; ` +
+            'redirects are not followed: configure the URL the router answers on',
+        );
+      }
       const raw = await readBounded(response, this.#maxResponseBytes, () => {
         const error = new RouterRequestError(
           `${call}: the answer is larger than ${describeBytes(this.#maxResponseBytes)}; refused`,
@@ -284,6 +295,7 @@ export class SglangRouterClient {
       return { status: response.status, body, raw };
     } catch (error) {
       if (signal.aborted) throw abortReason(signal);
+      if (error instanceof RouterRequestError) throw error;
       if (timeout.signal.aborted) throw timeout.signal.reason;
       if (refusal.signal.aborted) throw refusal.signal.reason;
       throw new RouterRequestError(`${call}: ${this.#redact(describeFetchError(error))}`, {
@@ -347,6 +359,19 @@ async function readBounded(
     chunks.push(value);
   }
   return Buffer.concat(chunks, length).toString('utf8');
+}
+
+/**
+ * ` to <origin>` of a redirect's `Location` (only the origin: a path or query may carry anything),
+ * ` to another path of the same origin` when it stays there, or `` when there is none to read.
+ */
+function redirectTarget(response: Response, base: string): string {
+  const location = response.headers.get('location');
+  if (location === null) return '';
+  const target = URL.parse(location, `${base}/`);
+  if (target === null) return ' to an unreadable Location';
+  if (target.origin === new URL(base).origin) return ' to another path of the same origin';
+  return target.origin === 'null' ? ` to a ${target.protocol} URL` : ` to ${target.origin}`;
 }
 
 /** `16 MiB`, or the byte count when it is not a whole number of MiB. */

@@ -149,3 +149,38 @@ describe('SglangRouterClient bounds every answer', () => {
     ).toThrow(RangeError);
   });
 });
+
+describe('SglangRouterClient never follows a redirect', () => {
+  it('refuses a redirect to another host, naming only its origin, and sends nothing there', async () => {
+    const elsewhere: string[] = [];
+    const other = await serve((req, res) => {
+      elsewhere.push(`${req.method} ${req.url} ${req.headers.authorization ?? ''}`);
+      res.writeHead(202, { 'content-type': 'application/json' });
+      res.end('{"worker_id":"w-1"}');
+    });
+    const url = await serve((req, res) => {
+      res.writeHead(307, { location: `${other}${req.url}?token=abc` });
+      res.end();
+    });
+    const client = new SglangRouterClient({ url, apiKey: 'sekret-key', clock: new FakeClock() });
+    const error = await client.addWorker('http://10.0.0.1:8000', signal()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RouterRequestError);
+    expect((error as Error).message).toBe(
+      `POST /workers: HTTP 307 redirect to ${other}; redirects are not followed: configure the URL the router answers on`,
+    );
+    expect(elsewhere).toEqual([]);
+  });
+
+  it('refuses a redirect within the same origin too, and says it stayed there', async () => {
+    const url = await serve((_req, res) => {
+      res.writeHead(301, { location: '/v2/workers?secret=1' });
+      res.end();
+    });
+    const client = new SglangRouterClient({ url, clock: new FakeClock() });
+    await expect(client.listWorkers(signal())).rejects.toThrow(
+      new RouterRequestError(
+        'GET /workers: HTTP 301 redirect to another path of the same origin; redirects are not followed: configure the URL the router answers on',
+      ),
+    );
+  });
+});
