@@ -41,7 +41,12 @@ export {
   type ObservedLease,
 } from './coordination/lease-record.js';
 export { formatMicroTime } from './coordination/micro-time.js';
-export { type Phase, type Pipeline, PipelineError } from './coordination/pipeline.js';
+export {
+  type DeployResult,
+  type Phase,
+  type Pipeline,
+  PipelineError,
+} from './coordination/pipeline.js';
 export {
   type ClusterOptions,
   checkClusterConfig,

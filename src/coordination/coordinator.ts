@@ -5,17 +5,30 @@
  *
  * From haptic's `reconciler.Coordinator` (triggers fire immediately, no debounce; the pipeline is
  * a direct call; every started reconciliation publishes exactly one completion) with the
- * retry and drift timers folded in, so one object owns everything that can begin a run:
+ * retry, requeue and drift timers folded into one, so one object owns everything that can begin a
+ * run:
  *
  *   stopped ──start()──► started ──stop()──► stopping ──running run settled──► stopped
- *                          │  trigger / retry / drift ──► one reconciliation at a time
+ *                          │  trigger / retry / requeue / drift ──► one reconciliation at a time
+ *
+ * A pipeline that wants to run again later says so in its deploy's result (`{ requeueAfterMs }`,
+ * COORDINATION.md amendment 1) instead of keeping a timer of its own.
+ *
+ * Size: one state machine (lifecycle, the one timer, the phases and their events); the timer's
+ * choice between retry, requeue and drift is the single-owner rule, so it stays beside the runs.
  */
 
 import { exponentialBackoffMs } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { failureDelaysMs, positiveDurationMs } from '../runtime/positive-duration.js';
-import { describeThrown, type Phase, type Pipeline, PipelineError } from './pipeline.js';
+import {
+  describeThrown,
+  type Phase,
+  type Pipeline,
+  PipelineError,
+  requeueDelayMs,
+} from './pipeline.js';
 
 /** First retry after a failed reconciliation: soon enough for a transient error to clear quickly. */
 export const DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS = 1_000;
@@ -91,15 +104,18 @@ interface Running {
   done: Promise<void>;
 }
 
-/** The one timer that can begin a run by itself: a retry after a failure, or else drift. */
+/**
+ * The one timer that can begin a run by itself: a retry after a failure; after a success, the
+ * earlier of the requeue the deploy asked for and drift. Its kind is the run's reason.
+ */
 interface PendingTimer {
-  kind: 'retry' | 'drift';
+  kind: 'retry' | 'requeue' | 'drift';
   dueAtMs: number;
   controller: AbortController;
 }
 
 type Outcome =
-  | { result: 'success' }
+  | { result: 'success'; requeueAfterMs: number | undefined }
   | { result: 'aborted' }
   | { result: 'failure'; error: PipelineError };
 
@@ -113,7 +129,7 @@ function positiveFinite(name: string, value: unknown, fallback: number): number 
 }
 
 /**
- * The one owner of everything that can begin a reconciliation (trigger, retry, drift), so two runs
+ * The one owner of everything that can begin a reconciliation (trigger, retry, requeue, drift), so two runs
  * never overlap and no timer outlives a term. One instance serves many terms: `start()` on gaining
  * leadership, `stop()` on losing it; run ids keep counting across terms so events of two terms
  * never share an id.
@@ -198,7 +214,7 @@ export class Coordinator<D> {
   }
 
   /**
-   * Ends the term: cancels the pending retry, follow-up and drift timer, aborts the running
+   * Ends the term: cancels the pending retry, requeue, follow-up and drift timer, aborts the running
    * reconciliation and waits for it to settle. Idempotent.
    */
   stop(): Promise<void> {
@@ -294,7 +310,7 @@ export class Coordinator<D> {
       durationMs: atMs - startedAtMs,
     });
     this.#logger.debug({ id, result: outcome.result }, 'reconciliation completed');
-    this.#next(outcome.result);
+    this.#next(outcome);
   }
 
   /** Render, validate, deploy; after each settles, an aborted signal ends the run as aborted. */
@@ -312,7 +328,14 @@ export class Coordinator<D> {
     if (this.#pipeline.validate) {
       phases.push(['validate', () => this.#pipeline.validate?.(desired as D, signal)]);
     }
-    phases.push(['deploy', () => this.#pipeline.deploy(desired as D, signal)]);
+    let requeueAfterMs: number | undefined;
+    phases.push([
+      'deploy',
+      () =>
+        Promise.resolve(this.#pipeline.deploy(desired as D, signal)).then((result) => {
+          requeueAfterMs = requeueDelayMs(result);
+        }),
+    ]);
 
     for (const [phase, call] of phases) {
       const phaseStartMs = this.#clock.now();
@@ -330,17 +353,21 @@ export class Coordinator<D> {
         durationMs: this.#clock.now() - phaseStartMs,
       });
     }
-    return { result: 'success' };
+    return { result: 'success', requeueAfterMs };
   }
 
-  /** After a run: the follow-up if triggers arrived, else a retry after a failure, else drift. */
-  #next(result: ReconciliationResult): void {
+  /**
+   * After a run: the follow-up if triggers arrived, else a retry after a failure, else (after a
+   * success) the earlier of the requeue the deploy asked for and drift; an aborted run arms
+   * nothing. A requeue due no later than drift wins the tie: drift replaces it only when sooner.
+   */
+  #next(outcome: Outcome): void {
     if (this.#lifecycle !== 'started') return;
     if (this.#pendingReasons.size > 0) {
       this.#begin();
       return;
     }
-    if (result === 'failure') {
+    if (outcome.result === 'failure') {
       this.#arm(
         'retry',
         exponentialBackoffMs(
@@ -349,8 +376,15 @@ export class Coordinator<D> {
           this.#consecutiveFailures,
         ),
       );
-    } else if (result === 'success' && this.#driftIntervalMs !== null) {
-      this.#arm('drift', this.#driftIntervalMs);
+      return;
+    }
+    if (outcome.result !== 'success') return;
+    const requeueMs = outcome.requeueAfterMs;
+    const driftMs = this.#driftIntervalMs;
+    if (requeueMs !== undefined && (driftMs === null || requeueMs <= driftMs)) {
+      this.#arm('requeue', requeueMs);
+    } else if (driftMs !== null) {
+      this.#arm('drift', driftMs);
     }
   }
 

@@ -18,7 +18,29 @@ export type Phase = 'render' | 'validate' | 'deploy';
 export interface Pipeline<D> {
   render(signal: AbortSignal): D | Promise<D>;
   validate?(desired: D, signal: AbortSignal): void | Promise<void>;
-  deploy(desired: D, signal: AbortSignal): void | Promise<void>;
+  deploy(desired: D, signal: AbortSignal): DeployResult | Promise<DeployResult>;
+}
+
+/**
+ * What `deploy` may return (COORDINATION.md amendment 1; kube-rs's `Action::requeue`,
+ * controller-runtime's `Result{RequeueAfter}`): `{ requeueAfterMs }` asks the coordinator to run
+ * again that many ms after this successful run completed, because the deploy left something that
+ * only time settles (a target held by its backoff, a change a target has not shown yet). Nothing
+ * else (`undefined`, a missing, zero, negative or non-finite value) asks for anything, so a
+ * pipeline never needs a timer of its own.
+ */
+export type DeployResult =
+  // biome-ignore lint/suspicious/noConfusingVoidType: the contract's type; a deploy that returns nothing (`() => void`) must fit it.
+  void | { requeueAfterMs?: number };
+
+/**
+ * The requeue delay a deploy asked for, or `undefined` when it asked for none: only a positive
+ * finite `requeueAfterMs` counts; any other value or shape is ignored, never an error.
+ */
+export function requeueDelayMs(result: unknown): number | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const value = (result as { requeueAfterMs?: unknown }).requeueAfterMs;
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
 }
 
 /** Text for anything thrown: an Error's message, otherwise `String(value)`. */

@@ -3,7 +3,7 @@
  * wall clocks, a clock whose reading can jump without firing timers, and elector / coordinator
  * set-ups that record everything observable in one ordered log.
  */
-import type { Clock, CoordinatorEvent, Phase, Pipeline } from '../../src/index.js';
+import type { Clock, CoordinatorEvent, DeployResult, Phase, Pipeline } from '../../src/index.js';
 import { Coordinator, EventBus, LeaderElector } from '../../src/index.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseLock, FakeLeaseStore } from '../support/fake-lease-lock.js';
@@ -295,7 +295,7 @@ export class ScriptedPipeline {
   pipeline(withValidate = true): Pipeline<unknown> {
     const render = (signal: AbortSignal) => this.#invoke('render', signal, undefined);
     const deploy = (desired: unknown, signal: AbortSignal) =>
-      this.#invoke('deploy', signal, desired) as void | Promise<void>;
+      this.#invoke('deploy', signal, desired) as DeployResult | Promise<DeployResult>;
     if (!withValidate) return { render, deploy };
     const validate = (desired: unknown, signal: AbortSignal) =>
       this.#invoke('validate', signal, desired) as void | Promise<void>;
