@@ -235,9 +235,9 @@ function timingReplace(
   applyMs: () => number | undefined;
 } {
   let applyMs: number | undefined;
-  const timed: Source<Pod> = () => ({
+  const timed: Source<Pod> = (signal) => ({
     [Symbol.asyncIterator]: () => {
-      const inner = source()[Symbol.asyncIterator]();
+      const inner = source(signal)[Symbol.asyncIterator]();
       let replacedAt: number | undefined;
       return {
         next: async () => {

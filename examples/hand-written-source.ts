@@ -10,7 +10,7 @@ interface Process {
 }
 
 // A restartable source: every call opens a fresh stream that starts with the whole world.
-const source: Source<Process> = async function* (): AsyncGenerator<SourceEvent<Process>> {
+const source: Source<Process> = async function* (signal): AsyncGenerator<SourceEvent<Process>> {
   yield {
     type: 'replace',
     objects: new Map([
@@ -20,7 +20,8 @@ const source: Source<Process> = async function* (): AsyncGenerator<SourceEvent<P
   };
   yield { type: 'upsert', key: 'b-0', object: { name: 'b-0', pool: 'b' } };
   yield { type: 'delete', key: 'a-1' };
-  await new Promise(() => {}); // stay open; stop() closes the stream
+  // Stay open until the loop is done with this stream: it aborts the stream's own signal.
+  await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
 };
 
 const seen: string[] = [];

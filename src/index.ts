@@ -82,6 +82,7 @@ export type {
 export { abortReason, type Clock, realClock } from './runtime/clock.js';
 export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
 export type { Logger } from './runtime/logger.js';
+export { NO_LOGGER_WARNING_CODE } from './runtime/no-logger-warning.js';
 export {
   ObjectStore,
   type ObjectStoreOptions,
@@ -92,6 +93,7 @@ export {
   DEFAULT_FAILURE_MAX_DELAY_MS,
   DEFAULT_RESYNC_PERIOD_MS,
   DEFAULT_SOURCE_RETRY_DELAY_MS,
+  InitialSyncTimeoutError,
   LoopStoppedError,
   type Reconcile,
   ReconcileLoop,
@@ -116,6 +118,7 @@ export {
   DEFAULT_SOURCE_RETRY_MAX_DELAY_MS,
   SourceStreamDriver,
   type SourceStreamDriverOptions,
+  SourceStreamEndedError,
   StreamDidNotOpenWithReplaceError,
 } from './runtime/source-stream-driver.js';
 export { WorkQueue } from './runtime/work-queue.js';

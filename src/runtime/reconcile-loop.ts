@@ -16,6 +16,7 @@
 import { abortReason, type Clock, realClock } from './clock.js';
 import { type LoopInstrumentation, noInstrumentation } from './instrumentation.js';
 import { type Logger, silentLogger } from './logger.js';
+import { describeFailure, NoLoggerWarning } from './no-logger-warning.js';
 import { ObjectStore } from './object-store.js';
 import { failureDelaysMs, positiveDurationMs } from './positive-duration.js';
 import { isInsideReconcileOf, runAsReconcile } from './reconcile-context.js';
@@ -88,9 +89,21 @@ export interface ReconcileLoopOptions<T> {
    * failure streak. Default `DEFAULT_SOURCE_RETRY_MAX_DELAY_MS`; at least `sourceRetryDelayMs`.
    */
   sourceRetryMaxDelayMs?: number;
+  /**
+   * How long `start()` waits for the initial sync (the first `replace` applied) before it rejects
+   * with an `InitialSyncTimeoutError` carrying the source's last failure as its `cause`, leaving
+   * nothing running; controller-runtime's `CacheSyncTimeout`. Default `null`: wait for ever, since
+   * a source that is merely slow (a LIST of a large cluster) must not be cut short unless asked.
+   * Measured on `clock`, from the moment `start()` is called.
+   */
+  syncTimeoutMs?: number | null;
   /** Every wait (retry poller, resync, source reopen, the worker's yields) goes through it. */
   clock?: Clock;
-  /** Failed reconciles and source trouble are logged here; silent by default. */
+  /**
+   * Failed reconciles and source trouble are logged here. Without one nothing is logged, except
+   * that the first failed reconcile and the first failed source stream each raise one
+   * `POOL_CONTROLLER_NO_LOGGER` process warning, so failures are never wholly silent.
+   */
   logger?: Logger;
   /** Queue and worker events for metrics; the runtime itself depends on no metrics library. */
   instrumentation?: LoopInstrumentation;
@@ -130,6 +143,15 @@ export class LoopStoppedError extends Error {
   override readonly name = 'LoopStoppedError';
 }
 
+/**
+ * The rejection `start()` gives when the initial sync took longer than `syncTimeoutMs`. Its
+ * message quotes the source's last failure (an unreachable server, a refused LIST), which is also
+ * its `cause`, so the caller learns why without a logger.
+ */
+export class InitialSyncTimeoutError extends Error {
+  override readonly name = 'InitialSyncTimeoutError';
+}
+
 function positiveFinite(name: string, value: unknown, fallback: number): number {
   return positiveDurationMs('ReconcileLoop', name, value, fallback);
 }
@@ -153,9 +175,12 @@ export class ReconcileLoop<T> implements AsyncDisposable {
   readonly #resyncPeriodMs: number | null;
   readonly #failureBaseDelayMs: number;
   readonly #failureMaxDelayMs: number;
+  readonly #syncTimeoutMs: number | null;
   readonly #clock: Clock;
   readonly #sliceClock: () => number;
   readonly #logger: Logger;
+  /** Present only when no logger was given: the one warning about failed reconciles. */
+  readonly #noLoggerWarning: NoLoggerWarning | undefined;
   readonly #instrumentation: LoopInstrumentation;
   readonly #store: ObjectStore<T>;
   readonly #queue = new WorkQueue<ParentKey>();
@@ -205,10 +230,15 @@ export class ReconcileLoop<T> implements AsyncDisposable {
         `ReconcileLoop: sourceRetryMaxDelayMs (${sourceRetryMaxDelayMs}) must be >= sourceRetryDelayMs (${sourceRetryDelayMs})`,
       );
     }
+    this.#syncTimeoutMs =
+      options.syncTimeoutMs === null || options.syncTimeoutMs === undefined
+        ? null
+        : positiveFinite('syncTimeoutMs', options.syncTimeoutMs, 0);
     this.#reconcile = options.reconcile;
     this.#clock = options.clock ?? realClock;
     this.#sliceClock = options.sliceClock ?? (() => performance.now());
     this.#logger = options.logger ?? silentLogger;
+    this.#noLoggerWarning = options.logger ? undefined : new NoLoggerWarning();
     this.#instrumentation = options.instrumentation ?? noInstrumentation;
     this.#store = new ObjectStore<T>(options.keyMap, { logger: this.#logger });
     this.#driver = new SourceStreamDriver<T>({
@@ -220,7 +250,8 @@ export class ReconcileLoop<T> implements AsyncDisposable {
       retryDelayMs: sourceRetryDelayMs,
       retryMaxDelayMs: sourceRetryMaxDelayMs,
       clock: this.#clock,
-      logger: this.#logger,
+      // The caller's logger as given: without one, the driver raises its own no-logger warning.
+      logger: options.logger,
     });
   }
 
@@ -246,16 +277,25 @@ export class ReconcileLoop<T> implements AsyncDisposable {
     }
     const lifetime = this.#lifetime.signal;
     this.#driverDone = this.#driver.run(lifetime);
-    const syncAbort = signal ? AbortSignal.any([lifetime, signal]) : lifetime;
+    const deadline = this.#armSyncDeadline();
+    const syncAbort = AbortSignal.any([
+      lifetime,
+      ...(signal ? [signal] : []),
+      ...(deadline ? [deadline.signal] : []),
+    ]);
     try {
       await this.#driver.waitForSync(syncAbort);
       if (lifetime.aborted) throw abortReason(lifetime);
     } catch (err) {
+      const timedOut = deadline?.signal.aborted === true && !lifetime.aborted && !signal?.aborted;
       await this.#abandonStart();
+      if (timedOut) throw err;
       if (lifetime.aborted && !signal?.aborted) {
         throw new LoopStoppedError('ReconcileLoop was stopped before the initial sync completed');
       }
       throw err;
+    } finally {
+      deadline?.disarm();
     }
     this.#phase = 'running';
     this.#retries = new RetryScheduler<ParentKey>({
@@ -277,6 +317,35 @@ export class ReconcileLoop<T> implements AsyncDisposable {
         lifetime,
       );
     }
+  }
+
+  /**
+   * With `syncTimeoutMs`, a signal the loop's clock aborts that long from now with an
+   * `InitialSyncTimeoutError` quoting the source's last failure; `disarm()` cancels the timer
+   * once the wait is over either way, so no sleeper outlives `start()`.
+   */
+  #armSyncDeadline(): { signal: AbortSignal; disarm: () => void } | undefined {
+    const timeoutMs = this.#syncTimeoutMs;
+    if (timeoutMs === null) return undefined;
+    const deadline = new AbortController();
+    const timer = new AbortController();
+    this.#clock.sleep(timeoutMs, timer.signal).then(
+      () => deadline.abort(this.#syncTimeoutError(timeoutMs)),
+      () => {}, // disarmed: the wait ended first
+    );
+    return { signal: deadline.signal, disarm: () => timer.abort() };
+  }
+
+  #syncTimeoutError(timeoutMs: number): InitialSyncTimeoutError {
+    const failure = this.#driver.lastFailure;
+    const message = `ReconcileLoop: the initial sync did not finish within ${timeoutMs} ms`;
+    if (!failure) {
+      return new InitialSyncTimeoutError(`${message}; no source stream failed meanwhile`);
+    }
+    return new InitialSyncTimeoutError(
+      `${message}; the source's last failure: ${describeFailure(failure.error)}`,
+      { cause: failure.error },
+    );
   }
 
   /** Leaves nothing running after a start that did not complete. */
@@ -419,6 +488,11 @@ export class ReconcileLoop<T> implements AsyncDisposable {
           this.#logger.warn({ err, key }, 'reconcile ended by stop()');
         } else {
           this.#logger.error({ err, key }, 'reconcile failed');
+          this.#noLoggerWarning?.raise(
+            `ReconcileLoop: reconcile of ${JSON.stringify(key)} failed (${describeFailure(err)}) ` +
+              'and will be retried; no `logger` option was given, so this and later failures ' +
+              'are otherwise silent: pass `logger` to see them',
+          );
         }
       } finally {
         this.#inFlight = undefined;

@@ -37,8 +37,14 @@ export type SourceEvent<T> =
  * must open with a `replace`, so that reopening after any failure re-establishes the whole truth.
  * A function rather than an iterable because the consumer (`SourceStreamDriver`) reopens it
  * whenever a stream ends or fails, and closes a stream with `return()` on its iterator.
+ *
+ * `signal` is the stream's own: the consumer aborts it when it is done with that stream (a stop,
+ * or a failure it is about to reopen after), no later than it calls `return()`. `return()` alone
+ * reaches an async generator only at its next `yield`, so a source that waits inside an `await`
+ * (a poll interval, a request) passes `signal` to that wait and stops at once, and its `finally`
+ * runs; a source may ignore it (RUNTIME.md, amendment 2).
  */
-export type Source<T> = () => AsyncIterable<SourceEvent<T>>;
+export type Source<T> = (signal: AbortSignal) => AsyncIterable<SourceEvent<T>>;
 
 /**
  * Maps an object to the parent it belongs to (a pod to its cell): the unit a reconcile is run for.

@@ -11,6 +11,7 @@
 import { exponentialBackoffMs } from './backoff.js';
 import { abortReason, type Clock, realClock } from './clock.js';
 import { type Logger, silentLogger } from './logger.js';
+import { describeFailure, NoLoggerWarning } from './no-logger-warning.js';
 import type { ObjectStore } from './object-store.js';
 import type { ParentKey, Source, SourceEvent } from './source-event.js';
 
@@ -43,8 +44,12 @@ export interface SourceStreamDriverOptions<T> {
   retryMaxDelayMs?: number;
   /** Times the reopen delay and the yields between slices of a large `replace`. */
   clock?: Clock;
-  /** Where failed, ended and unclosable streams are reported; silent by default. */
-  logger?: Logger;
+  /**
+   * Where failed, ended and unclosable streams are reported. Without one nothing is logged, but
+   * the first failed stream raises one `POOL_CONTROLLER_NO_LOGGER` process warning, so a source
+   * that cannot reach its server is never silent.
+   */
+  logger?: Logger | undefined;
 }
 
 /**
@@ -60,6 +65,14 @@ export const REPLACE_SLICE_SIZE = 1_000;
  * failure streak.
  */
 export const DEFAULT_SOURCE_RETRY_MAX_DELAY_MS = 30_000;
+
+/** The reason a stream's signal carries when the driver closes it after an end or a failure. */
+const STREAM_CLOSED_MESSAGE = 'the source stream was closed';
+
+/** The failure the driver records when a stream ended by itself: a source must not end. */
+export class SourceStreamEndedError extends Error {
+  override readonly name = 'SourceStreamEndedError';
+}
 
 /** Why a stream was rejected before anything of it was applied. */
 export class StreamDidNotOpenWithReplaceError extends Error {
@@ -93,6 +106,10 @@ export class SourceStreamDriver<T> {
   /** Clock time the open stream's first `replace` was fully applied; undefined before that. */
   #openedAt: number | undefined;
   #syncWaiters = new Set<() => void>();
+  /** The most recent failed stream's error, boxed so a thrown `undefined` still counts. */
+  #lastFailure: { error: unknown } | undefined;
+  /** Present only when no logger was given. */
+  readonly #noLoggerWarning: NoLoggerWarning | undefined;
 
   constructor(options: SourceStreamDriverOptions<T>) {
     if (typeof options.source !== 'function') {
@@ -119,6 +136,16 @@ export class SourceStreamDriver<T> {
     this.#retryMaxDelayMs = retryMaxDelayMs;
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#noLoggerWarning = options.logger ? undefined : new NoLoggerWarning();
+  }
+
+  /**
+   * What the most recent failed stream failed with (its error, or a `SourceStreamEndedError` for
+   * a stream that ended by itself); undefined while none has failed. `ReconcileLoop` quotes it
+   * when the initial sync times out, so "it never synced" comes with the reason.
+   */
+  get lastFailure(): { error: unknown } | undefined {
+    return this.#lastFailure;
   }
 
   /** True for good once the first `replace` has been applied. */
@@ -182,13 +209,20 @@ export class SourceStreamDriver<T> {
   async #pumpOneStream(signal: AbortSignal): Promise<void> {
     let iterator: AsyncIterator<SourceEvent<T>> | undefined;
     let finishedByItself = false;
+    // The stream's own signal (RUNTIME.md, amendment 2): aborted the moment `run` is (the driver
+    // reads nothing more of the stream from then on), else when the stream is closed after it
+    // ended or failed, always before `return()`, so a source parked in an `await` stops at once.
+    const stream = new AbortController();
+    const abortStream = (): void => stream.abort(abortReason(signal));
+    signal.addEventListener('abort', abortStream, { once: true });
     try {
-      iterator = this.#source()[Symbol.asyncIterator]();
+      iterator = this.#source(stream.signal)[Symbol.asyncIterator]();
       let opened = false;
       for (;;) {
         const result = await nextOrAbort(iterator, signal);
         if (result.done) {
           finishedByItself = true;
+          this.#failed(new SourceStreamEndedError('the source stream ended by itself'));
           this.#logger.warn({}, 'source stream ended; reopening');
           return;
         }
@@ -210,10 +244,26 @@ export class SourceStreamDriver<T> {
       }
     } catch (err) {
       if (signal.aborted) return;
+      this.#failed(err);
       this.#logger.warn({ err }, 'source stream failed; reopening');
     } finally {
+      signal.removeEventListener('abort', abortStream);
+      stream.abort(new DOMException(STREAM_CLOSED_MESSAGE, 'AbortError'));
       if (iterator && !finishedByItself) this.#close(iterator);
     }
+  }
+
+  /**
+   * Notes a failed stream (an end, a throw, a bad first event, a throwing `source()`): kept for
+   * `lastFailure`, and, without a logger, the one `POOL_CONTROLLER_NO_LOGGER` warning.
+   */
+  #failed(err: unknown): void {
+    this.#lastFailure = { error: err };
+    this.#noLoggerWarning?.raise(
+      `SourceStreamDriver: a source stream failed (${describeFailure(err)}) and is being reopened; ` +
+        'no `logger` option was given, so this and later failures are otherwise silent: ' +
+        'pass `logger` to see them',
+    );
   }
 
   #deliver(event: SourceEvent<T>): void {

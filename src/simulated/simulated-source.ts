@@ -104,7 +104,7 @@ export class SimulatedPodSource implements PodSource {
           this.#world.createReadyCell(pool, group);
       }
     }
-    this.source = () => this.#open();
+    this.source = (signal) => this.#open(signal);
   }
 
   /** Pods in the simulated world now. */
@@ -169,12 +169,14 @@ export class SimulatedPodSource implements PodSource {
     this.#current = undefined;
   }
 
-  #open(): AsyncIterable<SourceEvent<Pod>> {
+  /** A new stream, superseding the open one; `signal` aborting ends it as `return()` would. */
+  #open(signal: AbortSignal | undefined): AsyncIterable<SourceEvent<Pod>> {
     if (this.#closed) throw new Error('the simulated source is closed');
     this.#current?.end();
-    const stream = new SimulatedStream(this);
+    const stream = new SimulatedStream(this, signal);
     this.#current = stream;
     this.#counters.watchOpens += 1;
+    if (signal?.aborted) stream.end(); // opened already done with: it delivers nothing
     return { [Symbol.asyncIterator]: () => stream };
   }
 
@@ -231,8 +233,9 @@ export class SimulatedPodSource implements PodSource {
 }
 
 /**
- * One stream. Hand-written rather than an async generator: a generator suspended in a sleep
- * cannot be interrupted by `return()`, and a stream must close (and cancel its timer) at once.
+ * One stream. Hand-written rather than an async generator, so `return()` closes it at once even
+ * while it sleeps between steps; its signal (RUNTIME.md, amendment 2) does the same, so the story
+ * timer stops when the consumer is done with the stream, whether or not `return()` follows.
  */
 class SimulatedStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #owner: SimulatedPodSource;
@@ -243,8 +246,14 @@ class SimulatedStream implements AsyncIterator<SourceEvent<Pod>> {
   /** Aborts the current sleep: on `end()` and on a relist request. */
   #wake: AbortController | undefined;
 
-  constructor(owner: SimulatedPodSource) {
+  /** The stream's signal, and the listener that ends the stream when it aborts. */
+  readonly #signal: AbortSignal | undefined;
+  readonly #endOnAbort = (): void => this.end();
+
+  constructor(owner: SimulatedPodSource, signal: AbortSignal | undefined) {
     this.#owner = owner;
+    this.#signal = signal;
+    signal?.addEventListener('abort', this.#endOnAbort, { once: true });
   }
 
   requestRelist(): void {
@@ -255,6 +264,7 @@ class SimulatedStream implements AsyncIterator<SourceEvent<Pod>> {
   end(): void {
     if (this.#ended) return;
     this.#ended = true;
+    this.#signal?.removeEventListener('abort', this.#endOnAbort);
     this.#pending.length = 0;
     this.#wake?.abort();
     this.#owner.streamEnded(this);

@@ -149,7 +149,7 @@ class RecordingSource {
   readonly source: Source<Pod>;
 
   constructor(inner: Source<Pod>) {
-    this.source = () => ({
+    this.source = (signal) => ({
       [Symbol.asyncIterator]: (): AsyncIterator<SourceEvent<Pod>> => {
         this.opens += 1;
         const gate = this.#gate;
@@ -160,7 +160,7 @@ class RecordingSource {
             if (!iterator) {
               await gate;
               if (closed) return { done: true, value: undefined };
-              iterator = inner()[Symbol.asyncIterator]();
+              iterator = inner(signal)[Symbol.asyncIterator]();
             }
             const result = await iterator.next();
             if (!result.done) this.events.push(record(result.value));

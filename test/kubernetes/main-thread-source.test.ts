@@ -54,7 +54,7 @@ describe('WorkerPodSource', () => {
     server.pods = ['a', 'b', 'c'].map((name) => rawPod({ name }));
     server.resourceVersion = '5';
     const source = workerSource({ labelSelector: 'app=engine', replaceChunkSize: 2 });
-    const stream = drain(source.source());
+    const stream = drain(source.source(new AbortController().signal));
     const watch = await server.watch();
     await waitFor('the replace', () => stream.items.length === 1);
     expect(replaceKeys(stream, 0)).toEqual(['default/a', 'default/b', 'default/c']);
@@ -84,7 +84,7 @@ describe('WorkerPodSource', () => {
 
   it('closes the connection in the worker when the stream is closed', async () => {
     const source = workerSource();
-    const stream = drain(source.source());
+    const stream = drain(source.source(new AbortController().signal));
     const watch = await server.watch();
     await stream.close();
     await watch.closed;
@@ -92,10 +92,22 @@ describe('WorkerPodSource', () => {
     await waitFor('the stopped phase', () => source.stats().phase === 'idle');
   });
 
+  it('closes the connection in the worker when the stream’s signal aborts, without return()', async () => {
+    const source = workerSource();
+    const opened = new AbortController();
+    const stream = drain(source.source(opened.signal));
+    const watch = await server.watch();
+    opened.abort();
+    await watch.closed;
+    await waitFor('the stream to end', () => stream.done);
+    expect(stream.error).toBeUndefined();
+    await waitFor('the idle phase', () => source.stats().phase === 'idle');
+  });
+
   it('fails the stream when the worker thread dies mid-stream; the next stream relists', async () => {
     server.pods = [rawPod({ name: 'a' })];
     const source = workerSource();
-    const first = drain(source.source());
+    const first = drain(source.source(new AbortController().signal));
     await server.watch(1);
     await waitFor('the first replace', () => first.items.length === 1);
     // The server has the WATCH before the worker has its answer and reports it: a crash before
@@ -107,7 +119,7 @@ describe('WorkerPodSource', () => {
     expect(String(first.error)).toContain('reflector worker failed');
 
     server.pods = [rawPod({ name: 'b' })];
-    const second = drain(source.source());
+    const second = drain(source.source(new AbortController().signal));
     await server.watch(2);
     await waitFor('the second replace', () => second.items.length === 1);
     expect(replaceKeys(second, 0)).toEqual(['default/b']);
@@ -120,19 +132,19 @@ describe('WorkerPodSource', () => {
   it('fails a stream whose thread dies while starting; the next stream runs', async () => {
     server.pods = [rawPod({ name: 'a' })];
     const source = workerSource();
-    const first = drain(source.source());
+    const first = drain(source.source(new AbortController().signal));
     await server.watch(1);
     await waitFor('the first replace', () => first.items.length === 1);
     // When the crashed thread's exit is handled, piscina has already begun starting its
     // replacement: the second stream's task is queued for a thread that is still booting, and the
     // second termination kills that thread before it ever takes the task.
     await source.terminateWorker();
-    const second = drain(source.source());
+    const second = drain(source.source(new AbortController().signal));
     await source.terminateWorker();
     await waitFor('the second stream to fail', () => second.done);
     expect(String(second.error)).toMatch(/reflector worker/);
 
-    const third = drain(source.source());
+    const third = drain(source.source(new AbortController().signal));
     await server.watch(2);
     await waitFor('the third replace', () => third.items.length === 1);
     expect(replaceKeys(third, 0)).toEqual(['default/a']);
@@ -145,16 +157,16 @@ describe('WorkerPodSource', () => {
     const source = workerSource({ clock, streamStartTimeoutMs: 1_000 });
     // Piscina gives a thread only one abortable task at a time, so a second stream waits in its
     // queue while the first runs: from the source's side, exactly what a wedged thread looks like.
-    const running = drain(source.source());
+    const running = drain(source.source(new AbortController().signal));
     await server.watch(1);
-    const waiting = drain(source.source());
+    const waiting = drain(source.source(new AbortController().signal));
     await clock.advance(1_000);
     await waitFor('the waiting stream to fail', () => waiting.done);
     expect(String(waiting.error)).toContain('no reflector worker thread started the stream');
     await waitFor('the running stream to fail', () => running.done);
     expect(String(running.error)).toContain('reflector worker failed');
 
-    const next = drain(source.source());
+    const next = drain(source.source(new AbortController().signal));
     await server.watch(2);
     await waitFor('the next replace', () => next.items.length === 1);
     await next.close();
@@ -175,7 +187,7 @@ describe('WorkerPodSource', () => {
     // its byte budget (which refuses the LIST instead, tested in worker-thread-task.test.ts).
     const one = rawPod({ name: 'same', uid: 'u'.repeat(1_000) });
     server.pods = Array.from({ length: 100_000 }, () => one);
-    const stream = drain(source.source());
+    const stream = drain(source.source(new AbortController().signal));
     // Awaited, not polled: the worker takes seconds to fill its heap, and a check every turn
     // would keep a core busy that the worker and the fake server need. The test's own timeout
     // bounds it.
@@ -185,7 +197,7 @@ describe('WorkerPodSource', () => {
 
   it('fails the stream with a clear message when the kubeconfig cannot be read', async () => {
     const source = workerSource({ kubeconfigPath: '/nonexistent/kubeconfig' });
-    const stream = drain(source.source());
+    const stream = drain(source.source(new AbortController().signal));
     await waitFor('the stream to fail', () => stream.done);
     expect(String(stream.error)).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
   });
@@ -228,7 +240,7 @@ describe('WorkerPodSource', () => {
     await source.close();
     await source.close();
     expect(source.stats().phase).toBe('stopped');
-    const stream = drain(source.source());
+    const stream = drain(source.source(new AbortController().signal));
     await waitFor('the stream to fail', () => stream.done);
     expect(String(stream.error)).toContain('closed');
   });

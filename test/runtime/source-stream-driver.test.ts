@@ -503,10 +503,11 @@ describe('SourceStreamDriver closing', () => {
 });
 
 describe('SourceStreamDriver without a logger', () => {
-  it('logs nothing anywhere while streams fail, end and refuse to close', async () => {
+  it('logs nothing to the console while streams fail, end and refuse to close; warns once', async () => {
     const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) =>
       vi.spyOn(console, m).mockImplementation(() => {}),
     );
+    const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     const clock = new FakeClock();
     const fake = new FakeSource<Obj>();
     fake.returnBehaviour = 'throw';
@@ -534,6 +535,10 @@ describe('SourceStreamDriver without a logger', () => {
     expect(fake.opens).toBe(4);
     expect(driver.synced).toBe(true);
     for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+    // The one exception (RUNTIME.md, amendment 2): the first failure, as a process warning.
+    expect(warning.mock.calls.map(([message, options]) => [String(message), options])).toEqual([
+      [expect.stringContaining('factory down'), { code: 'POOL_CONTROLLER_NO_LOGGER' }],
+    ]);
   });
 });
 

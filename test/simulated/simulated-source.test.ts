@@ -68,10 +68,10 @@ async function take(iterator: AsyncIterator<SourceEvent<Pod>>): Promise<SourceEv
 describe('the simulated source', () => {
   it('opens every stream with a replace of the whole world', async () => {
     const sim = new SimulatedPodSource({ clock: new FakeClock() });
-    const first = await take(sim.source()[Symbol.asyncIterator]());
+    const first = await take(sim.source(new AbortController().signal)[Symbol.asyncIterator]());
     expect(first.type).toBe('replace');
     expect(first.type === 'replace' && first.objects.size).toBe(12);
-    const second = await take(sim.source()[Symbol.asyncIterator]());
+    const second = await take(sim.source(new AbortController().signal)[Symbol.asyncIterator]());
     expect(second.type).toBe('replace');
     await sim.close();
   });
@@ -164,7 +164,7 @@ describe('the simulated source', () => {
 
   it('delivers a fresh replace on relist() and counts it as a relist', async () => {
     const sim = new SimulatedPodSource({ clock: new FakeClock(), story: false });
-    const stream = sim.source()[Symbol.asyncIterator]();
+    const stream = sim.source(new AbortController().signal)[Symbol.asyncIterator]();
     await take(stream);
     const next = take(stream);
     sim.relist();
@@ -183,7 +183,7 @@ describe('the simulated source', () => {
 
     const clock = new FakeClock();
     const bare = new SimulatedPodSource({ clock, story: false, pools });
-    const stream = bare.source()[Symbol.asyncIterator]();
+    const stream = bare.source(new AbortController().signal)[Symbol.asyncIterator]();
     await take(stream);
     let answered = false;
     const next = stream.next().finally(() => {
@@ -199,9 +199,9 @@ describe('the simulated source', () => {
   it('advances the story only through the newest stream', async () => {
     const clock = new FakeClock();
     const sim = new SimulatedPodSource({ clock });
-    const old = sim.source()[Symbol.asyncIterator]();
+    const old = sim.source(new AbortController().signal)[Symbol.asyncIterator]();
     await take(old);
-    const fresh = sim.source()[Symbol.asyncIterator]();
+    const fresh = sim.source(new AbortController().signal)[Symbol.asyncIterator]();
     expect(await old.next()).toEqual({ done: true, value: undefined });
     await take(fresh);
     const next = take(fresh);
@@ -216,13 +216,28 @@ describe('the simulated source', () => {
   it('closes a stream at once, cancelling its timer', async () => {
     const clock = new FakeClock();
     const sim = new SimulatedPodSource({ clock });
-    const stream = sim.source()[Symbol.asyncIterator]();
+    const stream = sim.source(new AbortController().signal)[Symbol.asyncIterator]();
     await take(stream);
     const pending = stream.next();
     await until(() => clock.pendingTimers === 1, { what: 'the next step to be scheduled' });
     await stream.return?.();
     expect(await pending).toEqual({ done: true, value: undefined });
     expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('ends a stream at once, cancelling its timer, when the stream’s signal aborts', async () => {
+    const clock = new FakeClock();
+    const sim = new SimulatedPodSource({ clock });
+    const opened = new AbortController();
+    const stream = sim.source(opened.signal)[Symbol.asyncIterator]();
+    await take(stream);
+    const pending = stream.next();
+    await until(() => clock.pendingTimers === 1, { what: 'the next step to be scheduled' });
+    opened.abort();
+    expect(await pending).toEqual({ done: true, value: undefined });
+    expect(clock.pendingTimers).toBe(0);
+    expect(sim.stats().phase).toBe('idle');
+    await sim.close();
   });
 
   it('refuses a story it cannot play', () => {

@@ -40,6 +40,10 @@ export class FakeStream<T> implements AsyncIterator<SourceEvent<T>> {
   state: 'open' | 'ended' | 'failed' | 'returned' = 'open';
   nextCalls = 0;
   returnCalls = 0;
+  /** `next()` calls made after the stream's signal was aborted: a consumer still reading. */
+  nextCallsAfterAbort = 0;
+  /** Whether the stream's signal was already aborted when `return()` was first called. */
+  abortedBeforeReturn: boolean | undefined;
   /** Events handed to the consumer, in order. */
   readonly delivered: SourceEvent<T>[] = [];
   readonly #items: Item<T>[] = [];
@@ -52,6 +56,8 @@ export class FakeStream<T> implements AsyncIterator<SourceEvent<T>> {
     owner: FakeSource<T>,
     public returnBehaviour: ReturnBehaviour,
     public returnError: unknown,
+    /** The signal the consumer passed when it opened this stream. */
+    readonly signal: AbortSignal,
   ) {
     this.#owner = owner;
   }
@@ -83,6 +89,7 @@ export class FakeStream<T> implements AsyncIterator<SourceEvent<T>> {
 
   next(): Promise<IteratorResult<SourceEvent<T>>> {
     this.nextCalls += 1;
+    if (this.signal.aborted) this.nextCallsAfterAbort += 1;
     if (this.state !== 'open') return Promise.resolve({ done: true, value: undefined });
     const item = this.#items.shift();
     if (item) return this.#deliver(item);
@@ -94,6 +101,7 @@ export class FakeStream<T> implements AsyncIterator<SourceEvent<T>> {
 
   return(): Promise<IteratorResult<SourceEvent<T>>> {
     this.returnCalls += 1;
+    this.abortedBeforeReturn ??= this.signal.aborted;
     this.#owner.closes += 1;
     const wasOpen = this.state === 'open';
     if (wasOpen) this.state = 'returned';
@@ -156,6 +164,8 @@ export class FakeSource<T> {
   /** `return()` calls across all streams. */
   closes = 0;
   readonly streams: FakeStream<T>[] = [];
+  /** The signal of every factory call, including the ones made to throw, in order. */
+  readonly signals: AbortSignal[] = [];
   /** Applied to streams opened from now on. */
   returnBehaviour: ReturnBehaviour = 'resolve';
   returnError: unknown = new Error('close failed');
@@ -167,10 +177,17 @@ export class FakeSource<T> {
   }
 
   /** The `Source` to hand to the code under test. */
-  readonly source: Source<T> = () => {
+  readonly source: Source<T> = (signal) => {
     this.factoryCalls += 1;
+    this.signals.push(signal);
     if (this.#openErrors.length > 0) throw this.#openErrors.shift();
-    const stream = new FakeStream<T>(this.opens, this, this.returnBehaviour, this.returnError);
+    const stream = new FakeStream<T>(
+      this.opens,
+      this,
+      this.returnBehaviour,
+      this.returnError,
+      signal,
+    );
     this.opens += 1;
     this.streams.push(stream);
     this.#onOpen?.(stream);

@@ -198,7 +198,7 @@ export class WorkerPodSource {
     // would wait for good; failing them instead lets the driver reopen, which starts a thread.
     // After the current turn: piscina emits this before it fails the thread's own tasks.
     this.#pool.on('workerDestroy', () => queueMicrotask(() => this.#abandonOrphans()));
-    this.source = () => ({ [Symbol.asyncIterator]: () => this.#openStream() });
+    this.source = (signal) => ({ [Symbol.asyncIterator]: () => this.#openStream(signal) });
   }
 
   /**
@@ -241,10 +241,16 @@ export class WorkerPodSource {
     await Promise.all(this.#pool.threads.map((thread) => thread.terminate()));
   }
 
-  #openStream(): AsyncIterator<SourceEvent<Pod>> {
-    if (this.#closing) {
+  /**
+   * One reflector task. `signal` is the stream's own (RUNTIME.md, amendment 2): when it aborts,
+   * the stream closes at once, as `return()` would, so the worker closes its connection even if
+   * the consumer never gets to call `return()`.
+   */
+  #openStream(signal: AbortSignal | undefined): AsyncIterator<SourceEvent<Pod>> {
+    if (this.#closing || signal?.aborted) {
+      const why = this.#closing ? 'WorkerPodSource is closed' : 'the stream was aborted';
       return {
-        next: () => Promise.reject(new Error('WorkerPodSource is closed')),
+        next: () => Promise.reject(new Error(why)),
         return: async () => ({ done: true, value: undefined }),
       };
     }
@@ -292,10 +298,16 @@ export class WorkerPodSource {
       },
     };
     this.#open.add(stream);
+    const closeOnAbort = (): void => {
+      void stream.iterator.return?.();
+    };
+    signal?.addEventListener('abort', closeOnAbort, { once: true });
     task.then(
       () => this.#retire(stream, undefined),
       (error: unknown) => this.#retire(stream, error),
     );
+    // Whatever ends the task, the listener goes with it: a long-lived signal keeps nothing alive.
+    task.finally(() => signal?.removeEventListener('abort', closeOnAbort)).catch(() => {});
     return stream.iterator;
   }
 
