@@ -108,15 +108,28 @@ export const notAliveReasonSchema = named(
         'SizeInvalid',
       ])
       .describe('Which rule keeps the cell from being alive; one entry per rule broken.'),
-    message: z.string().describe('The same for a person, naming the pods or indices.'),
+    message: z
+      .string()
+      .describe(
+        'The same for a person, naming the pods or indices (missing indices as ranges, e.g. `1-3 and 7`); at most 16 pods or ranges, then how many more.',
+      ),
     pods: z
       .array(z.string())
       .optional()
-      .describe('The pods concerned, when the rule is about pods.'),
+      .describe('The pods concerned, when the rule is about pods: the first 16.'),
     indices: z
       .array(z.number().int())
       .optional()
-      .describe('The worker indices concerned, when the rule is about indices.'),
+      .describe(
+        'The worker indices concerned, when the rule is about indices: the first 16, ascending.',
+      ),
+    omitted: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        'How many pods or indices the rule concerns beyond those in `pods` or `indices`; absent when none.',
+      ),
   }),
   'NotAliveReason',
 );

@@ -58,12 +58,19 @@ export type NotAliveReasonCode =
   | 'WorkerIndexInvalid'
   | 'SizeInvalid';
 
-/** One reason a cell is not alive: a code for alerts, a sentence for people, and what it is about. */
+/**
+ * One reason a cell is not alive: a code for alerts, a sentence for people, and what it is about.
+ * `pods` and `indices` list at most `MAX_LISTED_PER_REASON` entries (the first ones, in order);
+ * `omitted` counts the rest, so a cell of thousands of pods, or a size annotation written to
+ * hurt, costs every event, log line and response the same few hundred bytes.
+ */
 export interface NotAliveReason {
   reason: NotAliveReasonCode;
   message: string;
   pods?: string[] | undefined;
   indices?: number[] | undefined;
+  /** How many pods or indices the rule concerns beyond those listed; absent when none. */
+  omitted?: number | undefined;
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell out of every sink. */
@@ -148,6 +155,24 @@ export interface CellStateOptions {
    */
   readinessGate?: string | undefined;
 }
+
+/**
+ * The largest cell size the annotation may declare: 150,000, Kubernetes' documented ceiling on
+ * pods in one cluster ("Considerations for large clusters"). LeaderWorkerSet itself only bounds
+ * `replicas × size` by int32, which is no bound at all here, and anyone who may create a pod may
+ * write the annotation: a declared size no supported cluster can hold is never met, so it is
+ * refused (`SizeInvalid`) rather than reported as that many missing workers. Nothing here costs
+ * O(size) in any case (missing indices are computed as ranges from the members present).
+ */
+export const MAX_CELL_SIZE = 150_000;
+
+/**
+ * Pods or indices one why-not reason lists (in `pods`/`indices` and, as ranges, in its message):
+ * 16 names every member of any realistic engine group, and keeps a reason about a cell of
+ * thousands of pods a few hundred bytes, as it is copied into every event, log line, response and
+ * readiness-gate message that shows the cell.
+ */
+export const MAX_LISTED_PER_REASON = 16;
 
 /** Hex digits of the generation: 64 bits make an accidental repeat between two states negligible. */
 export const GENERATION_HEX_LENGTH = 16;
@@ -346,16 +371,129 @@ function prefillBootstrapPort(
   return { port: null, reason: { reason: 'NoBootstrapPort', message } };
 }
 
-/** A positive integer annotation value, or `undefined`. */
+/** A positive integer annotation value no larger than `MAX_CELL_SIZE`, or `undefined`. */
 function parseSize(value: string): number | undefined {
   const size = parseIndex(value);
-  return size !== undefined && size > 0 ? size : undefined;
+  return size !== undefined && size > 0 && size <= MAX_CELL_SIZE ? size : undefined;
 }
 
 /** `a, b and c` for messages. */
 function listOf(items: readonly (string | number)[]): string {
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+/**
+ * `a, b and c`, or, past `MAX_LISTED_PER_REASON` items, the first ones and `and N more`, with `N`
+ * counted in `total` (the items listed may be fewer than the items concerned).
+ */
+function boundedListOf(items: readonly (string | number)[], total: number): string {
+  const listed = items.slice(0, MAX_LISTED_PER_REASON);
+  const more = total - listed.length;
+  return more > 0 ? `${listed.join(', ')} and ${more} more` : listOf(listed);
+}
+
+/** The listed part of `items` and how many were left out, as a reason carries them. */
+function listed<T>(items: readonly T[]): { items: T[]; omitted?: number } {
+  if (items.length <= MAX_LISTED_PER_REASON) return { items: [...items] };
+  return {
+    items: items.slice(0, MAX_LISTED_PER_REASON),
+    omitted: items.length - MAX_LISTED_PER_REASON,
+  };
+}
+
+/** A reason about pods: the first names listed, the rest counted. */
+function podsReason(
+  reason: NotAliveReasonCode,
+  names: readonly string[],
+  predicate: (one: boolean) => string,
+): NotAliveReason {
+  const { items, omitted } = listed(names);
+  return {
+    reason,
+    message: `${boundedListOf(items, names.length)} ${predicate(names.length === 1)}`,
+    pods: items,
+    ...(omitted !== undefined ? { omitted } : {}),
+  };
+}
+
+/** An inclusive run of worker indices. */
+interface IndexRange {
+  first: number;
+  last: number;
+}
+
+/**
+ * The indices in `0..size-1` that no member holds, as ranges in order, given the distinct indices
+ * held in ascending order: the first `MAX_LISTED_PER_REASON` ranges and the count of every missing
+ * index. O(members), whatever the size.
+ */
+function missingRanges(
+  held: readonly number[],
+  size: number,
+): { ranges: IndexRange[]; count: number; rangeCount: number } {
+  const ranges: IndexRange[] = [];
+  let count = 0;
+  let rangeCount = 0;
+  let next = 0;
+  const gap = (first: number, last: number): void => {
+    count += last - first + 1;
+    rangeCount += 1;
+    if (ranges.length < MAX_LISTED_PER_REASON) ranges.push({ first, last });
+  };
+  for (const index of held) {
+    if (index >= size) break;
+    if (index > next) gap(next, index - 1);
+    next = index + 1;
+  }
+  if (next < size) gap(next, size - 1);
+  return { ranges, count, rangeCount };
+}
+
+/** `3`, `3-7`. */
+function rangeText(range: IndexRange): string {
+  return range.first === range.last ? `${range.first}` : `${range.first}-${range.last}`;
+}
+
+/** The `IndicesMissing` reason: ranges in the message, the first indices listed, the rest counted. */
+function missingReason(held: readonly number[], size: number): NotAliveReason | undefined {
+  const { ranges, count, rangeCount } = missingRanges(held, size);
+  if (count === 0) return undefined;
+  const indices: number[] = [];
+  for (const range of ranges) {
+    for (let i = range.first; i <= range.last && indices.length < MAX_LISTED_PER_REASON; i += 1) {
+      indices.push(i);
+    }
+    if (indices.length === MAX_LISTED_PER_REASON) break;
+  }
+  const texts = ranges.map(rangeText);
+  const shown =
+    rangeCount > ranges.length
+      ? `${texts.join(', ')} and ${rangeCount - ranges.length} more ranges (${count} indices in all)`
+      : listOf(texts);
+  const one = count === 1;
+  return {
+    reason: 'IndicesMissing',
+    message: `worker ${one ? 'index' : 'indices'} ${shown} of ${size} ${one ? 'is' : 'are'} missing`,
+    indices,
+    ...(count > indices.length ? { omitted: count - indices.length } : {}),
+  };
+}
+
+/** A reason about indices (`indices` ascending): the first listed, the rest counted. */
+function indicesReason(
+  reason: NotAliveReasonCode,
+  indices: readonly number[],
+  predicate: (one: boolean) => string,
+): NotAliveReason {
+  const { items, omitted } = listed(indices);
+  const one = indices.length === 1;
+  return {
+    reason,
+    message: `worker ${one ? 'index' : 'indices'} ${boundedListOf(items, indices.length)} ${predicate(one)}`,
+    indices: items,
+    ...(omitted !== undefined ? { omitted } : {}),
+  };
 }
 
 /**
@@ -387,27 +525,25 @@ export function deriveCellState(
   const whyNotAlive: NotAliveReason[] = [];
   const notReady = members.filter((m) => !m.ready).map((m) => m.name);
   if (notReady.length > 0) {
-    whyNotAlive.push({
-      reason: 'PodsNotReady',
-      message: `${listOf(notReady)} ${notReady.length === 1 ? 'is' : 'are'} not ready`,
-      pods: notReady,
-    });
+    whyNotAlive.push(
+      podsReason('PodsNotReady', notReady, (one) => `${one ? 'is' : 'are'} not ready`),
+    );
   }
   const deleting = members.filter((m) => m.deleting).map((m) => m.name);
   if (deleting.length > 0) {
-    whyNotAlive.push({
-      reason: 'PodsDeleting',
-      message: `${listOf(deleting)} ${deleting.length === 1 ? 'is' : 'are'} terminating`,
-      pods: deleting,
-    });
+    whyNotAlive.push(
+      podsReason('PodsDeleting', deleting, (one) => `${one ? 'is' : 'are'} terminating`),
+    );
   }
   const badIndex = members.filter((m) => m.workerIndex === null).map((m) => m.name);
   if (badIndex.length > 0) {
-    whyNotAlive.push({
-      reason: 'WorkerIndexInvalid',
-      message: `${listOf(badIndex)} ${badIndex.length === 1 ? 'has' : 'have'} an unreadable ${labels.workerIndex} label`,
-      pods: badIndex,
-    });
+    whyNotAlive.push(
+      podsReason(
+        'WorkerIndexInvalid',
+        badIndex,
+        (one) => `${one ? 'has' : 'have'} an unreadable ${labels.workerIndex} label`,
+      ),
+    );
   }
 
   // The leader's annotation wins: LWS stamps the same size on every pod of a group.
@@ -420,44 +556,47 @@ export function deriveCellState(
     if (parsed === undefined) {
       whyNotAlive.push({
         reason: 'SizeInvalid',
-        message: `annotation ${labels.cellSize}=${JSON.stringify(boundPodText(rawSize))} is not a positive integer`,
+        message: `annotation ${labels.cellSize}=${JSON.stringify(boundPodText(rawSize))} is not an integer from 1 to ${MAX_CELL_SIZE}`,
       });
     } else {
       size = parsed;
     }
   }
   if (size !== null) {
-    const seen = new Map<number, number>();
+    // Members are in worker-index order, so the held indices come out ascending: every rule
+    // below is O(members), never O(size) or O(index).
+    const held: number[] = [];
+    const duplicated: number[] = [];
     for (const m of members) {
-      if (m.workerIndex !== null) seen.set(m.workerIndex, (seen.get(m.workerIndex) ?? 0) + 1);
+      if (m.workerIndex === null) continue;
+      const previous = held.at(-1);
+      if (previous === m.workerIndex) {
+        if (duplicated.at(-1) !== m.workerIndex) duplicated.push(m.workerIndex);
+      } else {
+        held.push(m.workerIndex);
+      }
     }
-    const missing: number[] = [];
-    for (let i = 0; i < size; i += 1) if (!seen.has(i)) missing.push(i);
-    const unexpected = [...seen.keys()].filter((i) => i >= size).sort((a, b) => a - b);
-    const duplicated = [...seen.entries()]
-      .filter(([, count]) => count > 1)
-      .map(([i]) => i)
-      .sort((a, b) => a - b);
-    if (missing.length > 0) {
-      whyNotAlive.push({
-        reason: 'IndicesMissing',
-        message: `worker ${missing.length === 1 ? 'index' : 'indices'} ${listOf(missing)} of ${size} ${missing.length === 1 ? 'is' : 'are'} missing`,
-        indices: missing,
-      });
-    }
+    const cellSize = size;
+    const missing = missingReason(held, cellSize);
+    if (missing) whyNotAlive.push(missing);
+    const unexpected = held.filter((i) => i >= cellSize);
     if (unexpected.length > 0) {
-      whyNotAlive.push({
-        reason: 'IndicesUnexpected',
-        message: `worker ${unexpected.length === 1 ? 'index' : 'indices'} ${listOf(unexpected)} ${unexpected.length === 1 ? 'is' : 'are'} beyond the cell size ${size}`,
-        indices: unexpected,
-      });
+      whyNotAlive.push(
+        indicesReason(
+          'IndicesUnexpected',
+          unexpected,
+          (one) => `${one ? 'is' : 'are'} beyond the cell size ${cellSize}`,
+        ),
+      );
     }
     if (duplicated.length > 0) {
-      whyNotAlive.push({
-        reason: 'IndicesDuplicated',
-        message: `worker ${duplicated.length === 1 ? 'index' : 'indices'} ${listOf(duplicated)} ${duplicated.length === 1 ? 'is' : 'are'} held by more than one pod`,
-        indices: duplicated,
-      });
+      whyNotAlive.push(
+        indicesReason(
+          'IndicesDuplicated',
+          duplicated,
+          (one) => `${one ? 'is' : 'are'} held by more than one pod`,
+        ),
+      );
     }
   }
 

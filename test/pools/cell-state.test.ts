@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/model/pod.js';
-import { cellGeneration, deriveCellState, memberOf } from '../../src/pools/cell-state.js';
+import {
+  cellGeneration,
+  deriveCellState,
+  MAX_CELL_SIZE,
+  MAX_LISTED_PER_REASON,
+  memberOf,
+} from '../../src/pools/cell-state.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { type LwsPodOptions, lwsPod } from '../support/lws-pod.js';
 
@@ -102,6 +108,78 @@ describe('cell state: alive', () => {
         pods: ['odd'],
       },
     ]);
+  });
+
+  it('refuses a size above MAX_CELL_SIZE as SizeInvalid, at once and in a few bytes (issue 36: 999,999,999 killed every replica)', () => {
+    const started = performance.now();
+    const state = derive(cell(2, { 0: { size: 999_999_999 }, 1: { size: 999_999_999 } }));
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(state.size).toBeNull();
+    expect(state.whyNotAlive).toEqual([
+      {
+        reason: 'SizeInvalid',
+        message: `annotation leaderworkerset.sigs.k8s.io/size="999999999" is not an integer from 1 to ${MAX_CELL_SIZE}`,
+      },
+    ]);
+    expect(JSON.stringify(state).length).toBeLessThan(2_000);
+  });
+
+  it('reports the missing indices of the largest allowed size as ranges, the first few listed and the rest counted', () => {
+    const started = performance.now();
+    const pods = [
+      lwsPod({ group: 0, worker: 0, size: MAX_CELL_SIZE }),
+      lwsPod({ group: 0, worker: 5, size: MAX_CELL_SIZE }),
+    ];
+    const state = derive(pods);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(state.size).toBe(MAX_CELL_SIZE);
+    expect(state.whyNotAlive).toEqual([
+      {
+        reason: 'IndicesMissing',
+        message: `worker indices 1-4 and 6-${MAX_CELL_SIZE - 1} of ${MAX_CELL_SIZE} are missing`,
+        indices: [1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+        omitted: MAX_CELL_SIZE - 2 - MAX_LISTED_PER_REASON,
+      },
+    ]);
+  });
+
+  it('lists at most MAX_LISTED_PER_REASON ranges, pods and indices, and counts the rest', () => {
+    // Every even index of 0..98 present and not ready, each twice, plus ten beyond the size.
+    const pods = [
+      ...Array.from({ length: 50 }, (_, i) =>
+        lwsPod({ group: 0, worker: 2 * i, size: 100, ready: false, name: `even-${2 * i}` }),
+      ),
+      ...Array.from({ length: 50 }, (_, i) =>
+        lwsPod({ group: 0, worker: 2 * i, size: 100, name: `twin-${2 * i}` }),
+      ),
+      ...Array.from({ length: 10 }, (_, i) =>
+        lwsPod({ group: 0, worker: 100 + i, size: 100, name: `beyond-${i}` }),
+      ),
+    ];
+    const byCode = new Map(derive(pods).whyNotAlive.map((r) => [r.reason, r]));
+    expect(byCode.get('PodsNotReady')).toMatchObject({ omitted: 50 - MAX_LISTED_PER_REASON });
+    expect(byCode.get('PodsNotReady')?.pods).toHaveLength(MAX_LISTED_PER_REASON);
+    expect(byCode.get('PodsNotReady')?.message).toMatch(/ and 34 more are not ready$/);
+    expect(byCode.get('IndicesMissing')).toMatchObject({
+      message:
+        'worker indices 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 and 34 more ranges (50 indices in all) of 100 are missing',
+      omitted: 50 - MAX_LISTED_PER_REASON,
+    });
+    expect(byCode.get('IndicesUnexpected')).toEqual({
+      reason: 'IndicesUnexpected',
+      message:
+        'worker indices 100, 101, 102, 103, 104, 105, 106, 107, 108 and 109 are beyond the cell size 100',
+      indices: [100, 101, 102, 103, 104, 105, 106, 107, 108, 109],
+    });
+    expect(byCode.get('IndicesDuplicated')?.indices).toEqual(
+      Array.from({ length: MAX_LISTED_PER_REASON }, (_, i) => 2 * i),
+    );
+    expect(byCode.get('IndicesDuplicated')).toMatchObject({
+      omitted: 50 - MAX_LISTED_PER_REASON,
+    });
+    expect(byCode.get('IndicesDuplicated')?.message).toMatch(
+      /^worker indices 0, 2, .*, 30 and 34 more are held by more than one pod$/,
+    );
   });
 
   it('reads an absent worker index as 0, so a one-pod cell is its own leader', () => {
