@@ -600,9 +600,23 @@ export const sinksSchema = z.object({
                 operation: z.enum(['add', 'remove']).describe('What was sent.'),
                 endpoint: z.string().describe('The endpoint it was sent for.'),
                 since: z.string().describe('RFC 3339: when it was sent.'),
+                reason: z
+                  .string()
+                  .optional()
+                  .describe(
+                    'A router add the router did not take: why its answer was not believed (a 409 without a worker id for a URL it does not list, an add it never lists). Absent for a change in progress.',
+                  ),
+                retryAt: z
+                  .string()
+                  .optional()
+                  .describe(
+                    'RFC 3339: with `reason`, the add is not sent again before then (1 s doubling per URL, capped as `backoffUntil`); a run begins at that time.',
+                  ),
               }),
             )
-            .describe('Changes sent but not yet visible on the target (a router add in progress).'),
+            .describe(
+              'Changes sent but not yet visible on the target (a router add in progress), and router adds the router did not take (with `reason`).',
+            ),
           lastAppliedAt: z
             .string()
             .nullable()
@@ -610,7 +624,9 @@ export const sinksSchema = z.object({
           lastError: z
             .string()
             .nullable()
-            .describe("The last apply's error for this target; `null` after a success."),
+            .describe(
+              "The last apply's error for this target, or the router adds it did not take (see `pending`); `null` after a clean success.",
+            ),
           backoffUntil: z
             .string()
             .nullable()
@@ -632,6 +648,12 @@ export const sinksSchema = z.object({
           heldByPanic: z
             .array(z.string())
             .describe('Listed, not desired, and kept only because the pool is in panic (sorted).'),
+          unmarked: z
+            .array(z.string())
+            .optional()
+            .describe(
+              'A router only: listed, not desired, at a URL this process added, but without the controller\'s mark (the router dropped or rewrote its labels), so `managed` ownership does not remove it (sorted). Also `pool_controller_sink_workers{state="unmarked"}`.',
+            ),
           ownership: z
             .object({
               mode: z

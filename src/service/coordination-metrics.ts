@@ -121,7 +121,7 @@ export class CoordinationMetrics {
     });
     new Gauge({
       name: 'pool_controller_sink_workers',
-      help: 'Endpoints per sink target: desired (the alive cells), actual (as last read from the target), pending (sent, not yet visible), held_by_panic (kept only because the pool is in panic), would_add and would_remove (observe mode: what apply would change).',
+      help: 'Endpoints per sink target: desired (the alive cells), actual (as last read from the target), pending (sent, not yet visible), held_by_panic (kept only because the pool is in panic), unmarked (a router worker this process added, listed without its mark and not desired: never removed under managed ownership), would_add and would_remove (observe mode: what apply would change).',
       labelNames: ['sink', 'target', 'state'] as const,
       registers,
       collect() {
@@ -133,6 +133,7 @@ export class CoordinationMetrics {
           this.inc({ ...labels, state: 'actual' }, status.actual.length);
           this.inc({ ...labels, state: 'pending' }, status.pending.length);
           this.inc({ ...labels, state: 'held_by_panic' }, status.heldByPanic.length);
+          if (status.unmarked) this.inc({ ...labels, state: 'unmarked' }, status.unmarked.length);
           if (status.mode === 'observe') {
             this.inc({ ...labels, state: 'would_add' }, status.wouldAdd.length);
             this.inc({ ...labels, state: 'would_remove' }, status.wouldRemove.length);

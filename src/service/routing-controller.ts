@@ -317,7 +317,8 @@ export class RoutingController {
   #schedulePendingRecheck(): void {
     const term = this.#term;
     if (!term || this.#recheckScheduled) return;
-    if (!this.sinkStatus().some((s) => s.pending.length > 0)) return;
+    // A refused router add (`retryAt`) waits for its own backoff (`nextAttemptAtMs`), not this.
+    if (!this.sinkStatus().some((s) => s.pending.some((p) => p.retryAt === undefined))) return;
     this.#recheckScheduled = true;
     this.#clock.sleep(PENDING_RECHECK_MS, term.signal).then(
       () => {

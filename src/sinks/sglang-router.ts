@@ -28,6 +28,19 @@
  * - Routers health-check workers and route around unhealthy ones, so a worker is never removed for
  *   being unhealthy, and a cell whose generation changed but whose address did not stays registered.
  *
+ * Routers that cannot be believed are reported, not looped on (`RouterAddRefusals`): an add
+ * answered 409 without a worker id for a URL the router does not list, or taken without an id and
+ * never listed, is held per URL by its own backoff and shown as a pending add with the reason
+ * (and as the target's `lastError`). A worker listed, not desired, at a URL this process added,
+ * but without its mark (the router dropped or rewrote the labels) cannot be removed under
+ * `managed`: it is shown as `unmarked` (and in `pool_controller_sink_workers{state="unmarked"}`),
+ * logged once per URL.
+ *
+ * smg's own Kubernetes discovery (smg >= 1.13) marks the workers it registers with
+ * `smg.ai/pod-name` / `smg.ai/pod-uid`: such a worker is never removed, in any ownership mode, and
+ * the first one seen is logged once per router. Worker URLs are always sent with a lowercase
+ * scheme and host (smg refuses others with 400), and a listed URL is compared in that form.
+ *
  * Prefill/decode routers (`--pd-disaggregation`): one router serves a prefill pool and a decode
  * pool, each a target of its own (`role`). Both versions take `worker_type` and a prefill worker's
  * `bootstrap_port` in `POST /workers` and list them back. A role's target owns the router's
@@ -42,6 +55,7 @@
 import { describeThrown } from '../coordination/pipeline.js';
 import type { PoolRouting, RoutingState } from '../pools/routing-state.js';
 import { abortReason } from '../runtime/clock.js';
+import { RouterAddRefusals } from './router-add-refusals.js';
 import {
   type RouterWorker,
   SglangRouterClient,
@@ -86,6 +100,11 @@ export const WORKER_MARK_LABEL = 'app.kubernetes.io/managed-by';
  * whose workers it removes.
  */
 export const WORKER_MARK_VALUE = 'pool-controller';
+/**
+ * The labels smg's own Kubernetes discovery sets on the workers it registers (smg >= 1.13): a
+ * worker carrying either is smg's, and this sink never removes it, whatever its ownership mode.
+ */
+export const SMG_DISCOVERY_LABELS: readonly string[] = ['smg.ai/pod-name', 'smg.ai/pod-uid'];
 
 /** A prefill/decode router's pool: its cells are registered as workers of this type. */
 export type SglangRouterRole = 'prefill' | 'decode';
@@ -159,6 +178,8 @@ export interface SglangRouterSinkOptions extends SinkBaseOptions<SinkOperationRe
 interface Pending {
   id: string | undefined;
   since: string;
+  /** The router answered 409 ("already there"), not 202. */
+  exists?: boolean;
 }
 
 interface TargetState extends PanicTargetRecord {
@@ -178,6 +199,29 @@ interface TargetState extends PanicTargetRecord {
    * the URL is neither listed nor desired. In memory: a restart or a failover starts it empty.
    */
   readonly recorded: Set<string>;
+  /** Adds the router took but never listed, held per URL. */
+  readonly refusals: RouterAddRefusals;
+  /** Listed, not desired, at a URL in `recorded`, without the mark (sorted). */
+  unmarked: string[];
+  /** Unmarked URLs already logged, so each is logged once while it stays unmarked. */
+  readonly loggedUnmarked: Set<string>;
+  /** A worker of smg's own discovery was seen on this router and logged (once). */
+  smgDiscoveryLogged: boolean;
+}
+
+/**
+ * A worker URL as this sink compares and sends it: scheme and host lowercase (smg >= 1.13 refuses
+ * a URL whose scheme is not lowercase), no trailing slash.
+ */
+export function canonicalWorkerUrl(url: string): string {
+  return url
+    .replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/, (origin) => origin.toLowerCase())
+    .replace(/\/+$/, '');
+}
+
+/** Whether smg's own Kubernetes discovery registered `worker` (it carries smg's labels). */
+function smgDiscovered(worker: RouterWorker): boolean {
+  return SMG_DISCOVERY_LABELS.some((label) => worker.labels?.[label] !== undefined);
 }
 
 /**
@@ -202,10 +246,23 @@ function desiredWorkers(
     namespaces.push(routing.namespace);
     if (routing.capacity?.panic) panic = true;
     for (const cell of routing.cells) {
-      bootstrapPorts.set(`http://${cell.address}`, cell.bootstrapPort);
+      bootstrapPorts.set(canonicalWorkerUrl(`http://${cell.address}`), cell.bootstrapPort);
     }
   }
   return { urls: [...bootstrapPorts.keys()].sort(), namespaces, panic, bootstrapPorts };
+}
+
+/** Refused adds named in `lastError`; the rest are counted (all are in `pending`). */
+const REFUSALS_IN_ERROR = 3;
+
+/** The target's `lastError` after an apply that completed: its refused adds, or `null`. */
+function refusalError(target: TargetState): string | null {
+  const refused = target.refusals.entries();
+  if (refused.length === 0) return null;
+  const shown = refused.slice(0, REFUSALS_IN_ERROR).map(([url, r]) => `${url} (${r.reason})`);
+  if (refused.length > shown.length) shown.push(`and ${refused.length - shown.length} more`);
+  const count = refused.length === 1 ? 'an add' : `${refused.length} adds`;
+  return `the router did not take ${count} (see pending): ${shown.join('; ')}`;
 }
 
 /** Whether a listed worker carries this sink's mark. */
@@ -233,7 +290,9 @@ function fits(
 
 /** The sorted, distinct URLs of the workers in `target`'s slice of the list. */
 function sliceUrls(target: TargetState, workers: readonly RouterWorker[]): string[] {
-  return [...new Set(workers.filter((w) => ofTarget(target, w)).map((w) => w.url))].sort();
+  return [
+    ...new Set(workers.filter((w) => ofTarget(target, w)).map((w) => canonicalWorkerUrl(w.url))),
+  ].sort();
 }
 
 /**
@@ -283,6 +342,14 @@ export class SglangRouterSink implements Sink {
         pendingRemovals: new Map(),
         ownedBy: null,
         recorded: new Set(),
+        refusals: new RouterAddRefusals({
+          clock: this.#sink.clock,
+          ...(options.backoffBaseMs !== undefined ? { baseMs: options.backoffBaseMs } : {}),
+          ...(options.backoffMaxMs !== undefined ? { maxMs: options.backoffMaxMs } : {}),
+        }),
+        unmarked: [],
+        loggedUnmarked: new Set(),
+        smgDiscoveryLogged: false,
       });
     }
   }
@@ -340,8 +407,14 @@ export class SglangRouterSink implements Sink {
     if (failures.length > 0) throw new SinkApplyError(failures);
   }
 
+  /** The earliest end of a router's backoff or of a refused add's (`RouterAddRefusals`). */
   nextAttemptAtMs(): number | undefined {
-    return this.#sink.backoff.nextAttemptAtMs();
+    let next = this.#sink.backoff.nextAttemptAtMs();
+    for (const target of this.#targets.values()) {
+      const at = target.refusals.nextAttemptAtMs();
+      if (at !== undefined && (next === undefined || at < next)) next = at;
+    }
+    return next;
   }
 
   /** A held router: only what it should list is updated, for `status()`; nothing is sent. */
@@ -361,12 +434,20 @@ export class SglangRouterSink implements Sink {
             endpoint,
             since: p.since,
           })),
+          ...target.refusals.entries().map(([endpoint, r]) => ({
+            operation: 'add' as const,
+            endpoint,
+            since: r.since,
+            reason: r.reason,
+            retryAt: this.#sink.isoAt(r.retryAtMs),
+          })),
           ...[...target.pendingRemovals].map(([endpoint, p]) => ({
             operation: 'remove' as const,
             endpoint,
             since: p.since,
           })),
         ].sort((a, b) => a.endpoint.localeCompare(b.endpoint)),
+        unmarked: target.unmarked,
         backoffUntil: this.#sink.backoffUntil(target.key),
         panic: target.panic,
         heldByPanic: target.heldByPanic,
@@ -407,10 +488,13 @@ export class SglangRouterSink implements Sink {
     }
     const listed = new Map<string, RouterWorker[]>();
     for (const worker of workers) {
-      const same = listed.get(worker.url);
+      const url = canonicalWorkerUrl(worker.url);
+      const same = listed.get(url);
       if (same) same.push(worker);
-      else listed.set(worker.url, [worker]);
+      else listed.set(url, [worker]);
     }
+    target.refusals.keepOnly(desiredSet);
+    for (const url of listed.keys()) target.refusals.settled(url);
     for (const url of [...target.recorded]) {
       if (!listed.has(url) && !desiredSet.has(url)) target.recorded.delete(url);
     }
@@ -423,23 +507,47 @@ export class SglangRouterSink implements Sink {
 
     // Adds settle once listed; one the router no longer knows (restarted) or gave up on is
     // forgotten, so it is sent again below if still desired.
+    // An add the router gave no id for, or named an id it then does not know after a 409, is
+    // refused (held per URL); an honest 404 or failed job is posted again, refused if it repeats.
     for (const [url, pending] of [...target.pendingAdds]) {
       if (listed.has(url)) {
         target.pendingAdds.delete(url);
         continue;
       }
-      if (pending.id === undefined) {
+      if (!desiredSet.has(url)) {
         target.pendingAdds.delete(url);
         continue;
       }
       const id = pending.id;
+      if (id === undefined) {
+        target.pendingAdds.delete(url);
+        this.#refuse(
+          target,
+          url,
+          'the router took the add without a worker id to follow and does not list it',
+        );
+        continue;
+      }
       const detail = await this.#call(target, 'check', () => target.client.getWorker(id, signal));
-      if (detail === null || detail.job?.status === 'failed') target.pendingAdds.delete(url);
+      if (detail !== null && detail.job?.status !== 'failed') continue;
+      target.pendingAdds.delete(url);
+      const what = detail === null ? `does not know worker ${id} (404)` : `failed the add of ${id}`;
+      if (pending.exists) {
+        this.#refuse(target, url, `the router answered 409 naming worker ${id}, then ${what}`);
+      } else if (target.refusals.forgotten(url)) {
+        this.#refuse(target, url, `the router ${what} again, never listing it`);
+      }
     }
 
     // Listed (draining included: re-adding a draining URL is refused or later undone; listed
     // as another type, it is removed below first) or being added: nothing to send.
-    const toAdd = desired.filter((url) => !listed.has(url) && !target.pendingAdds.has(url));
+    const toAdd = desired.filter(
+      (url) =>
+        !listed.has(url) &&
+        !target.pendingAdds.has(url) &&
+        target.refusals.heldUntil(url) === undefined,
+    );
+    const unmarked = new Set<string>();
     const toRemove: RouterWorker[] = [];
     const held = new Set<string>();
     for (const [url, same] of listed) {
@@ -454,12 +562,19 @@ export class SglangRouterSink implements Sink {
           continue;
         }
         // Never removed: one draining already, or one this sink may not touch (ownership).
-        if (worker.status === 'draining' || !this.#owns(target, worker)) continue;
+        if (worker.status === 'draining') continue;
+        if (!this.#owns(target, worker)) {
+          if (target.recorded.has(url) && worker.labels !== undefined && !smgDiscovered(worker)) {
+            unmarked.add(url);
+          }
+          continue;
+        }
         if (panic) held.add(url);
         else toRemove.push(worker);
       }
     }
     target.heldByPanic = [...held].sort();
+    this.#reportUnmarked(target, unmarked);
     if (sink.mode === 'observe') {
       target.wouldAdd = toAdd;
       target.wouldRemove = [...new Set(toRemove.map((w) => w.url))].sort();
@@ -488,7 +603,18 @@ export class SglangRouterSink implements Sink {
         const result = await this.#call(target, 'add', () =>
           target.client.addWorker(url, signal, registration),
         );
-        target.pendingAdds.set(url, { id: result.id, since: now() });
+        target.refusals.sent(url);
+        if (result.result === 'exists' && result.id === undefined) {
+          this.#refuse(
+            target,
+            url,
+            'the router answered 409 (already registered) without a worker id, yet does not list it',
+          );
+          continue;
+        }
+        const pending: Pending = { id: result.id, since: now() };
+        if (result.result === 'exists') pending.exists = true;
+        target.pendingAdds.set(url, pending);
         if (result.result === 'accepted') target.recorded.add(url);
         added.push(url);
       } catch (error) {
@@ -498,7 +624,7 @@ export class SglangRouterSink implements Sink {
     }
 
     for (const worker of toRemove) {
-      const url = worker.url;
+      const url = canonicalWorkerUrl(worker.url);
       if (signal.aborted) throw abortReason(signal);
       try {
         await this.#call(target, 'remove', () => target.client.removeWorker(worker.id, signal));
@@ -517,7 +643,7 @@ export class SglangRouterSink implements Sink {
       try {
         const after = await this.#call(target, 'list', () => target.client.listWorkers(signal));
         target.actual = sliceUrls(target, after);
-        const listedAfter = new Set(after.map((w) => w.url));
+        const listedAfter = new Set(after.map((w) => canonicalWorkerUrl(w.url)));
         for (const url of [...target.pendingAdds.keys()]) {
           if (listedAfter.has(url)) target.pendingAdds.delete(url);
         }
@@ -550,7 +676,41 @@ export class SglangRouterSink implements Sink {
     }
     if (errors.length > 0) throw new Error(errors.join('; '));
     target.lastAppliedAt = now();
-    target.lastError = null;
+    target.lastError = refusalError(target);
+  }
+
+  /** Holds the add of `url` by its own backoff and says why, once per refusal. */
+  #refuse(target: TargetState, url: string, reason: string): void {
+    const sink = this.#sink;
+    target.refusals.refuse(url, reason, sink.nowIso());
+    sink.logger.warn(
+      {
+        sink: this.kind,
+        target: target.client.url,
+        pool: target.pool,
+        ...(target.role ? { role: target.role } : {}),
+        worker: url,
+        reason,
+        retryAt: sink.isoAt(target.refusals.heldUntil(url) ?? sink.clock.now()),
+      },
+      'sglang router sink: the router did not take this add; it is not sent again before its backoff ends',
+    );
+  }
+
+  /** Keeps `unmarked` for status and logs each URL once while it stays unmarked. */
+  #reportUnmarked(target: TargetState, unmarked: ReadonlySet<string>): void {
+    target.unmarked = [...unmarked].sort();
+    for (const url of [...target.loggedUnmarked]) {
+      if (!unmarked.has(url)) target.loggedUnmarked.delete(url);
+    }
+    for (const url of target.unmarked) {
+      if (target.loggedUnmarked.has(url)) continue;
+      target.loggedUnmarked.add(url);
+      this.#sink.logger.warn(
+        { sink: this.kind, target: target.client.url, pool: target.pool, worker: url },
+        'sglang router sink: a worker this process added is listed without its mark (the router dropped or rewrote its labels); it is not desired and, under managed ownership, not removed',
+      );
+    }
   }
 
   /**
@@ -558,9 +718,19 @@ export class SglangRouterSink implements Sink {
    * mark, or, on a router that lists no labels, when this process recorded adding it.
    */
   #owns(target: TargetState, worker: RouterWorker): boolean {
+    if (smgDiscovered(worker)) {
+      if (!target.smgDiscoveryLogged) {
+        target.smgDiscoveryLogged = true;
+        this.#sink.logger.warn(
+          { sink: this.kind, target: target.client.url, pool: target.pool, worker: worker.url },
+          "sglang router sink: this router also lists workers of smg's own Kubernetes discovery (smg.ai/pod-name, smg.ai/pod-uid); they are never removed. Do not point both at the same pods",
+        );
+      }
+      return false;
+    }
     if (this.#ownership === 'all') return true;
     if (worker.labels !== undefined) return marked(worker);
-    return target.recorded.has(worker.url);
+    return target.recorded.has(canonicalWorkerUrl(worker.url));
   }
 
   /** One call to a router, counted under its URL (both roles' targets of a router share it). */

@@ -96,7 +96,7 @@ export function newPanicTargetRecord(pool: string): PanicTargetRecord {
 export type SinkTargetExtras = Pick<
   SinkTargetStatus,
   'pending' | 'backoffUntil' | 'panic' | 'heldByPanic' | 'ownership'
-> & { role?: SinkTargetStatus['role'] };
+> & { role?: SinkTargetStatus['role']; unmarked?: string[] };
 
 /**
  * One sink's shared machinery (see the header), held by the sink and built from its options. It
@@ -188,7 +188,7 @@ export class SinkContext<R extends SinkCallRecord> {
 
   /** One target as `GET /api/v1/sinks` serves it: its record copied, the sink's extras beside. */
   status(target: string, record: SinkTargetRecord, extras: SinkTargetExtras): SinkTargetStatus {
-    const { role, pending, backoffUntil, panic, heldByPanic, ownership } = extras;
+    const { role, pending, backoffUntil, panic, heldByPanic, unmarked, ownership } = extras;
     return {
       kind: this.kind,
       target,
@@ -205,6 +205,7 @@ export class SinkContext<R extends SinkCallRecord> {
       wouldRemove: [...record.wouldRemove],
       panic,
       heldByPanic: [...heldByPanic],
+      ...(unmarked ? { unmarked: [...unmarked] } : {}),
       ownership,
     };
   }

@@ -59,11 +59,28 @@ export interface SinkTargetStatus {
    * processing is in `pending`, not here, until a later read lists it.
    */
   actual: string[];
-  /** Changes sent but not yet visible on the target (e.g. a router add still being processed). */
-  pending: Array<{ operation: 'add' | 'remove'; endpoint: string; since: string }>;
-  /** RFC 3339 time of the last apply that completed without error; `null` before one. */
+  /**
+   * Changes sent but not yet visible on the target (e.g. a router add still being processed), and
+   * router adds the router did not take (`reason`), held until `retryAt`.
+   */
+  pending: Array<{
+    operation: 'add' | 'remove';
+    endpoint: string;
+    since: string;
+    /** Why the router's answer was not believed (a 409 without a worker id, an add never listed). */
+    reason?: string | undefined;
+    /** RFC 3339: the add is not sent again before then; a run begins at that time. */
+    retryAt?: string | undefined;
+  }>;
+  /**
+   * RFC 3339 time of the last apply that completed without error (every call answered; adds the
+   * router did not take may still be named in `lastError`); `null` before one.
+   */
   lastAppliedAt: string | null;
-  /** The last apply's error for this target, `null` after a success. Never holds secrets. */
+  /**
+   * The last apply's error for this target, or the router adds it did not take (see `pending`);
+   * `null` after a clean success. Never holds secrets.
+   */
   lastError: string | null;
   /**
    * RFC 3339 time before which the target is not called again (its last call failed: see
@@ -80,6 +97,11 @@ export interface SinkTargetStatus {
   panic: boolean;
   /** Listed endpoints that are not desired but kept because the pool is in panic (sorted). */
   heldByPanic: string[];
+  /**
+   * A router only: listed, not desired, at a URL this process added, but without its mark (the
+   * router dropped or rewrote the labels), so `managed` ownership does not remove it (sorted).
+   */
+  unmarked?: string[] | undefined;
   ownership: SinkOwnership;
 }
 

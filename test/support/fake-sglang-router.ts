@@ -12,6 +12,9 @@
  *   (0.3.2), beside the engine's own (`model_path`); `keepsLabels: false` lists neither.
  * - `worker_type` (`prefill`/`decode`, default `regular`) and `bootstrap_port` are kept as posted
  *   and listed back, as both versions do (measured with `--pd-disaggregation`).
+ * - Routers that lie (issue 36): `lie: 'conflict-without-id'` answers every add 409 without an id
+ *   and registers nothing; `'accept-without-id'` answers 202 without an id and registers nothing;
+ *   `dropsLabels` lists workers without the labels posted (the engine's own only).
  * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
  * Every request is recorded as `METHOD /path` (plus ` <url>` for POST, then ` <type>` and
  * ` bootstrap=<port>` when given) so tests assert the sequence.
@@ -53,6 +56,10 @@ export class FakeSglangRouter {
   readonly authorizations: Array<string | undefined> = [];
   /** Background jobs 0.3.2 started for a URL that already existed. */
   extraJobs = 0;
+  /** A router that lies about adds (see the header); `undefined`: it tells the truth. */
+  lie: 'conflict-without-id' | 'accept-without-id' | undefined;
+  /** Lists workers without the labels they were posted with. */
+  dropsLabels = false;
   /** Answer every request with this status instead (e.g. 500), when set. */
   failWith: number | undefined;
   /** Requests matching this prefix (e.g. `POST`) get `failWith`-like 500s. */
@@ -76,6 +83,7 @@ export class FakeSglangRouter {
     this.apiKey = options.apiKey;
     this.autoComplete = options.autoComplete ?? false;
     this.keepsLabels = options.keepsLabels ?? true;
+    this.lie = undefined;
   }
 
   get url(): string {
@@ -242,7 +250,7 @@ export class FakeSglangRouter {
             ? {
                 [this.version === '1.13' ? 'labels' : 'metadata']: {
                   model_path: 'fake-model',
-                  ...w.labels,
+                  ...(this.dropsLabels ? {} : w.labels),
                 },
               }
             : {}),
@@ -256,6 +264,10 @@ export class FakeSglangRouter {
     }
     if (path === '/workers' && method === 'POST') {
       if (url === undefined) return json(400, { error: 'url is required' });
+      if (this.lie === 'conflict-without-id') {
+        return json(409, { error: 'Worker already exists', code: 'WORKER_ALREADY_EXISTS' });
+      }
+      if (this.lie === 'accept-without-id') return json(202, { status: 'accepted' });
       const existing = this.workers().find((w) => w.url === url && w.state !== 'failed');
       if (existing) {
         if (this.version === '1.13') {
