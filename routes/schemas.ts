@@ -4,7 +4,7 @@
  *
  * They do not by themselves keep responses honest: the cell endpoints send pre-serialized bodies
  * that bypass the serializer. What ties those to the schemas is test/service/cell-bodies.test.ts:
- * a type test makes `Cell` and `PoolSummary` equal to the schemas' output types (a field added to
+ * a type test makes `Cell` and `PoolView` equal to the schemas' output types (a field added to
  * one side only fails `npm run typecheck`), and the cached bodies are parsed against the response
  * schemas there, field for field.
  *
@@ -106,6 +106,7 @@ export const notAliveReasonSchema = named(
         'IndicesDuplicated',
         'WorkerIndexInvalid',
         'SizeInvalid',
+        'NoPods',
       ])
       .describe('Which rule keeps the cell from being alive; one entry per rule broken.'),
     message: z
@@ -215,8 +216,20 @@ export const cellListSchema = z.object({
 /** The body of `GET /api/v1/cells/{cell}`, sent as cached bytes (`CellsView.cellBody`). */
 export const cellResponseSchema = z.object({ source: sourceKindSchema, cell: cellSchema });
 
+/** One status condition of a pool's workload (`WorkloadCondition`), as the API server holds it. */
+export const workloadConditionSchema = named(
+  z.object({
+    type: z.string().describe('`Available`, `Progressing`, `UpdateInProgress`, ...'),
+    status: z.string().describe('`True`, `False` or `Unknown`.'),
+    reason: z.string().nullable().describe('The machine-readable reason, if given.'),
+    message: z.string().nullable().describe('The sentence, if given (cut at 1024 characters).'),
+    lastTransitionTime: z.string().nullable().describe('RFC 3339, if given.'),
+  }),
+  'WorkloadCondition',
+);
+
 /**
- * One pool's counts (`Pool` in the OpenAPI document), the serialized form of `PoolSummary`, which
+ * One pool's counts (`Pool` in the OpenAPI document), the serialized form of `PoolView` (counts and capacity), which
  * the same type test ties to it.
  */
 export const poolSchema = named(
@@ -229,6 +242,39 @@ export const poolSchema = named(
     aliveCells: z.number().int().describe('Of those, the alive ones.'),
     pods: z.number().int().describe("Pods in the pool's cells."),
     cellIds: z.array(z.string()).describe('The ids of its cells, sorted.'),
+    desiredCells: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "The cells its workload asks for: the LeaderWorkerSet of the pool's name, its `spec.replicas`. `null` when `capacity` is `Unknown`.",
+      ),
+    missingCells: z
+      .array(z.number().int())
+      .describe(
+        'Group indices below `desiredCells` with no cell at all (no pod of that group exists), ascending; each is a placeholder in `/api/v1/cells` (`whyNotAlive` `NoPods`).',
+      ),
+    readyReplicas: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "The LeaderWorkerSet's own count of ready groups (`status.readyReplicas`), by its looser rule (docs/alignment.md); `null` when unknown.",
+      ),
+    workloadConditions: z
+      .array(workloadConditionSchema)
+      .describe(
+        "The LeaderWorkerSet's status conditions (`Available`, `Progressing`, `UpdateInProgress`).",
+      ),
+    capacity: z
+      .enum(['Full', 'Degraded', 'Empty', 'Unknown'])
+      .describe(
+        '`Full`: alive cells ≥ `desiredCells`; `Degraded`: some alive, fewer than desired; `Empty`: none alive, some desired; `Unknown`: no LeaderWorkerSet of that name, or its API is not served, not permitted or not watched (`capacityReason` says which): the pool is judged by its cells alone.',
+      ),
+    capacitySince: z
+      .string()
+      .describe('RFC 3339: since when `capacity` has held, as this replica saw it.'),
+    capacityReason: z.string().describe('Why the pool is in its capacity state, for a person.'),
   }),
   'Pool',
 );

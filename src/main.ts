@@ -293,6 +293,48 @@ async function createKubernetesEvents(
 }
 
 /**
+ * The pools' workloads when `--watch-leaderworkersets` is on (its default with the kubernetes
+ * source): the LeaderWorkerSets of the watched namespace (`undefined`: all). Otherwise why not,
+ * for every pool's `capacityReason`.
+ */
+async function createWorkloads(
+  config: Config,
+  choice: SourceChoice,
+  namespace: string | undefined,
+  logger: pino.Logger,
+): Promise<Pick<PoolServiceOptions, 'workloads' | 'workloadsOffReason'>> {
+  const enabled = config.watchLeaderWorkerSets ?? choice.kind === 'kubernetes';
+  if (choice.kind === 'simulated') {
+    if (config.watchLeaderWorkerSets) {
+      logger.warn(
+        '--watch-leaderworkersets has no effect with the simulated source: there is no cluster',
+      );
+    }
+    return {
+      workloadsOffReason:
+        'the simulated source has no LeaderWorkerSets: the pool is judged by its cells alone',
+    };
+  }
+  if (!enabled) {
+    return {
+      workloadsOffReason: '--watch-leaderworkersets=false: the pool is judged by its cells alone',
+    };
+  }
+  const { connectLeaderWorkerSetApi } = await import(
+    './kubernetes/resources/leaderworkerset-api.js'
+  );
+  const { LeaderWorkerSetSource } = await import(
+    './kubernetes/resources/leaderworkerset-source.js'
+  );
+  const api = await connectLeaderWorkerSetApi({ ...clusterOptions(config) });
+  const log = logger.child({ component: 'workloads' });
+  return {
+    workloads: ({ onStatus }) =>
+      new LeaderWorkerSetSource({ api, namespace, logger: log, onStatus }),
+  };
+}
+
+/**
  * JSON lines for collectors, or pino-pretty for a person: `--log-format`, else pretty exactly when
  * stdout is a terminal, so `npm start` reads well and a pod's log stays JSON.
  */
@@ -372,6 +414,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   let leadership: (hooks: LeadershipHooks) => Leadership;
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
   let kubernetesEvents: Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>;
+  let workloads: Pick<PoolServiceOptions, 'workloads' | 'workloadsOffReason'>;
   try {
     if (choice.kind === 'simulated') {
       namespace =
@@ -389,6 +432,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     leadership = await createLeadership(config, choice, facts, namespace, context, logger);
     sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
     kubernetesEvents = await createKubernetesEvents(config, choice, env, logger);
+    workloads = await createWorkloads(config, choice, namespace, logger);
   } catch (err) {
     return usageExit(err);
   }
@@ -397,6 +441,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     leadership,
     ...(sinks ? { sinks } : {}),
     ...kubernetesEvents,
+    ...workloads,
     driftIntervalMs: config.driftIntervalMs,
     sinkMode: config.sinkMode,
     sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,

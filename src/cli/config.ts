@@ -144,6 +144,11 @@ export interface Config {
   cellReadinessGateCondition: string;
   /** `--events`; `undefined`: on with the kubernetes source, off with the simulated one. */
   events: boolean | undefined;
+  /**
+   * `--watch-leaderworkersets`; `undefined`: on with the kubernetes source (the simulated one has
+   * no cluster to watch).
+   */
+  watchLeaderWorkerSets: boolean | undefined;
 }
 
 /**
@@ -331,6 +336,7 @@ const rawSchema = z.object({
     })
     .default(DEFAULT_CELL_READINESS_GATE_CONDITION),
   events: booleanFlag.optional(),
+  watchLeaderworkersets: booleanFlag.optional(),
 });
 
 /**
@@ -448,6 +454,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     cellReadinessGate: r.cellReadinessGate,
     cellReadinessGateCondition: r.cellReadinessGateCondition,
     events: r.events,
+    watchLeaderWorkerSets: r.watchLeaderworkersets,
   };
 }
 

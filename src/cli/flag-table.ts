@@ -172,6 +172,7 @@ export type RawConfig = Record<
   | 'cellReadinessGate'
   | 'cellReadinessGateCondition'
   | 'events'
+  | 'watchLeaderworkersets'
   | 'sglangRouterOwnership'
   | 'sinkAllowLoopback'
   | 'sinkMode'
@@ -455,6 +456,15 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'boolean',
     description:
       "Record Kubernetes Events (events.k8s.io/v1): CellAlive and CellNotAlive on a cell's leader pod, SinkFailed and SinkRecovered on this controller's own pod (POD_NAME, POD_NAMESPACE). The leader records; repeats become a series, each object is rate-limited and the queue is bounded.",
+    defaultText: 'true with --source kubernetes',
+  },
+  {
+    flag: 'watch-leaderworkersets',
+    key: 'watchLeaderworkersets',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Watch the LeaderWorkerSets of the watched namespace(s) and judge each pool against the one of its name: desiredCells (spec.replicas), missingCells, capacity Full/Degraded/Empty/Unknown in GET /api/v1/pools, a NoPods placeholder in GET /api/v1/cells for each desired cell with no pod. Needs get/list/watch on leaderworkersets.leaderworkerset.x-k8s.io; without it (or without the CRD) the controller runs on, says why once, every pool's capacity is Unknown, and it asks again each minute.",
     defaultText: 'true with --source kubernetes',
   },
   {

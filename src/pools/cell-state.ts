@@ -56,7 +56,9 @@ export type NotAliveReasonCode =
   | 'IndicesUnexpected'
   | 'IndicesDuplicated'
   | 'WorkerIndexInvalid'
-  | 'SizeInvalid';
+  | 'SizeInvalid'
+  /** A placeholder: the workload asks for this cell and no pod of it exists (pool-capacity.ts). */
+  | 'NoPods';
 
 /**
  * One reason a cell is not alive: a code for alerts, a sentence for people, and what it is about.

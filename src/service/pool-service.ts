@@ -25,10 +25,12 @@ import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js'
 import type { Pod } from '../model/pod.js';
 import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
+import type { Workload, WorkloadApiStatus, WorkloadSource } from '../model/workload.js';
 import { cellKeyMap } from '../pools/cell-key.js';
 import { createCellReconciler } from '../pools/cell-reconciler.js';
 import { type Cell, CellRegistry, type CellTransition } from '../pools/cell-registry.js';
 import type { PoolLabels } from '../pools/labels.js';
+import { type CapacityTransition, PoolCapacityTracker } from '../pools/pool-capacity.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
@@ -137,7 +139,24 @@ export interface PoolServiceOptions {
   kubernetesEvents?: ((hooks: KubernetesEventHooks) => KubernetesEventRecorder) | undefined;
   /** The controller's own pod, which sink Events are about; `undefined`: no sink Events. */
   selfPod?: EventObjectReference | undefined;
+  /**
+   * The pools' workloads (`--watch-leaderworkersets`): built with the hook that hears its API's
+   * status, and run by a reconcile loop of its own. Default none: every pool's capacity is
+   * `Unknown`, for `workloadsOffReason`.
+   */
+  workloads?: ((hooks: WorkloadHooks) => WorkloadSource) | undefined;
+  /** Why there is no workload source, for every pool's `capacityReason`; has a default. */
+  workloadsOffReason?: string | undefined;
 }
+
+/** What a workload source tells the service: each change of its API's status. */
+export interface WorkloadHooks {
+  onStatus: (status: WorkloadApiStatus) => void;
+}
+
+/** The workload API's status without a workload source, unless `workloadsOffReason` says why. */
+export const DEFAULT_WORKLOADS_OFF_REASON =
+  'no workload source: the pool is judged by its cells alone';
 
 /** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */
 export interface KubernetesEventHooks {
@@ -187,6 +206,8 @@ export class PoolService implements ControlPlane {
   readonly labels: PoolLabels;
   /** The reconciled cells, written by the per-cell reconcile; read by the coordinator's render. */
   readonly registry: CellRegistry;
+  /** Each pool against its workload (pool-capacity.ts), fed by both loops. */
+  readonly capacity: PoolCapacityTracker;
   readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
   readonly coordinationMetrics: CoordinationMetrics;
@@ -211,6 +232,10 @@ export class PoolService implements ControlPlane {
   readonly #adminAllowedHosts: ReadonlySet<string>;
   readonly #podSource: PodSource;
   readonly #loop: ReconcileLoop<Pod>;
+  readonly #workloadSource: WorkloadSource | undefined;
+  /** The workloads' own loop, keyed `namespace/name` (the pool's key); none without a source. */
+  readonly #workloadLoop: ReconcileLoop<Workload> | undefined;
+  readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #sinkMode: SinkMode;
   readonly #panicThresholdPercent: number;
@@ -230,8 +255,20 @@ export class PoolService implements ControlPlane {
     this.#clock = options.clock ?? realClock;
     this.#wallClock = options.wallClock ?? Date.now;
     const logger = options.logger ?? silentLogger;
+    this.#logger = logger;
     this.registry = new CellRegistry({ wallClock: options.wallClock });
-    this.cells = new CellBodies(this.registry, { source: options.sourceKind });
+    this.#workloadSource = options.workloads?.({
+      onStatus: () => this.#capacityTransitions(this.capacity.workloadStatusChanged()),
+    });
+    const workloadsOff: WorkloadApiStatus = {
+      state: 'disabled',
+      message: options.workloadsOffReason ?? DEFAULT_WORKLOADS_OFF_REASON,
+    };
+    this.capacity = new PoolCapacityTracker({
+      wallClock: options.wallClock,
+      workloadStatus: () => this.#workloadSource?.status() ?? workloadsOff,
+    });
+    this.cells = new CellBodies(this.registry, { source: options.sourceKind }, this.capacity);
     this.metrics = new ServiceMetrics({
       clock: this.#clock,
       processMetrics: options.processMetrics ?? false,
@@ -331,6 +368,22 @@ export class PoolService implements ControlPlane {
       logger,
       instrumentation: this.metrics.instrumentation,
     });
+    const workloadSource = this.#workloadSource;
+    this.#workloadLoop = workloadSource
+      ? new ReconcileLoop<Workload>({
+          source: workloadSource.source,
+          keyMap: (workload) => `${workload.namespace}/${workload.name}`,
+          reconcile: async (key) => {
+            const [workload] = this.#workloadLoop?.getByParent(key) ?? [];
+            this.#capacityTransitions(this.capacity.setWorkload(key, workload));
+          },
+          ...(options.resyncPeriodMs !== undefined
+            ? { resyncPeriodMs: options.resyncPeriodMs }
+            : {}),
+          clock: this.#clock,
+          logger,
+        })
+      : undefined;
     this.#storeViews = {
       sourceKind: options.sourceKind,
       labels: options.labels,
@@ -375,6 +428,17 @@ export class PoolService implements ControlPlane {
         this.#lifetime.signal,
       ),
     );
+    const workloadLoop = this.#workloadLoop;
+    if (workloadLoop) {
+      // Not awaited: pools are served (as `Unknown`) while the workload API is slow or absent.
+      this.#background.push(
+        workloadLoop.start(this.#lifetime.signal).catch((err: unknown) => {
+          if (!this.#lifetime.signal.aborted) {
+            this.#logger.error({ err }, 'the workload loop failed to start');
+          }
+        }),
+      );
+    }
     await this.#loop.start(signal);
     this.#syncGate.listed(this.#loop.parentKeys());
   }
@@ -432,6 +496,8 @@ export class PoolService implements ControlPlane {
       } catch {
         // stop() before start() rejects: nothing was running, which is what stopping wants.
       }
+      await this.#workloadLoop?.stop().catch(() => {});
+      await this.#workloadSource?.close();
       await this.#podSource.close();
     })();
     return this.#stopped;
@@ -554,7 +620,25 @@ export class PoolService implements ControlPlane {
     if (event.type === 'pool.panic') this.#kubernetesEvents?.poolPanic(event);
   }
 
+  /** Capacity changes: logged when a pool's state changes (not at its first judgement). */
+  #capacityTransitions(transitions: readonly CapacityTransition[]): void {
+    for (const t of transitions) {
+      if (t.from === null) continue;
+      this.#logger.info(
+        {
+          pool: `${t.namespace}/${t.pool}`,
+          from: t.from,
+          to: t.to,
+          aliveCells: t.aliveCells,
+          desiredCells: t.desiredCells,
+        },
+        `pool ${t.namespace}/${t.pool} capacity ${t.from} → ${t.to}: ${t.reason}`,
+      );
+    }
+  }
+
   #cellTransition(transition: CellTransition): void {
+    this.#capacityTransitions(this.capacity.cellTransition(transition));
     this.metrics.cellTransition(transition.type);
     const event = cellChangedEvent(transition);
     this.#publish(event);

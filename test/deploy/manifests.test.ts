@@ -27,12 +27,17 @@ describe('deploy/', () => {
     ]);
   });
 
-  it('grants get, list and watch on pods, and create and patch on Events only', async () => {
+  it('grants get, list and watch on pods and LeaderWorkerSets, and create and patch on Events only', async () => {
     const role = await manifest('role.yaml');
     expect(role.kind).toBe('Role');
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+      {
+        apiGroups: ['leaderworkerset.x-k8s.io'],
+        resources: ['leaderworkersets'],
+        verbs: ['get', 'list', 'watch'],
+      },
     ]);
   });
 

@@ -180,6 +180,11 @@ describe('charts/pool-controller', () => {
     expect(clusterRole.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+      {
+        apiGroups: ['leaderworkerset.x-k8s.io'],
+        resources: ['leaderworkersets'],
+        verbs: ['get', 'list', 'watch'],
+      },
     ]);
     expect(byKind(objects, 'ClusterRoleBinding')[0].roleRef.name).toBe(clusterRole.metadata.name);
     // The leases Role stays namespaced, in the release namespace.

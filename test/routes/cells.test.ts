@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SOURCE_HEADER } from '../../src/http/app.js';
+import { DEFAULT_WORKLOADS_OFF_REASON } from '../../src/service/pool-service.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, harness, remove, upsert } from '../support/service-harness.js';
+import { closeAll, harness, remove, upsert, WALL_CLOCK_MS } from '../support/service-harness.js';
 
 afterEach(closeAll);
 
@@ -154,6 +155,16 @@ describe('GET /api/v1/pools', () => {
     const { app } = await harness({ pods: world() });
     const res = await app.inject({ url: '/api/v1/pools' });
     expect(res.statusCode).toBe(200);
+    // Without a workload source every pool's capacity is Unknown (test/service/pool-capacity.test.ts).
+    const unknown = {
+      desiredCells: null,
+      missingCells: [],
+      readyReplicas: null,
+      workloadConditions: [],
+      capacity: 'Unknown',
+      capacitySince: new Date(WALL_CLOCK_MS).toISOString(),
+      capacityReason: DEFAULT_WORKLOADS_OFF_REASON,
+    };
     expect(res.json()).toEqual({
       source: 'kubernetes',
       count: 2,
@@ -165,6 +176,7 @@ describe('GET /api/v1/pools', () => {
           aliveCells: 1,
           pods: 4,
           cellIds: ['engine-00000', 'engine-00001'],
+          ...unknown,
         },
         {
           namespace: 'ns',
@@ -173,6 +185,7 @@ describe('GET /api/v1/pools', () => {
           aliveCells: 1,
           pods: 1,
           cellIds: ['trainer-00000'],
+          ...unknown,
         },
       ],
     });

@@ -6,7 +6,8 @@ import {
   type cellSchema,
   type poolSchema,
 } from '../../routes/schemas.js';
-import { type Cell, CellRegistry, type PoolSummary } from '../../src/pools/cell-registry.js';
+import { type Cell, CellRegistry } from '../../src/pools/cell-registry.js';
+import { PoolCapacityTracker, type PoolView } from '../../src/pools/pool-capacity.js';
 import { CellBodies, MAX_CACHED_LIST_BODIES } from '../../src/service/cell-bodies.js';
 import { cellState as state } from '../support/cell-states.js';
 
@@ -72,11 +73,76 @@ describe('CellBodies', () => {
   });
 });
 
+describe('CellBodies with a workload', () => {
+  function withWorkload(desiredCells: number): {
+    reg: CellRegistry;
+    cells: CellBodies;
+    capacity: PoolCapacityTracker;
+  } {
+    const reg = new CellRegistry({ wallClock: () => Date.parse('2025-06-01T00:00:00Z') });
+    const capacity = new PoolCapacityTracker({
+      wallClock: () => Date.parse('2025-06-01T00:00:00Z'),
+      workloadStatus: () => ({ state: 'available', message: 'watching' }),
+    });
+    capacity.setWorkload('ns/engine', {
+      namespace: 'ns',
+      name: 'engine',
+      desiredCells,
+      readyReplicas: 1,
+      conditions: [],
+    });
+    return { reg, capacity, cells: new CellBodies(reg, { source: 'simulated' }, capacity) };
+  }
+
+  it('lists a placeholder for each desired cell with no pod, in key order, never alive', () => {
+    const { reg, cells } = withWorkload(4);
+    reg.publish('ns/engine-00000', state(0));
+    reg.publish('ns/engine-00002', state(2));
+    const body = JSON.parse(cells.listBody().toString());
+    expect(body.cells.map((c: Cell) => c.id)).toEqual([
+      'engine-00000',
+      'engine-00001',
+      'engine-00002',
+      'engine-00003',
+    ]);
+    expect(body.cells[1]).toMatchObject({
+      alive: false,
+      members: [],
+      routable: false,
+      whyNotAlive: [
+        { reason: 'NoPods', message: expect.stringMatching(/no pod of group 1 exists/) },
+      ],
+    });
+    expect(JSON.parse(cells.listBody({ alive: true }).toString()).count).toBe(2);
+    expect(cells.list({ alive: false }).map((c) => c.id)).toEqual(['engine-00001', 'engine-00003']);
+    expectExactly(cellListSchema, cells.listBody());
+  });
+
+  it('shows the pool against its workload and rebuilds the body when the workload changes', () => {
+    const { reg, cells, capacity } = withWorkload(2);
+    reg.publish('ns/engine-00000', state(0));
+    const before = cells.listBody();
+    expect(cells.pools()).toMatchObject([
+      { name: 'engine', desiredCells: 2, missingCells: [1], aliveCells: 1, capacity: 'Degraded' },
+    ]);
+    capacity.setWorkload('ns/engine', {
+      namespace: 'ns',
+      name: 'engine',
+      desiredCells: 1,
+      readyReplicas: 1,
+      conditions: [],
+    });
+    expect(cells.listBody()).not.toBe(before);
+    expect(JSON.parse(cells.listBody().toString()).count).toBe(1);
+    expect(cells.pools()).toMatchObject([{ desiredCells: 1, missingCells: [], capacity: 'Full' }]);
+  });
+});
+
 describe('one definition of the cell shape', () => {
   it('types the cell and pool exactly as the response schemas do', () => {
     // A field added to `Cell` (or `CellState`) without the schema fails `npm run typecheck` here.
     expectTypeOf<z.output<typeof cellSchema>>().toEqualTypeOf<Cell>();
-    expectTypeOf<z.output<typeof poolSchema>>().toEqualTypeOf<PoolSummary>();
+    expectTypeOf<z.output<typeof poolSchema>>().toEqualTypeOf<PoolView>();
   });
 
   it('serves cached bodies that the response schemas describe field for field', () => {

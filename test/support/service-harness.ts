@@ -9,6 +9,7 @@ import type { Logger, ObjectKey, SourceEvent } from '../../src/index.js';
 import { type Pod, podKey } from '../../src/model/pod.js';
 import type { PodSource } from '../../src/model/pod-source.js';
 import type { PodSourceStats } from '../../src/model/pod-source-stats.js';
+import type { Workload, WorkloadApiStatus, WorkloadSource } from '../../src/model/workload.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import {
   type Leadership,
@@ -50,6 +51,47 @@ export class DrivenPodSource implements PodSource {
   }
 }
 
+/**
+ * A workload source whose stream a test drives (LeaderWorkerSets as the LWS source would
+ * deliver them) and whose API status it sets, telling the service as the real source does.
+ */
+export class DrivenWorkloadSource implements WorkloadSource {
+  readonly fake = new FakeSource<Workload>();
+  readonly source = this.fake.source;
+  current: WorkloadApiStatus = { state: 'available', message: 'watching LeaderWorkerSets' };
+  onStatus: ((status: WorkloadApiStatus) => void) | undefined;
+  closes = 0;
+
+  status(): WorkloadApiStatus {
+    return this.current;
+  }
+
+  /** Sets the API's status and tells the service. */
+  setStatus(status: WorkloadApiStatus): void {
+    this.current = status;
+    this.onStatus?.(status);
+  }
+
+  async close(): Promise<void> {
+    this.closes += 1;
+  }
+}
+
+/** A LeaderWorkerSet as the workload source delivers it: `ns/name`, `replicas` groups. */
+export function workload(
+  name: string,
+  desiredCells: number,
+  options: Partial<Omit<Workload, 'name' | 'desiredCells'>> = {},
+): Workload {
+  return {
+    namespace: options.namespace ?? 'ns',
+    name,
+    desiredCells,
+    readyReplicas: options.readyReplicas ?? null,
+    conditions: options.conditions ?? [],
+  };
+}
+
 export const WALL_CLOCK_MS = Date.parse('2025-06-01T12:00:00Z');
 
 export interface HarnessOptions {
@@ -73,6 +115,8 @@ export interface HarnessOptions {
   sinkAllowLoopback?: boolean;
   /** Pools whose cells need a bootstrap port (`--sglang-router POOL=URL,role=prefill`). */
   prefillPools?: ReadonlySet<string>;
+  /** The pools' workloads; default none (every pool's capacity `Unknown`). */
+  workloads?: DrivenWorkloadSource;
 }
 
 /**
@@ -164,6 +208,14 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
       ? { sinkAllowLoopback: options.sinkAllowLoopback }
       : {}),
     ...(options.prefillPools ? { prefillPools: options.prefillPools } : {}),
+    ...(options.workloads
+      ? {
+          workloads: ({ onStatus }) => {
+            options.workloads!.onStatus = onStatus;
+            return options.workloads!;
+          },
+        }
+      : {}),
   });
   const app = await buildServer(service, { clock, ...options.server });
   const h: Harness = {
