@@ -101,6 +101,22 @@ function setup(): {
   return { api, clock, logger, statuses, source };
 }
 
+const signals = new WeakMap<object, AbortController>();
+
+/** Opens a stream as the runtime's source driver does, with a signal of its own. */
+function open(source: LeaderWorkerSetSource): AsyncIterator<SourceEvent<Workload>> {
+  const controller = new AbortController();
+  const stream = source.source(controller.signal)[Symbol.asyncIterator]();
+  signals.set(stream, controller);
+  return stream;
+}
+
+/** Closes a stream as the driver does: its signal first, then `return()`. */
+async function close(stream: AsyncIterator<SourceEvent<Workload>>): Promise<void> {
+  signals.get(stream)?.abort(new Error('the stream is closed'));
+  await stream.return?.();
+}
+
 function keysOf(event: SourceEvent<Workload> | undefined): string[] {
   return event?.type === 'replace' ? [...event.objects.keys()] : [];
 }
@@ -109,7 +125,7 @@ describe('LeaderWorkerSetSource', () => {
   it('lists the whole world first, then follows the watch from the list and its bookmarks', async () => {
     const { api, source, statuses } = setup();
     api.lists.push({ items: [lws('engine', 3), lws('trainer', undefined)], resourceVersion: '10' });
-    const stream = source.source()[Symbol.asyncIterator]();
+    const stream = open(source);
     const first = await stream.next();
     expect(first.value).toMatchObject({ type: 'replace' });
     const replaced = first.value as Extract<SourceEvent<Workload>, { type: 'replace' }>;
@@ -152,7 +168,7 @@ describe('LeaderWorkerSetSource', () => {
     await until(() => api.watches.length === 2, { what: 'the re-watch' });
     expect(api.watches[1]!.cursor).toBe('21');
     expect(api.listCalls).toBe(1);
-    await finishes(stream.return!(), { what: 'the stream to close' });
+    await finishes(close(stream), { what: 'the stream to close' });
     await after.catch(() => {});
   });
 
@@ -172,7 +188,7 @@ describe('LeaderWorkerSetSource', () => {
         items: [lws('engine', 2)],
         resourceVersion: '5',
       });
-      const stream = source.source()[Symbol.asyncIterator]();
+      const stream = open(source);
       expect(keysOf((await stream.next()).value)).toEqual([]);
       expect(source.status()).toMatchObject({ state, message: expect.stringMatching(message) });
       const next = stream.next();
@@ -187,7 +203,7 @@ describe('LeaderWorkerSetSource', () => {
       const closing = stream.next();
       closing.catch(() => {});
       closing.catch(() => {});
-      await finishes(stream.return!(), { what: 'the stream to close' });
+      await finishes(close(stream), { what: 'the stream to close' });
       await closing.catch(() => {});
     },
   );
@@ -195,23 +211,23 @@ describe('LeaderWorkerSetSource', () => {
   it('closes at once while waiting to ask an absent API again', async () => {
     const { api, source, clock } = setup();
     api.lists.push(refusal(404, 'NotFound'));
-    const stream = source.source()[Symbol.asyncIterator]();
+    const stream = open(source);
     await stream.next();
     const waiting = stream.next();
     const rejected = expect(waiting).rejects.toThrow(/closed/);
     await until(() => clock.pendingTimers === 1, { what: 'the recheck wait' });
-    await finishes(stream.return!(), { what: 'the stream to close' });
+    await finishes(close(stream), { what: 'the stream to close' });
     await rejected;
   });
 
   it('fails the stream on other errors, a watch ERROR and an unreadable frame, so it relists', async () => {
     const { api, source } = setup();
     api.lists.push(new Error('connect ECONNREFUSED'));
-    await expect(source.source()[Symbol.asyncIterator]().next()).rejects.toThrow(/ECONNREFUSED/);
+    await expect(open(source).next()).rejects.toThrow(/ECONNREFUSED/);
     expect(source.status()).toMatchObject({ state: 'failing' });
 
     api.lists.push({ items: [], resourceVersion: '1' });
-    const stream = source.source()[Symbol.asyncIterator]();
+    const stream = open(source);
     await stream.next();
     const next = stream.next();
     await until(() => api.watches.length === 1, { what: 'the watch' });
@@ -222,7 +238,7 @@ describe('LeaderWorkerSetSource', () => {
     await expect(next).rejects.toThrow(/HTTP 410 Gone/);
 
     api.lists.push({ items: [], resourceVersion: '1' });
-    const again = source.source()[Symbol.asyncIterator]();
+    const again = open(source);
     await again.next();
     const garbled = again.next();
     await until(() => api.watches.length === 2, { what: 'the second watch' });
@@ -233,7 +249,7 @@ describe('LeaderWorkerSetSource', () => {
   it('leaves out a LWS it cannot read, with a warning, and drops it when it turns unreadable', async () => {
     const { api, source, logger } = setup();
     api.lists.push({ items: [lws('engine', 2), lws('huge', 1_000_000)], resourceVersion: '1' });
-    const stream = source.source()[Symbol.asyncIterator]();
+    const stream = open(source);
     expect(keysOf((await stream.next()).value)).toEqual(['ns/engine']);
     expect(logger.mentioning('more than the 100000 cells a pool may have', 'warn')).toHaveLength(1);
     const next = stream.next();
@@ -242,7 +258,7 @@ describe('LeaderWorkerSetSource', () => {
     expect((await next).value).toEqual({ type: 'delete', key: 'ns/engine' });
     const closing = stream.next();
     closing.catch(() => {});
-    await finishes(stream.return!(), { what: 'the stream to close' });
+    await finishes(close(stream), { what: 'the stream to close' });
     await closing.catch(() => {});
   });
 });

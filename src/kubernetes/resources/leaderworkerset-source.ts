@@ -94,7 +94,9 @@ export class LeaderWorkerSetSource implements WorkloadSource {
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
     this.#onStatus = options.onStatus;
-    this.source = () => this.#open();
+    // The stream's own signal (RUNTIME.md, amendment 2) ends the request or wait in flight, so
+    // closing never waits for a minute's recheck or a quiet watch.
+    this.source = (signal) => this.#stream(AbortSignal.any([signal, this.#closed.signal]));
   }
 
   status(): WorkloadApiStatus {
@@ -103,30 +105,6 @@ export class LeaderWorkerSetSource implements WorkloadSource {
 
   async close(): Promise<void> {
     this.#closed.abort(new Error('the LeaderWorkerSet source is closed'));
-  }
-
-  /**
-   * One stream: an iterator whose `return()` aborts the request or wait in flight first, so
-   * closing never waits for a minute's recheck or a quiet watch.
-   */
-  #open(): AsyncIterable<SourceEvent<Workload>> {
-    const stop = new AbortController();
-    const signal = AbortSignal.any([stop.signal, this.#closed.signal]);
-    const inner = this.#stream(signal);
-    return {
-      [Symbol.asyncIterator]: () => ({
-        next: () => inner.next(),
-        return: async () => {
-          stop.abort(new Error('the LeaderWorkerSet stream is closed'));
-          try {
-            await inner.return(undefined);
-          } catch {
-            // The aborted request's rejection: closing is what was asked.
-          }
-          return { done: true, value: undefined };
-        },
-      }),
-    };
   }
 
   async *#stream(signal: AbortSignal): AsyncGenerator<SourceEvent<Workload>, void, undefined> {
