@@ -182,6 +182,57 @@ describe.skipIf(unavailable !== undefined)('SGLang router sink against real rout
       });
   });
 
+  describe("smg-1.13.0's current contract", () => {
+    let router: RunningRouter;
+    beforeAll(async () => {
+      router = await startRouter({ version: 'smg-1.13.0', apiKey });
+    });
+    afterAll(async () => {
+      await router?.dispose();
+    });
+
+    const post = (body: unknown): Promise<Response> =>
+      fetch(`${router.url}/workers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(5_000),
+      });
+
+    it('refuses a worker URL whose scheme is not lowercase, so the sink sends only lowercase ones', async () => {
+      const [a] = engines as [FakeEngine];
+      const response = await post({ url: a.url.replace('http://', 'HTTP://') });
+      expect(response.status, await response.text()).toBe(400);
+      expect(a.url).toBe(a.url.toLowerCase());
+    });
+
+    it("never removes a worker carrying smg's discovery labels, even with ownership all", async () => {
+      const [a, b, c] = engines as [FakeEngine, FakeEngine, FakeEngine];
+      const logs: string[] = [];
+      const sink = new SglangRouterSink({
+        targets: [{ pool: 'engine', url: router.url }],
+        apiKey,
+        ownership: 'all',
+        logger: {
+          debug: () => {},
+          info: () => {},
+          warn: (_obj: unknown, msg: string) => logs.push(msg),
+          error: () => {},
+        },
+      });
+      const response = await post({
+        url: c.url,
+        labels: { 'smg.ai/pod-name': 'engine-c', 'smg.ai/pod-uid': 'c-uid' },
+      });
+      expect(response.status, await response.text()).toBe(202);
+      await converge(sink, routing({ engine: [a, b] }), router, urls([a, b, c]));
+      for (let i = 0; i < 3; i += 1)
+        await sink.apply(routing({ engine: [a, b] }), new AbortController().signal);
+      expect((await listWorkers(router, apiKey)).map((w) => w.url).sort()).toEqual(urls([a, b, c]));
+      expect(logs.filter((m) => m.includes("smg's own Kubernetes discovery"))).toHaveLength(1);
+    });
+  });
+
   describe('two smg-1.13.0 routers, one down', () => {
     let up: RunningRouter;
     let down: RunningRouter;
