@@ -193,15 +193,24 @@ async function createSinks(
   const factories: Array<(wiring: SinkWiring) => Sink> = [];
   if (config.sglangRouters.length > 0) {
     const { SglangRouterSink } = await import('./sinks/sglang-router.js');
-    factories.push(
-      (wiring) =>
-        new SglangRouterSink({
-          ...wiredSinkOptions(wiring, logger, 'sglang-router'),
-          targets: config.sglangRouters,
-          ownership: config.sglangRouterOwnership,
-          ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
-        }),
-    );
+    // One sink per router (both roles of a prefill/decode router in one): each sink applies on
+    // its own worker, so a router that never answers holds back no other router's changes.
+    const byRouter = new Map<string, typeof config.sglangRouters>();
+    for (const target of config.sglangRouters) {
+      const url = target.url.replace(/\/+$/, '');
+      byRouter.set(url, [...(byRouter.get(url) ?? []), target]);
+    }
+    for (const targets of byRouter.values()) {
+      factories.push(
+        (wiring) =>
+          new SglangRouterSink({
+            ...wiredSinkOptions(wiring, logger, 'sglang-router'),
+            targets,
+            ownership: config.sglangRouterOwnership,
+            ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
+          }),
+      );
+    }
   }
   if (config.publishEndpointSlices && choice.kind === 'simulated') {
     logger.warn(

@@ -42,6 +42,7 @@ import {
   type SinkMode,
   type SinkTargetStatus,
 } from '../sinks/sink.js';
+import { sinkBackoffMaxMs } from '../sinks/target-backoff.js';
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import { CellBodies } from './cell-bodies.js';
@@ -67,7 +68,7 @@ import {
   SoleLeadership,
 } from './leadership.js';
 import { ServiceMetrics } from './metrics.js';
-import { RoutingController, retryCapMs } from './routing-controller.js';
+import { RoutingController } from './routing-controller.js';
 import { cellChangedEvent, type ServiceEvent } from './service-events.js';
 import { createServiceHealth } from './service-health.js';
 import { resolveCell, type StoreViewSources, storeSnapshot } from './store-views.js';
@@ -175,8 +176,8 @@ export interface SinkWiring {
   publish: (event: SinkEvent) => void;
   onOperation: (record: SinkOperationCount) => void;
   /**
-   * The longest per-target backoff: the coordinator's retry cap, never longer than the drift
-   * interval (`retryCapMs`), so a target that came back waits no longer than a drift run would.
+   * The longest per-target backoff: one minute, never longer than the drift interval
+   * (`sinkBackoffMaxMs`), so a target that came back waits no longer than a drift run would.
    */
   backoffMaxMs: number;
   /** The service's clock, which the sinks' backoff must share with the routing controller. */
@@ -293,7 +294,7 @@ export class PoolService implements ControlPlane {
       options.sinks?.({
         publish,
         onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
-        backoffMaxMs: retryCapMs(driftIntervalMs),
+        backoffMaxMs: sinkBackoffMaxMs(driftIntervalMs),
         clock: this.#clock,
         mode: this.#sinkMode,
         cells: () => this.registry.list(),

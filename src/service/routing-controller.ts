@@ -5,16 +5,19 @@
  * Followers never start it (their coordinator stays stopped), but they can still render the
  * desired state locally for `GET /api/v1/coordinator`. A term begins when this replica leads and
  * the cells are synced, and ends the moment leadership is lost: the running pipeline's signal
- * aborts and no sink sends anything more.
+ * and every sink's apply abort, and no sink sends anything more.
+ *
+ * The coordinator owns every run: when the sinks want one later (a target held by its backoff, a
+ * change a target has not shown yet), the deploy says so as `{ requeueAfterMs }`. Each sink
+ * applies through its own `SinkWorker`, and a deploy waits for them at most `SINK_RUN_WAIT_MS`: a
+ * slow sink keeps applying on its own, and its end (when no deploy waits for it) is a trigger.
  */
 import {
   Coordinator,
   type CoordinatorEvent,
   type CoordinatorState,
-  DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
-  DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
 } from '../coordination/coordinator.js';
-import type { Pipeline } from '../coordination/pipeline.js';
+import type { DeployResult, Pipeline } from '../coordination/pipeline.js';
 import {
   type RoutableCell,
   type RoutingState,
@@ -25,21 +28,31 @@ import {
 } from '../pools/routing-state.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
-import {
-  type Sink,
-  SinkApplyError,
-  type SinkFailure,
-  type SinkTargetStatus,
-} from '../sinks/sink.js';
+import { type Sink, SinkApplyError, type SinkTargetStatus } from '../sinks/sink.js';
+import { type SinkApplyOutcome, SinkWorker } from '../sinks/sink-worker.js';
 import { type PanicEntry, PanicTracker } from './panic-tracker.js';
 import type { ServiceEvent } from './service-events.js';
 
 /**
  * How soon after a deploy that left changes pending (a router still adding or draining a worker)
- * the coordinator looks again: routers settle in well under a second to a few seconds, and
- * waiting for the next drift run would leave a re-added cell unrouted for up to a minute.
+ * the deploy asks to be run again (`requeueAfterMs`): routers settle in well under a second to a
+ * few seconds, and waiting for the next drift run would leave a re-added cell unrouted for up to
+ * a minute.
  */
 export const PENDING_RECHECK_MS = 1_000;
+
+/**
+ * How long one deploy waits for the applies it began before its run completes; applies still in
+ * flight go on by themselves (`SinkWorker`), and a sink already busy when the run began is not
+ * waited for at all. It bounds a run, and so how long a change for a healthy target can wait
+ * behind a slow one: a change that arrives during a run begins the follow-up as soon as that run
+ * completes, and the follow-up hands it to every idle sink at once. Healthy targets answer in tens
+ * of milliseconds, so a normal deploy still ends with every apply done.
+ */
+export const SINK_RUN_WAIT_MS = 500;
+
+/** The reason of the run begun when a sink's apply that no deploy waited for has ended. */
+export const SINK_SETTLED_REASON = 'sink apply settled';
 
 /**
  * Distinct per-cell reasons passed to one run at most; beyond, one shared reason
@@ -50,24 +63,6 @@ export const PENDING_RECHECK_MS = 1_000;
 export const MAX_CELL_REASONS_PER_RUN = 32;
 /** The reason that stands for every cell change past `MAX_CELL_REASONS_PER_RUN` in one run. */
 export const MANY_CELLS_CHANGED_REASON = `more than ${MAX_CELL_REASONS_PER_RUN} cells changed`;
-/** The reason of the run begun when a sink target's backoff ends. */
-export const BACKOFF_ENDED_REASON = 'sink backoff ended';
-
-/**
- * The longest wait before a failed run is retried: the coordinator's cap, but never longer than
- * the drift interval. While a failure streak lasts the retry replaces the drift run, and every
- * trigger-begun run that fails lengthens the backoff; with the plain one-minute cap, one
- * unreachable router would leave the other routers unrepaired (a restarted one stays empty) and
- * itself unpopulated once back for up to a minute, whatever --drift-interval says.
- */
-export function retryCapMs(driftIntervalMs: number | null): number {
-  if (driftIntervalMs === null) return DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS;
-  return Math.max(
-    DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
-    Math.min(DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS, driftIntervalMs),
-  );
-}
-
 /**
  * What the routing controller is built from: the published cells and the sync gate it renders from,
  * the sinks it deploys to, and the bus its coordinator's events go to.
@@ -81,6 +76,8 @@ export interface RoutingControllerOptions {
   /** Where the coordinator's events go (the service's bus). */
   publish: (event: ServiceEvent) => void;
   driftIntervalMs: number | null;
+  /** How long one sink's apply may take (`SinkWorker`); default `DEFAULT_SINK_APPLY_DEADLINE_MS`. */
+  sinkApplyDeadlineMs?: number;
   /** `--sink-panic-threshold` (0–100; 0: off): see `PoolCapacity`. */
   panicThresholdPercent?: number;
   clock?: Clock;
@@ -91,9 +88,10 @@ export interface RoutingControllerOptions {
 
 /**
  * The coordinator the leader acts through, with the service's rules around it: nothing is rendered
- * before the cells have synced, a deploy that left changes pending is looked at again in
- * `PENDING_RECHECK_MS`, a sink target's ended backoff begins a run, and the retry cap is
- * `retryCapMs` rather than the library's.
+ * before the cells have synced; a deploy asks to run again when a sink target's backoff ends or
+ * `PENDING_RECHECK_MS` after it left changes pending; a target's failure is the sink's to report
+ * and back off (the run still succeeds); each sink applies on its own worker, so none waits for
+ * another.
  */
 export class RoutingController {
   readonly #options: RoutingControllerOptions;
@@ -104,12 +102,13 @@ export class RoutingController {
   #term: AbortController | undefined;
   /** The coordinator's stop while the previous term's pipeline unwinds. */
   #stopping: Promise<void> | undefined;
-  #recheckScheduled = false;
   #lastLoggedDesired: string | undefined;
   /** Per-cell reasons passed since the last run began (at most MAX_CELL_REASONS_PER_RUN). */
   readonly #cellReasons = new Set<string>();
-  /** The run scheduled for when the earliest held sink target may be called again. */
-  #backoffRetry: { atMs: number; cancel: AbortController } | undefined;
+  /** One per sink, in the order of `options.sinks`. */
+  readonly #workers: SinkWorker[];
+  /** Set while a deploy waits for the workers: what their applies threw that was not a target's. */
+  #waiting: { errors: unknown[] } | undefined;
   readonly #panic: PanicTracker;
   readonly #render: () => RoutingState;
 
@@ -119,6 +118,17 @@ export class RoutingController {
     this.#logger = options.logger ?? silentLogger;
     const renderOptions = { panicThresholdPercent: options.panicThresholdPercent ?? 0 };
     this.#render = () => renderRoutingState(options.cells(), renderOptions);
+    this.#workers = options.sinks.map(
+      (sink) =>
+        new SinkWorker({
+          sink,
+          clock: this.#clock,
+          ...(options.sinkApplyDeadlineMs !== undefined
+            ? { deadlineMs: options.sinkApplyDeadlineMs }
+            : {}),
+          onSettled: (outcome, worker) => this.#settled(outcome, worker),
+        }),
+    );
     this.#panic = new PanicTracker({
       publish: options.publish,
       logger: this.#logger,
@@ -149,7 +159,6 @@ export class RoutingController {
         },
       },
       driftIntervalMs: options.driftIntervalMs,
-      failureMaxDelayMs: retryCapMs(options.driftIntervalMs),
       clock: this.#clock,
       logger: this.#logger,
     });
@@ -184,12 +193,19 @@ export class RoutingController {
     });
   }
 
-  /** Ends the term: aborts the running pipeline, cancels pending work; resolves when settled. */
+  /**
+   * Ends the term: aborts the running pipeline and every sink's apply, cancels pending work;
+   * resolves when all of it has settled.
+   */
   async stop(): Promise<void> {
     const term = this.#term;
     this.#term = undefined;
-    term?.abort(new Error('leadership ended'));
-    const stopping = this.#coordinator.stop();
+    const reason = new Error('leadership ended');
+    term?.abort(reason);
+    const stopping = Promise.all([
+      this.#coordinator.stop(),
+      ...this.#workers.map((worker) => worker.stop(reason)),
+    ]).then(() => {});
     this.#stopping = stopping;
     try {
       await stopping;
@@ -244,10 +260,9 @@ export class RoutingController {
     return this.#panic.pools();
   }
 
-  async #deploy(desired: RoutingState, signal: AbortSignal): Promise<void> {
-    const { sinks } = this.#options;
+  async #deploy(desired: RoutingState, signal: AbortSignal): Promise<DeployResult> {
     this.#panic.observe(desired);
-    if (sinks.length === 0) {
+    if (this.#workers.length === 0) {
       // Info when the desired state changed, debug when a drift run renders the same again.
       const summary = summarizeRoutingState(desired);
       const text = JSON.stringify(desired);
@@ -259,75 +274,74 @@ export class RoutingController {
       );
       return;
     }
-    const failures: SinkFailure[] = [];
-    const errors: unknown[] = [];
-    // Every sink is applied even when one fails: one unreachable target never holds the others.
-    await Promise.all(
-      sinks.map(async (sink) => {
-        try {
-          await sink.apply(desired, signal);
-        } catch (err) {
-          if (err instanceof SinkApplyError) failures.push(...err.failures);
-          else errors.push(err);
-        }
-      }),
-    );
+    // Every sink gets the state at once; a busy one applies it right after its apply in flight,
+    // and the run does not wait for that: the busy one is already slow.
+    const started: Array<Promise<void>> = [];
+    for (const worker of this.#workers) {
+      const idle = !worker.busy;
+      const covered = worker.submit(desired);
+      if (idle) started.push(covered);
+    }
+    const waiting = { errors: [] as unknown[] };
+    this.#waiting = waiting;
+    const waitEnd = new AbortController();
+    const onAbort = (): void => waitEnd.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await Promise.race([
+        Promise.all(started),
+        this.#clock.sleep(SINK_RUN_WAIT_MS, waitEnd.signal).catch(() => {}),
+      ]);
+    } finally {
+      waitEnd.abort();
+      signal.removeEventListener('abort', onAbort);
+      this.#waiting = undefined;
+    }
     signal.throwIfAborted();
-    this.#schedulePendingRecheck();
-    this.#scheduleBackoffRetry();
-    if (errors.length > 0) throw errors[0];
-    if (failures.length > 0) throw new SinkApplyError(failures);
+    if (waiting.errors.length > 0) throw waiting.errors[0];
+    return this.#requeue();
   }
 
   /**
-   * A run at the moment the earliest held sink target may be called again, so its pending change
-   * is retried then (not at the next drift, and not before: the sinks would skip it). One at a
-   * time; an earlier due time replaces a later one.
+   * When the sinks want a run again: as soon as the earliest target held by its backoff may be
+   * called, or `PENDING_RECHECK_MS` from now while a change is pending on a target; `undefined`
+   * when neither (drift, or a trigger, is the next run).
    */
-  #scheduleBackoffRetry(): void {
-    const term = this.#term;
-    if (!term) return;
-    let atMs: number | undefined;
+  #requeue(): DeployResult {
+    const now = this.#clock.now();
+    let afterMs: number | undefined;
+    const consider = (ms: number): void => {
+      if (afterMs === undefined || ms < afterMs) afterMs = ms;
+    };
     for (const sink of this.#options.sinks) {
       const next = sink.nextAttemptAtMs();
-      if (next !== undefined && (atMs === undefined || next < atMs)) atMs = next;
+      // A backoff that ends now or in the past still needs a run: one millisecond from now.
+      if (next !== undefined) consider(Math.max(1, next - now));
     }
-    if (atMs === undefined) return;
-    const scheduled = this.#backoffRetry;
-    if (scheduled && scheduled.atMs <= atMs) return;
-    scheduled?.cancel.abort();
-    const cancel = new AbortController();
-    const retry = { atMs, cancel };
-    this.#backoffRetry = retry;
-    // The term's end cancels it too (a listener, removed when it settles, not AbortSignal.any).
-    const onTermEnd = (): void => cancel.abort();
-    term.signal.addEventListener('abort', onTermEnd, { once: true });
-    const settled = (): void => {
-      term.signal.removeEventListener('abort', onTermEnd);
-      if (this.#backoffRetry === retry) this.#backoffRetry = undefined;
-    };
-    const delayMs = Math.max(0, atMs - this.#clock.now());
-    this.#clock.sleep(delayMs, cancel.signal).then(() => {
-      settled();
-      if (this.#term === term) this.trigger(BACKOFF_ENDED_REASON);
-    }, settled);
+    // A refused router add (`retryAt`) waits for its own backoff (`nextAttemptAtMs`), not this.
+    const inFlight = this.sinkStatus().some((s) => s.pending.some((p) => p.retryAt === undefined));
+    if (inFlight) consider(PENDING_RECHECK_MS);
+    return afterMs === undefined ? undefined : { requeueAfterMs: afterMs };
   }
 
-  /** A follow-up run shortly after a deploy that left changes in flight, once per term at a time. */
-  #schedulePendingRecheck(): void {
-    const term = this.#term;
-    if (!term || this.#recheckScheduled) return;
-    // A refused router add (`retryAt`) waits for its own backoff (`nextAttemptAtMs`), not this.
-    if (!this.sinkStatus().some((s) => s.pending.some((p) => p.retryAt === undefined))) return;
-    this.#recheckScheduled = true;
-    this.#clock.sleep(PENDING_RECHECK_MS, term.signal).then(
-      () => {
-        this.#recheckScheduled = false;
-        this.trigger('pending');
-      },
-      () => {
-        this.#recheckScheduled = false; // the term ended first
-      },
-    );
+  /**
+   * A sink's apply ended. A target's failure (`SinkApplyError`) the sink has reported itself and
+   * holds by its backoff; anything else it threw fails the run that waits for it. When no deploy
+   * waits for it (it outlived `SINK_RUN_WAIT_MS`) and no newer state follows it, a run begins, so
+   * what it left (a backoff, a pending change) is looked at through the coordinator.
+   */
+  #settled(outcome: SinkApplyOutcome, worker: SinkWorker): void {
+    if (outcome.result === 'failed' && !(outcome.error instanceof SinkApplyError)) {
+      if (this.#waiting) {
+        this.#waiting.errors.push(outcome.error);
+      } else {
+        this.#logger.warn(
+          { err: outcome.error, sink: worker.sink.kind },
+          'routing controller: a sink apply that no run waited for failed',
+        );
+      }
+    }
+    if (outcome.result === 'aborted' || this.#waiting || worker.busy || !this.#term) return;
+    this.trigger(SINK_SETTLED_REASON);
   }
 }

@@ -151,7 +151,8 @@ export function heldError(untilIso: string, lastError: string | null): string {
 
 /**
  * Thrown by `apply` after every target was tried, when at least one failed: one unreachable
- * target never keeps the others from converging, and the coordinator's retry covers the failed.
+ * target never keeps the others from converging. The failed ones are held by their backoff, and
+ * the service's deploy asks for a run when the earliest may be called again (`nextAttemptAtMs`).
  */
 export class SinkApplyError extends Error {
   readonly failures: readonly SinkFailure[];
@@ -166,10 +167,10 @@ export class SinkApplyError extends Error {
 }
 
 /**
- * What the coordinator's deploy phase calls: each sink owns its targets' state between runs and is
- * never called concurrently (the coordinator runs one reconciliation at a time). `status()` and
- * `nextAttemptAtMs()` are synchronous reads for the control plane and the routing controller,
- * served from what the last `apply` learnt.
+ * What the coordinator's deploy phase calls, through one `SinkWorker` per sink: each sink owns its
+ * targets' state between runs and is never called concurrently (its worker runs one apply at a
+ * time). `status()` and `nextAttemptAtMs()` are synchronous reads for the control plane and the
+ * routing controller, served from what the last `apply` learnt.
  */
 export interface Sink {
   readonly kind: SinkKind;
@@ -183,8 +184,9 @@ export interface Sink {
   status(): SinkTargetStatus[];
   /**
    * The earliest clock time (the sink's `Clock`) at which a target held by its backoff may be
-   * called again; `undefined` when none is held. The service begins a run then, so the held
-   * target's change is retried as soon as its backoff allows.
+   * called again; `undefined` when none is held. The service's deploy asks the coordinator for a
+   * run then (`requeueAfterMs`), so the held target's change is retried as soon as its backoff
+   * allows.
    */
   nextAttemptAtMs(): number | undefined;
 }

@@ -6,8 +6,9 @@
  * retry), so with ongoing cell changes the coordinator's own backoff never holds anything back: a
  * dead router would be called on every run. The delay therefore lives here, per target, as
  * client-go's per-item rate limiter does for work-queue keys: the other targets of the same run
- * deploy at once, and the service begins a run when the earliest delay ends
- * (`nextAttemptAtMs`), so the held target's change is retried then and not at the next drift.
+ * deploy at once, and the service's deploy asks the coordinator to run again when the earliest
+ * delay ends (`nextAttemptAtMs` → `requeueAfterMs`), so the held target's change is retried then
+ * and not at the next drift.
  */
 
 import { exponentialBackoffMs } from '../runtime/backoff.js';
@@ -17,9 +18,23 @@ import { type Clock, realClock } from '../runtime/clock.js';
 export const DEFAULT_SINK_BACKOFF_BASE_MS = 1_000;
 /**
  * The longest delay: the coordinator's failure cap. The service passes its drift interval when
- * shorter (`retryCapMs`), so a target that came back waits no longer than a drift run would.
+ * shorter (`sinkBackoffMaxMs`), so a target that came back waits no longer than a drift run would.
  */
 export const DEFAULT_SINK_BACKOFF_MAX_MS = 60_000;
+
+/**
+ * The service's cap on a target's backoff: `DEFAULT_SINK_BACKOFF_MAX_MS`, but never longer than
+ * the drift interval (nor below the base). Drift runs do not call a held target, so with the plain
+ * one-minute cap a router that came back would stay empty up to a minute whatever
+ * `--drift-interval` says.
+ */
+export function sinkBackoffMaxMs(driftIntervalMs: number | null): number {
+  if (driftIntervalMs === null) return DEFAULT_SINK_BACKOFF_MAX_MS;
+  return Math.max(
+    DEFAULT_SINK_BACKOFF_BASE_MS,
+    Math.min(DEFAULT_SINK_BACKOFF_MAX_MS, driftIntervalMs),
+  );
+}
 
 /**
  * The delays of one sink's targets; both are checked at construction (positive, finite, cap at

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { TargetBackoff } from '../../src/sinks/target-backoff.js';
+import {
+  DEFAULT_SINK_BACKOFF_BASE_MS,
+  DEFAULT_SINK_BACKOFF_MAX_MS,
+  sinkBackoffMaxMs,
+  TargetBackoff,
+} from '../../src/sinks/target-backoff.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 describe('TargetBackoff', () => {
@@ -41,5 +46,15 @@ describe('TargetBackoff', () => {
   it('refuses a base that is not positive and a cap below the base', () => {
     expect(() => new TargetBackoff({ baseMs: 0 })).toThrow(RangeError);
     expect(() => new TargetBackoff({ baseMs: 2_000, maxMs: 1_000 })).toThrow(RangeError);
+  });
+});
+
+describe('sinkBackoffMaxMs', () => {
+  it('caps a target backoff at the drift interval, within the sink defaults', () => {
+    expect(sinkBackoffMaxMs(null)).toBe(DEFAULT_SINK_BACKOFF_MAX_MS);
+    expect(sinkBackoffMaxMs(60_000)).toBe(60_000);
+    expect(sinkBackoffMaxMs(600_000)).toBe(DEFAULT_SINK_BACKOFF_MAX_MS);
+    expect(sinkBackoffMaxMs(2_000)).toBe(2_000);
+    expect(sinkBackoffMaxMs(100)).toBe(DEFAULT_SINK_BACKOFF_BASE_MS);
   });
 });

@@ -69,6 +69,8 @@ export class FakeSglangRouter {
    * test waits for `held` to count the request instead of sleeping while it is in flight.
    */
   holdAnswers = false;
+  /** With `holdAnswers`: only requests matching this prefix (e.g. `POST`) are held. */
+  holdOnly: string | undefined;
   /** Requests whose answer is being held now. */
   held = 0;
   readonly #releases: Array<() => void> = [];
@@ -218,7 +220,10 @@ export class FakeSglangRouter {
         : `${method} ${path}`,
     );
     this.authorizations.push(req.headers.authorization);
-    if (this.holdAnswers) {
+    if (
+      this.holdAnswers &&
+      (this.holdOnly === undefined || `${method} ${path}`.startsWith(this.holdOnly))
+    ) {
       this.held += 1;
       await new Promise<void>((resolve) => this.#releases.push(resolve));
       this.held -= 1;
