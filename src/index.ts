@@ -79,46 +79,5 @@ export type {
   ReflectorPhase,
   RelistReason,
 } from './model/pod-source-stats.js';
-export { abortReason, type Clock, realClock } from './runtime/clock.js';
-export type { LoopInstrumentation, ReconcileResult } from './runtime/instrumentation.js';
-export type { Logger } from './runtime/logger.js';
-export { NO_LOGGER_WARNING_CODE } from './runtime/no-logger-warning.js';
-export {
-  ObjectStore,
-  type ObjectStoreOptions,
-  type ReplaceInParts,
-} from './runtime/object-store.js';
-export {
-  DEFAULT_FAILURE_BASE_DELAY_MS,
-  DEFAULT_FAILURE_MAX_DELAY_MS,
-  DEFAULT_RESYNC_PERIOD_MS,
-  DEFAULT_SOURCE_RETRY_DELAY_MS,
-  InitialSyncTimeoutError,
-  LoopStoppedError,
-  type Reconcile,
-  ReconcileLoop,
-  type ReconcileLoopOptions,
-  type ReconcileLoopState,
-  WORKER_SLICE_MS,
-} from './runtime/reconcile-loop.js';
-export {
-  DEFAULT_RETRY_POLL_INTERVAL_MS,
-  type PendingRetry,
-  RetryScheduler,
-  type RetrySchedulerOptions,
-} from './runtime/retry-scheduler.js';
-export type {
-  KeyMap,
-  ObjectKey,
-  ParentKey,
-  Source,
-  SourceEvent,
-} from './runtime/source-event.js';
-export {
-  DEFAULT_SOURCE_RETRY_MAX_DELAY_MS,
-  SourceStreamDriver,
-  type SourceStreamDriverOptions,
-  SourceStreamEndedError,
-  StreamDidNotOpenWithReplaceError,
-} from './runtime/source-stream-driver.js';
-export { WorkQueue } from './runtime/work-queue.js';
+// The controller runtime (RUNTIME.md): the same list as the `./runtime` entry, kept in one place.
+export * from './runtime/index.js';

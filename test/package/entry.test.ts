@@ -42,6 +42,19 @@ describe('the package entry in plain Node', () => {
     for (const name of RUNTIME_EXPORTS) expect(names).toContain(name);
   });
 
+  it('exposes the runtime alone as ./runtime and with the pod source as ./pods, under the root’s names', () => {
+    const script = `Promise.all(['./dist/src/index.js', './dist/src/runtime/index.js', './dist/src/kubernetes/pods.js'].map((p) => import(p))).then((ms) => console.log(JSON.stringify(ms.map((m) => Object.keys(m)))))`;
+    const { status, stdout, stderr } = runNode(['-e', script]);
+    expect({ status, stderr }).toEqual({ status: 0, stderr: '' });
+    const [root, runtime, pods] = JSON.parse(stdout) as [string[], string[], string[]];
+    for (const name of RUNTIME_EXPORTS) expect(runtime).toContain(name);
+    expect(runtime.filter((name) => !root.includes(name))).toEqual([]);
+    expect(pods.filter((name) => !root.includes(name))).toEqual([]);
+    expect(runtime.filter((name) => !pods.includes(name))).toEqual([]);
+    expect(pods).toContain('WorkerPodSource');
+    expect(runtime).not.toContain('WorkerPodSource');
+  });
+
   it('loads without @kubernetes/client-node being imported', () => {
     const deny = ['--import', './test/support/deny-client-node.mjs'];
     const { status, stderr } = runNode([...deny, '-e', "import('./dist/src/index.js')"]);

@@ -125,6 +125,27 @@ describe('the packed package, installed into a fresh project', () => {
     ]);
   });
 
+  it('resolves the typed ./runtime and ./pods entries by the package name', () => {
+    const manifest = JSON.parse(
+      readFileSync(join(project, 'node_modules/pool-controller/package.json'), 'utf8'),
+    ) as { exports: Record<string, { types: string; default: string }> };
+    for (const entry of ['./runtime', './pods']) {
+      expect(manifest.exports[entry]?.types).toMatch(/\.d\.ts$/);
+    }
+    const resolved = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        "Promise.all([import('pool-controller/runtime'), import('pool-controller/pods')]).then(([r, p]) => console.log(typeof r.ReconcileLoop, typeof p.WorkerPodSource))",
+      ],
+      { cwd: project, encoding: 'utf8', timeout: 30_000 },
+    );
+    expect({ stdout: resolved.stdout.trim(), stderr: resolved.stderr }).toEqual({
+      stdout: 'function function',
+      stderr: '',
+    });
+  });
+
   it('installs the pool-controller command, which prints its help', () => {
     const result = spawnSync(join(project, 'node_modules/.bin/pool-controller'), ['--help'], {
       cwd: project,

@@ -1,0 +1,32 @@
+/**
+ * The `./pods` package entry: the controller runtime plus the Kubernetes pod source
+ * (`WorkerPodSource`, the partial `Pod` it yields, its stats), for a loop over a cluster's pods
+ * without the HTTP service. Beyond the runtime it loads `piscina` (the worker thread) and `zod`
+ * (the pod schema), which the `@pool-controller/runtime` package lists as optional peers; the
+ * Kubernetes client is the bundled KubeConfig loader, read only when a stream starts.
+ */
+
+export {
+  type Container,
+  type ContainerStatus,
+  MalformedPodError,
+  type Pod,
+  type PodCondition,
+  parsePod,
+  podKey,
+} from '../model/pod.js';
+export type {
+  PodSourceStats,
+  ReflectorPhase,
+  RelistReason,
+} from '../model/pod-source-stats.js';
+export * from '../runtime/index.js';
+export {
+  type ClusterOptions,
+  checkClusterConfig,
+  KubeConfigError,
+} from './client/connection.js';
+export {
+  WorkerPodSource,
+  type WorkerPodSourceOptions,
+} from './reflector-worker/main-thread-source.js';
