@@ -35,9 +35,10 @@ export interface Pod {
 
 /**
  * The subset of `ObjectMeta` this project reads: identity (name, namespace, uid), the cursor
- * (`resourceVersion`), termination (`deletionTimestamp`), and the labels and annotations that place
- * a pod in a pool and a cell. Maps are `{}` rather than absent, so readers never test for
- * `undefined`.
+ * (`resourceVersion`), creation and termination (`creationTimestamp`, `deletionTimestamp`), the
+ * labels and annotations that place a pod in a pool and a cell, and its owners (which
+ * incarnation of a LeaderWorkerSet group a worker belongs to). Maps are `{}` rather than absent,
+ * so readers never test for `undefined`.
  */
 export interface PodMetadata {
   name: string;
@@ -45,9 +46,28 @@ export interface PodMetadata {
   namespace: string;
   uid: string;
   resourceVersion?: string | undefined;
+  /** RFC 3339 to the second, as the API server stamps it; absent on a hand-made pod. */
+  creationTimestamp?: string | undefined;
   deletionTimestamp?: string | undefined;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+  /**
+   * `metadata.ownerReferences`, present only when the pod has any (like `readinessGates`): an
+   * LWS worker's controller is its worker StatefulSet, whose uid tells one incarnation of a group
+   * from the next.
+   */
+  ownerReferences?: OwnerReference[] | undefined;
+}
+
+/**
+ * An owner reference reduced to what identifies the owner: `controller` is kept only when `true`
+ * (the one owner that manages the pod); `apiVersion` and `blockOwnerDeletion` are dropped.
+ */
+export interface OwnerReference {
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: true | undefined;
 }
 
 /**
@@ -167,9 +187,13 @@ export const podWireSchema = z.object({
     namespace: text,
     uid: z.string(),
     resourceVersion: text,
+    creationTimestamp: text,
     deletionTimestamp: text,
     labels: stringMap,
     annotations: stringMap,
+    ownerReferences: list(
+      z.object({ kind: text, name: text, uid: text, controller: z.nullish(z.boolean()) }),
+    ),
   }),
   spec: z.nullish(
     z.object({
@@ -266,6 +290,19 @@ export function boundAnnotations(annotations: Record<string, string>): Record<st
   return out ?? annotations;
 }
 
+type WireOwnerReference = NonNullable<Wire['metadata']['ownerReferences']>[number];
+
+/** An owner reference as kept: a missing string reads as `''`, as protobuf's absent field does. */
+function shapeOwnerReference(reference: WireOwnerReference): OwnerReference {
+  const out: OwnerReference = {
+    kind: reference.kind ?? '',
+    name: reference.name ?? '',
+    uid: reference.uid ?? '',
+  };
+  if (reference.controller === true) out.controller = true;
+  return out;
+}
+
 function shape(wire: Wire): Pod {
   const { metadata } = wire;
   const spec = wire.spec ?? {};
@@ -275,11 +312,14 @@ function shape(wire: Wire): Pod {
       name: metadata.name,
       namespace: metadata.namespace ?? '',
       uid: metadata.uid,
-      ...strings(metadata, ['resourceVersion', 'deletionTimestamp']),
+      ...strings(metadata, ['resourceVersion', 'creationTimestamp', 'deletionTimestamp']),
       // Copies: the value may be the caller's own (see `conforms`), and a pod must not change
       // with it.
       labels: metadata.labels ? { ...metadata.labels } : {},
       annotations: metadata.annotations ? boundAnnotations({ ...metadata.annotations }) : {},
+      ...(metadata.ownerReferences && metadata.ownerReferences.length > 0
+        ? { ownerReferences: metadata.ownerReferences.map(shapeOwnerReference) }
+        : {}),
     },
     spec: {
       ...strings(spec, ['nodeName', 'subdomain']),
@@ -381,9 +421,20 @@ function conforms(value: unknown): value is Wire {
     typeof metadata.uid !== 'string' ||
     !isText(metadata.namespace) ||
     !isText(metadata.resourceVersion) ||
+    !isText(metadata.creationTimestamp) ||
     !isText(metadata.deletionTimestamp) ||
     !isStringMap(metadata.labels) ||
-    !isStringMap(metadata.annotations)
+    !isStringMap(metadata.annotations) ||
+    !isList(
+      metadata.ownerReferences,
+      (reference) =>
+        isText(reference.kind) &&
+        isText(reference.name) &&
+        isText(reference.uid) &&
+        (reference.controller === undefined ||
+          reference.controller === null ||
+          typeof reference.controller === 'boolean'),
+    )
   ) {
     return false;
   }

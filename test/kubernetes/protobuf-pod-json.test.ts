@@ -53,6 +53,7 @@ function awkwardPod(value: string, index: number): Json {
   };
   json.metadata.labels = { [value]: value, plain: value, '7': 'numeric key' };
   json.metadata.annotations = { [value]: value.repeat(200) };
+  json.metadata.ownerReferences = [{ kind: value, name: value, uid: value, controller: true }];
   json.spec.containers[0] = {
     name: value,
     ports: [{ name: value, containerPort: -2147483648, protocol: value }],

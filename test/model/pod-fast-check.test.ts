@@ -11,9 +11,11 @@ function richPod(): Json {
       namespace: 'ns',
       uid: 'u',
       resourceVersion: '7',
+      creationTimestamp: '2026-01-01T00:00:00Z',
       deletionTimestamp: null,
       labels: { a: 'b' },
       annotations: { c: 'd' },
+      ownerReferences: [{ kind: 'StatefulSet', name: 's', uid: 'u', controller: true }],
     },
     spec: {
       nodeName: 'n',

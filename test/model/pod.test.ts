@@ -28,6 +28,7 @@ describe('parsePod', () => {
         namespace: 'default',
         uid: 'uid-default-a',
         resourceVersion: '12',
+        creationTimestamp: '2026-01-01T00:00:00Z',
         labels: { cell: 'c1' },
         annotations: { 'example.com/note': 'kept' },
       },
@@ -54,6 +55,53 @@ describe('parsePod', () => {
         ],
       },
     });
+  });
+
+  it('keeps owner references as kind, name, uid and a true controller, and only when there are any', () => {
+    const pod = parsePod(
+      edit((raw) => {
+        raw.metadata.ownerReferences = [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'StatefulSet',
+            name: 'engine-1',
+            uid: 'sts-1',
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+          { apiVersion: 'v1', kind: 'Pod', name: 'p', uid: 'u', controller: false },
+          { kind: 'Odd', name: null },
+        ];
+      }),
+    );
+    expect(pod.metadata.ownerReferences).toEqual([
+      { kind: 'StatefulSet', name: 'engine-1', uid: 'sts-1', controller: true },
+      { kind: 'Pod', name: 'p', uid: 'u' },
+      { kind: 'Odd', name: '', uid: '' },
+    ]);
+    expect(Object.keys(pod.metadata)).toEqual([
+      'name',
+      'namespace',
+      'uid',
+      'resourceVersion',
+      'creationTimestamp',
+      'labels',
+      'annotations',
+      'ownerReferences',
+    ]);
+    const none = parsePod(
+      edit((raw) => {
+        raw.metadata.ownerReferences = [];
+      }),
+    );
+    expect('ownerReferences' in none.metadata).toBe(false);
+    expect(() =>
+      parsePod(
+        edit((raw) => {
+          raw.metadata.ownerReferences = [{ uid: 7 }];
+        }),
+      ),
+    ).toThrow(MalformedPodError);
   });
 
   it('reads null maps and lists as empty ones', () => {

@@ -16,8 +16,21 @@ export function fullPod(name: string): Json {
       namespace: 'pools',
       uid: `uid-${name}`,
       resourceVersion: '42',
+      creationTimestamp: '2026-01-02T03:00:00Z',
       deletionTimestamp: '2026-01-02T04:00:00Z',
       generateName: 'engine-',
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          name: 'engine-1',
+          uid: 'sts-uid-1',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+        { apiVersion: 'v1', kind: 'Pod', name: 'other', uid: 'pod-uid-2', controller: false },
+        { kind: 'Thing', name: 'quoted "owner" ✓', uid: '' },
+      ],
       labels: { 'app.kubernetes.io/name': 'engine', '10': 'numeric key', empty: '' },
       annotations: {
         note: 'héllo ✓ "quoted" \\ back\nslash 🚀',

@@ -186,9 +186,13 @@ export const JSON_KEYS = {
   namespace: key('namespace'),
   uid: key('uid'),
   resourceVersion: key('resourceVersion'),
+  creationTimestamp: key('creationTimestamp'),
   deletionTimestamp: key('deletionTimestamp'),
   labels: key('labels'),
   annotations: key('annotations'),
+  ownerReferences: key('ownerReferences'),
+  kind: key('kind'),
+  controller: key('controller'),
   nodeName: key('nodeName'),
   subdomain: key('subdomain'),
   nodeSelector: key('nodeSelector'),
@@ -344,9 +348,20 @@ function writePod(out: JsonBuffer, pod: Pod): void {
   meta.string(K.namespace, metadata.namespace);
   meta.string(K.uid, metadata.uid);
   meta.string(K.resourceVersion, metadata.resourceVersion);
+  meta.string(K.creationTimestamp, metadata.creationTimestamp);
   meta.string(K.deletionTimestamp, metadata.deletionTimestamp);
   writeStringMap(meta.name(K.labels), metadata.labels);
   writeStringMap(meta.name(K.annotations), metadata.annotations);
+  if (metadata.ownerReferences) {
+    writeList(meta.name(K.ownerReferences), metadata.ownerReferences, (o, reference) => {
+      const referenceFields = new Fields(o);
+      referenceFields.string(K.kind, reference.kind);
+      referenceFields.string(K.name, reference.name);
+      referenceFields.string(K.uid, reference.uid);
+      if (reference.controller) referenceFields.name(K.controller).boolean(true);
+      referenceFields.end();
+    });
+  }
   meta.end();
   const specFields = new Fields(fields.name(K.spec));
   specFields.string(K.nodeName, spec.nodeName);

@@ -216,6 +216,7 @@ function readObjectMeta(reader: ProtobufReader): Json {
   const out: Json = {};
   let labels: Record<string, string> | undefined;
   let annotations: Record<string, string> | undefined;
+  const ownerReferences: Json[] = [];
   while (meta.more()) {
     const [field, wire] = meta.tag();
     if (wire === WIRE_LENGTH_DELIMITED) {
@@ -232,8 +233,14 @@ function readObjectMeta(reader: ProtobufReader): Json {
         case 6:
           put(out, 'resourceVersion', meta.string());
           continue;
+        case 8:
+          putTime(out, 'creationTimestamp', meta);
+          continue;
         case 9:
           putTime(out, 'deletionTimestamp', meta);
+          continue;
+        case 13:
+          ownerReferences.push(readOwnerReference(meta));
           continue;
         case 11:
           labels ??= {};
@@ -249,6 +256,21 @@ function readObjectMeta(reader: ProtobufReader): Json {
   }
   if (labels) out.labels = labels;
   if (annotations) out.annotations = annotations;
+  if (ownerReferences.length > 0) out.ownerReferences = ownerReferences;
+  return out;
+}
+
+/** `OwnerReference`: kind 1, name 3, uid 4 (strings), controller 6 (an optional bool). */
+function readOwnerReference(reader: ProtobufReader): Json {
+  const reference = reader.message();
+  const out: Json = {};
+  while (reference.more()) {
+    const [field, wire] = reference.tag();
+    if (wire === WIRE_LENGTH_DELIMITED && (field === 1 || field === 3 || field === 4)) {
+      out[field === 1 ? 'kind' : field === 3 ? 'name' : 'uid'] = reference.string();
+    } else if (field === 6 && wire === WIRE_VARINT) out.controller = reference.bool();
+    else reference.skip(wire);
+  }
   return out;
 }
 

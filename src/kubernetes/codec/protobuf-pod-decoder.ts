@@ -23,6 +23,7 @@ import {
   type ContainerPort,
   type ContainerState,
   type ContainerStatus,
+  type OwnerReference,
   type Pod,
   type PodCondition,
   parsePod,
@@ -208,6 +209,26 @@ function readState(reader: ProtobufReader): ContainerState {
   return out;
 }
 
+/** `OwnerReference`: kind 1, name 3, uid 4; controller 6 kept only when `true`. */
+function readOwnerReference(reader: ProtobufReader): OwnerReference {
+  const reference = reader.message();
+  let kind = '';
+  let name = '';
+  let uid = '';
+  let controller = false;
+  while (reference.more()) {
+    const [field, wire] = reference.tag();
+    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) kind = reference.string();
+    else if (field === 3 && wire === WIRE_LENGTH_DELIMITED) name = reference.string();
+    else if (field === 4 && wire === WIRE_LENGTH_DELIMITED) uid = reference.string();
+    else if (field === 6 && wire === WIRE_VARINT) controller = reference.bool();
+    else reference.skip(wire);
+  }
+  const out: OwnerReference = { kind, name, uid };
+  if (controller) out.controller = true;
+  return out;
+}
+
 function readContainerStatus(reader: ProtobufReader): ContainerStatus {
   const status = reader.message();
   let name = '';
@@ -236,8 +257,10 @@ function readPod(reader: ProtobufReader): Pod {
   let namespace = '';
   let uid = '';
   let resourceVersion = '';
+  let creationTimestamp: string | undefined;
   let deletionTimestamp: string | undefined;
   let labels: Record<string, string> = {};
+  const ownerReferences: OwnerReference[] = [];
   let annotations: Record<string, string> = {};
   let nodeName = '';
   let subdomain = '';
@@ -276,8 +299,14 @@ function readPod(reader: ProtobufReader): Pod {
             case 6:
               resourceVersion = meta.string();
               continue;
+            case 8:
+              creationTimestamp = readTime(meta);
+              continue;
             case 9:
               deletionTimestamp = readTime(meta);
+              continue;
+            case 13:
+              ownerReferences.push(readOwnerReference(meta));
               continue;
             case 11:
               if (!sawLabels) labels = {};
@@ -351,15 +380,14 @@ function readPod(reader: ProtobufReader): Pod {
   }
   // The JSON schema's rules that protobuf cannot state: an empty string is an absent field there.
   if (name === '' || uid === '') throw new UnreadablePod();
-  const metadata: Pod['metadata'] =
-    resourceVersion !== ''
-      ? deletionTimestamp !== undefined
-        ? { name, namespace, uid, resourceVersion, deletionTimestamp, labels, annotations }
-        : { name, namespace, uid, resourceVersion, labels, annotations }
-      : deletionTimestamp !== undefined
-        ? { name, namespace, uid, deletionTimestamp, labels, annotations }
-        : { name, namespace, uid, labels, annotations };
+  // Filled field by field in `shape()`'s key order (the optional ones only when set).
+  const metadata = { name, namespace, uid } as Pod['metadata'];
+  if (resourceVersion !== '') metadata.resourceVersion = resourceVersion;
+  if (creationTimestamp !== undefined) metadata.creationTimestamp = creationTimestamp;
+  if (deletionTimestamp !== undefined) metadata.deletionTimestamp = deletionTimestamp;
+  metadata.labels = labels;
   metadata.annotations = boundAnnotations(annotations);
+  if (ownerReferences.length > 0) metadata.ownerReferences = ownerReferences;
   // Filled field by field in `shape()`'s key order (the optional ones only when set).
   const spec = {} as Pod['spec'];
   if (nodeName !== '') spec.nodeName = nodeName;

@@ -367,6 +367,52 @@ function writePort(out: JsonBuffer, start: number, end: number): void {
   out.byte(0x7d);
 }
 
+/** `{kind, name, uid, controller?}`: fields 1, 3, 4 and 6 (written only when true). */
+function writeOwnerReference(out: JsonBuffer, start: number, end: number): void {
+  let kindStart = -1;
+  let kindEnd = -1;
+  let nameStart = -1;
+  let nameEnd = -1;
+  let uidStart = -1;
+  let uidEnd = -1;
+  let controller = false;
+  at = start;
+  while (at < end) {
+    const field = readTag(end);
+    if ((field === 1 || field === 3 || field === 4) && wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = spanEnd(end);
+      if (field === 1) {
+        kindStart = at;
+        kindEnd = fieldEnd;
+      } else if (field === 3) {
+        nameStart = at;
+        nameEnd = fieldEnd;
+      } else {
+        uidStart = at;
+        uidEnd = fieldEnd;
+      }
+      at = fieldEnd;
+    } else if (field === 6 && wire === WIRE_VARINT) {
+      controller = varint(end) !== 0 || high !== 0;
+    } else skip(end);
+  }
+  out.byte(0x7b);
+  name(out, K.kind, true);
+  if (kindStart < 0) out.raw(EMPTY_STRING);
+  else copyString(out, kindStart, kindEnd);
+  name(out, K.name, false);
+  if (nameStart < 0) out.raw(EMPTY_STRING);
+  else copyString(out, nameStart, nameEnd);
+  name(out, K.uid, false);
+  if (uidStart < 0) out.raw(EMPTY_STRING);
+  else copyString(out, uidStart, uidEnd);
+  if (controller) {
+    name(out, K.controller, false);
+    out.boolean(true);
+  }
+  out.byte(0x7d);
+}
+
 function writeCondition(out: JsonBuffer, start: number, end: number): void {
   // type, status, lastTransitionTime, reason, message: fields 1, 2, 4, 5, 6.
   let typeStart = -1;
@@ -645,8 +691,9 @@ const readinessGates = new Spans();
 const containers = new Spans();
 const conditions = new Spans();
 const containerStatuses = new Spans();
+const ownerReferences = new Spans();
 /** Singular fields' spans: start and end per slot (`S_*`). */
-const single = new Array<number>(2 * 9).fill(-1);
+const single = new Array<number>(2 * 10).fill(-1);
 const S_NAME = 0;
 const S_NAMESPACE = 2;
 const S_UID = 4;
@@ -656,6 +703,7 @@ const S_NODE_NAME = 10;
 const S_SUBDOMAIN = 12;
 const S_PHASE = 14;
 const S_POD_IP = 16;
+const S_CREATION = 18;
 
 function keep(slot: number, start: number, end: number): void {
   single[slot] = start;
@@ -675,15 +723,20 @@ function targets(entries: Array<[number, number | Spans]>): FieldTargets {
   return table;
 }
 
-/** `ObjectMeta`: name 1, namespace 3, uid 5, resourceVersion 6, deletionTimestamp 9, maps 11, 12. */
+/**
+ * `ObjectMeta`: name 1, namespace 3, uid 5, resourceVersion 6, creationTimestamp 8,
+ * deletionTimestamp 9, maps 11, 12, ownerReferences 13.
+ */
 const METADATA = targets([
   [1, S_NAME],
   [3, S_NAMESPACE],
   [5, S_UID],
   [6, S_RESOURCE_VERSION],
+  [8, S_CREATION],
   [9, S_DELETION],
   [11, labels],
   [12, annotations],
+  [13, ownerReferences],
 ]);
 /** `PodSpec`: containers 2, nodeSelector 7, nodeName 10, subdomain 17, gates 28 and 38. */
 const SPEC = targets([
@@ -729,6 +782,7 @@ function walkPod(start: number, end: number): void {
   containers.reset();
   conditions.reset();
   containerStatuses.reset();
+  ownerReferences.reset();
   at = start;
   while (at < end) {
     const field = readTag(end);
@@ -771,6 +825,13 @@ function writePod(out: JsonBuffer): void {
   optionalSingle(out, K.resourceVersion, S_RESOURCE_VERSION, false);
   optionalTime(
     out,
+    K.creationTimestamp,
+    single[S_CREATION] as number,
+    single[S_CREATION + 1] as number,
+    false,
+  );
+  optionalTime(
+    out,
     K.deletionTimestamp,
     single[S_DELETION] as number,
     single[S_DELETION + 1] as number,
@@ -780,6 +841,10 @@ function writePod(out: JsonBuffer): void {
   writeMap(out, labels, false);
   name(out, K.annotations, false);
   writeMap(out, annotations, true);
+  if (ownerReferences.length > 0) {
+    name(out, K.ownerReferences, false);
+    writeMessages(out, ownerReferences, writeOwnerReference);
+  }
   out.byte(0x7d);
 
   name(out, K.spec, false);
