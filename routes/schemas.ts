@@ -107,8 +107,11 @@ export const notAliveReasonSchema = named(
         'WorkerIndexInvalid',
         'SizeInvalid',
         'NoPods',
+        'StaleMember',
       ])
-      .describe('Which rule keeps the cell from being alive; one entry per rule broken.'),
+      .describe(
+        'Which rule keeps the cell from being alive; one entry per rule broken. `StaleMember`: a member of a LeaderWorkerSet group belongs to a previous incarnation (another leader) of the group.',
+      ),
     message: z
       .string()
       .describe(

@@ -12,7 +12,7 @@ import type { ParentKey } from '../runtime/source-event.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION, parseBootstrapPort } from './bootstrap-port.js';
 import { parseIndex, splitParentKey } from './cell-key.js';
 import { ipRefusal, parseIp } from './endpoint-address.js';
-import type { PoolLabels } from './labels.js';
+import { LWS_TEMPLATE_REVISION_LABEL, type PoolLabels } from './labels.js';
 import { boundOptionalPodText, boundPodText } from './pod-text.js';
 
 /** One pod of a cell, as the API shows it. `null` rather than absent, so every field is always there. */
@@ -58,7 +58,8 @@ export type NotAliveReasonCode =
   | 'WorkerIndexInvalid'
   | 'SizeInvalid'
   /** A placeholder: the workload asks for this cell and no pod of it exists (pool-capacity.ts). */
-  | 'NoPods';
+  | 'NoPods'
+  | 'StaleMember';
 
 /**
  * One reason a cell is not alive: a code for alerts, a sentence for people, and what it is about.
@@ -262,14 +263,120 @@ function byWorkerIndex(a: CellMember, b: CellMember): number {
 }
 
 /**
- * 16 hex of sha256 over `name:uid:restarts:deleting`, one line per member in worker-index order.
+ * 16 hex of sha256 over `name:uid:restarts:deleting`, one line per member in worker-index order,
+ * with `:stale` added to the line of a member of another incarnation (`stale`, by name).
  * Readiness is deliberately left out: a readiness blip is not a new process, but a new uid, a
  * container restart or the start of a termination each mean in-memory state (KV cache, NCCL
- * communicators) is gone, so consumers holding connections must redo them.
+ * communicators) is gone, so consumers holding connections must redo them; so is a group whose
+ * members came from two incarnations, even once the stale one is the only change.
  */
-export function cellGeneration(members: readonly CellMember[]): string {
-  const text = members.map((m) => `${m.name}:${m.uid}:${m.restarts}:${m.deleting}`).join('\n');
+export function cellGeneration(
+  members: readonly CellMember[],
+  stale: ReadonlySet<string> = new Set(),
+): string {
+  const text = members
+    .map(
+      (m) => `${m.name}:${m.uid}:${m.restarts}:${m.deleting}${stale.has(m.name) ? ':stale' : ''}`,
+    )
+    .join('\n');
   return createHash('sha256').update(text).digest('hex').slice(0, GENERATION_HEX_LENGTH);
+}
+
+/** A pod's creation time in epoch milliseconds; `undefined` when absent or unreadable. */
+function createdAt(pod: Pod): number | undefined {
+  const text = pod.metadata.creationTimestamp;
+  if (text === undefined) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * The worker StatefulSet that controls an LWS worker: its controller owner reference, when that
+ * is a StatefulSet named after the leader pod (LWS names each group's worker StatefulSet after
+ * its leader); `undefined` for any other pod.
+ */
+function workerStatefulSetUid(pod: Pod, leaderName: string): string | undefined {
+  for (const owner of pod.metadata.ownerReferences ?? []) {
+    if (owner.controller && owner.kind === 'StatefulSet' && owner.name === leaderName) {
+      return owner.uid;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The members of an LWS group that belong to another incarnation than its leader, by name, with
+ * why; empty for a cell that is not an LWS group (no leader, or a leader without LWS's template
+ * revision label: plain labelled pods keep the rules they had).
+ *
+ * LWS's own rule is exact and needs the StatefulSets: a worker belongs to a leader when its
+ * worker StatefulSet is owned by the leader's uid. From the pods alone, three rules, each of which
+ * never calls a member of the current incarnation stale (docs/alignment.md weighs them):
+ * - the worker's template revision differs from the leader's (a rolling update; LWS itself
+ *   treats such a worker as about to be deleted);
+ * - the worker is an LWS worker (controlled by the StatefulSet named after the leader) created in
+ *   an earlier second than the leader: the worker StatefulSet of an incarnation is made only once
+ *   its leader exists, so its pods are never older. Misses a stale worker created in the same
+ *   second as the new leader (an incarnation that lived under a second);
+ * - the LWS workers are controlled by worker StatefulSets of different uids: every set but the
+ *   one holding the most recently created worker is stale (all are, when that cannot be told).
+ */
+function staleMembers(
+  entries: ReadonlyArray<{ pod: Pod; member: CellMember }>,
+  leader: { pod: Pod; member: CellMember } | undefined,
+): Map<string, string> {
+  const stale = new Map<string, string>();
+  if (!leader) return stale;
+  const leaderRevision = leader.pod.metadata.labels[LWS_TEMPLATE_REVISION_LABEL];
+  if (leaderRevision === undefined) return stale;
+  const leaderName = leader.pod.metadata.name;
+  const leaderCreated = createdAt(leader.pod);
+  const mark = (name: string, why: string): void => {
+    if (!stale.has(name)) stale.set(name, why);
+  };
+  const bySet = new Map<string, Array<{ name: string; created: number | undefined }>>();
+  for (const { pod, member } of entries) {
+    if (pod === leader.pod) continue;
+    const revision = pod.metadata.labels[LWS_TEMPLATE_REVISION_LABEL];
+    if (revision !== undefined && revision !== leaderRevision) {
+      mark(
+        member.name,
+        `its template revision ${boundPodText(revision)} is not the leader's ${boundPodText(leaderRevision)}`,
+      );
+    }
+    const setUid = workerStatefulSetUid(pod, leaderName);
+    if (setUid === undefined) continue;
+    const created = createdAt(pod);
+    if (created !== undefined && leaderCreated !== undefined && created < leaderCreated) {
+      mark(
+        member.name,
+        `it was created at ${boundPodText(pod.metadata.creationTimestamp ?? '')}, before the leader (${boundPodText(leader.pod.metadata.creationTimestamp ?? '')})`,
+      );
+    }
+    const set = bySet.get(setUid) ?? [];
+    set.push({ name: member.name, created });
+    bySet.set(setUid, set);
+  }
+  if (bySet.size > 1) {
+    const newest = (set: ReadonlyArray<{ created: number | undefined }>): number =>
+      Math.max(...set.map((w) => w.created ?? Number.NEGATIVE_INFINITY));
+    const ranked = [...bySet.values()].map((set) => ({ set, newest: newest(set) }));
+    const top = Math.max(...ranked.map((r) => r.newest));
+    const current = ranked.filter((r) => r.newest === top);
+    const keep = current.length === 1 && Number.isFinite(top) ? current[0]?.set : undefined;
+    for (const { set } of ranked) {
+      if (set === keep) continue;
+      for (const worker of set) {
+        mark(
+          worker.name,
+          keep
+            ? 'it is controlled by an older worker StatefulSet than its newest fellow worker'
+            : 'the workers are controlled by different worker StatefulSets',
+        );
+      }
+    }
+  }
+  return stale;
 }
 
 /** `ip:port`, with IPv6 addresses bracketed so the result is always a valid URL authority. */
@@ -548,6 +655,19 @@ export function deriveCellState(
     );
   }
 
+  const stale = staleMembers(entries, leaderEntry);
+  if (stale.size > 0) {
+    const names = [...stale.keys()];
+    const reason = podsReason(
+      'StaleMember',
+      names,
+      (one) => `${one ? 'belongs' : 'belong'} to a previous leader`,
+    );
+    const [firstName, firstWhy] = [...stale.entries()][0]!;
+    reason.message += names.length === 1 ? `: ${firstWhy}` : ` (${firstName}: ${firstWhy})`;
+    whyNotAlive.push(reason);
+  }
+
   // The leader's annotation wins: LWS stamps the same size on every pod of a group.
   const sizeSource =
     leaderEntry?.pod ?? entries.find((e) => labels.cellSize in e.pod.metadata.annotations)?.pod;
@@ -618,7 +738,7 @@ export function deriveCellState(
     size,
     alive: whyNotAlive.length === 0,
     whyNotAlive,
-    generation: cellGeneration(members),
+    generation: cellGeneration(members, new Set(stale.keys())),
     leader: leaderEntry?.member.name ?? null,
     address,
     routable: whyNotRoutable.length === 0,

@@ -26,6 +26,14 @@ export const LWS_LABELS: Readonly<PoolLabels> = Object.freeze({
 });
 
 /**
+ * The label LeaderWorkerSet puts on every pod of a group: the hash of the template revision the
+ * group was made from. A leader carrying it marks its cell as an LWS group, whose members are
+ * judged per incarnation (`StaleMember` in cell-state.ts); LWS's own pod controller treats a
+ * worker whose value differs from its leader's as about to be deleted.
+ */
+export const LWS_TEMPLATE_REVISION_LABEL = 'leaderworkerset.sigs.k8s.io/template-revision-hash';
+
+/**
  * The container port a cell is reached on, by name: LWS examples and most Helm charts name the
  * serving port `http`, and naming (not numbering) it survives a port change in the pod template.
  */

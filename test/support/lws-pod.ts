@@ -39,6 +39,12 @@ export interface LwsPodOptions {
     lastTransitionTime?: string;
   }>;
   resourceVersion?: string;
+  /** `leaderworkerset.sigs.k8s.io/template-revision-hash`; absent by default. */
+  revision?: string;
+  /** `metadata.creationTimestamp`; absent by default. */
+  created?: string;
+  /** Controller owner: `workerSet` is LWS's worker StatefulSet (named after the leader pod). */
+  owner?: { kind?: string; name?: string; uid: string };
 }
 
 export function lwsPod(options: LwsPodOptions = {}): Pod {
@@ -55,6 +61,9 @@ export function lwsPod(options: LwsPodOptions = {}): Pod {
   if (!options.noPoolLabel) labels['leaderworkerset.sigs.k8s.io/name'] = pool;
   if (group !== null) labels['leaderworkerset.sigs.k8s.io/group-index'] = String(group);
   if (worker !== null) labels['leaderworkerset.sigs.k8s.io/worker-index'] = String(worker);
+  if (options.revision !== undefined) {
+    labels['leaderworkerset.sigs.k8s.io/template-revision-hash'] = options.revision;
+  }
   const annotations: Record<string, string> = { ...options.annotations };
   if (size !== null) annotations['leaderworkerset.sigs.k8s.io/size'] = String(size);
   const ready = options.ready ?? true;
@@ -68,7 +77,22 @@ export function lwsPod(options: LwsPodOptions = {}): Pod {
       ...(options.resourceVersion !== undefined
         ? { resourceVersion: options.resourceVersion }
         : {}),
+      ...(options.created !== undefined ? { creationTimestamp: options.created } : {}),
       ...(options.deleting ? { deletionTimestamp: '2025-01-01T00:00:00Z' } : {}),
+      ...(options.owner
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'apps/v1',
+                kind: options.owner.kind ?? 'StatefulSet',
+                name: options.owner.name ?? `${pool}-${group ?? 'x'}`,
+                uid: options.owner.uid,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ],
+          }
+        : {}),
     },
     spec: {
       nodeName: options.node ?? 'node-a',
