@@ -415,7 +415,12 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
   }
   // Watch-list: the initial events up to the initial-events-end bookmark, each frame's pod read
   // into a form, or skipped (`frames`: framing and the event envelope only, the floor).
-  const skipped: PodForm<true> = { fromProtobuf: () => true, fromValue: () => true, key: () => '' };
+  const skipped: PodForm<true> = {
+    fromProtobuf: () => true,
+    fromValue: () => true,
+    key: () => '',
+    version: () => undefined,
+  };
   const watchVariants = [
     ['frames', new HttpPodApi(connection, 'protobuf', false, skipped)],
     ['protobuf', new HttpPodApi(connection, 'protobuf')],

@@ -47,6 +47,9 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
         initialList: s.initialList,
         watchListFallbacks: s.watchListFallbacks,
         events: s.events,
+        droppedEvents: Object.fromEntries(
+          Object.entries(s.droppedEvents).map(([reason, count]) => [reason, count ?? 0]),
+        ),
         lastEventAt: rfc3339(s.lastEventAtMs),
         lastSyncAt: rfc3339(s.lastSyncAtMs),
         bytesDecoded: s.bytesDecoded,

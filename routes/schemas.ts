@@ -399,6 +399,11 @@ export const reflectorSchema = z.object({
   events: z
     .record(z.string(), z.number().int())
     .describe('Watch frames by type: ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, OTHER.'),
+  droppedEvents: z
+    .record(z.string(), z.number().int())
+    .describe(
+      'Watch frames read but not applied, by reason: `stale`, older than the cursor or the pod copy already read (resourceVersions compared as KEP-5504 says); a run of them relists (`relists.regression`).',
+    ),
   lastEventAt: z
     .string()
     .nullable()

@@ -16,8 +16,9 @@ export type ReflectorPhase = 'idle' | 'listing' | 'watching' | 'backoff' | 'stop
  * `ResourceVersionTooLarge` cause), a WATCH frame was unreadable with no version to skip to, the
  * WATCH stream carried another ERROR frame (500 InternalError, …: the cursor is left and the
  * reflector relists, as client-go does), or the previous relist's LIST itself failed and is
- * retried. Retries of a failed first LIST are not relists. `other` is reserved: nothing reports it
- * today, so its series stays at 0.
+ * retried, or the WATCH kept sending frames older than the cursor (`regression`: the server's
+ * history went back). Retries of a failed first LIST are not relists. `other` is reserved: nothing
+ * reports it today, so its series stays at 0.
  */
 export type RelistReason =
   | 'expired'
@@ -25,6 +26,7 @@ export type RelistReason =
   | 'malformed-frame'
   | 'error-frame'
   | 'list-failed'
+  | 'regression'
   | 'other';
 
 /** Every relist reason, so a metric can show each at 0 before it first happens. */
@@ -34,8 +36,19 @@ export const RELIST_REASONS: readonly RelistReason[] = [
   'malformed-frame',
   'error-frame',
   'list-failed',
+  'regression',
   'other',
 ];
+
+/**
+ * Why a watch frame was dropped rather than applied: `stale`, its resourceVersion is older than
+ * the cursor (the newest version the stream applied) or than the copy of its pod already read, so
+ * applying it would move the view back in time (KEP-5504 makes versions comparable).
+ */
+export type DropReason = 'stale';
+
+/** Every drop reason, so a metric can show each at 0 before it first happens. */
+export const DROP_REASONS: readonly DropReason[] = ['stale'];
 
 /**
  * How a stream reads the whole world (its first sync and every relist): `watch-list`, one WATCH
@@ -99,6 +112,11 @@ export interface PodSourceStats {
    * unknown type or a frame that is not JSON), skipped unreadable ones included.
    */
   events: Record<string, number>;
+  /**
+   * Frames read but not applied, by reason (`DropReason`); they are counted under `events` too.
+   * A bookmark that would move the cursor back counts as `stale`.
+   */
+  droppedEvents: Partial<Record<DropReason, number>>;
   /** Wall-clock (epoch ms) of the last frame or LIST; for humans and a staleness alert. */
   lastEventAtMs?: number | undefined;
   /** Wall-clock (epoch ms) of the last completed LIST (the last `replace` published). */
@@ -133,6 +151,7 @@ export function initialReflectorStats(initialList: InitialListMode = 'list'): Po
     initialList,
     watchListFallbacks: 0,
     events: {},
+    droppedEvents: {},
     bytesDecoded: 0,
   };
 }
@@ -170,6 +189,7 @@ export function foldReflectorStats(base: PodSourceStats, current: PodSourceStats
     initialList: current.initialList,
     watchListFallbacks: base.watchListFallbacks + current.watchListFallbacks,
     events: addCounts(base.events, current.events) as Record<string, number>,
+    droppedEvents: addCounts(base.droppedEvents, current.droppedEvents),
     bytesDecoded: base.bytesDecoded + current.bytesDecoded,
   };
   if (current.cursor !== undefined) folded.cursor = current.cursor;

@@ -11,7 +11,7 @@
  * lines; coordination metrics are their own file.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { type PodSourceStats, RELIST_REASONS } from '../model/pod-source-stats.js';
+import { DROP_REASONS, type PodSourceStats, RELIST_REASONS } from '../model/pod-source-stats.js';
 import {
   CELL_TRANSITION_TYPES,
   type CellRegistry,
@@ -286,7 +286,7 @@ export class ServiceMetrics {
     );
     new Counter({
       name: 'pool_controller_reflector_relists_total',
-      help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, ERROR frame, a failed relist LIST retried, other (reserved, 0).',
+      help: 'Relists (LISTs decided after the first LIST completed), by reason: expired cursor, too-large cursor, malformed frame, ERROR frame, a failed relist LIST retried, regression (frames older than the cursor, again and again), other (reserved, 0).',
       labelNames: ['reason'] as const,
       registers,
       collect() {
@@ -311,6 +311,17 @@ export class ServiceMetrics {
         this.reset();
         for (const [type, count] of Object.entries(stats()?.events ?? {}))
           this.inc({ type }, count);
+      },
+    });
+    new Counter({
+      name: 'pool_controller_reflector_dropped_events_total',
+      help: 'Watch frames read but not applied, by reason: stale (a resourceVersion older than the cursor or than the pod copy already read, which would move the view back in time).',
+      labelNames: ['reason'] as const,
+      registers,
+      collect() {
+        this.reset();
+        const dropped = stats()?.droppedEvents ?? {};
+        for (const reason of DROP_REASONS) this.inc({ reason }, dropped[reason] ?? 0);
       },
     });
     mirrored(

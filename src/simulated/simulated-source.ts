@@ -155,6 +155,7 @@ export class SimulatedPodSource implements PodSource {
       // The simulated world hands out its state directly: there is no watch-list to fall back from.
       initialList: 'list',
       watchListFallbacks: 0,
+      droppedEvents: {},
       events: { ...c.events },
       lastEventAtMs: c.lastEventAtMs,
       lastSyncAtMs: c.lastSyncAtMs,

@@ -135,6 +135,12 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
     { kind: 'short-watch', lastedMs: 5, frames: 3 },
     reconnect(),
   ],
+  [
+    'frames older than the cursor, again and again (the history went back)',
+    'watch',
+    { kind: 'regression', cursor: '500', resourceVersion: '400', frames: 8 },
+    relist('regression'),
+  ],
   // LIST: whatever happened, list again.
   [
     'LIST answered 410 (continue token expired)',
@@ -218,6 +224,10 @@ describe('describeFailure', () => {
     [
       { kind: 'short-watch', lastedMs: 12, frames: 2 },
       'watch ended by the server after 12 ms (2 frames)',
+    ],
+    [
+      { kind: 'regression', cursor: '500', resourceVersion: '400', frames: 8 },
+      '8 watch frames in a row older than the cursor 500 (the last at resourceVersion 400)',
     ],
   ])('says %j in one line', (failure, line) => {
     expect(describeFailure(failure)).toBe(line);

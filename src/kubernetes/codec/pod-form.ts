@@ -29,4 +29,9 @@ export interface PodForm<T> {
   fromValue(value: unknown): T;
   /** The pod's store key, `namespace/name` (see `podKey`). */
   key(pod: T): ObjectKey;
+  /**
+   * The pod's `metadata.resourceVersion`, absent when it has none: what a newer copy of the same
+   * pod is told from an older one by (../reflector/resource-version.ts).
+   */
+  version(pod: T): string | undefined;
 }

@@ -437,6 +437,7 @@ export const POD_OBJECTS: PodForm<Pod> = {
   },
   fromValue: (value) => (isDecodedPod(value) ? value : parsePod(value)),
   key: podKey,
+  version: (pod) => pod.metadata.resourceVersion,
 };
 
 /** A protobuf `PodList` page: its list metadata (JSON-shaped) and its items in a pod form. */

@@ -36,7 +36,13 @@ export type ReflectorFailure =
    * running out, but a server (or a proxy) that will not keep it open. `frames` it delivered
    * first, if any, do not make it a healthy end: reconnecting at once would be a hot loop.
    */
-  | { kind: 'short-watch'; lastedMs: number; frames: number };
+  | { kind: 'short-watch'; lastedMs: number; frames: number }
+  /**
+   * `frames` frames in a row carried a resourceVersion older than the cursor (`resourceVersion`
+   * the last of them): not one stale copy a proxy replayed, which is dropped, but a server whose
+   * history went back (an etcd restored from a backup) or a stream that only replays the past.
+   */
+  | { kind: 'regression'; cursor: string; resourceVersion: string; frames: number };
 
 /**
  * client-go's "very short watch": a watch that ends cleanly within a second is a failure, so it is
@@ -141,6 +147,9 @@ function tooManyRequests(status: ApiStatus): boolean {
  * - WATCH, a clean end (the server's timeout): reconnect at once, no relist: the cursor is fine.
  * - WATCH, a clean end within `SHORT_WATCH_MS`, frames or not: reconnect from the cursor, but
  *   after the backoff (client-go's "very short watch").
+ * - WATCH, frames older than the cursor again and again (`regression`): relist after the backoff.
+ *   The cursor is the newest version the stream applied; a server that keeps answering from
+ *   before it has lost that history, and only a LIST says what it holds now.
  * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
  *   connections): reconnect from the same cursor after the backoff.
  */
@@ -185,6 +194,8 @@ export function classifyFailure(
     case 'idle':
     case 'short-watch':
       return { kind: 'reconnect', wait: backoff() };
+    case 'regression':
+      return { kind: 'relist', reason: 'regression', wait: backoff() };
   }
 }
 
@@ -217,5 +228,7 @@ function describeRaw(failure: ReflectorFailure): string {
       return failure.frames === 0
         ? `watch ended by the server after ${failure.lastedMs} ms without a single frame`
         : `watch ended by the server after ${failure.lastedMs} ms (${failure.frames} frames)`;
+    case 'regression':
+      return `${failure.frames} watch frames in a row older than the cursor ${failure.cursor} (the last at resourceVersion ${failure.resourceVersion})`;
   }
 }

@@ -30,6 +30,7 @@
 import type { Pod } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
+  type DropReason,
   type InitialListMode,
   initialReflectorStats,
   type ListProgress,
@@ -55,6 +56,7 @@ import {
   type RequestPhase,
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
+import { compareResourceVersions } from './resource-version.js';
 
 /**
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
@@ -85,6 +87,15 @@ export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
  * failing, not recovering.
  */
 export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
+
+/**
+ * Frames in a row older than the cursor after which the WATCH is given up for a relist. One stale
+ * frame between current ones is a replayed copy (a proxy, a cache) and is only dropped; a run of
+ * them with nothing current between means the server's history went back (an etcd restored from
+ * a backup) or the stream only replays the past, and only a LIST says what the server holds now.
+ * Eight: longer than any replay of a few copies, a few seconds of a busy watch's events.
+ */
+export const STALE_FRAMES_BEFORE_RELIST = 8;
 
 /** A long LIST logs its progress (pages, pods) at most this often, at info level. */
 export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
@@ -318,6 +329,7 @@ export class KubernetesReflector<T = Pod> {
       ...this.#stats,
       relists: { ...this.#stats.relists },
       events: { ...this.#stats.events },
+      droppedEvents: { ...this.#stats.droppedEvents },
       ...(this.#stats.listProgress ? { listProgress: { ...this.#stats.listProgress } } : {}),
     };
   }
@@ -506,6 +518,8 @@ export class KubernetesReflector<T = Pod> {
         if (reading.kind !== 'change') continue;
         const event = reading.event;
         if (event.type === 'upsert') {
+          const held = objects.get(event.key);
+          if (held !== undefined && this.#olderThanHeld(event.object, held)) continue;
           objects.set(event.key, event.object);
           batch.push(event.object);
           if (batch.length >= WATCH_LIST_BATCH) flush();
@@ -611,6 +625,32 @@ export class KubernetesReflector<T = Pod> {
     const { signal, backoff, watchdog } = scope;
     let position = cursor;
     let count = 0;
+    /** Frames in a row older than the cursor, and the version of the last of them. */
+    let staleInARow = 0;
+    let staleVersion = '';
+    /** The first stale frame of each WATCH is logged at warn, the rest at debug. */
+    let staleLogged = false;
+    /**
+     * Whether a frame at `version` is older than `position`: the cursor is the newest version the
+     * stream applied, so every pod the consumer holds is at or below it and a frame below it can
+     * only move the view back. Such a frame is dropped (the cursor stays), counted and logged.
+     * Versions KEP-5504 does not make comparable are applied as before.
+     */
+    const stale = (version: string | undefined, key?: ObjectKey): boolean => {
+      if (version === undefined || !((compareResourceVersions(version, position) ?? 0) < 0)) {
+        staleInARow = 0;
+        return false;
+      }
+      staleInARow += 1;
+      staleVersion = version;
+      this.#countDrop('stale');
+      const entry = { resourceVersion: version, cursor: position, ...(key ? { key } : {}) };
+      const message = 'reflector dropped a watch frame older than its cursor';
+      if (staleLogged) this.#logger.debug(entry, message);
+      else this.#logger.warn(entry, message);
+      staleLogged = true;
+      return true;
+    };
     // Ends with this WATCH: cancels the timer that would call it healthy.
     const watchScope = new AbortController();
     this.#enter('watching');
@@ -639,12 +679,20 @@ export class KubernetesReflector<T = Pod> {
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
+            if (
+              stale(
+                reading.resourceVersion,
+                reading.event.type === 'replace' ? undefined : reading.event.key,
+              )
+            )
+              break;
             if (reading.resourceVersion !== undefined)
               position = this.#setCursor(reading.resourceVersion);
             yield reading.event;
             break;
           case 'bookmark':
           case 'ignored':
+            if (stale(reading.resourceVersion)) break;
             if (reading.resourceVersion !== undefined)
               position = this.#setCursor(reading.resourceVersion);
             break;
@@ -656,11 +704,20 @@ export class KubernetesReflector<T = Pod> {
                 'reflector skipped an unreadable pod frame',
               );
               this.#stats.lastError = describeFailure(reading.failure);
-              position = this.#setCursor(action.advanceTo);
+              if (!stale(action.advanceTo)) position = this.#setCursor(action.advanceTo);
               break;
             }
             return this.#act('watch', reading.failure, position, backoff);
           }
+        }
+        if (staleInARow >= STALE_FRAMES_BEFORE_RELIST) {
+          const regression: ReflectorFailure = {
+            kind: 'regression',
+            cursor: position,
+            resourceVersion: staleVersion,
+            frames: staleInARow,
+          };
+          return this.#act('watch', regression, position, backoff);
         }
       }
       const lastedMs = this.#clock.now() - openedAt;
@@ -879,6 +936,28 @@ export class KubernetesReflector<T = Pod> {
 
   #countBytes(count: number): void {
     this.#stats.bytesDecoded += count;
+    this.#notify();
+  }
+
+  /**
+   * A watch-list's initial event for a pod already read is older than the copy held: both
+   * versions comparable (KEP-5504) and the event's below the held one's. Counted as dropped.
+   */
+  #olderThanHeld(event: T, held: T): boolean {
+    const eventVersion = this.#form.version(event);
+    const heldVersion = this.#form.version(held);
+    if (eventVersion === undefined || heldVersion === undefined) return false;
+    if (!((compareResourceVersions(eventVersion, heldVersion) ?? 0) < 0)) return false;
+    this.#countDrop('stale');
+    this.#logger.debug(
+      { key: this.#form.key(event), resourceVersion: eventVersion, held: heldVersion },
+      'reflector dropped an initial event older than the copy it holds',
+    );
+    return true;
+  }
+
+  #countDrop(reason: DropReason): void {
+    this.#stats.droppedEvents[reason] = (this.#stats.droppedEvents[reason] ?? 0) + 1;
     this.#notify();
   }
 
