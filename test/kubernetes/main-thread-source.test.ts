@@ -14,6 +14,7 @@ import { type Drain, drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { rawPod } from '../support/pods.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { until } from '../support/until.js';
 
 let server: FakeApiServer;
@@ -217,6 +218,8 @@ describe('WorkerPodSource', () => {
         reconciled.push(key);
       },
       sourceRetryDelayMs: 50,
+      // The crash is the point here: logged, not raised as the no-logger process warning.
+      logger: new RecordingLogger(),
     });
     await loop.start();
     const members = (cell: string) => loop.getByParent(cell).map((pod) => pod.metadata.name);

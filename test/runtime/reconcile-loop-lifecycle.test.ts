@@ -622,10 +622,11 @@ describe('ReconcileLoop reads and logging', () => {
     expect(h.loop.parentKeys()).toEqual(new Set(['c1']));
   });
 
-  it('logs nothing anywhere when no logger is given', async () => {
+  it('logs nothing to the console when no logger is given; warns once per kind', async () => {
     const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) =>
       vi.spyOn(console, m).mockImplementation(() => {}),
     );
+    const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     const clock = new FakeClock();
     const fake = new FakeSource<Obj>();
     const loop = new ReconcileLoop<Obj>({
@@ -647,5 +648,11 @@ describe('ReconcileLoop reads and logging', () => {
     await clock.advance(5_000);
     await loop.stop();
     for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+    // The one exception (RUNTIME.md, amendment 2): the first failure of each kind, once.
+    const code = { code: 'POOL_CONTROLLER_NO_LOGGER' };
+    expect(warning.mock.calls.map(([message, options]) => [String(message), options])).toEqual([
+      [expect.stringContaining('instead of a replace'), code],
+      [expect.stringContaining('always fails'), code],
+    ]);
   });
 });
