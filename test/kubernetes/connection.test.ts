@@ -153,7 +153,7 @@ describe('checkClusterConfig', () => {
     const path = file('# nothing here\n');
     const error = await failure(checkClusterConfig({ kubeconfigPath: path }));
     expect(error.message).toBe(
-      `cannot read kubeconfig ${path}: not a kubeconfig document (empty, or not a YAML mapping)`,
+      `cannot read kubeconfig ${path}: YAML syntax error: expected a document, but the input is empty`,
     );
   });
 

@@ -145,8 +145,10 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
     const kind =
       proto === https.Agent.prototype ? 'https' : proto === http.Agent.prototype ? 'http' : null;
     if (kind === null) return;
+    // The material is read from the request's options, which client-node fills from the files
+    // on every call: its own agent may be one it cached before a certificate was rotated.
     const material: AgentMaterial = {};
-    const options = (fresh as { options?: Record<string, unknown> }).options ?? {};
+    const options = prepared as Record<string, unknown>;
     for (const field of AGENT_FIELDS) material[field] = options[field];
     if (!current || current.kind !== kind || !sameMaterial(current.material, material)) {
       const agentOptions = {
@@ -163,6 +165,18 @@ function sharedAgentCache(): (prepared: RequestOptions) => void {
     (fresh as http.Agent).destroy();
     prepared.agent = current.agent;
   };
+}
+
+/**
+ * client-node 2 caches one agent per (cluster, user) and hands it out again whatever the TLS
+ * material is now, so a rotated CA or client certificate would keep the old one, and a proxy
+ * agent made for one request would be shared by all (and destroyed under them by
+ * `releaseRequestAgent`). Forgetting that cache before each `applyToHTTPSOptions` keeps the
+ * per-request agent client-node 1 made; `sharedAgentCache` above does the sharing, by material.
+ */
+function forgetClientNodeAgents(config: object): void {
+  const cache = (config as { agentCache?: unknown }).agentCache;
+  if (cache instanceof Map) cache.clear();
 }
 
 /**
@@ -314,6 +328,7 @@ async function connect(
   const shareAgent = sharedAgentCache();
   const requestOptions = async (): Promise<RequestOptions> => {
     const prepared: RequestOptions = {};
+    forgetClientNodeAgents(config);
     await config.applyToHTTPSOptions(prepared);
     shareAgent(prepared);
     return prepared;
