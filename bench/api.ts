@@ -9,15 +9,18 @@
  * replaces"), and the longest main-thread stall (event-loop delay max) ≤ 15 ms.
  *
  * `BENCH_DURATION_S` (default 10) sets each measurement's length; `--strict` exits 1 on a missed target.
- * `--hostile` runs bench/hostile-load.ts instead (60 s by default).
+ * `--hostile` runs the hostile cases instead: bench/hostile-load.ts (60 s by default), then
+ * bench/hostile-reads.ts (16 clients looping on `/` and `/metrics` at 5,000 pools, 30 s);
+ * `--hostile=reads` runs only the second.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
-// `--hostile`: the bounded hostile-load run instead (bench/hostile-load.ts).
-if (process.argv.includes('--hostile')) {
-  await import('./hostile-load.js');
+// `--hostile`: the bounded hostile-load runs instead (bench/hostile-load.ts, bench/hostile-reads.ts).
+if (process.argv.includes('--hostile') || process.argv.includes('--hostile=reads')) {
+  if (!process.argv.includes('--hostile=reads')) await import('./hostile-load.js');
+  await import('./hostile-reads.js');
   process.exit();
 }
 

@@ -171,6 +171,12 @@ export interface ControlPlane {
    * later one: what the status page connects with, so it shows recent events on load.
    */
   eventReplayCursor(types: readonly string[], count: number): string;
+  /**
+   * The sequence number of the newest event published (0 before the first). It moves whenever
+   * something the status page shows may have changed, so a render at one value is current until
+   * it moves (the page's cache compares it).
+   */
+  eventSequence(): number;
   /** How many event streams may be open at once (`--max-event-streams`). */
   readonly maxEventStreams: number;
   /** Asks the leader's coordinator for a run now; ignored on a follower. */

@@ -242,8 +242,19 @@ export class ServiceMetrics {
     return this.registry.contentType;
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /**
+   * The exposition text, as prom-client's `registry.metrics()` writes it, one metric family at a
+   * time with a turn of the event loop between them: at thousands of pools the per-pool families
+   * are megabytes, and rendered in one go they held probes and every other request for a good
+   * part of a second (issue 36).
+   */
+  async render(): Promise<string> {
+    const families: string[] = [];
+    for (const metric of this.registry.getMetricsAsArray()) {
+      families.push(await this.registry.getSingleMetricAsString(metric.name));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return `${families.join('\n\n')}\n`;
   }
 
   /**

@@ -599,6 +599,10 @@ export class PoolService implements ControlPlane {
     return this.eventStreams.history.replayCursor(new Set(types), count);
   }
 
+  eventSequence(): number {
+    return this.eventStreams.history.latest;
+  }
+
   get maxEventStreams(): number {
     return this.eventStreams.maxStreams;
   }

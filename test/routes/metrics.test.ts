@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { METRICS_CACHE_MS } from '../../routes/metrics.js';
 import { RECONCILE_TIME_BUCKETS } from '../../src/service/metrics.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, upsert } from '../support/service-harness.js';
@@ -100,7 +101,7 @@ describe('GET /metrics', () => {
   });
 
   it('counts reconciles, queue adds and durations as they happen', async () => {
-    const { app, push } = await harness({ pods: pods() });
+    const { app, push, clock } = await harness({ pods: pods() });
     let text = (await app.inject({ url: '/metrics' })).body;
     expect(
       value(text, 'controller_runtime_reconcile_total', '{controller="cell",result="success"}'),
@@ -113,6 +114,8 @@ describe('GET /metrics', () => {
       value(text, 'workqueue_queue_duration_seconds_count', '{name="cell",controller="cell"}'),
     ).toBe(2);
     await push(upsert(lwsPod({ group: 1, worker: 0, size: 2, ready: true })));
+    // Served from the first render until it is METRICS_CACHE_MS old.
+    await clock.advance(METRICS_CACHE_MS);
     text = (await app.inject({ url: '/metrics' })).body;
     expect(
       value(text, 'controller_runtime_reconcile_total', '{controller="cell",result="success"}'),

@@ -93,6 +93,7 @@ async function controlledLoop(): Promise<{
     eventReplayCursor: () => {
       throw new Error('not in this test');
     },
+    eventSequence: () => 0,
     triggerRouting: () => undefined,
   };
   const app = await buildServer(plane);

@@ -11,23 +11,23 @@ const pods = () => [
   lwsPod({ namespace: 'other', group: 1, worker: 0 }),
 ];
 
-/** `workqueue_adds_total`: grows by one per key a POST queued. */
-async function adds(app: Awaited<ReturnType<typeof harness>>['app']): Promise<number> {
-  const text = (await app.inject({ url: '/metrics' })).body;
+/** `workqueue_adds_total`: grows by one per key a POST queued (read from the registry, uncached). */
+async function adds(service: Awaited<ReturnType<typeof harness>>['service']): Promise<number> {
+  const text = await service.metrics.render();
   return Number(/^workqueue_adds_total\{[^}]*\} (\d+)$/m.exec(text)?.[1]);
 }
 
 describe('POST /api/v1/cells/{cell}/reconcile', () => {
   it('queues the cell and answers 202 with what was queued', async () => {
-    const { app } = await harness({ pods: pods() });
-    const before = await adds(app);
+    const { app, service } = await harness({ pods: pods() });
+    const before = await adds(service);
     const res = await app.inject({ method: 'POST', url: '/api/v1/cells/engine-00000/reconcile' });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({ source: 'kubernetes', count: 1, queued: ['ns/engine-00000'] });
-    await untilAsync(async () => (await adds(app)) === before + 1, {
+    await untilAsync(async () => (await adds(service)) === before + 1, {
       what: 'the queue counted one add',
     });
-    expect(await adds(app)).toBe(before + 1);
+    expect(await adds(service)).toBe(before + 1);
   });
 
   it('answers 404 for an unknown cell and 409 for an ambiguous one', async () => {
@@ -49,8 +49,8 @@ describe('POST /api/v1/cells/{cell}/reconcile', () => {
 
 describe('POST /api/v1/reconcile', () => {
   it('queues every parent and answers 202 with the keys', async () => {
-    const { app } = await harness({ pods: pods() });
-    const before = await adds(app);
+    const { app, service } = await harness({ pods: pods() });
+    const before = await adds(service);
     const res = await app.inject({ method: 'POST', url: '/api/v1/reconcile' });
     expect(res.statusCode).toBe(202);
     expect(res.json()).toEqual({
@@ -58,10 +58,10 @@ describe('POST /api/v1/reconcile', () => {
       count: 3,
       queued: ['ns/engine-00000', 'ns/engine-00001', 'other/engine-00001'],
     });
-    await untilAsync(async () => (await adds(app)) === before + 3, {
+    await untilAsync(async () => (await adds(service)) === before + 3, {
       what: 'the queue counted three adds',
     });
-    expect(await adds(app)).toBe(before + 3);
+    expect(await adds(service)).toBe(before + 3);
   });
 });
 

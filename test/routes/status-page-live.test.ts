@@ -43,7 +43,7 @@ import type {
   StatusQueue,
   StatusReflector,
 } from '../../routes/status-page/page-data.js';
-import { statusPageData } from '../../routes/status-page.js';
+import { STATUS_PAGE_MIN_INTERVAL_MS, statusPageData } from '../../routes/status-page.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, type Harness, harness, remove } from '../support/service-harness.js';
 
@@ -175,6 +175,8 @@ describe('the status page in the browser', () => {
     // The page as loaded, then the world changes (the trainer goes; a not-ready pod stays): the
     // browser must catch up with the server.
     await h.push(remove(world()[4]!));
+    // The server's page is rendered again once the render is STATUS_PAGE_MIN_INTERVAL_MS old.
+    await h.clock.advance(STATUS_PAGE_MIN_INTERVAL_MS);
     const before = sections(document);
     await page.refresh();
 

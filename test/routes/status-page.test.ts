@@ -54,7 +54,7 @@ describe('GET /', () => {
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers[SOURCE_HEADER]).toBe('kubernetes');
     expect(res.headers['x-content-type-options']).toBe('nosniff');
-    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['cache-control']).toBe('no-cache');
     expect(res.body.startsWith('<!doctype html>')).toBe(true);
 
     const csp = String(res.headers['content-security-policy']);

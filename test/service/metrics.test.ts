@@ -123,3 +123,22 @@ describe('ServiceMetrics with a running loop', () => {
     }
   });
 });
+
+describe('ServiceMetrics.render', () => {
+  it("writes exactly prom-client's exposition, one family per turn of the event loop", async () => {
+    const { metrics } = await instrumentedLoop();
+    const families = metrics.registry.getMetricsAsArray().length;
+    let turns = 0;
+    let counting = true;
+    const count = (): void => {
+      turns += 1;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const text = await metrics.render();
+    counting = false;
+    expect(text).toBe(await metrics.registry.metrics());
+    // Other callbacks (probes, requests) ran between the families, not only after them.
+    expect(turns).toBeGreaterThanOrEqual(families - 1);
+  });
+});
