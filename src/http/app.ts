@@ -109,6 +109,25 @@ export const MAX_PARAM_LENGTH = 253;
 /** The largest request body: Fastify's default (1 MiB), stated so errors can say it. No route reads a body. */
 export const BODY_LIMIT = 1_048_576;
 
+/**
+ * Fastify's own start-up lines, `Server listening at http://…` (one per interface for 0.0.0.0):
+ * main logs one line of its own, with both listeners, the source and the namespace (issue 41: an
+ * operator saw two "listening" lines and more).
+ */
+const FASTIFY_LISTENING_LINE = /^Server listening at /;
+
+/**
+ * Drops Fastify's `Server listening at …` info lines from `log`, the app's root logger (the one
+ * `listen` writes them to); request loggers and every other line are untouched.
+ */
+function dropListeningLines(log: FastifyBaseLogger): void {
+  const info = log.info.bind(log) as (...args: unknown[]) => void;
+  log.info = ((...args: unknown[]) => {
+    if (typeof args[0] === 'string' && FASTIFY_LISTENING_LINE.test(args[0])) return;
+    info(...args);
+  }) as FastifyBaseLogger['info'];
+}
+
 /** The one JSON error shape of the API: `{status, error, message}`. */
 function errorBody(status: number, message: string) {
   return { status, error: STATUS_CODES[status] ?? 'Error', message };
@@ -287,6 +306,7 @@ export async function buildServer(
       inFlight.once('close', () => socket.destroy(error));
     },
   }).withTypeProvider<ZodTypeProvider>();
+  if (options.logger) dropListeningLines(app.log);
   app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     responding.set(socket, response);

@@ -49,9 +49,12 @@ export function logTransition(logger: Logger, transition: CellTransition): void 
         {
           ...fields,
           alive: cell.alive,
-          ...(cell.alive ? {} : { reasons: cell.whyNotAlive.map((r) => r.message) }),
+          // `reasons` holds codes on every line; the messages go into the text, as for not-alive.
+          ...(cell.alive ? {} : { reasons: cell.whyNotAlive.map((r) => r.reason) }),
         },
-        cell.alive ? 'cell appeared, alive' : 'cell appeared, not alive',
+        cell.alive
+          ? 'cell appeared, alive'
+          : `cell appeared, not alive: ${cell.whyNotAlive.map((r) => r.message).join('; ')}`,
       );
       return;
     case 'alive':

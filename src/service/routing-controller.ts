@@ -102,7 +102,7 @@ export class RoutingController {
   #term: AbortController | undefined;
   /** The coordinator's stop while the previous term's pipeline unwinds. */
   #stopping: Promise<void> | undefined;
-  #lastLoggedDesired: string | undefined;
+  #noSinkAnnounced = false;
   /** Per-cell reasons passed since the last run began (at most MAX_CELL_REASONS_PER_RUN). */
   readonly #cellReasons = new Set<string>();
   /** One per sink, in the order of `options.sinks`. */
@@ -263,13 +263,12 @@ export class RoutingController {
   async #deploy(desired: RoutingState, signal: AbortSignal): Promise<DeployResult> {
     this.#panic.observe(desired);
     if (this.#workers.length === 0) {
-      // Info when the desired state changed, debug when a drift run renders the same again.
-      const summary = summarizeRoutingState(desired);
-      const text = JSON.stringify(desired);
-      const level = text === this.#lastLoggedDesired ? 'debug' : 'info';
-      this.#lastLoggedDesired = text;
+      // Info once, so the log says there is nothing to deploy to; then debug: in a changing fleet
+      // the desired state changes with nearly every reconcile (issue 41).
+      const level = this.#noSinkAnnounced ? 'debug' : 'info';
+      this.#noSinkAnnounced = true;
       this.#logger[level](
-        summary,
+        summarizeRoutingState(desired),
         'desired routing state rendered; no sink configured, nothing to deploy',
       );
       return;

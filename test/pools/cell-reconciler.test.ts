@@ -43,7 +43,7 @@ describe('the cell reconcile', () => {
     await run(KEY);
     expect(seen).toEqual(['appeared', 'alive', 'generation-changed', 'not-alive', 'gone']);
     expect(logger.entries.map((e) => [e.level, e.msg])).toEqual([
-      ['info', 'cell appeared, not alive'],
+      ['info', 'cell appeared, not alive: engine-0-1 is not ready'],
       ['info', 'cell alive'],
       ['info', 'cell generation changed'],
       ['warn', 'cell not alive: engine-0-1 is not ready'],
@@ -54,6 +54,10 @@ describe('the cell reconcile', () => {
       pool: 'engine',
       namespace: 'ns',
     });
+    // One shape for `reasons` on every line: the codes, never the messages.
+    const reasons = logger.entries.flatMap((e) => (e.obj as { reasons?: string[] }).reasons ?? []);
+    expect(reasons.length).toBeGreaterThan(0);
+    for (const reason of reasons) expect(reason).toMatch(/^[A-Z][A-Za-z]+$/);
     expect(registry.size).toBe(0);
   });
 

@@ -375,6 +375,24 @@ describe('pool-controller (the built command)', () => {
     expect(Date.now() - started).toBeLessThan(8_000);
   });
 
+  it('logs one line saying where it listens, not one per listener', async () => {
+    const { running } = await startService([
+      '--source',
+      'simulated',
+      '--health-probe-listen',
+      '127.0.0.1:0',
+      ...FAST_STEPS,
+      ...NO_GRACE,
+    ]);
+    await waitFor(running, 'readiness', () =>
+      logLines(running).find((l) => l.msg === 'initial sync done; reconciling'),
+    );
+    const lines = logLines(running).filter((l) => /listening/i.test(String(l.msg)));
+    expect(lines.map((l) => l.msg)).toEqual(['control plane listening']);
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('serves the probes on --health-probe-listen as well, and nothing else there', async () => {
     const { running } = await startService([
       '--source',
