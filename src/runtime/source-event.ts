@@ -1,7 +1,8 @@
 /**
  * The wire format between a source (a reflector, a simulator) and the store. Operations travel as
- * plain values rather than method calls so they can cross a `MessagePort` from the reflector's
- * worker thread by structured clone, unchanged.
+ * plain values rather than method calls so they can cross a thread boundary or be written as JSON
+ * unchanged (the reflector's worker thread sends them as JSON bytes, a large replace in chunks; a
+ * source's transport is its own business).
  */
 
 /** Identifies one object in the store, e.g. `namespace/name` for a pod. */
@@ -11,7 +12,7 @@ export type ObjectKey = string;
 export type ParentKey = string;
 
 /**
- * One change to the observed world, as plain data (so it survives structured clone unchanged).
+ * One change to the observed world, as plain data (so it survives structured clone or JSON unchanged).
  *
  * Three kinds, after client-go's `DeltaFIFO` minus the ones a level-triggered reader does not
  * need: `upsert` (added or modified are the same to a reconcile that re-reads everything),
