@@ -624,7 +624,7 @@ export const sinksSchema = z.object({
       named(
         z.object({
           kind: z
-            .enum(['sglang-router', 'endpointslice', 'readiness-gate'])
+            .enum(['sglang-router', 'endpointslice', 'readiness-gate', 'epp-endpoints-file'])
             .describe('Which sink the target is of.'),
           target: z
             .string()

@@ -212,6 +212,16 @@ async function createSinks(
       );
     }
   }
+  if (config.eppEndpointsFiles.length > 0) {
+    const { EppEndpointsFileSink } = await import('./sinks/epp-endpoints-file.js');
+    factories.push(
+      (wiring) =>
+        new EppEndpointsFileSink({
+          ...wiredSinkOptions(wiring, logger, 'epp-endpoints-file'),
+          targets: config.eppEndpointsFiles,
+        }),
+    );
+  }
   if (config.publishEndpointSlices && choice.kind === 'simulated') {
     logger.warn(
       '--publish-endpointslices has no effect with the simulated source: there is no cluster',

@@ -30,6 +30,7 @@ import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
 import { DEFAULT_SERVICE_SUFFIX } from '../sinks/endpointslice.js';
+import type { EppEndpointsFileTarget } from '../sinks/epp-endpoints-file.js';
 import {
   DEFAULT_ROUTER_OWNERSHIP,
   ROUTER_OWNERSHIP_MODES,
@@ -59,6 +60,7 @@ import {
   ALL_NAMESPACES,
   booleanFlag,
   duration,
+  eppEndpointsFiles,
   type ListenAddress,
   labelKey,
   labelSelector,
@@ -125,6 +127,8 @@ export interface Config {
   driftIntervalMs: number | null;
   /** `--sglang-router POOL=URL[,role=prefill|decode]`, in the order given. */
   sglangRouters: SglangRouterTarget[];
+  /** `--epp-endpoints-file POOL=PATH[,role=prefill|decode]`, in the order given. */
+  eppEndpointsFiles: EppEndpointsFileTarget[];
   /** The leader annotation holding a prefill cell's bootstrap port. */
   sglangBootstrapPortAnnotation: string;
   sglangRouterApiKeyFile: string | undefined;
@@ -293,6 +297,7 @@ const rawSchema = z.object({
   leaderElectRetryPeriod: duration('duration').default(DEFAULT_RETRY_PERIOD_MS),
   driftInterval: optionalPeriod('30s or 5m').default(DEFAULT_DRIFT_INTERVAL_MS),
   sglangRouter: sglangRouters.default([]),
+  eppEndpointsFile: eppEndpointsFiles.default([]),
   sglangBootstrapPortAnnotation: labelKey.default(DEFAULT_BOOTSTRAP_PORT_ANNOTATION),
   sglangRouterApiKeyFile: nonEmpty('a file path').optional(),
   publishEndpointslices: booleanFlag.default(false),
@@ -443,6 +448,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     leaderElection,
     driftIntervalMs: r.driftInterval,
     sglangRouters: r.sglangRouter,
+    eppEndpointsFiles: r.eppEndpointsFile,
     sglangBootstrapPortAnnotation: r.sglangBootstrapPortAnnotation,
     sglangRouterApiKeyFile: r.sglangRouterApiKeyFile,
     publishEndpointSlices: r.publishEndpointslices,

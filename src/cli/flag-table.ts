@@ -165,6 +165,7 @@ export type RawConfig = Record<
   | 'leaderElectRetryPeriod'
   | 'driftInterval'
   | 'sglangRouter'
+  | 'eppEndpointsFile'
   | 'sglangBootstrapPortAnnotation'
   | 'sglangRouterApiKeyFile'
   | 'publishEndpointslices'
@@ -400,6 +401,14 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'multiple',
     description:
       "Keep this SGLang router's worker list equal to the alive cells of POOL (http://<cell address>): it adds the missing and removes the extra it owns (see --sglang-router-ownership). With role=prefill or role=decode (a router started with --pd-disaggregation) POOL's cells are its prefill workers (with their bootstrap port) or decode workers, and that router may serve one prefill and one decode pool. Repeatable; the variable takes a comma-separated list.",
+  },
+  {
+    flag: 'epp-endpoints-file',
+    key: 'eppEndpointsFile',
+    valueName: 'POOL=PATH[,role=prefill|decode]',
+    kind: 'multiple',
+    description:
+      "Keep this file, in the format of llm-d's endpoint picker file-discovery plugin (endpoints: [{name, namespace, address, port, labels}]), equal to the alive, routable cells of POOL: one entry per cell's leader, written atomically (a temporary file renamed over it) and only on change, at most 1 MiB, IPv4 only (an IPv6 cell is left out and named in lastError). PATH is absolute, in a directory shared with the EPP; with role=prefill or role=decode each entry is labelled llm-d.ai/role. Repeatable; the variable takes a comma-separated list.",
   },
   {
     flag: 'sglang-bootstrap-port-annotation',

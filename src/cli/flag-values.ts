@@ -11,6 +11,7 @@ import {
   parseLabelSelector,
 } from '../kubernetes/resources/label-selector.js';
 import { MAX_TIMER_DELAY_MS } from '../runtime/clock.js';
+import type { EppEndpointsFileTarget } from '../sinks/epp-endpoints-file.js';
 import {
   routerTargetClash,
   SGLANG_ROUTER_ROLES,
@@ -181,6 +182,60 @@ export const sglangRouters = z.array(z.string()).transform((items, ctx) => {
   for (let i = 1; i < targets.length; i += 1) {
     const clash = routerTargetClash(targets.slice(0, i), targets[i] as SglangRouterTarget);
     if (clash) return fail(clash);
+  }
+  return targets;
+});
+
+/**
+ * Comma-separated `POOL=PATH[,role=prefill|decode]` items of `--epp-endpoints-file` (repeatable;
+ * the variable takes them all in one list). `PATH` is absolute (the EPP reads the same file on a
+ * shared volume; a relative path would depend on the working directory) and has no comma; one
+ * path is written for one pool only.
+ */
+export const eppEndpointsFiles = z.array(z.string()).transform((items, ctx) => {
+  const targets: EppEndpointsFileTarget[] = [];
+  const fail = (message: string): typeof z.NEVER => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  for (const value of items) {
+    let current: EppEndpointsFileTarget | undefined;
+    for (const item of value
+      .split(',')
+      .map((i) => i.trim())
+      .filter(Boolean)) {
+      const option = /^role=(.*)$/.exec(item);
+      if (option) {
+        const role = option[1] as string;
+        if (current === undefined) {
+          return fail(`${JSON.stringify(item)} must follow the POOL=PATH it belongs to`);
+        }
+        if (role !== 'prefill' && role !== 'decode') {
+          return fail(
+            `expected role=prefill or role=decode after ${current.pool}=${current.path}, got role=${JSON.stringify(role)}`,
+          );
+        }
+        if (current.role !== undefined) {
+          return fail(`role is given twice for ${current.pool}=${current.path}`);
+        }
+        current.role = role;
+        continue;
+      }
+      const at = item.indexOf('=');
+      const pool = at > 0 ? item.slice(0, at).trim() : '';
+      const path = at > 0 ? item.slice(at + 1).trim() : '';
+      if (!/^[a-z0-9](?:[-a-z0-9.]{0,61}[a-z0-9])?$/.test(pool) || !path.startsWith('/')) {
+        return fail(
+          `expected POOL=PATH with a pool name and an absolute file path (e.g. engine=/var/run/epp/endpoints.yaml), got ${JSON.stringify(item)}`,
+        );
+      }
+      if (path.endsWith('/')) return fail(`expected a file path, not a directory: ${path}`);
+      if (targets.some((t) => t.path === path)) {
+        return fail(`${path} is given twice; one file holds one pool's endpoints`);
+      }
+      current = { pool, path };
+      targets.push(current);
+    }
   }
   return targets;
 });

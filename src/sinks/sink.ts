@@ -9,7 +9,7 @@
 import type { RoutingState } from '../pools/routing-state.js';
 
 /** The kinds of sink, as `GET /api/v1/sinks` names them. */
-export type SinkKind = 'sglang-router' | 'endpointslice' | 'readiness-gate';
+export type SinkKind = 'sglang-router' | 'endpointslice' | 'readiness-gate' | 'epp-endpoints-file';
 
 /**
  * `--sink-mode`: `apply` makes every target match; `observe` (a dry run) reads every target,

@@ -92,6 +92,7 @@ describe('parseConfig defaults', () => {
       },
       driftIntervalMs: 60_000,
       sglangRouters: [],
+      eppEndpointsFiles: [],
       sglangBootstrapPortAnnotation: 'sglang.ai/bootstrap-port',
       sglangRouterApiKeyFile: undefined,
       publishEndpointSlices: false,
@@ -205,6 +206,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_DRIFT_INTERVAL: 'off',
       POOL_CONTROLLER_SGLANG_ROUTER:
         'engine=http://router-a:30000/, trainer=https://router-b,role=prefill, gen=https://router-b,role=decode',
+      POOL_CONTROLLER_EPP_ENDPOINTS_FILE: 'engine=/run/epp/engine.yaml',
       POOL_CONTROLLER_SGLANG_BOOTSTRAP_PORT_ANNOTATION: 'example.com/bootstrap',
       POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE: '/secrets/router-key',
       POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES: 'true',
@@ -258,6 +260,7 @@ describe('flags and environment variables', () => {
         { pool: 'trainer', url: 'https://router-b', role: 'prefill' },
         { pool: 'gen', url: 'https://router-b', role: 'decode' },
       ],
+      eppEndpointsFiles: [{ pool: 'engine', path: '/run/epp/engine.yaml' }],
       sglangBootstrapPortAnnotation: 'example.com/bootstrap',
       sglangRouterApiKeyFile: '/secrets/router-key',
       publishEndpointSlices: true,
@@ -304,6 +307,40 @@ describe('flags and environment variables', () => {
     expect(() =>
       parseConfig(['--sglang-router', 'a=http://r1:1', '--sglang-router', 'b=http://r1:1/'], {}),
     ).toThrow('a router serves one pool');
+  });
+
+  it('repeats --epp-endpoints-file POOL=PATH[,role=…], and refuses a relative path or a path given twice', () => {
+    expect(
+      parseConfig(
+        [
+          '--epp-endpoints-file',
+          'a=/run/epp/a.yaml',
+          '--epp-endpoints-file',
+          'p=/run/epp/p.yaml,role=prefill',
+        ],
+        {},
+      ).eppEndpointsFiles,
+    ).toEqual([
+      { pool: 'a', path: '/run/epp/a.yaml' },
+      { pool: 'p', path: '/run/epp/p.yaml', role: 'prefill' },
+    ]);
+    expect(
+      parseConfig([], { POOL_CONTROLLER_EPP_ENDPOINTS_FILE: 'a=/x/a.yaml,b=/x/b.yaml' })
+        .eppEndpointsFiles,
+    ).toHaveLength(2);
+    expect(() => parseConfig(['--epp-endpoints-file', 'a=epp.yaml'], {})).toThrow(
+      'invalid --epp-endpoints-file (POOL_CONTROLLER_EPP_ENDPOINTS_FILE): expected POOL=PATH with a pool name and an absolute file path',
+    );
+    expect(() =>
+      parseConfig(
+        ['--epp-endpoints-file', 'a=/x/e.yaml', '--epp-endpoints-file', 'b=/x/e.yaml'],
+        {},
+      ),
+    ).toThrow('/x/e.yaml is given twice');
+    expect(() => parseConfig(['--epp-endpoints-file', 'a=/x/e.yaml,role=router'], {})).toThrow(
+      'expected role=prefill or role=decode',
+    );
+    expect(() => parseConfig(['--epp-endpoints-file', 'a=/x/'], {})).toThrow('not a directory');
   });
 
   it('takes role=prefill|decode after a POOL=URL, and lets one router serve one of each', () => {

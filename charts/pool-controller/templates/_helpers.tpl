@@ -73,6 +73,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* eppEndpointsFile.files as the comma-separated POOL=PATH[,role=R] list POOL_CONTROLLER_EPP_ENDPOINTS_FILE takes. */}}
+{{- define "pool-controller.eppEndpointsFiles" -}}
+{{- $items := list }}
+{{- $dir := .Values.eppEndpointsFile.mountPath }}
+{{- range .Values.eppEndpointsFile.files }}
+{{- if .role }}
+{{- $items = append $items (printf "%s=%s/%s,role=%s" .pool $dir .file .role) }}
+{{- else }}
+{{- $items = append $items (printf "%s=%s/%s" .pool $dir .file) }}
+{{- end }}
+{{- end }}
+{{- join "," $items }}
+{{- end }}
+
 {{/* sglangRouters as the comma-separated POOL=URL[,role=R] list POOL_CONTROLLER_SGLANG_ROUTER takes. */}}
 {{- define "pool-controller.sglangRouters" -}}
 {{- $items := list }}
