@@ -111,3 +111,25 @@ describe('guard-rail metrics', () => {
     expect(byState).toMatchObject({ held_by_panic: 1, would_add: 2, would_remove: 1 });
   });
 });
+
+describe('unmarked router workers', () => {
+  it('counts a router\'s unmarked workers as pool_controller_sink_workers{state="unmarked"}', async () => {
+    const registry = new Registry();
+    const metrics = new CoordinationMetrics(registry);
+    const router: SinkTargetStatus = {
+      ...status('http://router:30000'),
+      kind: 'sglang-router',
+      unmarked: ['http://10.0.0.9:8000'],
+    };
+    metrics.bind({
+      leaseName: 'l',
+      subscribers: () => 0,
+      sinkStatus: () => [router, status('ns/a-alive-http')],
+      panicPools: () => [],
+    });
+    const workers = (await registry.getSingleMetric('pool_controller_sink_workers')!.get()).values;
+    expect(
+      workers.filter((v) => v.labels.state === 'unmarked').map((v) => [v.labels.target, v.value]),
+    ).toEqual([['http://router:30000', 1]]);
+  });
+});

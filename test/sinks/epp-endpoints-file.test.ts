@@ -2,8 +2,9 @@
  * The EPP endpoints-file sink (issue 41, item 1), proven against the documented format of llm-d's
  * file-discovery plugin (llm-d-router v0.10: `endpoints: [{name, namespace, address, port,
  * labels}]`, IPv4 address, port a string 1-65535, names unique, at most 1 MiB) by parsing what it
- * writes with a YAML parser and validating it as the plugin does. The real EPP's Go module is not
- * built here.
+ * writes with a YAML parser and validating it as the plugin's loader does. The real EPP is not
+ * built here: the Go module proxy this project builds its e2e tools through answers 403 for
+ * github.com/llm-d/llm-d-inference-scheduler (the module the plugin lives in).
  */
 import { mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
