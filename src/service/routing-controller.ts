@@ -326,8 +326,9 @@ export class RoutingController {
   /**
    * A sink's apply ended. A target's failure (`SinkApplyError`) the sink has reported itself and
    * holds by its backoff; anything else it threw fails the run that waits for it. When no deploy
-   * waits for it (it outlived `SINK_RUN_WAIT_MS`) and no newer state follows it, a run begins, so
-   * what it left (a backoff, a pending change) is looked at through the coordinator.
+   * waits for it (it outlived `SINK_RUN_WAIT_MS`), no newer state follows it, and it left
+   * something (a failure, a backoff, a pending change), a run begins, so that is looked at through
+   * the coordinator (which then requeues as usual).
    */
   #settled(outcome: SinkApplyOutcome, worker: SinkWorker): void {
     if (outcome.result === 'failed' && !(outcome.error instanceof SinkApplyError)) {
@@ -341,6 +342,12 @@ export class RoutingController {
       }
     }
     if (outcome.result === 'aborted' || this.#waiting || worker.busy || !this.#term) return;
-    this.trigger(SINK_SETTLED_REASON);
+    // A clean end asks for nothing: a slow sink that succeeds is not re-run back to back.
+    const { sink } = worker;
+    const left =
+      outcome.result === 'failed' ||
+      sink.nextAttemptAtMs() !== undefined ||
+      sink.status().some((s) => s.pending.length > 0);
+    if (left) this.trigger(SINK_SETTLED_REASON);
   }
 }

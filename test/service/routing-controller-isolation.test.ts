@@ -109,9 +109,8 @@ describe('RoutingController sink isolation', () => {
     held.release();
     await until(() => slow.calls.length >= 2, { what: 'the slow sink to get the newest state' });
     await atRest();
-    // Right after its apply in flight, the newest state only (the one in between is skipped);
-    // then the run its end began applies the same again.
-    expect(slow.applied()).toEqual(['engine=10.0.0.1:30000,10.0.0.2:30000', '', '']);
+    // Right after its apply in flight, the newest state only (the one in between is skipped).
+    expect(slow.applied()).toEqual(['engine=10.0.0.1:30000,10.0.0.2:30000', '']);
   });
 
   it(`begins a run ('${SINK_SETTLED_REASON}') when an apply no run waits for ends, so what it left is looked at`, async () => {
@@ -135,6 +134,21 @@ describe('RoutingController sink isolation', () => {
     expect(started()).toHaveLength(2);
     await clock.advance(1);
     expect(started().at(-1)).toBe('started #3 requeue');
+  });
+
+  it('begins no run when an apply no run waits for ends cleanly: a slow sink is not re-run back to back', async () => {
+    const slow = new FakeSink(() => clock.now());
+    const { clock, controller, atRest, started, events } = setup([slow]);
+    const held = slow.hangNext();
+    controller.start();
+    await held.called;
+    await clock.advance(SINK_RUN_WAIT_MS);
+    held.release();
+    await until(() => slow.calls[0]?.outcome === 'applied', { what: 'the slow apply to end' });
+    await atRest();
+    expect(started()).toEqual(['started #1 started']);
+    expect(events.filter((l) => l.startsWith('triggered'))).toEqual([]);
+    expect(slow.calls).toHaveLength(1);
   });
 
   it('aborts an apply that outlives its deadline, and looks again', async () => {
