@@ -71,6 +71,11 @@ export interface KubeEnvironment {
   readonly token: string;
   /** The CA that signs the serving certificate (PEM file), for clients built by hand. */
   readonly caPath: string;
+  /**
+   * The key of that certificate (127.0.0.1 and localhost): what a webhook server the apiserver
+   * calls on loopback serves with, so the apiserver trusts it with `caPath` as its caBundle.
+   */
+  readonly servingKeyPath: string;
   /** A user RBAC grants nothing until a test binds a Role to it. */
   readonly unprivileged: KubeUser;
   /** etcd's client URL (http, loopback). */
@@ -266,6 +271,7 @@ export async function startKubeEnvironment(
     kubeConfig,
     token: startedCredentials.adminToken,
     caPath: startedCredentials.caFile,
+    servingKeyPath: startedCredentials.keyFile,
     unprivileged,
     etcdUrl: startedEtcd.clientUrl,
     stateDir,
