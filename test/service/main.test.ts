@@ -4,11 +4,12 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 
 const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 
@@ -225,6 +226,38 @@ describe('pool-controller (the built command)', () => {
     const messages = logLines(running).map((l) => l.msg);
     expect(messages).toContain('shutting down');
     expect(messages).toContain('stopped');
+  });
+
+  it('writes an --epp-endpoints-file of the alive cells and shows it in /api/v1/sinks', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pool-controller-epp-'));
+    const path = join(dir, 'engine.yaml');
+    const { running, base } = await startService([
+      '--source',
+      'simulated',
+      '--epp-endpoints-file',
+      `engine=${path}`,
+      ...FAST_STEPS,
+      ...NO_GRACE,
+    ]);
+    const entries = await waitFor(running, 'the endpoints file with an entry', async () => {
+      const text = await readFile(path, 'utf8').catch(() => undefined);
+      const parsed = text === undefined ? undefined : (parse(text) as { endpoints: unknown[] });
+      return parsed && parsed.endpoints.length > 0 ? parsed.endpoints : undefined;
+    });
+    expect(entries[0]).toMatchObject({
+      namespace: expect.any(String),
+      address: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/),
+      port: expect.stringMatching(/^\d+$/),
+      labels: { 'pool-controller.io/pool': 'engine' },
+    });
+    const sinks = (await (await fetch(`${base}/api/v1/sinks`)).json()) as {
+      sinks: Array<{ kind: string; target: string; pool: string }>;
+    };
+    expect(sinks.sinks).toContainEqual(
+      expect.objectContaining({ kind: 'epp-endpoints-file', target: path, pool: 'engine' }),
+    );
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
   });
 
   it('shuts down promptly on SIGTERM while an event-stream client is connected', async () => {
