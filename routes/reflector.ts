@@ -46,6 +46,8 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
         watchOpens: s.watchOpens,
         initialList: s.initialList,
         watchListFallbacks: s.watchListFallbacks,
+        initialEventsTimeouts: s.initialEventsTimeouts,
+        stalledWatches: s.stalledWatches,
         events: s.events,
         droppedEvents: Object.fromEntries(
           Object.entries(s.droppedEvents).map(([reason, count]) => [reason, count ?? 0]),

@@ -396,6 +396,18 @@ export const reflectorSchema = z.object({
     .describe(
       'Watch-list attempts that fell back to a LIST (the server refused it, or it failed).',
     ),
+  initialEventsTimeouts: z
+    .number()
+    .int()
+    .describe(
+      'Of those, watch-lists whose `k8s.io/initial-events-end` bookmark did not come within 10 s of the last initial event (a server or proxy that strips it): each fell back to LIST + WATCH.',
+    ),
+  stalledWatches: z
+    .number()
+    .int()
+    .describe(
+      "WATCHes replaced because no whole frame came for 125 s (two of the API server's minute-long bookmark intervals) once it had sent a bookmark; readiness falls until the new WATCH proves itself.",
+    ),
   events: z
     .record(z.string(), z.number().int())
     .describe('Watch frames by type: ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, OTHER.'),

@@ -108,6 +108,16 @@ export interface PodSourceStats {
    */
   watchListFallbacks: number;
   /**
+   * Of those, the watch-lists whose `k8s.io/initial-events-end` bookmark did not come within the
+   * deadline (10 s after the last initial event): a server or proxy that strips it.
+   */
+  initialEventsTimeouts: number;
+  /**
+   * WATCHes replaced because no whole frame came for two bookmark intervals (about two minutes)
+   * from a server that sends bookmarks: bytes may have come, a frame did not.
+   */
+  stalledWatches: number;
+  /**
    * Frames seen, by watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR, and OTHER for an
    * unknown type or a frame that is not JSON), skipped unreadable ones included.
    */
@@ -150,6 +160,8 @@ export function initialReflectorStats(initialList: InitialListMode = 'list'): Po
     watchOpens: 0,
     initialList,
     watchListFallbacks: 0,
+    initialEventsTimeouts: 0,
+    stalledWatches: 0,
     events: {},
     droppedEvents: {},
     bytesDecoded: 0,
@@ -188,6 +200,8 @@ export function foldReflectorStats(base: PodSourceStats, current: PodSourceStats
     watchOpens: base.watchOpens + current.watchOpens,
     initialList: current.initialList,
     watchListFallbacks: base.watchListFallbacks + current.watchListFallbacks,
+    initialEventsTimeouts: base.initialEventsTimeouts + current.initialEventsTimeouts,
+    stalledWatches: base.stalledWatches + current.stalledWatches,
     events: addCounts(base.events, current.events) as Record<string, number>,
     droppedEvents: addCounts(base.droppedEvents, current.droppedEvents),
     bytesDecoded: base.bytesDecoded + current.bytesDecoded,

@@ -336,6 +336,16 @@ export class ServiceMetrics {
       },
     });
     mirrored(
+      'pool_controller_reflector_initial_events_timeouts_total',
+      'Watch-lists whose k8s.io/initial-events-end bookmark did not come within the deadline (10 s after the last initial event); each fell back to LIST + WATCH.',
+      (s) => s.initialEventsTimeouts,
+    );
+    mirrored(
+      'pool_controller_reflector_stalled_watches_total',
+      'WATCHes replaced because no whole frame came for two bookmark intervals (125 s) from an API server that sends bookmarks.',
+      (s) => s.stalledWatches,
+    );
+    mirrored(
       'pool_controller_reflector_decoded_bytes_total',
       'Bytes of LIST and WATCH response bodies read, after gzip decompression.',
       (s) => s.bytesDecoded,

@@ -155,6 +155,8 @@ export class SimulatedPodSource implements PodSource {
       // The simulated world hands out its state directly: there is no watch-list to fall back from.
       initialList: 'list',
       watchListFallbacks: 0,
+      initialEventsTimeouts: 0,
+      stalledWatches: 0,
       droppedEvents: {},
       events: { ...c.events },
       lastEventAtMs: c.lastEventAtMs,

@@ -122,6 +122,12 @@ const rows: Array<[string, RequestPhase, ReflectorFailure, ReflectorAction | obj
     reconnect({ kind: 'unanswered' }),
   ],
   ['idle for too long', 'watch', { kind: 'idle', idleMs: 1 }, reconnect()],
+  [
+    'no whole frame for two bookmark intervals',
+    'watch',
+    { kind: 'stalled', stallMs: 1 },
+    reconnect(),
+  ],
   ['clean end (server timeout)', 'watch', { kind: 'ended' }, reconnect({ kind: 'none' })],
   [
     'clean end within a second, no frame (very short watch)',
@@ -216,6 +222,10 @@ describe('describeFailure', () => {
     [status({ code: 503 }), 'HTTP 503'],
     [{ kind: 'malformed-pod', resourceVersion: '9', message: 'bad' }, 'bad (at resourceVersion 9)'],
     [{ kind: 'idle', idleMs: 300_000 }, 'no bytes from the API server for 300000 ms'],
+    [
+      { kind: 'stalled', stallMs: 125_000 },
+      'no whole watch frame from the API server for 125000 ms (it sends a bookmark about every minute)',
+    ],
     [{ kind: 'ended' }, 'watch ended by the server'],
     [
       { kind: 'short-watch', lastedMs: 12, frames: 0 },

@@ -207,11 +207,11 @@ describe('KubernetesReflector: listing and watching', () => {
     await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=11']);
     expect(api.requests.map((r) => r.at)).toEqual([0, 0, 1_000]);
-    // The new watch's idle and health timers, and the grace after the old one ended (it ends
-    // when the new watch proves itself): the old watch's own timers were released with it.
-    expect(clock.pendingTimers).toBe(3);
+    // The new watch's idle, stall and health timers, and the grace after the old one ended (it
+    // ends when the new watch proves itself): the old watch's own timers were released with it.
+    expect(clock.pendingTimers).toBe(4);
     await clock.advance(1_000);
-    expect(clock.pendingTimers).toBe(1);
+    expect(clock.pendingTimers).toBe(2);
     expect(reflector.stats().lists).toBe(1);
     expect(reflector.stats().relists).toEqual({});
     expect(reflector.stats().lastError).toBeUndefined();
@@ -620,7 +620,8 @@ describe('KubernetesReflector: idle connections', () => {
   });
 
   it('counts any bytes as life, even those of an unfinished frame', async () => {
-    const { api, clock, stream } = await watching();
+    // Against the idle limit; whole frames have a deadline of their own (reflector-deadlines).
+    const { api, clock, stream } = await watching({ stallTimeoutMs: 10 * IDLE_MS });
     await clock.advance(IDLE_MS - 1_000);
     api.watch.trickle(10);
     await clock.advance(IDLE_MS - 1_000);

@@ -148,6 +148,8 @@ describe('GET /metrics', () => {
       watchOpens: 4,
       initialList: 'watch-list',
       watchListFallbacks: 0,
+      initialEventsTimeouts: 2,
+      stalledWatches: 3,
       events: { ADDED: 5, DELETED: 1 },
       droppedEvents: { stale: 7 },
       lastSyncAtMs: 1_700_000_000_000,
@@ -170,6 +172,8 @@ describe('GET /metrics', () => {
       ['{reason="stale"}', 7],
     ]);
     expect(value(text, 'pool_controller_reflector_watch_opens_total', '')).toBe(4);
+    expect(value(text, 'pool_controller_reflector_initial_events_timeouts_total', '')).toBe(2);
+    expect(value(text, 'pool_controller_reflector_stalled_watches_total', '')).toBe(3);
     expect(samples(text, 'pool_controller_reflector_events_total')).toEqual([
       ['{type="ADDED"}', 5],
       ['{type="DELETED"}', 1],

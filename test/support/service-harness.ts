@@ -38,6 +38,8 @@ export class DrivenPodSource implements PodSource {
     watchOpens: 1,
     initialList: 'watch-list',
     watchListFallbacks: 0,
+    initialEventsTimeouts: 0,
+    stalledWatches: 0,
     events: {},
     droppedEvents: {},
     bytesDecoded: 0,

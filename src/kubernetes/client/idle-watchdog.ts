@@ -64,6 +64,15 @@ export class IdleWatchdog {
     return this.#controller.signal.reason instanceof IdleTimeoutError;
   }
 
+  /**
+   * Tears the request down now for a deadline of the owner's own (a WATCH that sent bytes but no
+   * whole frame, a watch-list whose initial events never ended): the signal aborts with `reason`,
+   * which the owner reads back from `signal.reason` to word the failure. `timedOut` stays false.
+   */
+  expire(reason: Error): void {
+    this.#controller.abort(reason);
+  }
+
   /** The server sent something. */
   touch(): void {
     this.#lastActivity = this.#clock.now();

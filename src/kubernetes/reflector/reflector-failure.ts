@@ -29,6 +29,11 @@ export type ReflectorFailure =
   | { kind: 'connection'; message: string; answered: boolean }
   /** No bytes for longer than the idle limit (Node has no HTTP/2 ping to notice a dead peer). */
   | { kind: 'idle'; idleMs: number }
+  /**
+   * No whole frame for `stallMs` on a WATCH whose server sends bookmarks (about once a minute):
+   * bytes may still have come (half a frame, then nothing), so the idle limit did not fire.
+   */
+  | { kind: 'stalled'; stallMs: number }
   /** The server ended the WATCH cleanly: its `timeoutSeconds` ran out. */
   | { kind: 'ended' }
   /**
@@ -150,8 +155,8 @@ function tooManyRequests(status: ApiStatus): boolean {
  * - WATCH, frames older than the cursor again and again (`regression`): relist after the backoff.
  *   The cursor is the newest version the stream applied; a server that keeps answering from
  *   before it has lost that history, and only a LIST says what it holds now.
- * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped or idle
- *   connections): reconnect from the same cursor after the backoff.
+ * - WATCH, anything else (429 as a response or a frame, other non-2xx responses, dropped, idle or
+ *   stalled connections): reconnect from the same cursor after the backoff.
  */
 export function classifyFailure(
   phase: RequestPhase,
@@ -192,6 +197,7 @@ export function classifyFailure(
     case 'connection':
       return { kind: 'reconnect', wait: afterConnectionFailure(failure) };
     case 'idle':
+    case 'stalled':
     case 'short-watch':
       return { kind: 'reconnect', wait: backoff() };
     case 'regression':
@@ -222,6 +228,8 @@ function describeRaw(failure: ReflectorFailure): string {
       return failure.message;
     case 'idle':
       return `no bytes from the API server for ${failure.idleMs} ms`;
+    case 'stalled':
+      return `no whole watch frame from the API server for ${failure.stallMs} ms (it sends a bookmark about every minute)`;
     case 'ended':
       return 'watch ended by the server';
     case 'short-watch':

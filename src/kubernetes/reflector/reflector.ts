@@ -72,6 +72,30 @@ export const MAX_WATCH_TIMEOUT_SECONDS = 600;
  */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 /**
+ * How often the API server sends a bookmark on a WATCH that asked for them: its watch cache
+ * dispatches one to each watcher about every minute (`bookmarkFrequency`), quiet or not.
+ */
+export const API_SERVER_BOOKMARK_INTERVAL_MS = 60_000;
+/**
+ * A WATCH that delivered no whole frame for this long is stalled, once its server has been seen
+ * sending bookmarks: two bookmark intervals missed, plus 5 s for the server's once-a-second
+ * dispatch tick and its jitter. Bytes do not count (`DEFAULT_IDLE_TIMEOUT_MS` is for those): a
+ * proxy that writes half a frame and then nothing keeps a connection busy but the watch dead.
+ * Against a server (or proxy) that never sends a bookmark, silence proves nothing and only the
+ * idle limit applies.
+ */
+export const DEFAULT_STALL_TIMEOUT_MS = 2 * API_SERVER_BOOKMARK_INTERVAL_MS + 5_000;
+/**
+ * How long a watch-list waits for its `k8s.io/initial-events-end` bookmark after its last
+ * initial event (or after it was sent, if none came) before it falls back to LIST + WATCH. The
+ * API server sends that bookmark within its dispatch tick (about a second) of the last initial
+ * event, and waits at most 3 s for its cache to be fresh before the first; ten seconds is all of
+ * that with room to spare, and short next to the minute-long wait for the next plain bookmark a
+ * server or proxy that strips the end bookmark would otherwise cost (client-go waits for ever:
+ * kubernetes#140890).
+ */
+export const DEFAULT_INITIAL_EVENTS_DEADLINE_MS = 10_000;
+/**
  * A WATCH the server accepted is not yet a healthy one: a server or proxy that ends it at once
  * accepted it too. It counts as healthy (proven) once it delivered a frame other than an ERROR,
  * or stayed open this long — the same second after which client-go no longer calls an empty watch
@@ -129,6 +153,16 @@ export interface KubernetesReflectorOptions<T = Pod> {
    * (the time to the response headers counts). Default `DEFAULT_IDLE_TIMEOUT_MS`.
    */
   idleTimeoutMs?: number | undefined;
+  /**
+   * Longest wait for a whole frame on a WATCH, once the server has been seen sending bookmarks,
+   * before the WATCH is replaced as stalled. Default `DEFAULT_STALL_TIMEOUT_MS`.
+   */
+  stallTimeoutMs?: number | undefined;
+  /**
+   * Longest wait for a watch-list's initial-events-end bookmark after its last initial event
+   * before falling back to LIST + WATCH. Default `DEFAULT_INITIAL_EVENTS_DEADLINE_MS`.
+   */
+  initialEventsDeadlineMs?: number | undefined;
   /** Default `DEFAULT_UNHEALTHY_AFTER_MS`: how long a synced source stays healthy while failing. */
   unhealthyAfterMs?: number | undefined;
   /**
@@ -211,6 +245,24 @@ type State =
 
 const STOPPED: State = { kind: 'stopped' };
 
+/** Why a WATCH was torn down: no whole frame within the stall timeout. */
+class StalledWatchError extends Error {
+  override readonly name = 'StalledWatchError';
+  constructor(readonly stallMs: number) {
+    super(`no whole watch frame for ${stallMs} ms`);
+  }
+}
+
+/** Why a watch-list was given up: its initial events did not end within the deadline. */
+class InitialEventsTimeoutError extends Error {
+  override readonly name = 'InitialEventsTimeoutError';
+  constructor(readonly deadlineMs: number) {
+    super(
+      `the initial-events-end bookmark did not come within ${deadlineMs} ms of the last initial event`,
+    );
+  }
+}
+
 /** The reason a stream's requests are aborted when its consumer closes it. */
 export class StreamClosedError extends Error {
   override readonly name = 'StreamClosedError';
@@ -254,6 +306,13 @@ export class KubernetesReflector<T = Pod> {
   readonly #listPageSize: number | undefined;
   readonly #watchTimeoutSeconds: number | undefined;
   readonly #idleTimeoutMs: number;
+  readonly #stallTimeoutMs: number;
+  readonly #initialEventsDeadlineMs: number;
+  /**
+   * A bookmark came from this reflector's server: from then on a WATCH silent for
+   * `stallTimeoutMs` is stalled, not merely quiet.
+   */
+  #bookmarksSeen = false;
   readonly #backoffOptions: Partial<Omit<BackoffOptions, 'random'>>;
   readonly #clock: Clock;
   readonly #random: () => number;
@@ -293,6 +352,13 @@ export class KubernetesReflector<T = Pod> {
     this.#watchTimeoutSeconds = options.watchTimeoutSeconds;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     if (!(this.#idleTimeoutMs > 0)) throw new RangeError('idleTimeoutMs must be positive');
+    this.#stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+    if (!(this.#stallTimeoutMs > 0)) throw new RangeError('stallTimeoutMs must be positive');
+    this.#initialEventsDeadlineMs =
+      options.initialEventsDeadlineMs ?? DEFAULT_INITIAL_EVENTS_DEADLINE_MS;
+    if (!(this.#initialEventsDeadlineMs > 0)) {
+      throw new RangeError('initialEventsDeadlineMs must be positive');
+    }
     this.#unhealthyAfterMs = options.unhealthyAfterMs ?? DEFAULT_UNHEALTHY_AFTER_MS;
     if (!(this.#unhealthyAfterMs >= 0)) {
       throw new RangeError('unhealthyAfterMs must not be negative');
@@ -454,6 +520,20 @@ export class KubernetesReflector<T = Pod> {
     let loggedAt = listStartedAt;
     let stream: WatchStream | undefined;
     let handedOn = false;
+    // The deadline for the initial-events-end bookmark: it runs from the request, and every
+    // initial event moves it, until a frame that is not one shows the initial events are over.
+    const initialPhase = new AbortController();
+    let lastInitialAt = listStartedAt;
+    let initialEventsOnly = true;
+    void this.#deadline(
+      this.#initialEventsDeadlineMs,
+      () => lastInitialAt,
+      AbortSignal.any([signal, initialPhase.signal]),
+      () => {
+        watchdog.expire(new InitialEventsTimeoutError(this.#initialEventsDeadlineMs));
+        return true;
+      },
+    );
     try {
       stream = await this.#api.watchPods({
         ...this.#requestScope(watchdog),
@@ -483,6 +563,8 @@ export class KubernetesReflector<T = Pod> {
         }
         const reading = readFrame(next.value, this.#form);
         this.#countFrame(reading.type);
+        if (reading.type !== 'ADDED') initialEventsOnly = false;
+        else if (initialEventsOnly) lastInitialAt = this.#clock.now();
         if (reading.kind === 'failure') {
           const why = describeFailure(reading.failure);
           const unsupported =
@@ -491,6 +573,7 @@ export class KubernetesReflector<T = Pod> {
           return this.#fallBack(why, unsupported);
         }
         if (reading.kind === 'bookmark') {
+          this.#bookmarksSeen = true;
           if (!reading.initialEventsEnd) {
             // A server that ignored sendInitialEvents: its bookmarks never end the initial events.
             return this.#fallBack('a bookmark without the initial-events-end annotation', true);
@@ -498,6 +581,7 @@ export class KubernetesReflector<T = Pod> {
           if (reading.resourceVersion === undefined) {
             return this.#fallBack('the initial-events-end bookmark has no resourceVersion', false);
           }
+          initialPhase.abort();
           flush();
           delete this.#stats.listProgress;
           const cursor = this.#wholeReadDone(reading.resourceVersion);
@@ -539,6 +623,11 @@ export class KubernetesReflector<T = Pod> {
       }
     } catch (error) {
       if (signal.aborted) return STOPPED;
+      const reason: unknown = watchdog.signal.reason;
+      if (reason instanceof InitialEventsTimeoutError) {
+        this.#stats.initialEventsTimeouts += 1;
+        return this.#fallBack(reason.message, false);
+      }
       const failure = this.#requestFailure(watchdog, error);
       if (failure.kind === 'connection' && !failure.answered) {
         // Nothing answered: the server is away, not lacking the feature. Watch-list again soon.
@@ -548,6 +637,7 @@ export class KubernetesReflector<T = Pod> {
         failure.kind === 'status' && WATCH_LIST_UNSUPPORTED_CODES.has(failure.status.code ?? 0);
       return this.#fallBack(describeFailure(failure), unsupported);
     } finally {
+      initialPhase.abort();
       if (!handedOn) {
         delete this.#stats.listProgress;
         stream?.close();
@@ -651,11 +741,25 @@ export class KubernetesReflector<T = Pod> {
       staleLogged = true;
       return true;
     };
-    // Ends with this WATCH: cancels the timer that would call it healthy.
+    // Ends with this WATCH: cancels the timer that would call it healthy, and the stall deadline.
     const watchScope = new AbortController();
     this.#enter('watching');
+    const openedAt = this.#clock.now();
+    /** When the last whole frame arrived (the opening, before the first). */
+    let lastFrameAt = openedAt;
+    let stalled = false;
+    void this.#deadline(
+      this.#stallTimeoutMs,
+      () => lastFrameAt,
+      watchScope.signal,
+      () => {
+        // A server that has never sent a bookmark may be quiet for good reason: only bytes count.
+        if (!this.#bookmarksSeen) return false;
+        watchdog.expire(new StalledWatchError(this.#stallTimeoutMs));
+        return true;
+      },
+    );
     try {
-      const openedAt = this.#clock.now();
       // A proven WATCH is a healthy server now: it ends the backoff's failure streak and makes
       // the cursor live. An accepted WATCH alone proves nothing (a server or proxy that ends it
       // at once accepted it too), and neither does an ERROR frame.
@@ -672,7 +776,9 @@ export class KubernetesReflector<T = Pod> {
         const next = await frames.next();
         if (next.done) break;
         count += 1;
+        lastFrameAt = this.#clock.now();
         const reading = readFrame(next.value, this.#form);
+        if (reading.kind === 'bookmark') this.#bookmarksSeen = true;
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
         if (!this.#watchProven && reading.kind !== 'failure') proven();
@@ -729,6 +835,10 @@ export class KubernetesReflector<T = Pod> {
     } catch (error) {
       if (signal.aborted) return STOPPED;
       const failure = this.#requestFailure(watchdog, error);
+      if (failure.kind === 'stalled') {
+        stalled = true;
+        this.#stats.stalledWatches += 1;
+      }
       return this.#act('watch', failure, position, backoff);
     } finally {
       // Every path ends here: the connection is closed explicitly, whether the watch ended,
@@ -736,8 +846,9 @@ export class KubernetesReflector<T = Pod> {
       watchScope.abort();
       stream.close();
       await watchdog.release();
-      // A proven watch was good until this moment: the grace for what follows starts now.
-      if (this.#watchProven) this.#lastProgressAt = this.#clock.now();
+      // A proven watch was good until this moment: the grace for what follows starts now. A
+      // stalled one was good only until its last frame, long enough ago that readiness falls now.
+      if (this.#watchProven) this.#lastProgressAt = stalled ? lastFrameAt : this.#clock.now();
       this.#watchProven = false;
       this.#updateHealth(signal);
     }
@@ -766,9 +877,35 @@ export class KubernetesReflector<T = Pod> {
    * the teardown's echo), else what the error says.
    */
   #requestFailure(watchdog: IdleWatchdog, error: unknown): ReflectorFailure {
-    return watchdog.timedOut
-      ? { kind: 'idle', idleMs: this.#idleTimeoutMs }
-      : failureFromError(error);
+    if (watchdog.timedOut) return { kind: 'idle', idleMs: this.#idleTimeoutMs };
+    const reason: unknown = watchdog.signal.reason;
+    if (reason instanceof StalledWatchError) return { kind: 'stalled', stallMs: reason.stallMs };
+    return failureFromError(error);
+  }
+
+  /**
+   * Calls `expire` each time `ms` have passed since `lastAt()` (read again after every wait, so
+   * progress only moves the deadline), until `until` aborts or `expire` returns true. On the
+   * injected clock, so tests drive it.
+   */
+  async #deadline(
+    ms: number,
+    lastAt: () => number,
+    until: AbortSignal,
+    expire: () => boolean,
+  ): Promise<void> {
+    while (!until.aborted) {
+      let remaining = lastAt() + ms - this.#clock.now();
+      if (remaining <= 0) {
+        if (expire()) return;
+        remaining = ms;
+      }
+      try {
+        await this.#clock.sleep(remaining, until);
+      } catch {
+        return;
+      }
+    }
   }
 
   /** `backoff`: wait, then carry on into the state the failure led to. */
