@@ -24,6 +24,7 @@ export const STATUS_PAGE_EVENT_TYPES: readonly string[] = [
   'sink.failed',
   'sink.observed',
   'pool.panic',
+  'pool.capacity',
   'events.dropped',
   'events.missed',
 ];

@@ -37,6 +37,8 @@ export interface WorkloadCondition {
 export interface Workload {
   namespace: string;
   name: string;
+  /** `metadata.uid`: what an Event regarding the workload names, so `kubectl describe` finds it. */
+  uid: string | null;
   /** `spec.replicas`: the cells (LWS groups) the workload asks for. */
   desiredCells: number;
   /** `status.readyReplicas`: the groups the workload itself counts as ready; `null` before it says. */
@@ -143,5 +145,6 @@ export function parseLeaderWorkerSet(value: unknown): Workload {
       lastTransitionTime: optionalString(raw.lastTransitionTime),
     });
   }
-  return { namespace, name, desiredCells, readyReplicas, conditions };
+  const uid = typeof value.metadata.uid === 'string' ? value.metadata.uid : null;
+  return { namespace, name, uid, desiredCells, readyReplicas, conditions };
 }

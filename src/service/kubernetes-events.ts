@@ -12,7 +12,7 @@ import type { EventObjectReference } from '../kubernetes/resources/event-api.js'
 import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
 import type { CellTransition } from '../pools/cell-registry.js';
 import type { SinkTargetStatus } from '../sinks/sink.js';
-import type { PoolPanicEvent } from './service-events.js';
+import type { PoolCapacityEvent, PoolPanicEvent } from './service-events.js';
 
 /** The action of cell Events: the controller judged the cell. */
 export const CELL_EVENT_ACTION = 'Reconcile';
@@ -20,6 +20,8 @@ export const CELL_EVENT_ACTION = 'Reconcile';
 export const SINK_EVENT_ACTION = 'Deploy';
 /** The action of panic Events: the controller held (or released) a pool's removals. */
 export const PANIC_EVENT_ACTION = 'GuardRemovals';
+/** The action of capacity Events: the controller compared a pool with its workload. */
+export const CAPACITY_EVENT_ACTION = 'CompareCapacity';
 
 /** Options of `KubernetesEvents`: where occurrences go, whom sink Events regard, who acts. */
 export interface KubernetesEventsOptions {
@@ -101,6 +103,42 @@ export class KubernetesEvents {
             note: `pool ${event.namespace}/${event.pool} left panic (${share}): held removals go ahead`,
           },
     );
+  }
+
+  /**
+   * A pool's capacity changed state, regarding its LeaderWorkerSet (`uid`: the LWS's, so
+   * `kubectl describe lws` lists the Event): `PoolDegraded` and `PoolEmpty` on entering those
+   * states, `PoolRecovered` on reaching `Full` from either. Changes to or from `Unknown` (no
+   * LWS, the API not served) are no capacity fact and make no Event.
+   */
+  poolCapacity(event: PoolCapacityEvent, uid: string | null): void {
+    if (!this.#options.acting() || event.to === event.from) return;
+    const reason =
+      event.to === 'Degraded'
+        ? 'PoolDegraded'
+        : event.to === 'Empty'
+          ? 'PoolEmpty'
+          : event.to === 'Full' && (event.from === 'Degraded' || event.from === 'Empty')
+            ? 'PoolRecovered'
+            : undefined;
+    if (reason === undefined) return;
+    const named = (what: string, items: readonly (string | number)[], total: number): string =>
+      total === 0
+        ? ''
+        : `; ${what}: ${items.join(', ')}${total > items.length ? ` and ${total - items.length} more` : ''}`;
+    this.#options.record({
+      regarding: {
+        apiVersion: 'leaderworkerset.x-k8s.io/v1',
+        kind: 'LeaderWorkerSet',
+        namespace: event.namespace,
+        name: event.pool,
+        ...(uid !== null ? { uid } : {}),
+      },
+      type: reason === 'PoolRecovered' ? 'Normal' : 'Warning',
+      reason,
+      action: CAPACITY_EVENT_ACTION,
+      note: `pool ${event.namespace}/${event.pool} ${event.to === 'Full' ? 'is full again' : `is ${event.to.toLowerCase()}`}: ${event.aliveCells} of ${event.desiredCells ?? '?'} cells alive${named('no pod for groups', event.missingCells, event.missingCount)}${named('not alive', event.notAliveCells, event.notAliveCount)}`,
+    });
   }
 
   /** The sinks' status after a run: a target that began or stopped failing is an Event. */

@@ -17,6 +17,7 @@ import {
   type CellRegistry,
   type CellTransitionType,
 } from '../pools/cell-registry.js';
+import type { PoolView } from '../pools/pool-capacity.js';
 import type { Clock } from '../runtime/clock.js';
 import type { LoopInstrumentation, ReconcileResult } from '../runtime/instrumentation.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
@@ -59,6 +60,8 @@ export interface MetricsBindings {
   reflector: () => PodSourceStats;
   cells: CellRegistry;
   sourceKind: string;
+  /** Every pool with its capacity (pool-capacity.ts); without it no capacity series. */
+  pools?: () => readonly PoolView[];
 }
 
 /**
@@ -419,6 +422,31 @@ export class ServiceMetrics {
           if (cell.alive && !cell.routable) {
             this.inc({ namespace: cell.namespace, pool: cell.pool });
           }
+        }
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_pool_desired_cells',
+      help: "Cells a pool's workload asks for (its LeaderWorkerSet's spec.replicas), by namespace and pool; no series while the pool's capacity is Unknown.",
+      labelNames: ['namespace', 'pool'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of bound()?.pools?.() ?? []) {
+          if (pool.desiredCells === null) continue;
+          this.set({ namespace: pool.namespace, pool: pool.name }, pool.desiredCells);
+        }
+      },
+    });
+    new Gauge({
+      name: 'pool_controller_pool_alive_cells',
+      help: 'Alive cells of a pool, by namespace and pool, including a pool whose LeaderWorkerSet has no pod yet (0): compare with pool_controller_pool_desired_cells.',
+      labelNames: ['namespace', 'pool'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const pool of bound()?.pools?.() ?? []) {
+          this.set({ namespace: pool.namespace, pool: pool.name }, pool.aliveCells);
         }
       },
     });

@@ -69,7 +69,12 @@ import {
 } from './leadership.js';
 import { ServiceMetrics } from './metrics.js';
 import { RoutingController } from './routing-controller.js';
-import { cellChangedEvent, type ServiceEvent } from './service-events.js';
+import {
+  cellChangedEvent,
+  MAX_NAMED_CAPACITY_CELLS,
+  type PoolCapacityEvent,
+  type ServiceEvent,
+} from './service-events.js';
 import { createServiceHealth } from './service-health.js';
 import { resolveCell, type StoreViewSources, storeSnapshot } from './store-views.js';
 import { publishWatchStates, WATCH_STATE_POLL_MS } from './watch-state-publisher.js';
@@ -401,6 +406,7 @@ export class PoolService implements ControlPlane {
       reflector: () => this.#podSource.stats(),
       cells: this.registry,
       sourceKind: options.sourceKind,
+      pools: () => this.cells.pools(),
     });
     this.health = createServiceHealth({
       leadershipHealthy: () => this.#leadership.healthy(),
@@ -625,10 +631,37 @@ export class PoolService implements ControlPlane {
     if (event.type === 'pool.panic') this.#kubernetesEvents?.poolPanic(event);
   }
 
-  /** Capacity changes: logged when a pool's state changes (not at its first judgement). */
+  /**
+   * Capacity changes after a pool's first judgement: a log line, a `pool.capacity` event naming
+   * the missing and not-alive cells, and (leader only) a Kubernetes Event on the LWS.
+   */
   #capacityTransitions(transitions: readonly CapacityTransition[]): void {
     for (const t of transitions) {
       if (t.from === null) continue;
+      const view = this.cells.pools().find((p) => p.namespace === t.namespace && p.name === t.pool);
+      const notAlive = this.registry
+        .list({ namespace: t.namespace, pool: t.pool, alive: false })
+        .map((cell) => cell.id);
+      const missing = view?.missingCells ?? [];
+      const event: PoolCapacityEvent = {
+        type: 'pool.capacity',
+        namespace: t.namespace,
+        pool: t.pool,
+        from: t.from,
+        to: t.to,
+        aliveCells: t.aliveCells,
+        desiredCells: t.desiredCells,
+        missingCells: missing.slice(0, MAX_NAMED_CAPACITY_CELLS),
+        missingCount: missing.length,
+        notAliveCells: notAlive.slice(0, MAX_NAMED_CAPACITY_CELLS),
+        notAliveCount: notAlive.length,
+        reason: t.reason,
+      };
+      this.#publish(event);
+      this.#kubernetesEvents?.poolCapacity(
+        event,
+        this.capacity.workload(t.namespace, t.pool)?.uid ?? null,
+      );
       this.#logger.info(
         {
           pool: `${t.namespace}/${t.pool}`,

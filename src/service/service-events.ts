@@ -7,6 +7,7 @@ import type { CoordinatorEvent } from '../coordination/coordinator.js';
 import type { RelistReason } from '../model/pod-source-stats.js';
 import type { Cell, CellTransition } from '../pools/cell-registry.js';
 import type { NotAliveReason, NotRoutableReason } from '../pools/cell-state.js';
+import type { CapacityState } from '../pools/pool-capacity.js';
 import type { SinkEvent } from '../sinks/sink.js';
 
 /** The initial list is in the store and every cell in it has been reconciled once. */
@@ -51,6 +52,37 @@ export interface PoolPanicEvent {
   thresholdPercent: number;
 }
 
+/**
+ * A pool's capacity against its workload changed state (pool-capacity.ts): published on every
+ * change after the pool's first judgement, with the cells that make it so.
+ */
+export interface PoolCapacityEvent {
+  type: 'pool.capacity';
+  namespace: string;
+  pool: string;
+  from: CapacityState;
+  to: CapacityState;
+  aliveCells: number;
+  /** `null` when the capacity is `Unknown`. */
+  desiredCells: number | null;
+  /** Indices with no pod at all, ascending (the first `MAX_NAMED_CAPACITY_CELLS`). */
+  missingCells: number[];
+  /** How many indices have no pod at all. */
+  missingCount: number;
+  /** Ids of the pool's cells that exist and are not alive (the first `MAX_NAMED_CAPACITY_CELLS`). */
+  notAliveCells: string[];
+  /** How many of the pool's cells exist and are not alive. */
+  notAliveCount: number;
+  /** Why, for a person: `2 of 4 cells alive`. */
+  reason: string;
+}
+
+/**
+ * Cells a `pool.capacity` event (and its Kubernetes Event) names of each kind; the counts say the
+ * rest, so an event about a pool of 10,000 stays small.
+ */
+export const MAX_NAMED_CAPACITY_CELLS = 16;
+
 /** The pod source's reflector changed state, or relisted. */
 export interface WatchStateEvent {
   type: 'watch.state';
@@ -94,6 +126,7 @@ export type ServiceEvent =
   | CoordinatorEvent
   | SinkEvent
   | PoolPanicEvent
+  | PoolCapacityEvent
   | StoreSyncedEvent
   | CellChangedEvent
   | WatchStateEvent
@@ -112,6 +145,7 @@ export const SERVICE_EVENT_TYPES: readonly ServiceEvent['type'][] = [
   'sink.failed',
   'sink.observed',
   'pool.panic',
+  'pool.capacity',
   'store.synced',
   'cell.changed',
   'watch.state',

@@ -6,12 +6,16 @@
  * - a pool whose pods match its LWS is `Full`;
  * - scaling the LWS up to groups that have no pod (nothing schedules them here) makes the pool
  *   `Degraded` with the right `missingCells`, and `NoPods` placeholders, within 5 s;
- * - scaling back makes it `Full` again.
+ * - scaling back makes it `Full` again;
+ * - each change is a Kubernetes Event regarding the LWS (`PoolDegraded`, `PoolRecovered`), as
+ *   `kubectl describe lws` lists them, and the desired and alive series follow.
  */
 import {
   ApiextensionsV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  EventsV1Api,
+  type EventsV1Event,
   PatchStrategy,
   setHeaderOptions,
 } from '@kubernetes/client-node';
@@ -48,6 +52,24 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
   let namespace: string;
   let service: ServiceProcess;
   let url: string;
+  let events: EventsV1Api;
+  let lwsUid: string;
+
+  /** Events regarding the LWS with `reason`, as `kubectl describe lws engine` selects them. */
+  const about = async (reason: string): Promise<EventsV1Event[]> =>
+    (await events.listNamespacedEvent({ namespace })).items.filter(
+      (e) =>
+        e.regarding?.kind === 'LeaderWorkerSet' &&
+        e.regarding.name === 'engine' &&
+        e.regarding.uid === lwsUid &&
+        e.reason === reason,
+    );
+  const series = async (name: string): Promise<number | undefined> => {
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const prefix = `${name}{namespace="${namespace}",pool="engine"} `;
+    const line = text.split('\n').find((l) => l.startsWith(prefix));
+    return line === undefined ? undefined : Number(line.slice(prefix.length));
+  };
 
   const pool = async (): Promise<Pool | undefined> => {
     const body = (await (await fetch(`${url}/api/v1/pools`)).json()) as { pools: Pool[] };
@@ -70,6 +92,7 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
     env = await startKubeEnvironment({ watchCache: true });
     const core = env.kubeConfig.makeApiClient(CoreV1Api);
     lws = env.kubeConfig.makeApiClient(CustomObjectsApi);
+    events = env.kubeConfig.makeApiClient(EventsV1Api);
     await env.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({
       body: {
         metadata: { name: `${PLURAL}.${GROUP}` },
@@ -107,7 +130,7 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
       });
       return true;
     });
-    await lws.createNamespacedCustomObject({
+    const created = await lws.createNamespacedCustomObject({
       group: GROUP,
       version: 'v1',
       namespace,
@@ -119,6 +142,7 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
         spec: { replicas: 2, leaderWorkerTemplate: { size: 1 } },
       },
     });
+    lwsUid = (created as { metadata: { uid: string } }).metadata.uid;
     const kubelet = new FakeKubelet(env.kubeConfig);
     await kubelet.registerNode();
     for (const group of [0, 1]) {
@@ -128,6 +152,12 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
     }
     service = spawnService([...kubernetesSourceArgs(env, namespace), '--log-format', 'json']);
     url = await service.listening();
+    await waitFor('the service to lead and sync', async () => {
+      const coordinator = (await (await fetch(`${url}/api/v1/coordinator`)).json()) as {
+        acting: boolean;
+      };
+      return coordinator.acting ? true : undefined;
+    });
   });
 
   afterAll(async () => {
@@ -172,6 +202,8 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
       ['engine-00003', 'NoPods'],
     ]);
 
+    expect(await series('pool_controller_pool_desired_cells')).toBe(4);
+    expect(await series('pool_controller_pool_alive_cells')).toBe(2);
     await scale(2);
     const full = await waitFor(
       'the pool to be Full again',
@@ -183,6 +215,20 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
       50,
     );
     expect(full).toMatchObject({ desiredCells: 2, missingCells: [] });
+    const [degradedEvent] = await waitFor('the PoolDegraded Event on the LWS', async () => {
+      const found = await about('PoolDegraded');
+      return found.length > 0 ? found : undefined;
+    });
+    expect(degradedEvent?.type).toBe('Warning');
+    expect(degradedEvent?.note).toBe(
+      `pool ${namespace}/engine is degraded: 2 of 4 cells alive; no pod for groups: 2, 3`,
+    );
+    await waitFor('the PoolRecovered Event on the LWS', async () => {
+      const found = await about('PoolRecovered');
+      return found.length > 0 ? found : undefined;
+    });
+    expect(await series('pool_controller_pool_desired_cells')).toBe(2);
+    expect(await series('pool_controller_pool_alive_cells')).toBe(2);
     console.log(`capacity e2e: LWS scaled 2→4, pool Degraded after ${elapsedMs} ms`);
   });
 });

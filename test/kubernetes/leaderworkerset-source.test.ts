@@ -132,6 +132,7 @@ describe('LeaderWorkerSetSource', () => {
     expect(replaced.objects.get('ns/engine')).toEqual({
       namespace: 'ns',
       name: 'engine',
+      uid: null,
       desiredCells: 3,
       readyReplicas: 1,
       conditions: [

@@ -34,6 +34,7 @@ describe('parseLeaderWorkerSet', () => {
     ).toEqual({
       namespace: 'ns',
       name: 'engine',
+      uid: null,
       desiredCells: 4,
       readyReplicas: 3,
       conditions: [

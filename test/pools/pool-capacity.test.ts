@@ -30,6 +30,7 @@ function tracker(api: WorkloadApiStatus = { state: 'available', message: 'watchi
 const engine = (desiredCells: number) => ({
   namespace: 'ns',
   name: 'engine',
+  uid: 'uid-engine',
   desiredCells,
   readyReplicas: null,
   conditions: [],

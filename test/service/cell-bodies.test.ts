@@ -87,6 +87,7 @@ describe('CellBodies with a workload', () => {
     capacity.setWorkload('ns/engine', {
       namespace: 'ns',
       name: 'engine',
+      uid: 'uid-engine',
       desiredCells,
       readyReplicas: 1,
       conditions: [],
@@ -128,6 +129,7 @@ describe('CellBodies with a workload', () => {
     capacity.setWorkload('ns/engine', {
       namespace: 'ns',
       name: 'engine',
+      uid: 'uid-engine',
       desiredCells: 1,
       readyReplicas: 1,
       conditions: [],

@@ -381,6 +381,7 @@ describe('SERVICE_EVENT_TYPES', () => {
       'sink.failed': true,
       'sink.observed': true,
       'pool.panic': true,
+      'pool.capacity': true,
       'store.synced': true,
       'cell.changed': true,
       'watch.state': true,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EventOccurrence } from '../../src/kubernetes/resources/event-recorder.js';
 import type { Cell } from '../../src/pools/cell-registry.js';
 import { KubernetesEvents } from '../../src/service/kubernetes-events.js';
+import type { PoolCapacityEvent } from '../../src/service/service-events.js';
 import type { SinkTargetStatus } from '../../src/sinks/sink.js';
 import { cellState } from '../support/cell-states.js';
 
@@ -53,7 +54,86 @@ const panic = (inPanic: boolean) =>
     thresholdPercent: 50,
   }) as const;
 
+const capacity = (
+  from: PoolCapacityEvent['from'],
+  to: PoolCapacityEvent['to'],
+  fields: Partial<PoolCapacityEvent> = {},
+): PoolCapacityEvent => ({
+  type: 'pool.capacity',
+  namespace: 'inference',
+  pool: 'engine',
+  from,
+  to,
+  aliveCells: 2,
+  desiredCells: 4,
+  missingCells: [2],
+  missingCount: 1,
+  notAliveCells: ['engine-00003'],
+  notAliveCount: 1,
+  reason: '2 of 4 cells alive',
+  ...fields,
+});
+
 describe('KubernetesEvents', () => {
+  it('reports capacity changes on the LeaderWorkerSet, naming the missing and not-alive cells', () => {
+    const { instance, recorded } = events();
+    instance.poolCapacity(capacity('Full', 'Degraded'), 'uid-lws');
+    instance.poolCapacity(capacity('Degraded', 'Empty', { aliveCells: 0 }), 'uid-lws');
+    instance.poolCapacity(
+      capacity('Empty', 'Full', {
+        aliveCells: 4,
+        missingCells: [],
+        missingCount: 0,
+        notAliveCells: [],
+        notAliveCount: 0,
+      }),
+      'uid-lws',
+    );
+    expect(recorded.map((e) => [e.type, e.reason, e.regarding])).toEqual([
+      [
+        'Warning',
+        'PoolDegraded',
+        {
+          apiVersion: 'leaderworkerset.x-k8s.io/v1',
+          kind: 'LeaderWorkerSet',
+          namespace: 'inference',
+          name: 'engine',
+          uid: 'uid-lws',
+        },
+      ],
+      ['Warning', 'PoolEmpty', expect.objectContaining({ kind: 'LeaderWorkerSet' })],
+      ['Normal', 'PoolRecovered', expect.objectContaining({ kind: 'LeaderWorkerSet' })],
+    ]);
+    expect(recorded[0]?.note).toBe(
+      'pool inference/engine is degraded: 2 of 4 cells alive; no pod for groups: 2; not alive: engine-00003',
+    );
+    expect(recorded[2]?.note).toBe('pool inference/engine is full again: 4 of 4 cells alive');
+  });
+
+  it('makes no capacity Event for Unknown, for Full reached from Unknown, or on a follower', () => {
+    const { instance, recorded, setActing } = events();
+    instance.poolCapacity(capacity('Degraded', 'Unknown', { desiredCells: null }), null);
+    instance.poolCapacity(capacity('Unknown', 'Full'), null);
+    setActing(false);
+    instance.poolCapacity(capacity('Full', 'Degraded'), null);
+    expect(recorded).toEqual([]);
+  });
+
+  it('names a bounded number of cells and says how many more', () => {
+    const { instance, recorded } = events();
+    instance.poolCapacity(
+      capacity('Full', 'Degraded', {
+        missingCells: [4, 5],
+        missingCount: 40,
+        notAliveCells: [],
+        notAliveCount: 0,
+      }),
+      null,
+    );
+    expect(recorded[0]?.note).toMatch(/no pod for groups: 4, 5 and 38 more$/);
+    expect(recorded[0]?.regarding).not.toHaveProperty('uid');
+  });
+
   it('reports a cell becoming alive or not on its leader pod, with the reasons', () => {
     const { instance, recorded } = events();
     const dead = cell(false);

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Workload } from '../../src/model/workload.js';
+import type { ServiceEvent } from '../../src/service/service-events.js';
 import { lwsPod } from '../support/lws-pod.js';
 import {
   closeAll,
@@ -238,5 +239,44 @@ describe('each pool against its LeaderWorkerSet', () => {
     await eventually(() =>
       expect(poolsNow(h)[0]).toMatchObject({ desiredCells: 4, capacitySince: since }),
     );
+  });
+
+  it('publishes pool.capacity on each change of state, and the desired and alive series', async () => {
+    const { h, workloads } = await started([
+      lwsPod({ group: 0 }),
+      lwsPod({ group: 1, ready: false }),
+    ]);
+    const events: ServiceEvent[] = [];
+    const subscription = h.service.bus.subscribe({ bufferSize: 1_000 });
+    void (async () => {
+      for await (const event of subscription) events.push(event);
+    })();
+    replaceWorkloads(workloads, [workload('engine', 3)]);
+    await eventually(() =>
+      expect(events.filter((e) => e.type === 'pool.capacity')).toEqual([
+        {
+          type: 'pool.capacity',
+          namespace: 'ns',
+          pool: 'engine',
+          from: 'Unknown',
+          to: 'Degraded',
+          aliveCells: 1,
+          desiredCells: 3,
+          missingCells: [2],
+          missingCount: 1,
+          notAliveCells: ['engine-00001'],
+          notAliveCount: 1,
+          reason: '1 of 3 cells alive',
+        },
+      ]),
+    );
+    const text = await h.service.metrics.render();
+    expect(text).toContain('pool_controller_pool_desired_cells{namespace="ns",pool="engine"} 3');
+    expect(text).toContain('pool_controller_pool_alive_cells{namespace="ns",pool="engine"} 1');
+    // A change that keeps the state publishes nothing.
+    workloads.fake.push({ type: 'upsert', key: 'ns/engine', object: workload('engine', 4) });
+    await eventually(() => expect(poolsNow(h)[0]).toMatchObject({ desiredCells: 4 }));
+    expect(events.filter((e) => e.type === 'pool.capacity')).toHaveLength(1);
+    subscription.close();
   });
 });

@@ -89,6 +89,7 @@ export function workload(
   return {
     namespace: options.namespace ?? 'ns',
     name,
+    uid: options.uid ?? `uid-${name}`,
     desiredCells,
     readyReplicas: options.readyReplicas ?? null,
     conditions: options.conditions ?? [],

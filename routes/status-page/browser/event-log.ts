@@ -59,6 +59,17 @@ export type PageEvent = { time?: string } & (
       routable: number;
       known: number;
     }
+  | {
+      type: 'pool.capacity';
+      namespace: string;
+      pool: string;
+      from: string;
+      to: string;
+      aliveCells: number;
+      desiredCells: number | null;
+      missingCount: number;
+      notAliveCount: number;
+    }
   | { type: 'events.dropped'; dropped: number }
   | { type: 'events.missed'; missed: number | null }
   | { type: 'reconciliation.triggered' }
@@ -98,6 +109,8 @@ export function describeEvent(e: PageEvent, runReasons?: string): string {
       return `${e.kind} ${e.target} would +${e.wouldAdd.length} -${e.wouldRemove.length}`;
     case 'pool.panic':
       return `${e.namespace}/${e.pool}${e.inPanic ? ' entered' : ' left'} panic (${e.routable} / ${e.known} cells routable)`;
+    case 'pool.capacity':
+      return `${e.namespace}/${e.pool} ${e.from} → ${e.to} (${e.aliveCells} / ${e.desiredCells ?? '?'} alive${e.missingCount > 0 ? `, ${e.missingCount} without pods` : ''}${e.notAliveCount > 0 ? `, ${e.notAliveCount} not alive` : ''})`;
     case 'events.dropped':
       return `${e.dropped} events lost (this page fell behind)`;
     case 'events.missed':
@@ -119,6 +132,8 @@ export function isBadEvent(e: PageEvent): boolean {
       return !e.alive || e.routable === false;
     case 'watch.state':
       return !e.healthy;
+    case 'pool.capacity':
+      return e.to === 'Degraded' || e.to === 'Empty';
     default:
       return false;
   }

@@ -24,8 +24,9 @@ export const EVENT_MAX_RESPONSE_BYTES = 256 * 1024;
 
 /** The object an Event is about (`regarding`). */
 export interface EventObjectReference {
-  apiVersion: 'v1';
-  kind: 'Pod';
+  /** A pod (cell and sink Events), or a pool's LeaderWorkerSet (capacity Events). */
+  apiVersion: 'v1' | 'leaderworkerset.x-k8s.io/v1';
+  kind: 'Pod' | 'LeaderWorkerSet';
   namespace: string;
   name: string;
   uid?: string;

@@ -174,6 +174,7 @@ export class EventRecorder {
     if (this.#lifetime.signal.aborted) return;
     const now = this.#clock.now();
     const key = [
+      occurrence.regarding.kind,
       occurrence.regarding.namespace,
       occurrence.regarding.name,
       occurrence.regarding.uid ?? '',
