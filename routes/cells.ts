@@ -33,6 +33,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     '/api/v1/pools',
     {
       schema: {
+        operationId: 'listPools',
         summary: 'List pools',
         description: 'Every pool (per namespace) with its cell, alive-cell and pod counts.',
         tags: ['pools'],
@@ -53,6 +54,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     '/api/v1/pools/:pool',
     {
       schema: {
+        operationId: 'getPool',
         summary: 'Get a pool and its cells',
         description:
           'One pool by name with its counts and every cell of it; 404 when there is no such pool (in `?namespace=` when given), 409 when the name is a pool in several namespaces and `?namespace=` does not pick one.',
@@ -97,6 +99,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     '/api/v1/cells',
     {
       schema: {
+        operationId: 'listCells',
         summary: 'List cells',
         description:
           'Every reconciled cell, in `namespace/id` order, optionally filtered. Served from a body cached between reconciles.',
@@ -121,6 +124,7 @@ export const cellsRoutes: FastifyPluginAsyncZod<CellsRoutesOptions> = async (app
     '/api/v1/cells/:cell',
     {
       schema: {
+        operationId: 'getCell',
         summary: 'Get a cell',
         description:
           'One cell by the id users see (`engine-00003`). When the id exists in several namespaces, `?namespace=` is required (409 otherwise).',

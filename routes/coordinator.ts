@@ -65,6 +65,7 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
     '/api/v1/coordinator',
     {
       schema: {
+        operationId: 'getCoordinator',
         summary: 'The coordinator',
         description:
           "The coordinator's state (runs, retries, last error) and the desired routing state. On a follower the coordinator is stopped and the desired state is rendered locally, never deployed.",
@@ -79,6 +80,7 @@ export const coordinatorRoutes: FastifyPluginAsyncZod<CoordinatorRoutesOptions> 
     '/api/v1/sinks',
     {
       schema: {
+        operationId: 'listSinks',
         summary: 'Sink targets',
         description:
           'Every deploy target (SGLang router per pool, EndpointSlice per pool and port): what is desired, what was last read from it, what is pending, and how the last apply went.',

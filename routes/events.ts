@@ -92,6 +92,7 @@ export const eventsRoutes: FastifyPluginAsyncZod<EventsRoutesOptions> = async (
     '/api/v1/events',
     {
       schema: {
+        operationId: 'streamEvents',
         summary: 'Event stream (SSE)',
         description:
           "Server-Sent Events: each message has `id`, `event: <type>` and `data: <json>`, the JSON with the event's `time` (RFC 3339). A comment line every 15 s keeps idle connections open. The last events (up to 1,024 and 512 KiB) are kept: a client that reconnects with `Last-Event-ID` (as `EventSource` does by itself) first receives the events of its `types` it missed; when they are no longer all kept, or the id is not of this process (another replica, a restart), it first receives an `events.missed` event (`missed`: how many events, of any type, are lost; `null` when unknown) and should reread the state. A client that falls behind by more than 1 MiB loses the oldest events and is told how many with an `events.dropped` event. At most `--max-event-streams` streams are open at once; beyond, 503 with `Retry-After`.",

@@ -53,6 +53,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
       `/${endpoint}`,
       {
         schema: {
+          operationId: endpoint,
           summary: `${endpoint}: all checks`,
           description: `${description} Checks: ${checks}. 200 \`ok\`, or 500 with one \`[+]name ok\` / \`[-]name failed: reason withheld\` line per check.`,
           tags: ['health'],
@@ -75,6 +76,7 @@ export const healthRoutes: FastifyPluginAsyncZod<HealthRoutesOptions> = async (a
       `/${endpoint}/:check`,
       {
         schema: {
+          operationId: `${endpoint}Check`,
           summary: `${endpoint}: one check`,
           description: `One check by name; on failure 500 with the reason withheld, as in the full report. Checks: ${checks}.`,
           tags: ['health'],

@@ -16,6 +16,7 @@ export const leaderRoutes: FastifyPluginAsyncZod<LeaderRoutesOptions> = async (a
     '/api/v1/leader',
     {
       schema: {
+        operationId: 'getLeader',
         summary: 'Leadership',
         description:
           "This replica's identity, whether it leads, the observed leader and the Lease. Every replica answers; only the leader acts.",
@@ -23,6 +24,6 @@ export const leaderRoutes: FastifyPluginAsyncZod<LeaderRoutesOptions> = async (a
         response: { 200: leaderSchema, ...commonErrors },
       },
     },
-    async () => plane.leader(),
+    async () => ({ source: plane.sourceKind, ...plane.leader() }),
   );
 };

@@ -39,6 +39,7 @@ export const queueRoutes: FastifyPluginAsyncZod<QueueRoutesOptions> = async (app
     '/api/v1/queue',
     {
       schema: {
+        operationId: 'getQueue',
         summary: 'The work queue',
         description:
           'Queued keys in order, the in-flight key and for how long, retries, the next resync.',

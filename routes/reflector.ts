@@ -25,6 +25,7 @@ export const reflectorRoutes: FastifyPluginAsyncZod<ReflectorRoutesOptions> = as
     '/api/v1/reflector',
     {
       schema: {
+        operationId: 'getReflector',
         summary: 'The pod source',
         description:
           "The pod source's account of itself: its phase and health (what `/readyz` checks), the watch cursor, counts of lists, relists, watch opens and frames, the last event and sync times, and the LIST under way.",

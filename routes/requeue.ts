@@ -52,6 +52,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
     '/api/v1/cells/:cell/reconcile',
     {
       schema: {
+        operationId: 'reconcileCell',
         summary: 'Reconcile one cell now',
         description:
           'Queues the cell for a reconcile. Also reaches a cell that is observed in the store but not yet published. Needs the admin bearer token, or a loopback client when none is configured.',
@@ -79,6 +80,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
     '/api/v1/reconcile',
     {
       schema: {
+        operationId: 'reconcileAll',
         summary: 'Reconcile every cell now',
         description:
           'Queues every key the store holds and every published cell (so a cell whose pods vanished is removed too).',

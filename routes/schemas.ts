@@ -488,6 +488,7 @@ export const commonErrors = { 400: errorSchema, 500: errorSchema } as const;
 
 /** The body of `GET /api/v1/leader`: the service's `LeadershipView`. */
 export const leaderSchema = z.object({
+  source: sourceKindSchema,
   identity: z
     .string()
     .describe("This replica's identity: `$POD_NAME` (or the hostname), `_`, a random suffix."),
@@ -741,3 +742,25 @@ export const sinksSchema = z.object({
     )
     .describe('Every target of every sink.'),
 });
+
+/**
+ * What each 2xx body is, in words: the description of its response in the OpenAPI document (a
+ * generator shows it on the method; without one @fastify/swagger writes "Default Response").
+ * Registered where `.describe()` would put it, without re-declaring the schemas.
+ */
+const RESPONSE_DESCRIPTIONS: ReadonlyArray<readonly [z.ZodType, string]> = [
+  [cellListSchema, 'The reconciled cells, in key order, and whether the store has synced.'],
+  [cellResponseSchema, 'The cell.'],
+  [poolListSchema, 'The pools with their cell, alive-cell and pod counts.'],
+  [poolResponseSchema, 'The pool and its cells.'],
+  [storeSchema, 'The store as observed: members per parent, pod views with `objects=true`.'],
+  [queueSchema, 'The work queue: queued keys, the one in flight, retries, the next resync.'],
+  [reflectorSchema, "The pod source's state and counters."],
+  [requeueSchema, 'Accepted: the keys queued for a reconcile.'],
+  [leaderSchema, "This replica's identity, whether it leads, the observed leader and the Lease."],
+  [coordinatorSchema, "The coordinator's state and the desired routing state."],
+  [sinksSchema, 'Every sink target: desired, actual and pending workers; the guard rails.'],
+];
+for (const [schema, description] of RESPONSE_DESCRIPTIONS) {
+  z.globalRegistry.add(schema, { description });
+}

@@ -95,6 +95,7 @@ export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = 
     '/',
     {
       schema: {
+        operationId: 'getStatusPage',
         summary: 'Status page (HTML)',
         description:
           'A page for people, e.g. after `kubectl port-forward`: pools with alive/total cells, each cell with its state, why it is not alive or not routable, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy. Rendered again only after an event was published (at most once every 5 s) or when 30 s old, and served from that render in between, with an `ETag` (`If-None-Match` → 304); at most 16 responses are sent at once (503 with `Retry-After` beyond).',

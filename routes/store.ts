@@ -21,6 +21,7 @@ export const storeRoutes: FastifyPluginAsyncZod<StoreRoutesOptions> = async (app
     '/api/v1/store',
     {
       schema: {
+        operationId: 'getStore',
         summary: 'The store snapshot',
         description:
           'What the local cache holds: pods per parent (cell key), whether each parent has been reconciled into a cell yet, and with `?objects=true` a view of every pod with its resourceVersion, to compare with what the API server lists.',

@@ -87,10 +87,76 @@ export const openApiRouteTransform: ReturnType<typeof createJsonSchemaTransform>
   return baseRouteTransform(route);
 };
 
+/**
+ * What an error answer means, by status, for every operation that declares it: the body is the
+ * one `Error` shape, so the status is all that differs, and generators show this text on the
+ * response (without it, @fastify/swagger writes "Default Response").
+ */
+export const ERROR_RESPONSE_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  400: 'Bad request: a parameter (or a body) is invalid; `message` names it.',
+  401: 'No bearer token, or not the one in `--admin-token-file` (with `WWW-Authenticate`).',
+  403: 'Refused: without `--admin-token-file` only loopback clients may POST, and not from a browser page.',
+  404: 'Not found: no such pool, cell or check; `message` names it.',
+  409: 'Ambiguous: the id is in several namespaces; name one with `?namespace=`.',
+  500: 'Internal error; the details are in the service log, never in the answer.',
+  503: 'Too many of these responses at once, or the service is shutting down; retry after `Retry-After` seconds.',
+};
+
+/** The text @fastify/swagger puts on a response with no description of its own. */
+const SWAGGER_PLACEHOLDER = 'Default Response';
+
+/**
+ * Every response gets a real description: errors by status (`ERROR_RESPONSE_DESCRIPTIONS`); any
+ * other response without one is a route that forgot it, and the document is refused naming it.
+ */
+function describeResponses(doc: Record<string, unknown>): Record<string, unknown> {
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, { responses?: unknown }>>;
+  for (const [path, operations] of Object.entries(paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const responses = (operation.responses ?? {}) as Record<string, { description?: string }>;
+      for (const [status, response] of Object.entries(responses)) {
+        if (response.description !== undefined && response.description !== SWAGGER_PLACEHOLDER)
+          continue;
+        const text = ERROR_RESPONSE_DESCRIPTIONS[status];
+        if (text === undefined) {
+          throw new Error(
+            `${method.toUpperCase()} ${path}: response ${status} has no description (describe its schema)`,
+          );
+        }
+        response.description = text;
+      }
+    }
+  }
+  return doc;
+}
+
+/**
+ * `{nullable: true, allOf: [{$ref}]}` — what the generator writes for a nullable named schema —
+ * is refused by Ajv's strict mode ("nullable" cannot be used without "type"), and a `null`
+ * would fail the `allOf` anyway. Written as `anyOf` the referenced schema or an explicit null
+ * (`{type: object, nullable: true, enum: [null]}`, the OpenAPI 3.0 way to say "null").
+ */
+function nullableReferences(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(nullableReferences);
+  if (value === null || typeof value !== 'object') return value;
+  const record = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(record)) out[key] = nullableReferences(child);
+  const { nullable, allOf, type, ...rest } = out;
+  if (nullable === true && type === undefined && Array.isArray(allOf) && allOf.length === 1) {
+    return { ...rest, anyOf: [allOf[0], { type: 'object', nullable: true, enum: [null] }] };
+  }
+  return out;
+}
+
 const baseObjectTransform = createJsonSchemaTransformObject({ schemaRegistry: apiSchemas });
 
-/** Document transform: named components, minus noise. */
+/** Document transform: named components, minus noise, every response described. */
 export const openApiObjectTransform: SwaggerTransformObject = (document) =>
-  stripSafeIntegerBounds(
-    dropUnreachableInputSchemas(baseObjectTransform(document) as Record<string, unknown>),
+  describeResponses(
+    nullableReferences(
+      stripSafeIntegerBounds(
+        dropUnreachableInputSchemas(baseObjectTransform(document) as Record<string, unknown>),
+      ),
+    ) as Record<string, unknown>,
   ) as ReturnType<SwaggerTransformObject>;

@@ -50,6 +50,7 @@ describe('GET /api/v1/leader', () => {
       leadership: leaseLeadership(new FakeLeaseStore(), { lease: 'pools/pool-controller' }),
     });
     expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
+      source: 'kubernetes',
       identity: 'a_1',
       leading: false,
       leader: null,
@@ -61,6 +62,7 @@ describe('GET /api/v1/leader', () => {
     const res = await app.inject({ url: '/api/v1/leader' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
+      source: 'kubernetes',
       identity: 'a_1',
       leading: true,
       leader: 'a_1',
@@ -74,6 +76,7 @@ describe('GET /api/v1/leader', () => {
       leadership: leaseLeadership(heldByOther(), { lease: 'pools/pool-controller' }),
     });
     expect((await app.inject({ url: '/api/v1/leader' })).json()).toEqual({
+      source: 'kubernetes',
       identity: 'a_1',
       leading: false,
       leader: 'b_2',

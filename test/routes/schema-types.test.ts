@@ -42,8 +42,10 @@ describe('response schemas and the types they serialize', () => {
     >();
   });
 
-  it('describes the leadership view', () => {
-    expectTypeOf<z.output<typeof leaderSchema>>().toEqualTypeOf<LeadershipView>();
+  it('describes the leadership view, with the source every status response carries', () => {
+    type Leader = z.output<typeof leaderSchema>;
+    expectTypeOf<Omit<Leader, 'source'>>().toEqualTypeOf<LeadershipView>();
+    expectTypeOf<Leader['source']>().toEqualTypeOf<SourceKind>();
   });
 
   it('describes the coordinator view and the routing state', () => {

@@ -233,7 +233,7 @@ describe('openapi.yaml', () => {
   it('documents GET / as text/html', async () => {
     const doc = await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8');
     expect(doc).toMatch(
-      /\n {2}\/:\n {4}get:\n {6}summary: Status page \(HTML\)[\s\S]*?\n {12}text\/html:/,
+      /\n {2}\/:\n {4}get:\n {6}operationId: getStatusPage\n {6}summary: Status page \(HTML\)[\s\S]*?\n {12}text\/html:/,
     );
   });
 });
