@@ -180,6 +180,29 @@ describe('RoutingController sink isolation', () => {
     expect(events.filter((l) => l.startsWith('triggered'))).toEqual([]);
   });
 
+  it('delivers a router change at once while the readiness gate’s API server answers each write in 4 s', async () => {
+    const router = new FakeSink(() => clock.now());
+    const gate = new FakeSink(() => clock.now(), 'readiness-gate');
+    const { clock, controller, world, atRest } = setup([gate, router]);
+    controller.start();
+    await atRest();
+    // The next gate apply writes two conditions, each answered after 4 s: 8 s in flight.
+    const slow = gate.hangNext();
+    world.cells = [cell('engine-00000', '10.0.0.1:30000')];
+    controller.trigger('cell ns/engine-00001 gone');
+    await slow.called;
+    await clock.advance(SINK_RUN_WAIT_MS);
+    const changedAtMs = clock.now();
+    world.cells = [];
+    controller.trigger('cell ns/engine-00000 gone');
+    await until(() => router.applied().at(-1) === '', { what: 'the router to get the change' });
+    expect(router.calls.at(-1)?.atMs).toBe(changedAtMs);
+    await clock.advance(8_000 - SINK_RUN_WAIT_MS);
+    slow.release();
+    await until(() => gate.applied().at(-1) === '', { what: 'the gate to catch up' });
+    expect(gate.calls.at(-1)?.atMs).toBe(8_000);
+  });
+
   it('removes a dead cell from a healthy router within 1 s while a second router never answers POST /workers', async () => {
     const healthy = new FakeSglangRouter({ autoComplete: true });
     const dead = new FakeSglangRouter({ autoComplete: true });
