@@ -414,7 +414,7 @@ export const reflectorSchema = z.object({
   droppedEvents: z
     .record(z.string(), z.number().int())
     .describe(
-      'Watch frames read but not applied, by reason: `stale`, older than the cursor or the pod copy already read (resourceVersions compared as KEP-5504 says); a run of them relists (`relists.regression`).',
+      'Watch frames read but not applied, by reason: `stale`, older than the cursor or the pod copy already read (resourceVersions compared as KEP-5504 says); a run of them relists (`relists.regression`); `out-of-scope`, a pod outside the watched namespace.',
     ),
   lastEventAt: z
     .string()

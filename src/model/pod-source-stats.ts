@@ -43,12 +43,14 @@ export const RELIST_REASONS: readonly RelistReason[] = [
 /**
  * Why a watch frame was dropped rather than applied: `stale`, its resourceVersion is older than
  * the cursor (the newest version the stream applied) or than the copy of its pod already read, so
- * applying it would move the view back in time (KEP-5504 makes versions comparable).
+ * applying it would move the view back in time (KEP-5504 makes versions comparable);
+ * `out-of-scope`, its pod is in a namespace other than the one watched (the request asked the
+ * server for that namespace only, so only a broken server or a proxy sends one).
  */
-export type DropReason = 'stale';
+export type DropReason = 'stale' | 'out-of-scope';
 
 /** Every drop reason, so a metric can show each at 0 before it first happens. */
-export const DROP_REASONS: readonly DropReason[] = ['stale'];
+export const DROP_REASONS: readonly DropReason[] = ['stale', 'out-of-scope'];
 
 /**
  * How a stream reads the whole world (its first sync and every relist): `watch-list`, one WATCH

@@ -170,6 +170,7 @@ describe('GET /metrics', () => {
     ]);
     expect(samples(text, 'pool_controller_reflector_dropped_events_total')).toEqual([
       ['{reason="stale"}', 7],
+      ['{reason="out-of-scope"}', 0],
     ]);
     expect(value(text, 'pool_controller_reflector_watch_opens_total', '')).toBe(4);
     expect(value(text, 'pool_controller_reflector_initial_events_timeouts_total', '')).toBe(2);

@@ -324,6 +324,8 @@ export class KubernetesReflector<T = Pod> {
   readonly #stats: PodSourceStats;
   /** What `listing` does now: the option, until the server shows it cannot serve watch-list. */
   #initialList: InitialListMode;
+  /** The first out-of-scope event is logged at warn, later ones at debug: once per reflector. */
+  #outOfScopeLogged = false;
   /** The first fallback is logged at warn, later ones at debug: once per reflector. */
   #fallbackLogged = false;
   readonly #unhealthyAfterMs: number;
@@ -601,6 +603,7 @@ export class KubernetesReflector<T = Pod> {
         }
         if (reading.kind !== 'change') continue;
         const event = reading.event;
+        if (event.type !== 'replace' && this.#outOfScope(event.key)) continue;
         if (event.type === 'upsert') {
           const held = objects.get(event.key);
           if (held !== undefined && this.#olderThanHeld(event.object, held)) continue;
@@ -785,6 +788,7 @@ export class KubernetesReflector<T = Pod> {
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
+            if (reading.event.type !== 'replace' && this.#outOfScope(reading.event.key)) break;
             if (
               stale(
                 reading.resourceVersion,
@@ -1090,6 +1094,26 @@ export class KubernetesReflector<T = Pod> {
       { key: this.#form.key(event), resourceVersion: eventVersion, held: heldVersion },
       'reflector dropped an initial event older than the copy it holds',
     );
+    return true;
+  }
+
+  /**
+   * A change for a pod outside the watched namespace: the WATCH asked the server for that
+   * namespace only, so this came from a broken server or something between (a proxy). Applied,
+   * it would put a stranger's pod in the store, and the leader would write its status. Dropped,
+   * counted, and logged at warn the first time, at debug after (it may come with every event).
+   */
+  #outOfScope(key: ObjectKey): boolean {
+    const namespace = this.#namespace;
+    if (namespace === undefined) return false;
+    const slash = key.indexOf('/');
+    if (slash === namespace.length && key.startsWith(namespace)) return false;
+    this.#countDrop('out-of-scope');
+    const entry = { key, namespace };
+    const message = 'reflector dropped a watch event for a pod outside the watched namespace';
+    if (this.#outOfScopeLogged) this.#logger.debug(entry, message);
+    else this.#logger.warn(entry, message);
+    this.#outOfScopeLogged = true;
     return true;
   }
 
