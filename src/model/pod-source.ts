@@ -27,6 +27,12 @@ export interface PodSource {
   readonly source: Source<Pod>;
   /** Cheap and synchronous: read on every `/readyz`, `/api/v1/reflector` and scrape. */
   stats(): PodSourceStats;
+  /**
+   * Pods read by the reflector and not yet handed to the store (a replace counts each of its
+   * pods): client-go's FIFO depth, `informer_queued_items`. Optional: a source without such a
+   * buffer leaves it out. Cheap and synchronous: read on every scrape.
+   */
+  queuedItems?(): number;
   /** Ends open streams and releases resources; idempotent. */
   close(): Promise<void>;
 }

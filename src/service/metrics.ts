@@ -1,6 +1,6 @@
 /**
- * The service's Prometheus metrics, under controller-runtime's and client-go's workqueue names,
- * labels and buckets, so dashboards and alerts written for any controller-runtime controller work
+ * The service's Prometheus metrics, under controller-runtime's and client-go's workqueue and
+ * informer (./informer-metrics.ts) names, labels and buckets, so dashboards and alerts written for any controller-runtime controller work
  * unchanged; plus the reflector's and the pools' own, and prom-client's process defaults.
  *
  * Counters and histograms are fed as things happen (through the runtime's `LoopInstrumentation`);
@@ -22,6 +22,7 @@ import type { Clock } from '../runtime/clock.js';
 import type { LoopInstrumentation, ReconcileResult } from '../runtime/instrumentation.js';
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import { buildInfo } from './build-info.js';
+import { InformerMetrics } from './informer-metrics.js';
 
 /**
  * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
@@ -58,6 +59,11 @@ export interface MetricsBindings {
   loopState: () => ReconcileLoopState;
   storeObjects: () => number;
   reflector: () => PodSourceStats;
+  /**
+   * Pods waiting between the reflector and the store (`PodSource.queuedItems`); absent for a
+   * source without such a buffer.
+   */
+  queuedItems?: (() => number) | undefined;
   cells: CellRegistry;
   sourceKind: string;
   /** Every pool with its capacity (pool-capacity.ts); without it no capacity series. */
@@ -88,6 +94,8 @@ export interface ServiceMetricsOptions {
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly instrumentation: LoopInstrumentation;
+  /** client-go's informer series; the pod source the loop reads goes through `informer.instrument`. */
+  readonly informer: InformerMetrics;
   readonly #transitions: Counter<'transition'>;
   #bindings: MetricsBindings | undefined;
 
@@ -223,6 +231,7 @@ export class ServiceMetrics {
       1,
     );
 
+    this.informer = new InformerMetrics({ registry: this.registry, clock });
     this.#registerReflectorMetrics(bound);
     this.#transitions = this.#registerPoolMetrics(bound);
     if (options.processMetrics) {
@@ -234,6 +243,10 @@ export class ServiceMetrics {
   /** Connects the scrape-time gauges to the running service. */
   bind(bindings: MetricsBindings): void {
     this.#bindings = bindings;
+    this.informer.bind({
+      queuedItems: () => bindings.queuedItems?.(),
+      cursor: () => bindings.reflector().cursor,
+    });
   }
 
   /** Counts one logged cell transition. */

@@ -360,7 +360,10 @@ export class PoolService implements ControlPlane {
       onTransition: (t) => this.#cellTransition(t),
     });
     this.#loop = new ReconcileLoop<Pod>({
-      source: options.podSource.source,
+      source: this.metrics.informer.instrument(
+        options.podSource.source,
+        (pod) => pod.metadata.resourceVersion,
+      ),
       keyMap: cellKeyMap(options.labels),
       reconcile: async (key, signal) => {
         try {
@@ -404,6 +407,7 @@ export class PoolService implements ControlPlane {
       loopState: () => this.#loop.state(),
       storeObjects: () => this.#loop.objectCount,
       reflector: () => this.#podSource.stats(),
+      queuedItems: options.podSource.queuedItems?.bind(options.podSource),
       cells: this.registry,
       sourceKind: options.sourceKind,
       pools: () => this.cells.pools(),

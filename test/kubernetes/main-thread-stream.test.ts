@@ -139,6 +139,34 @@ describe('WorkerEventStream', () => {
     expect(next.value?.type === 'replace' && [...next.value.objects.keys()]).toEqual(['default/b']);
   });
 
+  it("counts the pods waiting for the consumer as client-go's FIFO does: each pod of a replace, one per change", async () => {
+    const { port, stream } = setup();
+    // Nothing is taken before the first replace is complete, so the counts below are exact.
+    port.deliver({
+      kind: 'replace-chunk',
+      pods: json([pod({ name: 'a' }), pod({ name: 'b' })]),
+      stats: stats(),
+    });
+    // Still being listed: nothing is queued before the replace is complete.
+    expect(stream.queuedItems).toBe(0);
+    port.deliver({ kind: 'replace-end', count: 2, stats: stats() });
+    port.deliver({
+      kind: 'batch',
+      events: json([upsert(pod({ name: 'c' })), { type: 'delete', key: 'default/a' }]),
+      stats: stats(),
+    });
+    expect(stream.queuedItems).toBe(4);
+    // A newer replace supersedes everything waiting: only its own pods are queued.
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]), stats: stats() });
+    port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
+    expect(stream.queuedItems).toBe(1);
+    // The consumer takes it (the drain pulls as soon as it can).
+    await until(() => stream.buffered === 0, { what: 'the consumer to take the replace' });
+    expect(stream.queuedItems).toBe(0);
+    port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'e' }))]), stats: stats() });
+    expect(stream.queuedItems).toBe(1);
+  });
+
   it("forwards the worker's log entries to the logger", () => {
     const entries: unknown[] = [];
     const logger: Logger = {

@@ -224,6 +224,16 @@ export class WorkerPodSource {
     return idle;
   }
 
+  /**
+   * Pods the open streams hold for the loop and it has not taken yet (a waiting replace counts
+   * each of its pods): client-go's FIFO depth, `informer_queued_items`.
+   */
+  queuedItems(): number {
+    let queued = 0;
+    for (const stream of this.#open) queued += stream.events.queuedItems;
+    return queued;
+  }
+
   /** Closes every open stream (each closes its connection in the worker), then the pool. */
   close(): Promise<void> {
     this.#closing ??= (async () => {

@@ -23,6 +23,11 @@ function decode<T>(bytes: JsonBytes): T {
   return JSON.parse(decoder.decode(bytes)) as T;
 }
 
+/** How many FIFO items an event stands for: a replace queues each of its pods in client-go. */
+function items(event: SourceEvent<Pod>): number {
+  return event.type === 'replace' ? event.objects.size : 1;
+}
+
 /** The port's main-side surface this stream uses (a `MessagePort`, or a fake in tests). */
 export interface StreamPort {
   on(event: 'message', listener: (message: WorkerMessage) => void): unknown;
@@ -74,6 +79,8 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #taskSettled: Promise<void>;
   #queue: SourceEvent<Pod>[] = [];
   #head = 0;
+  /** The queued events' items: one per upsert or delete, the pod count of a replace. */
+  #queuedItems = 0;
   #assembling: Map<ObjectKey, Pod> | undefined;
   #failure: Error | undefined;
   #finished = false;
@@ -101,12 +108,21 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     return this.#queue.length - this.#head;
   }
 
+  /**
+   * Pods waiting for the consumer, as client-go's FIFO counts them (`informer_queued_items`): one
+   * per upsert or delete, and each pod of a waiting replace.
+   */
+  get queuedItems(): number {
+    return this.#queuedItems;
+  }
+
   async next(): Promise<IteratorResult<SourceEvent<Pod>>> {
     for (;;) {
       if (this.#head < this.#queue.length) {
         const value = this.#queue[this.#head] as SourceEvent<Pod>;
         this.#queue[this.#head] = undefined as unknown as SourceEvent<Pod>;
         this.#head += 1;
+        this.#queuedItems -= items(value);
         if (this.#head === this.#queue.length) {
           this.#queue = [];
           this.#head = 0;
@@ -134,8 +150,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   async return(): Promise<IteratorResult<SourceEvent<Pod>>> {
     if (!this.#closing) {
       this.#closing = true;
-      this.#queue = [];
-      this.#head = 0;
+      this.#clearQueue();
       this.#wake?.();
       if (!this.#finished) {
         try {
@@ -184,7 +199,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         return;
       case 'batch':
         if (message.events) {
-          for (const event of decode<ChangeEvent[]>(message.events)) this.#queue.push(event);
+          for (const event of decode<ChangeEvent[]>(message.events)) this.#push(event);
         }
         this.#onStats(message.stats);
         break;
@@ -211,9 +226,8 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         }
         // A replace is the whole truth: events still waiting before it are superseded (applying
         // them first would end in the same store), so a consumer that is behind skips them.
-        this.#queue = [];
-        this.#head = 0;
-        this.#queue.push({ type: 'replace', objects: this.#assembling ?? new Map() });
+        this.#clearQueue();
+        this.#push({ type: 'replace', objects: this.#assembling ?? new Map() });
         this.#assembling = undefined;
         this.#onStats(message.stats);
         break;
@@ -227,11 +241,21 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
           `the consumer fell more than ${this.#maxBuffered} events behind the reflector; reopen to relist`,
         ),
       );
-      this.#queue = [];
-      this.#head = 0;
+      this.#clearQueue();
       this.#port.postMessage({ kind: 'close' });
     }
     this.#wake?.();
+  }
+
+  #push(event: SourceEvent<Pod>): void {
+    this.#queue.push(event);
+    this.#queuedItems += items(event);
+  }
+
+  #clearQueue(): void {
+    this.#queue = [];
+    this.#head = 0;
+    this.#queuedItems = 0;
   }
 
   #taskEnded(error: unknown): void {
