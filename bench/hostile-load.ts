@@ -3,7 +3,8 @@
  *
  * The built service (in its own process, `--expose-gc` for heap-after-GC samples) watches a fake
  * API server (bench/fake-list-server.ts) whose pods churn and carry 200 KB annotations — one of
- * them the cell-size annotation, which used to be echoed into every message, event and log line.
+ * them the cell-size annotation, which used to be echoed into every message, event and log line —
+ * and, every fourth step, a cell size of 999,999,999 (issue 36's size attack).
  * Meanwhile, for `BENCH_DURATION_S` (60 s): 1,000 event-stream clients (half read, half never
  * do; those refused beyond `--max-event-streams` retry after `Retry-After`), mixed API load
  * (autocannon, 100 req/s: lists, store, the status page, a ReDoS-shaped `?types=`; `/metrics`
@@ -30,6 +31,8 @@ const PODS = 200;
 /** A churn step every 100 ms touches one cell (4 pods): 40 pod updates a second. */
 const CHURN_INTERVAL_MS = 100;
 const ANNOTATION_BYTES = 200 * 1024;
+/** Issue 36's size attack: a cell size whose missing indices, listed one by one, killed the process. */
+const SIZE_ATTACK = '999999999';
 const STREAM_CHURN = 10_000;
 /** A `/metrics` scrape this often, beside the mixed load. */
 const SCRAPE_INTERVAL_MS = 2_000;
@@ -83,19 +86,21 @@ await waitFor(
 );
 const heapBefore = await questions.ask('gc');
 console.log(
-  `world: ${PODS} pods (${PODS / 4} cells) churning 40 pod updates/s with ${ANNOTATION_BYTES / 1024} KB annotations; ${STREAM_CLIENTS} event-stream clients (half not reading); ${DURATION_S} s`,
+  `world: ${PODS} pods (${PODS / 4} cells) churning 40 pod updates/s with ${ANNOTATION_BYTES / 1024} KB annotations and size ${SIZE_ATTACK} on every fourth step; ${STREAM_CLIENTS} event-stream clients (half not reading); ${DURATION_S} s`,
 );
 
-// Churn: one cell per step; its size annotation flips between valid and 200 KB of junk, and
-// every touched pod carries a 200 KB annotation either way.
+// Churn: one cell per step; its size annotation flips between valid, 200 KB of junk and the size
+// attack of issue 36 (999,999,999: listing every missing index killed every replica), and every
+// touched pod carries a 200 KB annotation either way.
 const junk = 'x'.repeat(ANNOTATION_BYTES);
 let step = 0;
 const churn = setInterval(() => {
-  const bad = step % 2 === 1;
+  const phase = step % 4;
   fake.burst(4, {
     first: (step * 4) % PODS,
     annotate: (a) => {
-      if (bad) a[SIZE_ANNOTATION] = junk;
+      if (phase === 1) a[SIZE_ANNOTATION] = junk;
+      else if (phase === 3) a[SIZE_ANNOTATION] = SIZE_ATTACK;
       else a['bench.pool-controller.dev/blob'] = junk;
     },
   });
