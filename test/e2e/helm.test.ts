@@ -239,6 +239,18 @@ describe('charts/pool-controller', () => {
       mountPath: '/etc/pool-controller/sglang-router-api-key',
       readOnly: true,
     });
+    // The EPP endpoints files: paths within the mount of the volume shared with the EPP.
+    expect(vars.get('POOL_CONTROLLER_EPP_ENDPOINTS_FILE')).toBe(
+      'engine=/var/run/epp/engine.yaml,prefill=/var/run/epp/prefill.yaml,role=prefill',
+    );
+    expect(pod.volumes).toContainEqual({
+      name: 'epp-endpoints',
+      persistentVolumeClaim: { claimName: 'epp-endpoints' },
+    });
+    expect(container.volumeMounts).toContainEqual({
+      name: 'epp-endpoints',
+      mountPath: '/var/run/epp',
+    });
     expect(vars.get('POOL_CONTROLLER_PUBLISH_ENDPOINTSLICES')).toBe('true');
     expect(vars.get('POOL_CONTROLLER_ENDPOINTSLICE_SERVICE_SUFFIX')).toBe('-ready');
     expect(vars.get('POOL_CONTROLLER_SINK_ALLOW_LOOPBACK')).toBe('true');
@@ -326,6 +338,23 @@ describe('charts/pool-controller', () => {
           ports: [{ port: 'http', protocol: 'TCP' }],
         },
       ],
+    });
+  });
+
+  it('gives EPP endpoints files an emptyDir when no volume is named', async () => {
+    const objects = await template(VALUES.default, [
+      '--set',
+      'eppEndpointsFile.files[0].pool=engine',
+      '--set',
+      'eppEndpointsFile.files[0].file=engine.yaml',
+    ]);
+    const [deployment] = byKind(objects, 'Deployment');
+    expect(envOf(deployment).get('POOL_CONTROLLER_EPP_ENDPOINTS_FILE')).toBe(
+      'engine=/var/run/pool-controller/epp/engine.yaml',
+    );
+    expect(deployment.spec.template.spec.volumes).toContainEqual({
+      name: 'epp-endpoints',
+      emptyDir: { sizeLimit: '16Mi' },
     });
   });
 
