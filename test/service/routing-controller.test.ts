@@ -308,6 +308,28 @@ describe('RoutingController triggers and timers', () => {
     expect(sink.calls).toHaveLength(2); // nothing pending any more: no further recheck
   });
 
+  it('does not recheck a router add held by its own backoff (retryAt): the backoff runs it', async () => {
+    const sink = new FakeSink();
+    sink.statuses = [
+      targetStatus({
+        pending: [
+          {
+            operation: 'add',
+            endpoint: 'http://10.0.0.1:30000',
+            since: '2025-06-01T12:00:00Z',
+            reason: 'the router answered 409 (already registered) without a worker id',
+            retryAt: '2025-06-01T12:00:30Z',
+          },
+        ],
+      }),
+    ];
+    const { controller, clock } = setup({ sinks: [sink] });
+    controller.start();
+    await atRest();
+    await clock.advance(10 * PENDING_RECHECK_MS);
+    expect(sink.calls).toHaveLength(1);
+  });
+
   it('does not look again after a deploy that left nothing pending', async () => {
     const sink = new FakeSink();
     sink.statuses = [targetStatus()];
