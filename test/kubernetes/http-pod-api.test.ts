@@ -195,6 +195,23 @@ describe('HttpPodApi LIST', () => {
     expect(server.requests[0]?.headers.authorization).toBe('Bearer s3cret');
   });
 
+  it('refuses a page larger than maxPageBytes (a server that ignored limit) instead of holding it', async () => {
+    server.pods = Array.from({ length: 200 }, (_, index) => rawPod({ name: `pod-${index}` }));
+    const bytes: number[] = [];
+    const failure = api.listPods({
+      signal: signal(),
+      maxPageBytes: 64 * 1024,
+      onBytes: (count) => bytes.push(count),
+    });
+    await expect(failure).rejects.toBeInstanceOf(MalformedListError);
+    await expect(failure).rejects.toThrow(
+      'LIST page larger than 65536 bytes (the server ignored limit?); refused',
+    );
+    // The same answer within the bound is read whole.
+    const list = await api.listPods({ signal: signal(), maxPageBytes: 10 * 1024 * 1024 });
+    expect(list.pods).toHaveLength(200);
+  });
+
   it('fails the whole LIST when any item on any page is unreadable, naming it', async () => {
     const broken = rawPod({ name: 'broken', namespace: 'ns' });
     delete (broken.metadata as Record<string, unknown>).uid;

@@ -23,6 +23,7 @@ import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
+import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
 import { requireReflectorWorker } from './script-path.js';
 
@@ -67,6 +68,11 @@ const CONCURRENT_STREAMS_PER_WORKER = 4;
 export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOptions {
   /** Receives the main side's messages and the worker's log lines, which travel over the port. */
   logger?: Logger;
+  /**
+   * The container's memory limit in bytes, `0` for none; read from the cgroup (`memory.max`) when
+   * left out. One LIST may hold at most a quarter of it (./memory-budget.ts).
+   */
+  containerMemoryBytes?: number;
   /** The worker thread's V8 limits; default `DEFAULT_WORKER_RESOURCE_LIMITS`. */
   resourceLimits?: ResourceLimits;
   /**
@@ -170,13 +176,18 @@ export class WorkerPodSource {
       ...(options.backoff ? { backoff: options.backoff } : {}),
       ...(options.initialList ? { initialList: options.initialList } : {}),
       replaceChunkSize: options.replaceChunkSize ?? DEFAULT_REPLACE_CHUNK_SIZE,
-      // As much JSON as the worker's old generation may hold: a LIST too large for the worker's
-      // heap when its pods were objects stays too large now that they are bytes off the heap.
-      maxListBytes:
+      // As much JSON as the worker's old generation may hold (a LIST too large for the worker's
+      // heap when its pods were objects stays too large now that they are bytes off the heap),
+      // and never more than a share of the container's memory (./memory-budget.ts).
+      maxListBytes: listMemoryBudget(
         ((options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS).maxOldGenerationSizeMb ??
           DEFAULT_WORKER_HEAP_MB) *
-        1024 *
-        1024,
+          1024 *
+          1024,
+        options.containerMemoryBytes === undefined
+          ? containerMemoryLimit()
+          : options.containerMemoryBytes || undefined,
+      ),
     };
     this.#pool = new Piscina<ReflectorTask, unknown>({
       filename: requireReflectorWorker(),

@@ -197,6 +197,8 @@ export async function runReflectorTask(
       namespace: options.namespace,
       labelSelector: options.labelSelector,
       listPageSize: options.listPageSize,
+      // One page may not exceed what the whole LIST may hold: refused as it is read.
+      maxListPageBytes: options.maxListBytes,
       watchTimeoutSeconds: options.watchTimeoutSeconds,
       idleTimeoutMs: options.idleTimeoutMs,
       backoff: options.backoff,

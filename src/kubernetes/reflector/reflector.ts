@@ -144,6 +144,11 @@ export interface KubernetesReflectorOptions<T = Pod> {
    */
   listPageSize?: number | undefined;
   /**
+   * Largest LIST page body the adapter may read (`ListPodsOptions.maxPageBytes`): a server that
+   * ignores `limit` fails the LIST instead of filling the memory. Unbounded when left out.
+   */
+  maxListPageBytes?: number | undefined;
+  /**
    * A fixed `timeoutSeconds` for every WATCH instead of a random one in
    * [`MIN_WATCH_TIMEOUT_SECONDS`, `MAX_WATCH_TIMEOUT_SECONDS`); at least 1.
    */
@@ -304,6 +309,7 @@ export class KubernetesReflector<T = Pod> {
   readonly #namespace: string | undefined;
   readonly #labelSelector: string | undefined;
   readonly #listPageSize: number | undefined;
+  readonly #maxListPageBytes: number | undefined;
   readonly #watchTimeoutSeconds: number | undefined;
   readonly #idleTimeoutMs: number;
   readonly #stallTimeoutMs: number;
@@ -351,6 +357,7 @@ export class KubernetesReflector<T = Pod> {
     this.#namespace = options.namespace || undefined;
     this.#labelSelector = options.labelSelector || undefined;
     this.#listPageSize = options.listPageSize;
+    this.#maxListPageBytes = options.maxListPageBytes;
     this.#watchTimeoutSeconds = options.watchTimeoutSeconds;
     this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     if (!(this.#idleTimeoutMs > 0)) throw new RangeError('idleTimeoutMs must be positive');
@@ -465,6 +472,7 @@ export class KubernetesReflector<T = Pod> {
       list = await this.#api.listPods({
         ...this.#requestScope(watchdog),
         limit: this.#listPageSize,
+        maxPageBytes: this.#maxListPageBytes,
         onPage: ({ pages, pods }, items) => {
           progress.pages = pages;
           progress.pods = pods;

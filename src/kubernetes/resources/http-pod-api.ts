@@ -85,6 +85,7 @@ async function readAll(
   onBytes: ((count: number) => void) | undefined,
   limit = Number.POSITIVE_INFINITY,
   onHead?: (head: Buffer) => boolean,
+  overflow?: () => Error,
 ): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let length = 0;
@@ -93,6 +94,8 @@ async function readAll(
     onBytes?.(chunk.length);
     if (length < limit) chunks.push(chunk);
     length += chunk.length;
+    // Past the limit: with `overflow`, the body is refused rather than cut (a LIST page).
+    if (overflow && length > limit) throw overflow();
     if (watchingHead) {
       watchingHead = !onHead?.(chunks.length === 1 ? chunk : Buffer.concat(chunks));
     }
@@ -282,19 +285,25 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
         const protobuf = isProtobufContentType(open.response.headers['content-type']);
         const peek = protobuf ? peekProtobufContinueToken : peekContinueToken;
         try {
+          const maxPageBytes = options.maxPageBytes ?? Number.POSITIVE_INFINITY;
           const raw = await readAll(
             bodyOf(open.response),
             options.onBytes,
-            Number.POSITIVE_INFINITY,
+            maxPageBytes,
             (head) => {
               const early = peek(head);
               if (early === undefined && head.length < HEAD_BYTES) return false;
               resolveHead(early);
               return true;
             },
+            () =>
+              new MalformedListError(
+                `LIST page larger than ${maxPageBytes} bytes (the server ignored limit?); refused`,
+              ),
           );
           return { raw, protobuf };
         } catch (error) {
+          if (error instanceof MalformedListError) throw error;
           throw options.signal.aborted
             ? options.signal.reason
             : new ApiConnectionError('LIST', error);

@@ -18,6 +18,12 @@ export interface ListPodsOptions<T = Pod> {
   labelSelector?: string | undefined;
   /** Page size; the adapter follows `continue` until the collection is complete. */
   limit?: number | undefined;
+  /**
+   * Largest page body (after gzip) the adapter reads: a server that ignores `limit` and answers
+   * with one huge page fails the LIST (`MalformedListError`) rather than filling the memory.
+   * Unbounded when left out.
+   */
+  maxPageBytes?: number | undefined;
   signal: AbortSignal;
   /** Hears every chunk of response bytes: for stats and the reflector's idle detection. */
   onBytes?: (count: number) => void;
