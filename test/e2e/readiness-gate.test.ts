@@ -16,6 +16,7 @@ import { request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRICS_CACHE_MS } from '../../routes/metrics.js';
 import { formatMicroTime } from '../../src/index.js';
 import { FakeKubelet, type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
 import {
@@ -257,7 +258,12 @@ describe('cell readiness gate against a real apiserver', () => {
     await waitFor('both gates False', () => bothGates('False', 'PodsNotReady'), 10_000, 20);
     await kubelet.markRunning(namespace, 'engine-0-1');
     await waitFor('both gates True', () => bothGates('True', 'CellAlive'), 10_000, 20);
-    expect(await writes(leader)).toBeGreaterThanOrEqual(before + 4);
+    // /metrics is rendered at most every METRICS_CACHE_MS: wait for a render after the flips.
+    await waitFor(
+      'the leader to count the four writes',
+      async () => ((await writes(leader)) >= before + 4 ? true : undefined),
+      METRICS_CACHE_MS * 3,
+    );
     expect(await writes(follower)).toBe(0);
     // The follower observes the same cells and gates, and has no sink target of its own.
     const sinks = (await (await fetch(`${follower.url}/api/v1/sinks`)).json()) as {
@@ -292,6 +298,8 @@ describe('cell readiness gate against a real apiserver', () => {
       async () => (!(await leading(a)) && !(await leading(b)) ? true : undefined),
       10_000,
     );
+    // A render from after both stopped leading (/metrics is cached up to METRICS_CACHE_MS).
+    await sleep(METRICS_CACHE_MS + 500);
     const writesBefore = (await writes(a)) + (await writes(b));
     await kubelet.markNotReady(namespace, 'engine-0-1');
     // Three drift intervals with nobody leading: the gates must stay True (stale, as designed).
