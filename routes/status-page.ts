@@ -54,7 +54,8 @@ export function statusPageData(
     build: plane.buildInfo,
     renderedAt: wallClock().toISOString(),
     eventsFrom: plane.eventReplayCursor(STATUS_PAGE_LOGGED_TYPES, EVENT_LOG_LENGTH),
-    pools: plane.cells.pools().map(poolView),
+    // The service's wall clock, which stamped `capacitySince`, says how long each state held.
+    pools: plane.cells.pools().map((p) => poolView(p, Date.parse(plane.wallTime(plane.now())))),
     cells: plane.cells.list().map(cellView),
     queue: queueView(plane),
     reflector: {
@@ -98,7 +99,7 @@ export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = 
         operationId: 'getStatusPage',
         summary: 'Status page (HTML)',
         description:
-          'A page for people, e.g. after `kubectl port-forward`: pools with alive/total cells, each cell with its state, why it is not alive or not routable, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy. Rendered again only after an event was published (at most once every 5 s) or when 30 s old, and served from that render in between, with an `ETag` (`If-None-Match` → 304); at most 16 responses are sent at once (503 with `Retry-After` beyond).',
+          'A page for people, e.g. after `kubectl port-forward`: pools with alive cells against what their LeaderWorkerSet asks for and their capacity state with how long it has held, each cell with its state, why it is not alive or not routable, generation and address, the queue, the reflector, leadership and the coordinator. Rendered on the server (every value is in the document), then kept live in the browser from `/api/v1/events` (polling every 2 s while the stream is down). Self-contained: inline style and script only, allowed by hash in a strict Content-Security-Policy. Rendered again only after an event was published (at most once every 5 s) or when 30 s old, and served from that render in between, with an `ETag` (`If-None-Match` → 304); at most 16 responses are sent at once (503 with `Retry-After` beyond).',
         tags: ['observability'],
         response: {
           200: {

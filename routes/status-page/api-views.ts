@@ -71,14 +71,24 @@ export function cellView(c: ApiCell): StatusCell {
   };
 }
 
-/** A pool as the Pools table shows it. */
-export function poolView(p: StatusPool): StatusPool {
+/**
+ * A pool as the Pools table shows it; `nowMs` (epoch ms, when the drawer knows it) turns
+ * `capacitySince` into how long the capacity state has held.
+ */
+export function poolView(p: StatusPool, nowMs?: number): StatusPool {
+  const since = Date.parse(p.capacitySince);
   return {
     namespace: p.namespace,
     name: p.name,
     cells: p.cells,
     aliveCells: p.aliveCells,
     pods: p.pods,
+    desiredCells: p.desiredCells,
+    missingCells: p.missingCells,
+    capacity: p.capacity,
+    capacitySince: p.capacitySince,
+    capacityReason: p.capacityReason,
+    capacityForMs: nowMs === undefined || Number.isNaN(since) ? null : Math.max(0, nowMs - since),
   };
 }
 

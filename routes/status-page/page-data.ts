@@ -38,6 +38,16 @@ export interface StatusPool {
   cells: number;
   aliveCells: number;
   pods: number;
+  /** What its LeaderWorkerSet asks for; `null` when unknown (the pool is judged by its cells). */
+  desiredCells: number | null;
+  /** Desired cells with no pod at all. */
+  missingCells: number[];
+  /** `Full`, `Degraded`, `Empty` or `Unknown`. */
+  capacity: string;
+  capacitySince: string;
+  capacityReason: string;
+  /** How long `capacity` has held when the page was drawn; `null` when the drawer has no clock. */
+  capacityForMs?: number | null;
 }
 
 /**

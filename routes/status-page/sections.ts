@@ -141,15 +141,56 @@ function tableBody(rows: string[], columns: number, empty: string): string {
     : h('tr', null, h('td', { class: 'muted', colspan: columns }, text(empty)));
 }
 
-/** One row of the Pools table. */
+/** Whether a pool counts as fully alive: `Full` against its workload, or all its cells alive. */
+function poolIsFull(p: StatusPool): boolean {
+  return (
+    p.capacity === 'Full' || (p.capacity === 'Unknown' && p.cells > 0 && p.aliveCells === p.cells)
+  );
+}
+
+/** One row of the Pools table: alive against desired (or against its cells), and the capacity. */
 function poolRow(p: StatusPool): string {
-  const cls = p.cells > 0 && p.aliveCells === p.cells ? 'ok' : p.aliveCells === 0 ? 'bad' : 'warn';
+  const cls = poolIsFull(p) ? 'ok' : p.aliveCells === 0 ? 'bad' : 'warn';
+  const of = p.desiredCells ?? p.cells;
+  const missing = p.missingCells.length;
+  const stateCls =
+    p.capacity === 'Full'
+      ? 'ok'
+      : p.capacity === 'Degraded'
+        ? 'warn'
+        : p.capacity === 'Empty'
+          ? 'bad'
+          : '';
+  const held =
+    p.capacityForMs === null || p.capacityForMs === undefined
+      ? `since ${p.capacitySince}`
+      : `for ${formatMs(p.capacityForMs)}`;
   return h(
     'tr',
-    { 'data-pool': `${p.namespace}/${p.name}` },
+    {
+      'data-pool': `${p.namespace}/${p.name}`,
+      'data-capacity': p.capacity,
+    },
     h('td', { class: 'id' }, text(p.name)),
     h('td', null, text(p.namespace)),
-    h('td', null, span(`badge ${cls}`, `${p.aliveCells} / ${p.cells} alive`)),
+    h(
+      'td',
+      null,
+      span(`badge ${cls}`, `${p.aliveCells} / ${of} alive`),
+      p.desiredCells === null
+        ? ''
+        : h(
+            'div',
+            { class: 'muted' },
+            text(`desired ${p.desiredCells}${missing > 0 ? `, ${missing} without pods` : ''}`),
+          ),
+    ),
+    h(
+      'td',
+      { class: 'capacity', title: p.capacityReason },
+      span(`badge ${stateCls}`, p.capacity),
+      h('div', { class: 'muted', title: p.capacitySince }, text(held)),
+    ),
     h('td', null, text(String(p.pods))),
   );
 }
@@ -226,7 +267,7 @@ export interface TableShape {
 
 /** The Pools table's columns. */
 export const POOLS_TABLE: TableShape = {
-  headings: ['Pool', 'Namespace', 'Cells', 'Pods'],
+  headings: ['Pool', 'Namespace', 'Alive / desired', 'Capacity', 'Pods'],
   empty: 'No pools yet.',
 };
 /** The Sinks table's columns. */
@@ -274,6 +315,6 @@ export function cellRowsHtml(cells: readonly StatusCell[]): string {
 
 /** The header's pool summary, as text (the caller escapes or sets it as text). */
 export function poolsSummary(pools: readonly StatusPool[]): string {
-  const full = pools.filter((p) => p.cells > 0 && p.aliveCells === p.cells).length;
+  const full = pools.filter(poolIsFull).length;
   return `${full} / ${pools.length} pools fully alive`;
 }

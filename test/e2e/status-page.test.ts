@@ -18,6 +18,7 @@ import { MAIN, type ServiceProcess, spawnService, waitFor } from './support-serv
 
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 const SCREENSHOT = `${ARTIFACTS}status-page.png`;
+const NARROW_SCREENSHOT = `${ARTIFACTS}status-page-760.png`;
 const CHROMIUM = process.env.POOL_CHROMIUM ?? '/usr/bin/chromium';
 const chromiumMissing = !existsSync(CHROMIUM);
 
@@ -106,9 +107,9 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
     return (await res.json()) as T;
   };
 
-  async function openPage(options: { javaScript?: boolean } = {}): Promise<Page> {
+  async function openPage(options: { javaScript?: boolean; width?: number } = {}): Promise<Page> {
     const context = await browser!.newContext({
-      viewport: { width: 1280, height: 900 },
+      viewport: { width: options.width ?? 1280, height: 900 },
       javaScriptEnabled: options.javaScript ?? true,
     });
     const page = await context.newPage();
@@ -251,6 +252,38 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(existsSync(SCREENSHOT)).toBe(true);
     closing = true;
+    await page.context().close();
+  });
+
+  it('stays readable at 760 px: nothing scrolls sideways, each pool shows alive / desired and its capacity', async () => {
+    const page = await openPage({ width: 760 });
+    await page.goto(`${base}/`);
+    await page.waitForSelector('#pools tbody tr[data-pool]');
+    const widths = await page.$eval('html', (root) => ({
+      page: root.scrollWidth,
+      window: root.clientWidth,
+      // Every card and panel ends inside the window (a wide table scrolls inside its panel).
+      overflowing: [...root.querySelectorAll('.card, section.panel, header')]
+        .filter((e) => e.getBoundingClientRect().right > root.clientWidth + 0.5)
+        .map((e) => e.id || e.className),
+    }));
+    expect(widths.overflowing).toEqual([]);
+    expect(widths.page).toBeLessThanOrEqual(widths.window);
+    const pools = await page.$$eval('#pools tbody tr[data-pool]', (rows) =>
+      rows.map((r) => ({
+        capacity: r.getAttribute('data-capacity'),
+        text: r.textContent ?? '',
+      })),
+    );
+    // The simulated source has no LeaderWorkerSets: alive against the cells, capacity Unknown.
+    expect(pools.length).toBeGreaterThan(0);
+    for (const pool of pools) {
+      expect(pool.capacity).toBe('Unknown');
+      expect(pool.text).toMatch(/\d+ \/ \d+ alive/);
+      expect(pool.text).toMatch(/Unknown(for|since) /);
+    }
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: NARROW_SCREENSHOT, fullPage: true });
     await page.context().close();
   });
 

@@ -45,7 +45,13 @@ import type {
 } from '../../routes/status-page/page-data.js';
 import { STATUS_PAGE_MIN_INTERVAL_MS, statusPageData } from '../../routes/status-page.js';
 import { lwsPod } from '../support/lws-pod.js';
-import { closeAll, type Harness, harness, remove } from '../support/service-harness.js';
+import {
+  closeAll,
+  type Harness,
+  harness,
+  remove,
+  WALL_CLOCK_MS,
+} from '../support/service-harness.js';
 
 /** An `EventSource` the test drives: it records the URL and delivers what the test sends. */
 class FakeEventSource implements PageEventSource {
@@ -124,6 +130,7 @@ function livePage(
             return stream;
           },
     clock: h.clock,
+    wallNow: () => WALL_CLOCK_MS,
     showTime: (iso) => (iso === undefined ? 'now' : `at ${iso}`),
   };
   const page = new LivePage(env);
@@ -196,7 +203,9 @@ describe('the status page in the browser', () => {
     const get = async (path: string) => (await h.app.inject({ url: path })).json();
     const server = statusPageData(h.service);
     expect((await get('/api/v1/cells')).cells.map(cellView)).toEqual(server.cells);
-    expect((await get('/api/v1/pools')).pools.map(poolView)).toEqual(server.pools);
+    expect(
+      (await get('/api/v1/pools')).pools.map((p: StatusPool) => poolView(p, WALL_CLOCK_MS)),
+    ).toEqual(server.pools);
     expect((await get('/api/v1/sinks')).sinks.map(sinkView)).toEqual(server.sinks);
     expect(queueView(await get('/api/v1/queue'))).toEqual(server.queue);
     expect(coordinatorView(await get('/api/v1/coordinator'))).toEqual(server.coordinator);

@@ -102,8 +102,10 @@ describe('GET /', () => {
     expect(notAlive).toContain('engine-1-1 is not ready');
     expect(notAlive).toContain('1 / 2');
 
-    expect(body).toMatch(/<tr data-pool="ns\/engine">.*?1 \/ 2 alive.*?<\/tr>/s);
-    expect(body).toMatch(/<tr data-pool="ns\/trainer">.*?1 \/ 1 alive.*?<\/tr>/s);
+    expect(body).toMatch(
+      /<tr data-pool="ns\/engine"[^>]*>.*?1 \/ 2 alive.*?Unknown.*?for 0 ms.*?<\/tr>/s,
+    );
+    expect(body).toMatch(/<tr data-pool="ns\/trainer"[^>]*>.*?1 \/ 1 alive.*?<\/tr>/s);
     expect(body).toContain('1 / 2 pools fully alive');
   });
 

@@ -92,6 +92,8 @@ export interface LivePageEnv {
   /** Opens the event stream at `url`; `null` where the browser has no `EventSource`. */
   openEvents: ((url: string) => PageEventSource) | null;
   clock: PageClock;
+  /** The wall clock (epoch ms) for how long a pool's capacity has held; without it, since when. */
+  wallNow?: () => number;
   /** An ISO time (or now, when absent) as the reader's clock shows a time of day. */
   showTime(iso?: string): string;
 }
@@ -237,7 +239,8 @@ export class LivePage {
     leader: StatusLeader;
     sinks: ApiSink[];
   }): void {
-    const pools = api.pools.map(poolView);
+    const now = this.#env.wallNow?.();
+    const pools = api.pools.map((p) => poolView(p, now));
     this.#tbody('sinks').innerHTML = sinkRowsHtml(api.sinks.map(sinkView));
     this.#tbody('cells').innerHTML = cellRowsHtml(api.cells.map(cellView));
     this.#tbody('pools').innerHTML = poolRowsHtml(pools);

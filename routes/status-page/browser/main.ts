@@ -36,5 +36,6 @@ new LivePage({
   fetch: (path, init) => fetch(path, init),
   openEvents: typeof EventSource === 'function' ? (url) => new EventSource(url) : null,
   clock: browserClock,
+  wallNow: () => Date.now(),
   showTime: (iso) => new Date(iso || Date.now()).toLocaleTimeString(),
 }).start();
