@@ -1,6 +1,7 @@
 /** `GET /api/v1/coordinator` and `GET /api/v1/sinks`: what the acting half does and has done. */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
+import { durationMs } from './duration.js';
 import { commonErrors, coordinatorSchema, sinksSchema } from './schemas.js';
 
 type CoordinatorState = ReturnType<ControlPlane['coordinator']>['state'];
@@ -19,13 +20,13 @@ function runStateView(plane: ControlPlane, state: CoordinatorState) {
       ? { phase: state.lastError.phase, message: state.lastError.message }
       : null,
     nextRetryAt: retryAt === undefined ? null : plane.wallTime(retryAt),
-    nextRetryInMs: retryAt === undefined ? null : Math.max(0, retryAt - now),
+    nextRetryInMs: retryAt === undefined ? null : durationMs(now, retryAt),
     lastCompleted: last
       ? {
           id: last.id,
           result: last.result,
           at: plane.wallTime(last.atMs),
-          agoMs: Math.max(0, now - last.atMs),
+          agoMs: durationMs(last.atMs, now),
         }
       : null,
   };

@@ -4,6 +4,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
+import { durationMs } from './duration.js';
 import { commonErrors, queueSchema } from './schemas.js';
 import type { StatusQueue } from './status-page/page-data.js';
 
@@ -16,15 +17,15 @@ export function queueView(plane: ControlPlane): StatusQueue {
     depth: state.queued.length,
     queued: state.queued,
     inFlight: state.inFlight
-      ? { key: state.inFlight.key, runningForMs: Math.max(0, now - state.inFlight.sinceMs) }
+      ? { key: state.inFlight.key, runningForMs: durationMs(state.inFlight.sinceMs, now) }
       : null,
     retries: state.retries.map((r) => ({
       key: r.key,
       failures: r.failures,
-      dueInMs: r.dueAtMs === undefined ? null : Math.max(0, r.dueAtMs - now),
+      dueInMs: r.dueAtMs === undefined ? null : durationMs(now, r.dueAtMs),
     })),
     nextResyncInMs:
-      state.nextResyncAtMs === undefined ? null : Math.max(0, state.nextResyncAtMs - now),
+      state.nextResyncAtMs === undefined ? null : durationMs(now, state.nextResyncAtMs),
   };
 }
 

@@ -343,7 +343,7 @@ export const queueSchema = z.object({
   inFlight: z
     .object({
       key: z.string().describe('The key.'),
-      runningForMs: z.number().describe('How long its reconcile has run (monotonic).'),
+      runningForMs: z.number().int().describe('How long its reconcile has run (monotonic).'),
     })
     .nullable()
     .describe('The key being reconciled now, if any.'),
@@ -354,12 +354,17 @@ export const queueSchema = z.object({
         failures: z.number().int().describe('Failed reconciles in a row.'),
         dueInMs: z
           .number()
+          .int()
           .nullable()
           .describe('When it is queued again, from now; `null` once it has been.'),
       }),
     )
     .describe('Keys backing off after a failed reconcile (exponential, per key).'),
-  nextResyncInMs: z.number().nullable().describe('`null` when resync is off or not yet running.'),
+  nextResyncInMs: z
+    .number()
+    .int()
+    .nullable()
+    .describe('`null` when resync is off or not yet running.'),
 });
 
 /**
@@ -582,6 +587,7 @@ export const coordinatorSchema = z.object({
         .describe('RFC 3339: when the retry after a failed run begins; `null` when none is due.'),
       nextRetryInMs: z
         .number()
+        .int()
         .nullable()
         .describe('The same as a delay from now (monotonic, immune to clock steps).'),
       lastCompleted: z
@@ -589,7 +595,7 @@ export const coordinatorSchema = z.object({
           id: z.number().int().describe('The run id, counting from 1.'),
           result: resultSchema.describe('How it ended.'),
           at: z.string().describe('RFC 3339: when the run ended.'),
-          agoMs: z.number().describe('How long ago it ended (monotonic).'),
+          agoMs: z.number().int().describe('How long ago it ended (monotonic).'),
         })
         .nullable()
         .describe('The last run that ended; `null` before the first.'),

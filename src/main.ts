@@ -457,6 +457,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   }
   const podSource = await createPodSource(config, choice, namespace, logger);
   const service = new PoolService({
+    flags: config.flags,
     leadership,
     ...(sinks ? { sinks } : {}),
     ...kubernetesEvents,

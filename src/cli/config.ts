@@ -27,6 +27,7 @@ import {
   type PoolLabels,
 } from '../pools/labels.js';
 import { DEFAULT_RESYNC_PERIOD_MS } from '../runtime/reconcile-loop.js';
+import type { EffectiveFlag, FlagOrigin } from '../service/control-plane.js';
 import { DEFAULT_MAX_EVENT_STREAMS } from '../service/event-stream.js';
 import { DEFAULT_STEP_INTERVAL_MS } from '../simulated/simulated-source.js';
 import { DEFAULT_SERVICE_SUFFIX } from '../sinks/endpointslice.js';
@@ -90,6 +91,8 @@ export { ALL_NAMESPACES, MAX_DURATION_MS, parseDuration, parseListen, parseSglan
  * docs/service.md describe each flag.
  */
 export interface Config {
+  /** Every flag's value and where it came from, for `GET /flagz` (secrets withheld). */
+  flags: EffectiveFlag[];
   /** `undefined`: decide at start (see source-choice.ts). */
   source: SourceKind | undefined;
   kubeconfig: string | undefined;
@@ -344,6 +347,9 @@ const rawSchema = z.object({
   watchLeaderworkersets: booleanFlag.optional(),
 });
 
+/** What `/flagz` shows for a secret flag that was set: that it was, not its value. */
+export const WITHHELD = '(withheld)';
+
 /**
  * Reads flags and environment into a validated `Config`. Pure: no file is touched (see
  * `loadAdminToken`). Throws `ConfigError` naming the flag, `HelpRequested` or `VersionRequested`.
@@ -375,16 +381,32 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
   if (values.version) throw new VersionRequested('--version');
 
   const raw: Partial<RawConfig> = {};
+  const flags: EffectiveFlag[] = [];
   for (const spec of FLAGS) {
     const fromFlag = values[spec.flag];
     const fromEnv = env[envName(spec.flag)];
+    const given = (value: string | string[], from: FlagOrigin): void => {
+      raw[spec.key] = value;
+      flags.push({
+        flag: spec.flag,
+        env: envName(spec.flag),
+        value: spec.secret ? WITHHELD : value,
+        from,
+      });
+    };
     if (spec.kind === 'multiple') {
-      const items = Array.isArray(fromFlag) ? fromFlag : fromEnv !== undefined ? [fromEnv] : [];
-      if (items.length > 0) raw[spec.key] = items;
-      continue;
+      if (Array.isArray(fromFlag) && fromFlag.length > 0) given(fromFlag, 'flag');
+      else if (fromEnv !== undefined) given([fromEnv], 'environment');
+    } else if (typeof fromFlag === 'string') given(fromFlag, 'flag');
+    else if (fromEnv !== undefined) given(fromEnv, 'environment');
+    if (raw[spec.key] === undefined) {
+      flags.push({
+        flag: spec.flag,
+        env: envName(spec.flag),
+        value: spec.defaultText ?? null,
+        from: 'default',
+      });
     }
-    const value = typeof fromFlag === 'string' ? fromFlag : fromEnv;
-    if (value !== undefined) raw[spec.key] = value;
   }
   const result = rawSchema.safeParse(raw);
   if (!result.success) {
@@ -424,6 +446,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     );
   }
   return {
+    flags,
     source: r.source,
     kubeconfig: r.kubeconfig,
     context: r.context,

@@ -129,6 +129,11 @@ export interface FlagSpec {
    * holds a comma-separated list. Default: one string value.
    */
   kind?: 'boolean' | 'multiple';
+  /**
+   * Its value names where a secret is (a token or key file, a kubeconfig with credentials):
+   * `GET /flagz` says it was set, never what to.
+   */
+  secret?: true;
 }
 
 /** The raw value of every flag, by Config key: what the table fills and the schema parses. */
@@ -192,6 +197,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'kubeconfig',
+    secret: true,
     key: 'kubeconfig',
     valueName: 'PATH',
     description:
@@ -295,6 +301,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'admin-token-file',
+    secret: true,
     key: 'adminTokenFile',
     valueName: 'PATH',
     description:
@@ -420,6 +427,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sglang-router-api-key-file',
+    secret: true,
     key: 'sglangRouterApiKeyFile',
     valueName: 'PATH',
     description: "File holding the routers' API key, sent as 'Authorization: Bearer <key>'.",

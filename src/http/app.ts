@@ -25,6 +25,7 @@ import {
 import { cellsRoutes } from '../../routes/cells.js';
 import { coordinatorRoutes } from '../../routes/coordinator.js';
 import { eventsRoutes } from '../../routes/events.js';
+import { flagzRoutes } from '../../routes/flagz.js';
 import { healthRoutes } from '../../routes/health.js';
 import { HttpError } from '../../routes/http-error.js';
 import { leaderRoutes } from '../../routes/leader.js';
@@ -501,6 +502,7 @@ export async function buildServer(
   await app.register(leaderRoutes, { plane });
   await app.register(coordinatorRoutes, { plane });
   await app.register(eventsRoutes, { plane, eventTypes: SERVICE_EVENT_TYPES });
+  await app.register(flagzRoutes, { plane });
   await app.register(statusPageRoutes, { plane });
   return app;
 }

@@ -132,9 +132,10 @@ function describeResponses(doc: Record<string, unknown>): Record<string, unknown
 
 /**
  * `{nullable: true, allOf: [{$ref}]}` — what the generator writes for a nullable named schema —
- * is refused by Ajv's strict mode ("nullable" cannot be used without "type"), and a `null`
- * would fail the `allOf` anyway. Written as `anyOf` the referenced schema or an explicit null
- * (`{type: object, nullable: true, enum: [null]}`, the OpenAPI 3.0 way to say "null").
+ * and `{nullable: true, anyOf: [...]}` (a nullable union) are refused by Ajv's strict mode
+ * ("nullable" cannot be used without "type"), and a `null` would fail the `allOf` anyway.
+ * Written as `anyOf` the options or an explicit null (`{type: object, nullable: true, enum:
+ * [null]}`, the OpenAPI 3.0 way to say "null").
  */
 function nullableReferences(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(nullableReferences);
@@ -142,10 +143,15 @@ function nullableReferences(value: unknown): unknown {
   const record = value as Record<string, unknown>;
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(record)) out[key] = nullableReferences(child);
-  const { nullable, allOf, type, ...rest } = out;
-  if (nullable === true && type === undefined && Array.isArray(allOf) && allOf.length === 1) {
-    return { ...rest, anyOf: [allOf[0], { type: 'object', nullable: true, enum: [null] }] };
+  const { nullable, allOf, anyOf, type, ...rest } = out;
+  if (nullable !== true || type !== undefined) return out;
+  const explicitNull = { type: 'object', nullable: true, enum: [null] };
+  if (Array.isArray(allOf) && allOf.length === 1 && anyOf === undefined) {
+    return { ...rest, anyOf: [allOf[0], explicitNull] };
   }
+  // A nullable union (`z.union([...]).nullable()`): the null joins the options.
+  if (Array.isArray(anyOf) && allOf === undefined)
+    return { ...rest, anyOf: [...anyOf, explicitNull] };
   return out;
 }
 

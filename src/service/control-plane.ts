@@ -41,6 +41,27 @@ export interface SinkSettingsView {
   panic: PanicEntry[];
 }
 
+/** Where an effective flag's value came from, as `GET /flagz` says. */
+export type FlagOrigin = 'flag' | 'environment' | 'default';
+
+/**
+ * One flag as the process runs with it (`GET /flagz`, after Kubernetes' `/flagz`, KEP-4828): the
+ * text it was given (or the default's), never a file's contents; values that may lead to secrets
+ * are withheld.
+ */
+export interface EffectiveFlag {
+  /** The flag without dashes, e.g. `listen`. */
+  flag: string;
+  /** Its environment variable, e.g. `POOL_CONTROLLER_LISTEN`. */
+  env: string;
+  /**
+   * The value as given (a repeated flag: every value), or the default as `--help` shows it;
+   * `null` when there is none. `"(withheld)"` for a flag marked secret that was set.
+   */
+  value: string | string[] | null;
+  from: FlagOrigin;
+}
+
 /** `GET /api/v1/coordinator`: the coordinator's state and the desired routing state. */
 export interface CoordinatorView {
   /** This replica holds the Lease (or leads alone). */
@@ -177,6 +198,8 @@ export interface ControlPlane {
    * it moves (the page's cache compares it).
    */
   eventSequence(): number;
+  /** Every flag as this process runs with it, in `--help` order (empty when not run by main). */
+  flags(): readonly EffectiveFlag[];
   /** How many event streams may be open at once (`--max-event-streams`). */
   readonly maxEventStreams: number;
   /** Asks the leader's coordinator for a run now; ignored on a follower. */

@@ -52,6 +52,7 @@ import type {
   CellScope,
   ControlPlane,
   CoordinatorView,
+  EffectiveFlag,
   SinkSettingsView,
   StoreSnapshot,
 } from './control-plane.js';
@@ -139,6 +140,8 @@ export interface PoolServiceOptions {
   watchStatePollMs?: number | undefined;
   /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
   maxEventStreams?: number | undefined;
+  /** The effective flags `GET /flagz` shows (main passes the parsed configuration's); default none. */
+  flags?: readonly EffectiveFlag[] | undefined;
   /**
    * Kubernetes Events (`--events`): the recorder, built with the service's counters. Default none.
    */
@@ -252,8 +255,11 @@ export class PoolService implements ControlPlane {
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
 
+  readonly #flags: readonly EffectiveFlag[];
+
   constructor(options: PoolServiceOptions) {
     this.sourceKind = options.sourceKind;
+    this.#flags = options.flags ?? [];
     this.labels = options.labels;
     this.#adminToken = options.adminToken;
     this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
@@ -611,6 +617,10 @@ export class PoolService implements ControlPlane {
 
   eventSequence(): number {
     return this.eventStreams.history.latest;
+  }
+
+  flags(): readonly EffectiveFlag[] {
+    return this.#flags;
   }
 
   get maxEventStreams(): number {

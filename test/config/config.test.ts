@@ -12,6 +12,7 @@ import {
   parseDuration,
   parseListen,
   VersionRequested,
+  WITHHELD,
 } from '../../src/cli/config.js';
 import { loadAdminToken, readAdminTokenFile } from '../../src/cli/secret-file.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
@@ -59,7 +60,8 @@ describe('--initial-list', () => {
 
 describe('parseConfig defaults', () => {
   it('follows LeaderWorkerSet and listens on 0.0.0.0:8080 with no flags at all', () => {
-    const config = parseConfig([], {});
+    const { flags, ...config } = parseConfig([], {});
+    expect(flags.every((f) => f.from === 'default')).toBe(true);
     expect(config).toEqual({
       source: undefined,
       kubeconfig: undefined,
@@ -172,7 +174,7 @@ describe('parseConfig defaults', () => {
 
 describe('flags and environment variables', () => {
   it('reads every flag from its POOL_CONTROLLER_ variable', () => {
-    const config = parseConfig([], {
+    const { flags, ...config } = parseConfig([], {
       POOL_CONTROLLER_SOURCE: 'simulated',
       POOL_CONTROLLER_NAMESPACE: 'serving',
       POOL_CONTROLLER_POOL_LABEL: 'example.com/pool',
@@ -219,6 +221,7 @@ describe('flags and environment variables', () => {
       POOL_CONTROLLER_CELL_READINESS_GATE_CONDITION: 'example.com/cell-up',
       POOL_CONTROLLER_EVENTS: 'false',
     });
+    expect(flags.filter((f) => f.from === 'environment').length).toBeGreaterThan(30);
     expect(config).toEqual({
       source: 'simulated',
       kubeconfig: '/k/config',
@@ -688,5 +691,47 @@ describe('--health-probe-listen', () => {
     expect(() => parseConfig(['--health-probe-listen', '127.0.0.1:8080'], {})).toThrow(
       /^invalid --health-probe-listen \(POOL_CONTROLLER_HEALTH_PROBE_LISTEN\): port 8080 is --listen's/,
     );
+  });
+});
+
+describe('the effective flags (GET /flagz)', () => {
+  const entry = (flags: ReturnType<typeof parseConfig>['flags'], flag: string) =>
+    flags.find((f) => f.flag === flag);
+
+  it('says for every flag where its value came from: flag, environment or default', () => {
+    const { flags } = parseConfig(
+      ['--listen', '127.0.0.1:9000', '--sglang-router', 'engine=http://r:30000'],
+      {
+        POOL_CONTROLLER_LOG_LEVEL: 'debug',
+        POOL_CONTROLLER_LISTEN: '0.0.0.0:1',
+      },
+    );
+    expect(flags.map((f) => f.flag)).toEqual(FLAGS.map((s) => s.flag));
+    expect(entry(flags, 'listen')).toEqual({
+      flag: 'listen',
+      env: 'POOL_CONTROLLER_LISTEN',
+      value: '127.0.0.1:9000',
+      from: 'flag',
+    });
+    expect(entry(flags, 'log-level')).toMatchObject({ value: 'debug', from: 'environment' });
+    expect(entry(flags, 'sglang-router')).toMatchObject({
+      value: ['engine=http://r:30000'],
+      from: 'flag',
+    });
+    expect(entry(flags, 'drift-interval')).toMatchObject({
+      value: FLAGS.find((s) => s.flag === 'drift-interval')!.defaultText,
+      from: 'default',
+    });
+  });
+
+  it('never shows where a secret is: a set secret flag is (withheld)', () => {
+    const { flags } = parseConfig(
+      ['--admin-token-file', '/var/run/secrets/token', '--kubeconfig', '/home/me/.kube/config'],
+      { POOL_CONTROLLER_SGLANG_ROUTER_API_KEY_FILE: '/keys/router' },
+    );
+    for (const flag of ['admin-token-file', 'kubeconfig', 'sglang-router-api-key-file']) {
+      expect(entry(flags, flag)?.value, flag).toBe(WITHHELD);
+    }
+    expect(JSON.stringify(flags)).not.toMatch(/secrets\/token|\.kube\/config|keys\/router/);
   });
 });

@@ -94,6 +94,7 @@ async function controlledLoop(): Promise<{
       throw new Error('not in this test');
     },
     eventSequence: () => 0,
+    flags: () => [],
     triggerRouting: () => undefined,
   };
   const app = await buildServer(plane);
@@ -144,5 +145,13 @@ describe('GET /api/v1/queue', () => {
     expect(body.depth).toBe(1);
     expect(body.retries).toEqual([{ key: 'ns/engine-00000', failures: 1, dueInMs: 750 }]);
     expect(body.nextResyncInMs).toBe(59_750);
+  });
+
+  it('shows durations in whole milliseconds, never float noise from the monotonic clock', async () => {
+    const { app, clock } = await controlledLoop();
+    await clock.advance(2726.0810969999998);
+    const body = (await app.inject({ url: '/api/v1/queue' })).json();
+    expect(body.inFlight.runningForMs).toBe(2726);
+    expect(body.nextResyncInMs).toBe(57_274);
   });
 });

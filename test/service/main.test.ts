@@ -309,6 +309,34 @@ describe('pool-controller (the built command)', () => {
     expect((await running.exited).code).toBe(0);
   });
 
+  it('serves GET /flagz: each flag, where its value came from, secrets withheld', async () => {
+    const env = await clusterFreeEnv();
+    const tokenFile = join(env.HOME!, 'token');
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(tokenFile, 'let-me-in\n');
+    const { running, base } = await startService(
+      ['--source', 'simulated', '--admin-token-file', tokenFile, ...FAST_STEPS, ...NO_GRACE],
+      { ...env, POOL_CONTROLLER_DRIFT_INTERVAL: '30s' },
+    );
+    const res = await fetch(`${base}/flagz`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const body = JSON.parse(text) as {
+      source: string;
+      flags: Array<{ flag: string; value: unknown; from: string }>;
+    };
+    const of = (flag: string) => body.flags.find((f) => f.flag === flag);
+    expect(body.source).toBe('simulated');
+    expect(of('source')).toMatchObject({ value: 'simulated', from: 'flag' });
+    expect(of('drift-interval')).toMatchObject({ value: '30s', from: 'environment' });
+    expect(of('max-event-streams')).toMatchObject({ from: 'default' });
+    expect(of('admin-token-file')).toMatchObject({ value: '(withheld)', from: 'flag' });
+    expect(text).not.toContain(tokenFile);
+    expect(text).not.toContain('let-me-in');
+    running.child.kill('SIGTERM');
+    expect((await running.exited).code).toBe(0);
+  });
+
   it('exits 2 with one line on stderr when it cannot listen', async () => {
     const { createServer } = await import('node:net');
     const blocker = createServer();
@@ -461,6 +489,14 @@ describe('pool-controller (the built command)', () => {
     expect(output).toContain('pool-controller: ');
     expect(output).toContain(path);
     expect(output).not.toContain('hunter2');
+  });
+
+  it('names --kubeconfig when --source kubernetes finds no cluster', async () => {
+    const running = run(['--source', 'kubernetes'], await clusterFreeEnv());
+    expect((await running.exited).code).toBe(2);
+    const stderr = running.stderr.join('');
+    expect(stderr).toContain('no cluster configuration found');
+    expect(stderr).toContain('pass --kubeconfig PATH');
   });
 
   it('exits 2 when KUBECONFIG names no file, instead of simulating', async () => {

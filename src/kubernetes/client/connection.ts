@@ -322,7 +322,7 @@ async function connect(
     cluster.server === FALLBACK_SERVER
   ) {
     throw new KubeConfigError(
-      'no cluster configuration found: KUBECONFIG is unset, ~/.kube/config is missing and this is not a pod with a service account; pass a kubeconfig path',
+      'no cluster configuration found: KUBECONFIG is unset, ~/.kube/config is missing and this is not a pod with a service account; pass --kubeconfig PATH (or set KUBECONFIG; from the library, kubeconfigPath), or run with --source simulated',
     );
   }
   const shareAgent = sharedAgentCache();
