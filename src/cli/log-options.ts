@@ -55,7 +55,13 @@ export function serviceLoggerOptions(level: string, format: 'json' | 'pretty'): 
     level,
     serializers: { err: serializeError },
   };
-  if (format === 'pretty') return common;
+  if (format === 'pretty') {
+    return {
+      ...common,
+      serializers: { err: serializeError, [PRETTY_ERROR_KEY]: serializeError },
+      formatters: { log: moveErrorForPretty },
+    };
+  }
   return {
     ...common,
     timestamp: stdTimeFunctions.isoTime,
@@ -63,5 +69,34 @@ export function serviceLoggerOptions(level: string, format: 'json' | 'pretty'): 
   };
 }
 
-/** pino-pretty's options: one line per event, its fields after the message. */
-export const PRETTY_OPTIONS = { singleLine: true } as const;
+/**
+ * Where the pretty format carries an error: pino-pretty prints its error keys (`err`, and any
+ * `errorLikeObjectKeys`) after the line, the stack one frame a line, even with `singleLine`. Under
+ * this key, which is not one of them, an error is a field like any other: JSON on the record's one
+ * line, its stack's line breaks escaped as `\n`.
+ */
+export const PRETTY_ERROR_KEY = 'error';
+
+/**
+ * The pretty format's `formatters.log`: a record's `err` moves to `PRETTY_ERROR_KEY` (unless that
+ * is taken, when it stays and pino-pretty prints it on lines of its own).
+ */
+function moveErrorForPretty(object: Record<string, unknown>): Record<string, unknown> {
+  if (!('err' in object) || PRETTY_ERROR_KEY in object) return object;
+  const { err, ...rest } = object;
+  return { ...rest, [PRETTY_ERROR_KEY]: err };
+}
+
+/**
+ * pino-pretty's options: one line per event, its fields after the message, so `grep` keeps an
+ * event whole. Only `err` is an error key (pino names it, whatever this says), and it never
+ * reaches pino-pretty (`PRETTY_ERROR_KEY`); a line break inside a message is written `\n`.
+ */
+export const PRETTY_OPTIONS = {
+  singleLine: true,
+  errorLikeObjectKeys: ['err'],
+  messageFormat: (log: Record<string, unknown>, messageKey: string): string => {
+    const message = log[messageKey];
+    return message === undefined ? '' : String(message).replace(/\r?\n/g, '\\n');
+  },
+};

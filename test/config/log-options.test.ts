@@ -1,11 +1,19 @@
 /**
  * The service's log lines (src/cli/log-options.ts): JSON with an ISO 8601 `time` and a `level`
  * word, as log collectors expect; network errors as code and message without a stack; every other
- * error with its stack.
+ * error with its stack; the pretty format one line per record, errors included.
  */
+import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import pretty from 'pino-pretty';
 import { describe, expect, it } from 'vitest';
-import { isNetworkError, serializeError, serviceLoggerOptions } from '../../src/cli/log-options.js';
+import {
+  isNetworkError,
+  PRETTY_OPTIONS,
+  serializeError,
+  serviceLoggerOptions,
+} from '../../src/cli/log-options.js';
+import { until } from '../support/until.js';
 
 function oneLine(level: string, write: (logger: pino.Logger) => void): Record<string, unknown> {
   const lines: string[] = [];
@@ -78,5 +86,55 @@ describe('isNetworkError', () => {
     expect(isNetworkError(systemError('ENOENT', 'no such file'))).toBe(false);
     expect(isNetworkError(systemError('ERR_INVALID_ARG_TYPE', 'bad arg'))).toBe(false);
     expect(isNetworkError('a string')).toBe(false);
+  });
+});
+
+/** What the pretty format writes for `write`, as main builds it (without colour, for a pipe). */
+async function prettyOutput(write: (logger: pino.Logger) => void): Promise<string> {
+  let text = '';
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  const stream = pretty({ ...PRETTY_OPTIONS, sync: true, colorize: false, destination });
+  write(pino(serviceLoggerOptions('info', 'pretty'), stream));
+  await until(() => text.length > 0, { what: 'the pretty output' });
+  return text;
+}
+
+describe('pretty log lines', () => {
+  it('put each record on one line, an error with its stack and cause included', async () => {
+    const err = new Error('list failed\nwith a second line', { cause: new Error('inner') });
+    const text = await prettyOutput((logger) => {
+      logger.error({ err, pool: 'engine' }, 'reflector stream failed');
+      logger.warn(new Error('a bare error'));
+      logger.info('a message\nover two lines');
+      logger.info({ cells: 3 }, 'synced');
+    });
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(
+      /ERROR \(pool-controller\/\d+\): reflector stream failed \{.*"pool":"engine"/,
+    );
+    expect(lines[0]).toContain('"message":"list failed\\nwith a second line: inner"');
+    expect(lines[0]).toContain('"stack":"Error: list failed\\nwith a second line\\n    at ');
+    expect(lines[0]).toContain('caused by: Error: inner');
+    expect(lines[1]).toMatch(
+      /WARN \(pool-controller\/\d+\): a bare error \{"error":\{"type":"Error"/,
+    );
+    expect(lines[2]).toMatch(/INFO \(pool-controller\/\d+\): a message\\nover two lines/);
+    expect(lines[3]).toMatch(/INFO \(pool-controller\/\d+\): synced \{"cells":3\}$/);
+  });
+
+  it('keep a network error short on its one line', async () => {
+    const err = systemError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:6443');
+    const text = await prettyOutput((logger) => logger.warn({ err }, 'list failed'));
+    expect(text.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(
+        /: list failed \{"error":\{"type":"Error","code":"ECONNREFUSED","message":"connect ECONNREFUSED 127\.0\.0\.1:6443"\}\}$/,
+      ),
+    ]);
   });
 });
