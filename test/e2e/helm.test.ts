@@ -5,14 +5,17 @@
  * (support-dry-run.ts). The monitoring objects (PrometheusRule, ServiceMonitor) are dry-run
  * against minimal CRDs registered first (fixtures/monitoring-crds.yaml), whose schemas have no
  * preserve-unknown-fields, so a misspelt field still fails; deploy/monitoring/'s own two are too. The default render is also compared
- * with deploy/: the same objects and the same RBAC.
+ * with deploy/: the same objects and the same RBAC, and the README's install block's Helm
+ * arguments render the image reference the block built.
  */
 import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { runReadmeInstall } from '../support/readme-install.js';
 import { type KubeEnvironment, startKubeEnvironment } from './environment/index.js';
 import { BUILD_TIMEOUT_MS, ensureTool } from './environment/tools.js';
 import { type ApiClient, apiClient, type Manifest } from './support-dry-run.js';
@@ -441,6 +444,21 @@ describe('charts/pool-controller', () => {
       ['probes.liveness.periodSeconds=0', /\/probes\/liveness\/periodSeconds/],
     ] as const) {
       await expect(template([], ['--set', set]), set).rejects.toThrow(message);
+    }
+  });
+
+  it("renders the image the README's install block built, from the block's own Helm arguments", async () => {
+    const install = runReadmeInstall();
+    try {
+      const [helmInstall] = install.calls.filter((c) => c.tool === 'helm');
+      const args = helmInstall?.args ?? [];
+      const sets = args.flatMap((a, i) => (args[i - 1] === '--set' ? ['--set', a] : []));
+      expect(sets.length).toBeGreaterThan(0);
+      const objects = await template([], sets);
+      const deployment = objects.find((o) => o.kind === 'Deployment') as Any;
+      expect(deployment.spec.template.spec.containers[0].image).toBe(install.reference);
+    } finally {
+      rmSync(install.dir, { recursive: true, force: true });
     }
   });
 
