@@ -28,7 +28,7 @@ export const flagzSchema = z
             .describe('Where the value came from: the command line, the environment, the default.'),
         }),
       )
-      .describe('Every flag, in `--help` order.'),
+      .describe('Every flag, in the order of the flag table (src/cli/flag-table.ts).'),
   })
   .describe("This process's effective flags and where each value came from.");
 

@@ -113,12 +113,28 @@ export {
   DEFAULT_SERVICE_SUFFIX as DEFAULT_ENDPOINTSLICE_SERVICE_SUFFIX,
 };
 
+/**
+ * The concerns `--help` groups the flags by, in order, with their headings: an operator looks
+ * for "the router flags" or "the listener flags", not through one list of forty.
+ */
+export const FLAG_GROUPS = {
+  source: 'Source: where pods come from and how they form cells',
+  http: 'HTTP: the listeners, their clients and shutdown',
+  leadership: 'Leadership and the coordinator',
+  sinks: 'Sinks: SGLang routers, EPP endpoints files, EndpointSlices, the readiness gate',
+  logging: 'Logging and Kubernetes Events',
+} as const;
+/** A `FLAG_GROUPS` key. */
+export type FlagGroup = keyof typeof FLAG_GROUPS;
+
 /** One flag: its name, the Config key it fills, its help line and its default. */
 export interface FlagSpec {
   /** The flag without dashes; also the environment variable's stem. */
   flag: string;
   /** The Config key it fills. */
   key: keyof RawConfig;
+  /** Which part of the service it configures: its heading in `--help`. */
+  group: FlagGroup;
   valueName: string;
   description: string;
   /** Shown in --help and used when neither flag nor variable is set. */
@@ -190,27 +206,32 @@ export type RawConfig = Record<
 export const FLAGS: readonly FlagSpec[] = [
   {
     flag: 'source',
+    group: 'source',
     key: 'source',
     valueName: 'kubernetes|simulated',
-    description:
-      'Where pods come from. Default: kubernetes when running in a cluster or when a kubeconfig exists, otherwise simulated (announced at start and shown in every status response).',
+    description: 'Where pods come from (announced at start and shown in every status response).',
+    defaultText: 'kubernetes in a cluster or when a kubeconfig exists, else simulated',
   },
   {
     flag: 'kubeconfig',
+    group: 'source',
     secret: true,
     key: 'kubeconfig',
     valueName: 'PATH',
-    description:
-      'Kubeconfig file for --source kubernetes. Default: $KUBECONFIG, then ~/.kube/config.',
+    description: 'Kubeconfig file for --source kubernetes.',
+    defaultText: '$KUBECONFIG, then ~/.kube/config',
   },
   {
     flag: 'context',
+    group: 'source',
     key: 'context',
     valueName: 'NAME',
-    description: "Kubeconfig context to use. Default: the kubeconfig's current context.",
+    description: 'Kubeconfig context to use.',
+    defaultText: "the kubeconfig's current context",
   },
   {
     flag: 'kube-api-content-type',
+    group: 'source',
     key: 'kubeApiContentType',
     valueName: 'application/vnd.kubernetes.protobuf|application/json',
     description:
@@ -219,15 +240,17 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'kube-api-compression',
+    group: 'source',
     key: 'kubeApiCompression',
     valueName: '[=true|false]',
     kind: 'boolean',
     description:
-      "Ask the API server to gzip pod LIST pages. Off by default: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
+      "Ask the API server to gzip pod LIST pages. Off unless asked: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
     defaultText: 'false',
   },
   {
     flag: 'initial-list',
+    group: 'source',
     key: 'initialList',
     valueName: INITIAL_LIST_VALUES.join('|'),
     description:
@@ -236,13 +259,16 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'namespace',
+    group: 'source',
     key: 'namespace',
     valueName: 'NAME',
-    description:
-      "Namespace to watch; '*' for all. Default, as kubectl's: the kubeconfig context's namespace when it names one, the pod's own namespace in a cluster, else 'default' (also for the simulation). The start-up log says which and why.",
+    description: "Namespace to watch; '*' for all. The start-up log says which and why.",
+    defaultText:
+      "as kubectl's: the kubeconfig context's namespace when it names one, the pod's own namespace in a cluster, else 'default' (also for the simulation)",
   },
   {
     flag: 'selector',
+    group: 'source',
     key: 'selector',
     valueName: 'SELECTOR',
     description:
@@ -251,6 +277,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'pool-label',
+    group: 'source',
     key: 'poolLabel',
     valueName: 'KEY',
     description: 'Pod label naming the pool.',
@@ -258,6 +285,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'cell-index-label',
+    group: 'source',
     key: 'cellIndexLabel',
     valueName: 'KEY',
     description: "Pod label holding the cell's index in its pool.",
@@ -265,6 +293,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'worker-index-label',
+    group: 'source',
     key: 'workerIndexLabel',
     valueName: 'KEY',
     description: "Pod label holding the pod's index in its cell (absent: 0, the leader).",
@@ -272,6 +301,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'cell-size-annotation',
+    group: 'source',
     key: 'cellSizeAnnotation',
     valueName: 'KEY',
     description: 'Pod annotation holding how many pods a complete cell has.',
@@ -279,6 +309,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'port-name',
+    group: 'source',
     key: 'portName',
     valueName: 'NAME',
     description: "Name of the leader's container port that forms a cell's address.",
@@ -286,6 +317,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'listen',
+    group: 'http',
     key: 'listen',
     valueName: 'HOST:PORT',
     description: 'Address of the HTTP control plane (API, health, metrics).',
@@ -293,6 +325,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'health-probe-listen',
+    group: 'http',
     key: 'healthProbeListen',
     valueName: 'HOST:PORT',
     description:
@@ -301,6 +334,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'admin-token-file',
+    group: 'http',
     secret: true,
     key: 'adminTokenFile',
     valueName: 'PATH',
@@ -309,6 +343,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'admin-allowed-hosts',
+    group: 'http',
     key: 'adminAllowedHosts',
     valueName: 'HOST',
     kind: 'multiple',
@@ -317,6 +352,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'max-event-streams',
+    group: 'http',
     key: 'maxEventStreams',
     valueName: 'N',
     description:
@@ -325,6 +361,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'resync-period',
+    group: 'source',
     key: 'resyncPeriod',
     valueName: 'DURATION',
     description:
@@ -333,6 +370,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'log-level',
+    group: 'logging',
     key: 'logLevel',
     valueName: LOG_LEVELS.join('|'),
     description: 'Minimum level of the JSON log lines on stdout.',
@@ -340,6 +378,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'log-format',
+    group: 'logging',
     key: 'logFormat',
     valueName: LOG_FORMATS.join('|'),
     description:
@@ -348,6 +387,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-elect',
+    group: 'leadership',
     key: 'leaderElect',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -357,6 +397,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-elect-resource-name',
+    group: 'leadership',
     key: 'leaderElectResourceName',
     valueName: 'NAME',
     description: 'Name of the Lease (coordination.k8s.io/v1) the replicas campaign for.',
@@ -364,13 +405,16 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-elect-resource-namespace',
+    group: 'leadership',
     key: 'leaderElectResourceNamespace',
     valueName: 'NAME',
-    description:
-      "Namespace of the Lease. Default: the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'.",
+    description: 'Namespace of the Lease.',
+    defaultText:
+      "the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'",
   },
   {
     flag: 'leader-elect-lease-duration',
+    group: 'leadership',
     key: 'leaderElectLeaseDuration',
     valueName: 'DURATION',
     description:
@@ -379,6 +423,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-elect-renew-deadline',
+    group: 'leadership',
     key: 'leaderElectRenewDeadline',
     valueName: 'DURATION',
     description:
@@ -387,6 +432,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-elect-retry-period',
+    group: 'leadership',
     key: 'leaderElectRetryPeriod',
     valueName: 'DURATION',
     description:
@@ -395,6 +441,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'drift-interval',
+    group: 'leadership',
     key: 'driftInterval',
     valueName: 'DURATION',
     description:
@@ -403,6 +450,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sglang-router',
+    group: 'sinks',
     key: 'sglangRouter',
     valueName: 'POOL=URL[,role=prefill|decode]',
     kind: 'multiple',
@@ -411,6 +459,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'epp-endpoints-file',
+    group: 'sinks',
     key: 'eppEndpointsFile',
     valueName: 'POOL=PATH[,role=prefill|decode]',
     kind: 'multiple',
@@ -419,6 +468,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sglang-bootstrap-port-annotation',
+    group: 'sinks',
     key: 'sglangBootstrapPortAnnotation',
     valueName: 'KEY',
     description:
@@ -427,6 +477,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sglang-router-api-key-file',
+    group: 'sinks',
     secret: true,
     key: 'sglangRouterApiKeyFile',
     valueName: 'PATH',
@@ -434,6 +485,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'publish-endpointslices',
+    group: 'sinks',
     key: 'publishEndpointslices',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -443,6 +495,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'endpointslice-service-suffix',
+    group: 'sinks',
     key: 'endpointsliceServiceSuffix',
     valueName: 'SUFFIX',
     description:
@@ -451,6 +504,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'cell-readiness-gate',
+    group: 'sinks',
     key: 'cellReadinessGate',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -460,6 +514,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'cell-readiness-gate-condition',
+    group: 'sinks',
     key: 'cellReadinessGateCondition',
     valueName: 'TYPE',
     description:
@@ -468,6 +523,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'events',
+    group: 'logging',
     key: 'events',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -477,6 +533,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'watch-leaderworkersets',
+    group: 'source',
     key: 'watchLeaderworkersets',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -486,6 +543,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sink-allow-loopback',
+    group: 'sinks',
     key: 'sinkAllowLoopback',
     valueName: '[=true|false]',
     kind: 'boolean',
@@ -495,6 +553,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sink-mode',
+    group: 'sinks',
     key: 'sinkMode',
     valueName: SINK_MODES.join('|'),
     description:
@@ -503,6 +562,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sink-panic-threshold',
+    group: 'sinks',
     key: 'sinkPanicThreshold',
     valueName: 'PERCENT',
     description:
@@ -511,6 +571,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'sglang-router-ownership',
+    group: 'sinks',
     key: 'sglangRouterOwnership',
     valueName: ROUTER_OWNERSHIP_MODES.join('|'),
     description:
@@ -519,6 +580,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'shutdown-timeout',
+    group: 'http',
     key: 'shutdownTimeout',
     valueName: 'DURATION',
     description:
@@ -527,6 +589,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'shutdown-grace',
+    group: 'http',
     key: 'shutdownGrace',
     valueName: 'DURATION',
     description:
@@ -535,6 +598,7 @@ export const FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'simulation-step',
+    group: 'source',
     key: 'simulationStep',
     valueName: 'DURATION',
     description: 'Time between two steps of the simulated story (--source simulated only).',
@@ -555,15 +619,18 @@ export function helpText(): string {
     'Watches pods, groups them into cells and pools, and serves their state over HTTP.',
     `Every flag can also be set through the environment variable shown (${ENV_PREFIX}<FLAG>); a flag wins over its variable.`,
     '',
-    'Flags:',
   ];
-  for (const spec of FLAGS) {
-    lines.push(`  --${spec.flag}${spec.kind === 'boolean' ? '' : ' '}${spec.valueName}`);
-    lines.push(`      ${spec.description}`);
-    lines.push(
-      `      env: ${envName(spec.flag)}${spec.defaultText ? `   default: ${spec.defaultText}` : ''}`,
-    );
+  for (const [group, heading] of Object.entries(FLAG_GROUPS)) {
+    lines.push(`${heading}:`);
+    for (const spec of FLAGS.filter((s) => s.group === group)) {
+      lines.push(`  --${spec.flag}${spec.kind === 'boolean' ? '' : ' '}${spec.valueName}`);
+      lines.push(`      ${spec.description}`);
+      // Every default in one place and one form: after the variable, as `default: …`.
+      lines.push(`      env: ${envName(spec.flag)}   default: ${spec.defaultText ?? 'none'}`);
+    }
+    lines.push('');
   }
+  lines.push('Other:');
   lines.push('  --help', '      Print this text and exit.');
   lines.push(
     '  --version',

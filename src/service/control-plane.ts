@@ -198,7 +198,7 @@ export interface ControlPlane {
    * it moves (the page's cache compares it).
    */
   eventSequence(): number;
-  /** Every flag as this process runs with it, in `--help` order (empty when not run by main). */
+  /** Every flag as this process runs with it, in the flag table's order (none when main did not pass them). */
   flags(): readonly EffectiveFlag[];
   /** How many event streams may be open at once (`--max-event-streams`). */
   readonly maxEventStreams: number;

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   envName,
+  FLAG_GROUPS,
   FLAGS,
   HelpRequested,
   helpText,
@@ -539,6 +540,34 @@ describe('--help', () => {
       expect(text).toContain(envName(spec.flag));
     }
     expect(text).toContain('default: 0.0.0.0:8080');
+  });
+
+  it('groups the flags by concern (source, HTTP, leadership, sinks, logging), each once', () => {
+    const text = helpText();
+    const headings = Object.values(FLAG_GROUPS).map((h) => text.indexOf(`\n${h}:\n`));
+    expect(headings.every((at) => at > 0)).toBe(true);
+    expect([...headings].sort((a, b) => a - b)).toEqual(headings);
+    const under = (flag: string) =>
+      Object.values(FLAG_GROUPS).findLast(
+        (h) => text.indexOf(`\n${h}:\n`) < text.indexOf(`--${flag} `),
+      );
+    expect(under('sglang-router')).toBe(FLAG_GROUPS.sinks);
+    expect(under('listen')).toBe(FLAG_GROUPS.http);
+    expect(under('leader-elect-lease-duration')).toBe(FLAG_GROUPS.leadership);
+    expect(under('log-level')).toBe(FLAG_GROUPS.logging);
+    expect(under('namespace')).toBe(FLAG_GROUPS.source);
+    for (const spec of FLAGS) {
+      const line = `\n  --${spec.flag}${spec.kind === 'boolean' ? '' : ' '}${spec.valueName}\n`;
+      expect(text.split(line), spec.flag).toHaveLength(2);
+    }
+  });
+
+  it('shows every default one way, after the variable, and no description repeats one', () => {
+    const text = helpText();
+    for (const spec of FLAGS) {
+      expect(text).toContain(`env: ${envName(spec.flag)}   default: ${spec.defaultText ?? 'none'}`);
+      expect(spec.description, spec.flag).not.toMatch(/\bdefault[:,]|by default/i);
+    }
   });
 });
 
