@@ -30,6 +30,18 @@
  *   made-up pods (each with a `paddingBytes` annotation), chained by `continue` tokens only the
  *   proxy understands: a LIST too big for a small worker heap, growing page by page as a real
  *   one would. The next LIST that starts over (no `continue`) ends the fault and is forwarded.
+ * - `strip-initial-events-end`: every `k8s.io/initial-events-end` BOOKMARK of a JSON WATCH is
+ *   left out (other frames, other bookmarks included, go through): a watch-list never hears that
+ *   its initial events ended, as behind a proxy that drops bookmarks.
+ * - `stale-copy`: every MODIFIED frame of a JSON WATCH is followed by a copy of itself at
+ *   resourceVersion − `behind` (at least 1) with the opposite readiness (the pod's `Ready` and
+ *   `ContainersReady` conditions and each container's `ready` flipped): a server whose history
+ *   goes back, as in issue 36's finding 5.
+ *
+ * The two frame-rewriting faults act on JSON WATCH responses only (a protobuf stream goes through
+ * unchanged, counted nowhere): frames are re-cut on their newlines, so a frame split across chunks
+ * is rewritten whole. While one is in force, WATCH requests are sent upstream without
+ * `Accept-Encoding`, so the frames arrive as plain lines.
  *
  * Every request is also recorded with its arrival time and kind (`arrivals`: LIST and WATCH of
  * pods, Lease, other), whatever the fault, so a test can count what a client sent in a window
@@ -57,6 +69,8 @@ export type ProxyFault =
    * Invalid, as an API server with the WatchList feature off answers them; the rest forwarded.
    */
   | { readonly kind: 'refuse-watch-list' }
+  | { readonly kind: 'strip-initial-events-end' }
+  | { readonly kind: 'stale-copy'; readonly behind: number }
   | {
       readonly kind: 'inflate-list';
       readonly pages: number;
@@ -106,6 +120,42 @@ interface Exchange {
   res?: ServerResponse;
   /** The upstream answered in protobuf: injected frames are length-prefixed, not lines. */
   protobuf?: boolean;
+  /** The start of a JSON frame whose newline has not come yet, held while frames are rewritten. */
+  partial?: Buffer | undefined;
+}
+
+/** The faults that rewrite a JSON WATCH frame by frame. */
+type FrameFault = Extract<ProxyFault, { kind: 'strip-initial-events-end' | 'stale-copy' }>;
+
+function isFrameFault(fault: ProxyFault | undefined): fault is FrameFault {
+  return fault?.kind === 'strip-initial-events-end' || fault?.kind === 'stale-copy';
+}
+
+/** The annotation on the bookmark that ends a watch-list's initial events (KEP-3157). */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+/** The pod conditions `stale-copy` flips: what readiness is judged on. */
+const READINESS_CONDITIONS = new Set(['Ready', 'ContainersReady']);
+
+interface WatchFrameJson {
+  type?: unknown;
+  object?: {
+    metadata?: { resourceVersion?: unknown; annotations?: Record<string, unknown> };
+    status?: {
+      conditions?: Array<{ type?: unknown; status?: unknown }>;
+      containerStatuses?: Array<{ ready?: unknown }>;
+    };
+  };
+}
+
+/** `frame`'s pod with every readiness signal turned the other way (in place). */
+function flipReadiness(frame: WatchFrameJson): void {
+  const status = frame.object?.status;
+  for (const condition of status?.conditions ?? []) {
+    if (typeof condition.type !== 'string' || !READINESS_CONDITIONS.has(condition.type)) continue;
+    condition.status = condition.status === 'True' ? 'False' : 'True';
+  }
+  for (const container of status?.containerStatuses ?? [])
+    container.ready = container.ready !== true;
 }
 
 const REASONS: Record<number, string> = {
@@ -516,6 +566,7 @@ export class FaultProxy {
       if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     }
     headers.host = this.#upstream.host;
+    if (exchange.watch && isFrameFault(this.#fault)) delete headers['accept-encoding'];
     const upstream = https.request(url, { method: req.method, headers, agent: this.#agent });
     let done = false;
     // Clients keep connections alive across requests: the listener goes when its exchange does.
@@ -557,7 +608,10 @@ export class FaultProxy {
       upstreamRes.on('end', () => {
         chain = chain.then(() => {
           finish();
-          if (!exchange.stalled && !res.destroyed) res.end();
+          if (exchange.stalled || res.destroyed) return;
+          // A frame held for rewriting that never got its newline goes out as it came.
+          if (exchange.partial) res.write(exchange.partial);
+          res.end();
         });
       });
       upstreamRes.on('error', () => {
@@ -587,6 +641,17 @@ export class FaultProxy {
     if (fault?.kind === 'oversized-frame' && exchange.watch) {
       this.#writeOversized(res, fault.bytes, exchange.protobuf === true);
     }
+    if (exchange.watch && exchange.protobuf !== true) {
+      if (isFrameFault(fault)) {
+        this.#rewriteFrames(chunk, res, exchange, fault);
+        return;
+      }
+      if (exchange.partial) {
+        // The fault was lifted with half a frame held: it goes out first, unchanged.
+        res.write(exchange.partial);
+        exchange.partial = undefined;
+      }
+    }
     if (exchange.cut && chunk.length > 1) {
       this.#count('cut-mid-frame');
       const newline = chunk.indexOf(0x0a);
@@ -597,5 +662,47 @@ export class FaultProxy {
       return;
     }
     res.write(chunk);
+  }
+
+  /** Writes the whole frames `chunk` completes, rewritten by `fault`; holds back the rest. */
+  #rewriteFrames(chunk: Buffer, res: ServerResponse, exchange: Exchange, fault: FrameFault): void {
+    const bytes = exchange.partial ? Buffer.concat([exchange.partial, chunk]) : chunk;
+    const out: Buffer[] = [];
+    let start = 0;
+    for (;;) {
+      const newline = bytes.indexOf(0x0a, start);
+      if (newline === -1) break;
+      out.push(...this.#rewriteFrame(bytes.subarray(start, newline + 1), fault));
+      start = newline + 1;
+    }
+    exchange.partial = start < bytes.length ? Buffer.from(bytes.subarray(start)) : undefined;
+    if (out.length > 0) res.write(Buffer.concat(out));
+  }
+
+  /** One JSON frame (with its newline) as `fault` would have it: left out, as is, or doubled. */
+  #rewriteFrame(line: Buffer, fault: FrameFault): Buffer[] {
+    let frame: WatchFrameJson;
+    try {
+      frame = JSON.parse(line.toString('utf8')) as WatchFrameJson;
+    } catch {
+      return [line];
+    }
+    if (fault.kind === 'strip-initial-events-end') {
+      const end = frame.object?.metadata?.annotations?.[INITIAL_EVENTS_END];
+      if (frame.type !== 'BOOKMARK' || end !== 'true') return [line];
+      this.#count(fault.kind);
+      return [];
+    }
+    const version = frame.object?.metadata?.resourceVersion;
+    if (frame.type !== 'MODIFIED' || typeof version !== 'string' || !/^[1-9]\d*$/.test(version)) {
+      return [line];
+    }
+    const behind = BigInt(version) - BigInt(fault.behind);
+    const copy = structuredClone(frame);
+    const metadata = copy.object?.metadata;
+    if (metadata) metadata.resourceVersion = String(behind < 1n ? 1n : behind);
+    flipReadiness(copy);
+    this.#count(fault.kind);
+    return [line, Buffer.from(`${JSON.stringify(copy)}\n`)];
   }
 }
