@@ -174,6 +174,8 @@ describe('bearerToken', () => {
   it('takes linear time on a hostile header', () => {
     const started = performance.now();
     expect(bearerToken(`Bearer ${'a'.repeat(100_000)} ${'\t'.repeat(100_000)}x`)).toBeUndefined();
-    expect(performance.now() - started).toBeLessThan(100);
+    // Linear is well under a millisecond per 100k characters; a backtracking (quadratic) parse
+    // of these 200k takes minutes. The bound is far from both, so a loaded machine cannot fail it.
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 });
