@@ -48,10 +48,13 @@ export {
   PipelineError,
 } from './coordination/pipeline.js';
 export {
+  type ApiConnection,
   type ClusterOptions,
   checkClusterConfig,
   KubeConfigError,
+  type KubeconfigContext,
 } from './kubernetes/client/connection.js';
+export type { BackoffOptions as ReflectorBackoffOptions } from './kubernetes/reflector/backoff.js';
 export {
   WorkerPodSource,
   type WorkerPodSourceOptions,
@@ -67,14 +70,23 @@ export {
 // @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts does, lazily).
 export {
   type Container,
+  type ContainerPort,
+  type ContainerState,
   type ContainerStatus,
   MalformedPodError,
+  type OwnerReference,
   type Pod,
   type PodCondition,
+  type PodMetadata,
+  type PodSpec,
+  type PodStatus,
   parsePod,
   podKey,
 } from './model/pod.js';
 export type {
+  DropReason,
+  InitialListMode,
+  ListProgress,
   PodSourceStats,
   ReflectorPhase,
   RelistReason,

@@ -8,24 +8,36 @@
 
 export {
   type Container,
+  type ContainerPort,
+  type ContainerState,
   type ContainerStatus,
   MalformedPodError,
+  type OwnerReference,
   type Pod,
   type PodCondition,
+  type PodMetadata,
+  type PodSpec,
+  type PodStatus,
   parsePod,
   podKey,
 } from '../model/pod.js';
 export type {
+  DropReason,
+  InitialListMode,
+  ListProgress,
   PodSourceStats,
   ReflectorPhase,
   RelistReason,
 } from '../model/pod-source-stats.js';
 export * from '../runtime/index.js';
 export {
+  type ApiConnection,
   type ClusterOptions,
   checkClusterConfig,
   KubeConfigError,
+  type KubeconfigContext,
 } from './client/connection.js';
+export type { BackoffOptions as ReflectorBackoffOptions } from './reflector/backoff.js';
 export {
   WorkerPodSource,
   type WorkerPodSourceOptions,
