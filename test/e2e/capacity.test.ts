@@ -202,7 +202,10 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
       ['engine-00003', 'NoPods'],
     ]);
 
-    expect(await series('pool_controller_pool_desired_cells')).toBe(4);
+    // /metrics is rendered at most once every 5 s: wait for a render after the change.
+    await waitFor('the desired series to say 4', async () =>
+      (await series('pool_controller_pool_desired_cells')) === 4 ? true : undefined,
+    );
     expect(await series('pool_controller_pool_alive_cells')).toBe(2);
     await scale(2);
     const full = await waitFor(
@@ -227,7 +230,9 @@ describe('pool capacity against a LeaderWorkerSet on a real apiserver', () => {
       const found = await about('PoolRecovered');
       return found.length > 0 ? found : undefined;
     });
-    expect(await series('pool_controller_pool_desired_cells')).toBe(2);
+    await waitFor('the desired series to say 2 again', async () =>
+      (await series('pool_controller_pool_desired_cells')) === 2 ? true : undefined,
+    );
     expect(await series('pool_controller_pool_alive_cells')).toBe(2);
     console.log(`capacity e2e: LWS scaled 2→4, pool Degraded after ${elapsedMs} ms`);
   });
