@@ -3,6 +3,7 @@ import {
   LabelSelectorError,
   labelKeyProblem,
   labelValueProblem,
+  matchesLabelSelector,
   parseLabelSelector,
 } from '../../src/kubernetes/resources/label-selector.js';
 
@@ -140,5 +141,51 @@ describe('labelKeyProblem and labelValueProblem', () => {
     expect(labelValueProblem('')).toBeUndefined();
     expect(labelValueProblem('a.b-c_d')).toBeUndefined();
     expect(labelValueProblem(' a')).toContain('is not a label value');
+  });
+});
+
+describe('matchesLabelSelector: which labels a selector selects, as apimachinery decides', () => {
+  const matches = (selector: string, labels: Record<string, string>): boolean =>
+    matchesLabelSelector(parseLabelSelector(selector), labels);
+
+  it('selects everything with the empty selector', () => {
+    expect(matches('', {})).toBe(true);
+    expect(matches('', { app: 'x' })).toBe(true);
+  });
+
+  it('needs the key for exists, =, == and in, and its absence for !', () => {
+    expect(matches('app', { app: '' })).toBe(true);
+    expect(matches('app', {})).toBe(false);
+    expect(matches('!canary', {})).toBe(true);
+    expect(matches('!canary', { canary: 'no' })).toBe(false);
+    expect(matches('tier=web', { tier: 'web' })).toBe(true);
+    expect(matches('tier==web', { tier: 'db' })).toBe(false);
+    expect(matches('tier=web', {})).toBe(false);
+    expect(matches('size in (s,m)', { size: 'm' })).toBe(true);
+    expect(matches('size in (s,m)', { size: 'l' })).toBe(false);
+    expect(matches('size in (s,m)', {})).toBe(false);
+  });
+
+  it('lets != and notin match a label that is absent', () => {
+    expect(matches('env!=dev', {})).toBe(true);
+    expect(matches('env!=dev', { env: 'prod' })).toBe(true);
+    expect(matches('env!=dev', { env: 'dev' })).toBe(false);
+    expect(matches('kind notin (x,y)', {})).toBe(true);
+    expect(matches('kind notin (x,y)', { kind: 'y' })).toBe(false);
+  });
+
+  it('compares > and < as integers, and never matches a value that is not one', () => {
+    expect(matches('gen>3', { gen: '10' })).toBe(true);
+    expect(matches('gen>3', { gen: '3' })).toBe(false);
+    expect(matches('rank<10', { rank: '9' })).toBe(true);
+    expect(matches('rank<10', { rank: 'nine' })).toBe(false);
+    expect(matches('rank<10', {})).toBe(false);
+    expect(matches('gen>3', { gen: '99999999999999999999' })).toBe(false);
+  });
+
+  it('needs every requirement, and reads only own labels', () => {
+    expect(matches('app=engine,!canary', { app: 'engine' })).toBe(true);
+    expect(matches('app=engine,!canary', { app: 'engine', canary: 'yes' })).toBe(false);
+    expect(matches('toString', {})).toBe(false);
   });
 });

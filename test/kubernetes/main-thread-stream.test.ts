@@ -4,6 +4,7 @@ import {
   WorkerStreamError,
 } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
 import type { MainMessage, WorkerMessage } from '../../src/kubernetes/reflector-worker/protocol.js';
+import { parseLabelSelector } from '../../src/kubernetes/resources/label-selector.js';
 import type { Pod } from '../../src/model/pod.js';
 import { initialReflectorStats, type PodSourceStats } from '../../src/model/pod-source-stats.js';
 import type { Logger } from '../../src/runtime/logger.js';
@@ -11,6 +12,7 @@ import type { SourceEvent } from '../../src/runtime/source-event.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { pod } from '../support/pods.js';
+import { RecordingLogger } from '../support/recording-logger.js';
 import { until } from '../support/until.js';
 
 /** The main side's end of a port, with the worker's end played by the test. */
@@ -42,7 +44,12 @@ function stats(fields: Partial<PodSourceStats> = {}): PodSourceStats {
 }
 
 function setup(
-  options: { maxBufferedEvents?: number; closeGraceMs?: number; logger?: Logger } = {},
+  options: {
+    maxBufferedEvents?: number;
+    closeGraceMs?: number;
+    logger?: Logger;
+    labelSelector?: string;
+  } = {},
 ) {
   const port = new FakePort();
   const clock = new FakeClock();
@@ -64,6 +71,8 @@ function setup(
     clock,
     logger: options.logger,
     onStats: (s) => seenStats.push(s),
+    labelSelector:
+      options.labelSelector === undefined ? undefined : parseLabelSelector(options.labelSelector),
   });
   const events = drain({ [Symbol.asyncIterator]: () => stream });
   return {
@@ -84,6 +93,42 @@ const upsert = (p: Pod) => ({
 });
 
 describe('WorkerEventStream', () => {
+  it('drops, counts and logs a watch event for a pod the label selector does not select', async () => {
+    const logger = new RecordingLogger();
+    const { port, events, seenStats } = setup({ logger, labelSelector: 'app=engine,tier!=test' });
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats({ lists: 1 }) });
+    const inside = pod({ name: 'in', labels: { app: 'engine' } });
+    const stranger = pod({ name: 'stranger', labels: { app: 'other' } });
+    const excluded = pod({ name: 'excluded', labels: { app: 'engine', tier: 'test' } });
+    port.deliver({
+      kind: 'batch',
+      events: json([upsert(stranger), upsert(inside), upsert(excluded), upsert(stranger)]),
+      stats: stats({ lists: 1, droppedEvents: { 'out-of-scope': 1 } }),
+    });
+    // A pod relabelled out of the selector comes as a DELETED with its new labels: it goes through.
+    const left = { type: 'delete' as const, key: 'default/stranger', object: stranger };
+    port.deliver({ kind: 'batch', events: json([left]), stats: stats({ lists: 1 }) });
+    await until(() => events.items.length >= 3, { what: 'the events in scope' });
+    expect(events.items.slice(1)).toEqual([upsert(inside), left]);
+    // The worker's own drops (outside the namespace) and these add up under one reason.
+    expect(seenStats.at(-2)?.droppedEvents).toEqual({ 'out-of-scope': 4 });
+    expect(seenStats.at(-1)?.droppedEvents).toEqual({ 'out-of-scope': 3 });
+    const message = 'reflector dropped a watch event for a pod the label selector does not select';
+    expect(logger.mentioning(message, 'warn').map((e) => e.obj)).toEqual([
+      { key: 'default/stranger' },
+    ]);
+    expect(logger.mentioning(message, 'debug')).toHaveLength(2);
+  });
+
+  it('applies every upsert when no selector is watched', async () => {
+    const { port, events, seenStats } = setup({ labelSelector: '' });
+    const stranger = pod({ name: 'stranger', labels: { app: 'other' } });
+    port.deliver({ kind: 'batch', events: json([upsert(stranger)]), stats: stats() });
+    await until(() => events.items.length >= 1, { what: 'the upsert' });
+    expect(events.items).toEqual([upsert(stranger)]);
+    expect(seenStats.at(-1)?.droppedEvents).toEqual({});
+  });
+
   it('assembles replace chunks into one replace, acknowledging each chunk as it arrives', async () => {
     const { port, events } = setup();
     port.deliver({

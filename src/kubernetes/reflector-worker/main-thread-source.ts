@@ -22,6 +22,7 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
+import { parseLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
@@ -139,6 +140,8 @@ export class WorkerPodSource {
   readonly #pool: Piscina<ReflectorTask, unknown>;
   readonly #taskOptions: ReflectorTaskOptions;
   readonly #maxBufferedEvents: number;
+  /** The label selector, parsed once: each stream drops watch events for pods it does not select. */
+  readonly #labelSelector: readonly SelectorRequirement[];
   readonly #closeGraceMs: number;
   readonly #streamStartTimeoutMs: number;
   readonly #clock: Clock;
@@ -158,6 +161,8 @@ export class WorkerPodSource {
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? realClock;
     this.#maxBufferedEvents = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
+    // Throws LabelSelectorError, naming where, for a selector the API server would refuse.
+    this.#labelSelector = parseLabelSelector(options.labelSelector ?? '');
     this.#finished = initialReflectorStats(options.initialList ?? DEFAULT_INITIAL_LIST);
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#streamStartTimeoutMs = options.streamStartTimeoutMs ?? DEFAULT_STREAM_START_TIMEOUT_MS;
@@ -295,6 +300,7 @@ export class WorkerPodSource {
       task,
       abortTask: () => abort.abort(new Error('reflector stream did not close in time')),
       maxBufferedEvents: this.#maxBufferedEvents,
+      labelSelector: this.#labelSelector,
       closeGraceMs: this.#closeGraceMs,
       clock: this.#clock,
       logger: this.#logger,

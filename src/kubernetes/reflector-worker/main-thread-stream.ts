@@ -14,6 +14,7 @@ import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { safeErrorMessage } from '../client/safe-error.js';
+import { matchesLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
 import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 
 const decoder = new TextDecoder();
@@ -54,6 +55,11 @@ export interface WorkerEventStreamOptions {
   onStats?: ((stats: PodSourceStats) => void) | undefined;
   /** The worker picked the task up (its `started` message arrived). */
   onStarted?: (() => void) | undefined;
+  /**
+   * The watched label selector, parsed: a watch event upserting a pod it does not select is
+   * dropped here and counted as `out-of-scope` (see `#inScope`). Absent or empty: every pod.
+   */
+  labelSelector?: readonly SelectorRequirement[] | undefined;
 }
 
 /** The worker's stream ended or failed without the main side asking. */
@@ -77,6 +83,9 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #onStats: (stats: PodSourceStats) => void;
   readonly #onStarted: () => void;
   readonly #taskSettled: Promise<void>;
+  readonly #selector: readonly SelectorRequirement[];
+  /** Watch events dropped here for a pod the selector does not select, added to the stats. */
+  #outOfSelector = 0;
   #queue: SourceEvent<Pod>[] = [];
   #head = 0;
   /** The queued events' items: one per upsert or delete, the pod count of a replace. */
@@ -94,7 +103,21 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     this.#closeGraceMs = options.closeGraceMs;
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
-    this.#onStats = options.onStats ?? (() => {});
+    this.#selector = options.labelSelector ?? [];
+    const onStats = options.onStats ?? (() => {});
+    // The worker counts its own drops; the ones made here join them under the same reason.
+    this.#onStats = (stats) =>
+      onStats(
+        this.#outOfSelector === 0
+          ? stats
+          : {
+              ...stats,
+              droppedEvents: {
+                ...stats.droppedEvents,
+                'out-of-scope': (stats.droppedEvents['out-of-scope'] ?? 0) + this.#outOfSelector,
+              },
+            },
+      );
     this.#onStarted = options.onStarted ?? (() => {});
     this.#port.on('message', (message) => this.#receive(message));
     this.#taskSettled = options.task.then(
@@ -199,7 +222,10 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         return;
       case 'batch':
         if (message.events) {
-          for (const event of decode<ChangeEvent[]>(message.events)) this.#push(event);
+          for (const event of decode<ChangeEvent[]>(message.events)) {
+            if (event.type === 'upsert' && !this.#inScope(event.object)) continue;
+            this.#push(event);
+          }
         }
         this.#onStats(message.stats);
         break;
@@ -245,6 +271,26 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
       this.#port.postMessage({ kind: 'close' });
     }
     this.#wake?.();
+  }
+
+  /**
+   * Whether an upserted pod is one the watched selector selects. The WATCH asked the server for
+   * the selector, so a pod it does not select came from a broken server or something between (a
+   * proxy); applied, a stranger's pod would join a cell. It is dropped, counted (`out-of-scope`)
+   * and logged, at warn the first time, at debug after. Checked here rather than in the worker,
+   * whose transcoder never reads a pod's labels. A delete is never dropped: a pod relabelled out
+   * of the selector comes as a DELETED carrying its new labels, the server's way to say it left.
+   */
+  #inScope(pod: Pod): boolean {
+    if (this.#selector.length === 0 || matchesLabelSelector(this.#selector, pod.metadata.labels)) {
+      return true;
+    }
+    this.#outOfSelector += 1;
+    const entry = { key: podKey(pod) };
+    const message = 'reflector dropped a watch event for a pod the label selector does not select';
+    if (this.#outOfSelector === 1) this.#logger.warn(entry, message);
+    else this.#logger.debug(entry, message);
+    return false;
   }
 
   #push(event: SourceEvent<Pod>): void {

@@ -227,3 +227,53 @@ export function parseLabelSelector(text: string): SelectorRequirement[] {
     if (peek().kind === 'end') fail(peek(), "expected a requirement after ',', found the end");
   }
 }
+
+// ----- matching -----
+
+/** A label value as apimachinery's `Requirement.Matches` reads it for `>`/`<`: an int64, or none. */
+const INTEGER = /^[+-]?\d+$/;
+
+/**
+ * Whether `labels` satisfy every requirement, as apimachinery's `Requirement.Matches` decides:
+ * `!=` and `notin` also match a label that is absent; `>`/`<` compare as integers and never match
+ * a value that is not one. The reflector's main side uses it to drop a watch event for a pod the
+ * selector does not select, which only a broken server or a proxy sends (the WATCH asked the
+ * server for the selector).
+ */
+export function matchesLabelSelector(
+  requirements: readonly SelectorRequirement[],
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  for (const { key, operator, values } of requirements) {
+    const has = Object.hasOwn(labels, key);
+    const value = has ? labels[key]! : undefined;
+    switch (operator) {
+      case 'exists':
+        if (!has) return false;
+        break;
+      case '!':
+        if (has) return false;
+        break;
+      case '=':
+      case '==':
+      case 'in':
+        if (value === undefined || !values.includes(value)) return false;
+        break;
+      case '!=':
+      case 'notin':
+        if (value !== undefined && values.includes(value)) return false;
+        break;
+      case '>':
+      case '<': {
+        if (value === undefined || !INTEGER.test(value)) return false;
+        const left = BigInt(value);
+        // Beyond int64 apimachinery's ParseInt fails, and the requirement does not match.
+        if (left > MAX_INT64 || left < -MAX_INT64 - 1n) return false;
+        const right = BigInt(values[0] ?? '0');
+        if (operator === '>' ? !(left > right) : !(left < right)) return false;
+        break;
+      }
+    }
+  }
+  return true;
+}
