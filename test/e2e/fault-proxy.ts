@@ -37,6 +37,9 @@
  *   resourceVersion − `behind` (at least 1) with the opposite readiness (the pod's `Ready` and
  *   `ContainersReady` conditions and each container's `ready` flipped): a server whose history
  *   goes back, as in issue 36's finding 5.
+ * - `stranger-copy`: every MODIFIED frame of a JSON WATCH is followed by a copy of itself as
+ *   another pod (`-stranger` after its name and uid, same resourceVersion) with `labels` laid over
+ *   its own: a pod the client's label selector may not select, as a broken server or proxy sends.
  *
  * The two frame-rewriting faults act on JSON WATCH responses only (a protobuf stream goes through
  * unchanged, counted nowhere): frames are re-cut on their newlines, so a frame split across chunks
@@ -71,6 +74,7 @@ export type ProxyFault =
   | { readonly kind: 'refuse-watch-list' }
   | { readonly kind: 'strip-initial-events-end' }
   | { readonly kind: 'stale-copy'; readonly behind: number }
+  | { readonly kind: 'stranger-copy'; readonly labels: Readonly<Record<string, string>> }
   | {
       readonly kind: 'inflate-list';
       readonly pages: number;
@@ -125,10 +129,17 @@ interface Exchange {
 }
 
 /** The faults that rewrite a JSON WATCH frame by frame. */
-type FrameFault = Extract<ProxyFault, { kind: 'strip-initial-events-end' | 'stale-copy' }>;
+type FrameFault = Extract<
+  ProxyFault,
+  { kind: 'strip-initial-events-end' | 'stale-copy' | 'stranger-copy' }
+>;
 
 function isFrameFault(fault: ProxyFault | undefined): fault is FrameFault {
-  return fault?.kind === 'strip-initial-events-end' || fault?.kind === 'stale-copy';
+  return (
+    fault?.kind === 'strip-initial-events-end' ||
+    fault?.kind === 'stale-copy' ||
+    fault?.kind === 'stranger-copy'
+  );
 }
 
 /** The annotation on the bookmark that ends a watch-list's initial events (KEP-3157). */
@@ -139,7 +150,13 @@ const READINESS_CONDITIONS = new Set(['Ready', 'ContainersReady']);
 interface WatchFrameJson {
   type?: unknown;
   object?: {
-    metadata?: { resourceVersion?: unknown; annotations?: Record<string, unknown> };
+    metadata?: {
+      name?: unknown;
+      uid?: unknown;
+      resourceVersion?: unknown;
+      labels?: Record<string, unknown>;
+      annotations?: Record<string, unknown>;
+    };
     status?: {
       conditions?: Array<{ type?: unknown; status?: unknown }>;
       containerStatuses?: Array<{ ready?: unknown }>;
@@ -692,6 +709,19 @@ export class FaultProxy {
       if (frame.type !== 'BOOKMARK' || end !== 'true') return [line];
       this.#count(fault.kind);
       return [];
+    }
+    if (fault.kind === 'stranger-copy') {
+      const metadata = frame.object?.metadata;
+      if (frame.type !== 'MODIFIED' || !metadata) return [line];
+      const copy = structuredClone(frame);
+      const stranger = copy.object?.metadata;
+      if (stranger) {
+        stranger.name = `${String(metadata.name)}-stranger`;
+        stranger.uid = `${String(metadata.uid)}-stranger`;
+        stranger.labels = { ...metadata.labels, ...fault.labels };
+      }
+      this.#count(fault.kind);
+      return [line, Buffer.from(`${JSON.stringify(copy)}\n`)];
     }
     const version = frame.object?.metadata?.resourceVersion;
     if (frame.type !== 'MODIFIED' || typeof version !== 'string' || !/^[1-9]\d*$/.test(version)) {

@@ -9,7 +9,10 @@
  * - every MODIFIED followed by a copy at resourceVersion − 1000 with the opposite readiness: every
  *   copy is dropped as stale and counted, the cursor never goes back, and no cell ever flips (read
  *   from `/api/v1/cells` and the `cell.changed` events of `/api/v1/events`), while a real
- *   readiness change still goes through.
+ *   readiness change still goes through;
+ * - every MODIFIED followed by a copy as another pod whose labels the service's `--selector` does
+ *   not select: every copy is dropped as `out-of-scope` and counted, and the stranger joins no
+ *   cell and never reaches the store.
  *
  * The service asks for JSON (`--kube-api-content-type json`): the proxy rewrites JSON frames only.
  */
@@ -26,7 +29,7 @@ import {
   sameIdentities,
 } from './fault-support.js';
 import { EventRecorder } from './support-controller.js';
-import { type Cell, lwsPod, waitFor } from './support-service.js';
+import { type Cell, LWS, lwsPod, waitFor } from './support-service.js';
 
 /** The reflector's `DEFAULT_INITIAL_EVENTS_DEADLINE_MS`: the end bookmark's deadline. */
 const INITIAL_EVENTS_DEADLINE_MS = 10_000;
@@ -76,12 +79,14 @@ describe('the reflector against rewritten watch frames (built service, JSON, rea
   async function cluster(
     prefix: string,
     fault: ProxyFault,
+    labels: Record<string, string> = {},
   ): Promise<{ namespace: string; proxy: FaultProxy; pods: string[]; kubeconfigPath: string }> {
     const namespace = await namespaceWithRole(env, prefix);
     const pods: string[] = [];
     for (let group = 0; group < CELLS; group += 1) {
       for (const worker of [0, 1]) {
         const pod = lwsPod('engine', group, worker, 2);
+        Object.assign(pod.metadata!.labels!, labels);
         await core.createNamespacedPod({ namespace, body: pod });
         await kubelet.markRunning(namespace, pod.metadata!.name!);
         pods.push(pod.metadata!.name!);
@@ -97,11 +102,15 @@ describe('the reflector against rewritten watch frames (built service, JSON, rea
     return { namespace, proxy, pods, kubeconfigPath };
   }
 
-  async function startService(namespace: string, kubeconfigPath: string): Promise<ServiceProcess> {
+  async function startService(
+    namespace: string,
+    kubeconfigPath: string,
+    extraArgs: readonly string[] = [],
+  ): Promise<ServiceProcess> {
     const service = await ServiceProcess.start({
       kubeconfigPath,
       namespace,
-      extraArgs: ['--kube-api-content-type', 'json', '--initial-list', 'watch-list'],
+      extraArgs: ['--kube-api-content-type', 'json', '--initial-list', 'watch-list', ...extraArgs],
     });
     cleanups.push(() => service.kill());
     return service;
@@ -214,5 +223,47 @@ describe('the reflector against rewritten watch frames (built service, JSON, rea
     const served = await cells(service);
     expect(served.filter((c) => !c.alive).map((c) => c.id)).toEqual([changed.data.cell]);
     expect(recorder.of('cell.changed').filter((e) => e.data.alive === true)).toEqual([]);
+  });
+
+  it('drops every copy of a MODIFIED as a pod the label selector does not select', async () => {
+    const { namespace, proxy, pods, kubeconfigPath } = await cluster(
+      'stranger',
+      { kind: 'stranger-copy', labels: { team: 'b' } },
+      { team: 'a' },
+    );
+    const service = await startService(namespace, kubeconfigPath, [
+      '--selector',
+      `${LWS}/name,team=a`,
+    ]);
+    await waitFor('every cell alive', async () => {
+      const served = await cells(service);
+      return served.length === CELLS && served.every((c) => c.alive) ? true : undefined;
+    });
+    for (const name of pods) {
+      await core.patchNamespacedPod(
+        { namespace, name, body: { metadata: { annotations: { 'e2e/touch': '1' } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+    const reflector = await waitFor('every stranger dropped', async () => {
+      const r = await service.json<ReflectorBody>('/api/v1/reflector');
+      return (r.droppedEvents['out-of-scope'] ?? 0) >= pods.length ? r : undefined;
+    });
+    await waitFor('the store to equal the API server', async () =>
+      sameIdentities(await service.store(namespace), await apiTruth(core, namespace))
+        ? true
+        : undefined,
+    );
+    console.log(
+      `e2e watch frames: strangers: ${pods.length} writes, proxy ${JSON.stringify(proxy.counters.injected)}, ` +
+        `dropped ${JSON.stringify(reflector.droppedEvents)}`,
+    );
+    expect(proxy.counters.injected['stranger-copy']).toBeGreaterThanOrEqual(pods.length);
+    expect(reflector.droppedEvents['out-of-scope']).toBe(proxy.counters.injected['stranger-copy']);
+    expect(service.stdout).toContain(
+      'reflector dropped a watch event for a pod the label selector does not select',
+    );
+    const members = (await cells(service)).flatMap((c) => c.members.map((m) => m.name));
+    expect(members.sort()).toEqual([...pods].sort());
   });
 });
