@@ -16,12 +16,21 @@ interface Job {
   state: string;
 }
 
-/** The job in `dir/file`, or undefined when it is gone or not (yet) valid JSON. */
-async function readJob(dir: string, file: string): Promise<Job | undefined> {
+/**
+ * The job in `dir/file`; `'gone'` when the file no longer exists; `'partial'` when it is not (yet)
+ * valid JSON — a writer's half-written file, whose next change event brings the rest.
+ */
+async function readJob(dir: string, file: string): Promise<Job | 'gone' | 'partial'> {
+  let text: string;
   try {
-    return JSON.parse(await readFile(join(dir, file), 'utf8')) as Job;
+    text = await readFile(join(dir, file), 'utf8');
   } catch {
-    return undefined;
+    return 'gone';
+  }
+  try {
+    return JSON.parse(text) as Job;
+  } catch {
+    return 'partial';
   }
 }
 
@@ -37,16 +46,17 @@ function directorySource(dir: string): Source<Job> {
     for (const file of await readdir(dir)) {
       if (!file.endsWith('.json')) continue;
       const job = await readJob(dir, file);
-      if (job) objects.set(file, job);
+      if (typeof job === 'object') objects.set(file, job);
     }
     yield { type: 'replace', objects };
     // A watcher error (the directory removed) ends this stream; the loop reopens a new one.
     for await (const [, filename] of changes as AsyncIterable<[string, string | null]>) {
       if (!filename?.endsWith('.json')) continue;
       const job = await readJob(dir, filename);
-      yield job
-        ? { type: 'upsert', key: filename, object: job }
-        : { type: 'delete', key: filename };
+      if (job === 'partial') continue;
+      yield job === 'gone'
+        ? { type: 'delete', key: filename }
+        : { type: 'upsert', key: filename, object: job };
     }
   };
 }
