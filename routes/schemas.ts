@@ -154,6 +154,18 @@ export const notRoutableReasonSchema = named(
   'NotRoutableReason',
 );
 
+/** One alive/not-alive change of a cell (`CellStateChange`), tied to the type by the `Cell` test. */
+export const cellStateChangeSchema = named(
+  z.object({
+    at: z.string().describe('RFC 3339: when the cell entered the state.'),
+    alive: z.boolean().describe('The state it entered.'),
+    reasons: z
+      .array(z.enum(notAliveReasonSchema.shape.reason.options))
+      .describe('The `whyNotAlive` codes it entered with; empty when it became alive.'),
+  }),
+  'CellStateChange',
+);
+
 /**
  * A published cell (`Cell` in the OpenAPI document). The cell bodies bypass the serializer, so
  * test/service/cell-bodies.test.ts ties this schema to the `Cell` type and parses the cached bodies
@@ -196,7 +208,14 @@ export const cellSchema = named(
     members: z.array(cellMemberSchema).describe('The pods of the cell, by worker index.'),
     lastTransitionTime: z
       .string()
-      .describe('RFC 3339: when the cell appeared or last changed aliveness.'),
+      .describe(
+        'RFC 3339: when the cell appeared or last changed aliveness, i.e. since when it has been in its state. A change of reasons, address or generation does not reset it.',
+      ),
+    transitions: z
+      .array(cellStateChangeSchema)
+      .describe(
+        'The last few (at most 5) alive/not-alive changes, newest first; the appearance counts as one, and the first entry is at `lastTransitionTime`.',
+      ),
   }),
   'Cell',
 );

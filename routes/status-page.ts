@@ -49,14 +49,16 @@ export function statusPageData(
   wallClock: () => Date = () => new Date(),
 ): StatusPageData {
   const reflector = plane.reflector();
+  const nowMs = Date.parse(plane.wallTime(plane.now()));
   return {
     source: plane.sourceKind,
     build: plane.buildInfo,
     renderedAt: wallClock().toISOString(),
     eventsFrom: plane.eventReplayCursor(STATUS_PAGE_LOGGED_TYPES, EVENT_LOG_LENGTH),
-    // The service's wall clock, which stamped `capacitySince`, says how long each state held.
-    pools: plane.cells.pools().map((p) => poolView(p, Date.parse(plane.wallTime(plane.now())))),
-    cells: plane.cells.list().map(cellView),
+    // The service's wall clock, which stamped `capacitySince` and the cells'
+    // `lastTransitionTime`, says how long each state held.
+    pools: plane.cells.pools().map((p) => poolView(p, nowMs)),
+    cells: plane.cells.list().map((c) => cellView(c, nowMs)),
     queue: queueView(plane),
     reflector: {
       phase: reflector.phase,

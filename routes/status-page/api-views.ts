@@ -22,7 +22,7 @@ import type {
  * The fields of one cell of `GET /api/v1/cells` the page reads: a Cells row's fields, with the
  * members (which the row only counts) in place of the counts.
  */
-export type ApiCell = Omit<StatusCell, 'podsReady' | 'pods'> & {
+export type ApiCell = Omit<StatusCell, 'podsReady' | 'pods' | 'inStateForMs'> & {
   members: Array<{ ready: boolean }>;
 };
 
@@ -53,8 +53,17 @@ export type ApiCoordinator = Pick<StatusCoordinator, ReplicaFields> & {
   state: Omit<StatusCoordinator, ReplicaFields>;
 };
 
-/** A cell as the Cells table shows it: members counted, not listed. */
-export function cellView(c: ApiCell): StatusCell {
+/** `nowMs - Date.parse(since)`, never negative; `null` without a clock or a parseable time. */
+function heldForMs(since: string, nowMs: number | undefined): number | null {
+  const at = Date.parse(since);
+  return nowMs === undefined || Number.isNaN(at) ? null : Math.max(0, nowMs - at);
+}
+
+/**
+ * A cell as the Cells table shows it: members counted, not listed; `nowMs` (epoch ms, when the
+ * drawer knows it) turns `lastTransitionTime` into how long the cell has been in its state.
+ */
+export function cellView(c: ApiCell, nowMs?: number): StatusCell {
   return {
     key: c.key,
     namespace: c.namespace,
@@ -68,6 +77,9 @@ export function cellView(c: ApiCell): StatusCell {
     address: c.address,
     podsReady: c.members.filter((m) => m.ready).length,
     pods: c.members.length,
+    lastTransitionTime: c.lastTransitionTime,
+    transitions: c.transitions.map((t) => ({ at: t.at, alive: t.alive, reasons: [...t.reasons] })),
+    inStateForMs: heldForMs(c.lastTransitionTime, nowMs),
   };
 }
 
@@ -76,7 +88,6 @@ export function cellView(c: ApiCell): StatusCell {
  * `capacitySince` into how long the capacity state has held.
  */
 export function poolView(p: StatusPool, nowMs?: number): StatusPool {
-  const since = Date.parse(p.capacitySince);
   return {
     namespace: p.namespace,
     name: p.name,
@@ -88,7 +99,7 @@ export function poolView(p: StatusPool, nowMs?: number): StatusPool {
     capacity: p.capacity,
     capacitySince: p.capacitySince,
     capacityReason: p.capacityReason,
-    capacityForMs: nowMs === undefined || Number.isNaN(since) ? null : Math.max(0, nowMs - since),
+    capacityForMs: heldForMs(p.capacitySince, nowMs),
   };
 }
 

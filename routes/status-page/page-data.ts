@@ -29,6 +29,19 @@ export interface StatusCell {
   address: string | null;
   podsReady: number;
   pods: number;
+  /** RFC 3339: since when the cell has been alive or not alive (the API's `lastTransitionTime`). */
+  lastTransitionTime: string;
+  /** The last few alive/not-alive changes, newest first, as the API lists them. */
+  transitions: StatusCellChange[];
+  /** How long the cell had been in its state when the page was drawn; `null`: no clock. */
+  inStateForMs?: number | null;
+}
+
+/** One alive/not-alive change of a cell, as the Cells table lists it. */
+export interface StatusCellChange {
+  at: string;
+  alive: boolean;
+  reasons: string[];
 }
 
 /** One row of the Pools table, as both renderers draw it. */

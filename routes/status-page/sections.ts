@@ -7,6 +7,7 @@
 import { escapeHtml, h, span } from './markup.js';
 import type {
   StatusCell,
+  StatusCellChange,
   StatusCoordinator,
   StatusLeader,
   StatusPool,
@@ -26,6 +27,20 @@ export function formatMs(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const minutes = Math.floor(ms / 60_000);
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/**
+ * `192_000` → `3m 12s`: how long a cell has been in its state, which may be days, in its two
+ * largest units.
+ */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const hours = Math.floor(m / 60);
+  if (hours < 24) return `${hours}h ${m % 60}m`;
+  return `${Math.floor(hours / 24)}d ${hours % 24}h`;
 }
 
 const text = escapeHtml;
@@ -215,6 +230,39 @@ function sinkRow(t: StatusSink): string {
   );
 }
 
+/** One change as a line of the In state for tooltip: `<time> alive`, or `not alive (codes)`. */
+function changeLine(change: StatusCellChange): string {
+  const state = change.alive
+    ? 'alive'
+    : `not alive${change.reasons.length ? ` (${change.reasons.join(', ')})` : ''}`;
+  return `${change.at} ${state}`;
+}
+
+/**
+ * The In state for cell: how long (or, without a clock, since when), the state's start in the
+ * tooltip, and the earlier changes as a compact line of marks (newest first, ▲ alive, ▼ not alive)
+ * whose tooltip lists them with their times and reasons.
+ */
+function inStateHtml(c: StatusCell): string {
+  const held =
+    c.inStateForMs === null || c.inStateForMs === undefined
+      ? text(`since ${c.lastTransitionTime}`)
+      : text(formatAge(c.inStateForMs));
+  const changes =
+    c.transitions.length === 0
+      ? ''
+      : h(
+          'div',
+          {
+            class: 'muted changes',
+            title: c.transitions.map(changeLine).join('\n'),
+            'data-changes': c.transitions.length,
+          },
+          text(c.transitions.map((t) => (t.alive ? '\u25b2' : '\u25bc')).join('')),
+        );
+  return h('td', { class: 'since', title: `since ${c.lastTransitionTime}` }, held, changes);
+}
+
 /** One row of the Cells table. */
 function cellRow(c: StatusCell): string {
   const reasons = [...c.whyNotAlive, ...c.whyNotRoutable];
@@ -252,6 +300,7 @@ function cellRow(c: StatusCell): string {
         unroutable ? 'alive, not routable' : c.alive ? 'alive' : 'not alive',
       ),
     ),
+    inStateHtml(c),
     h('td', { class: 'why' }, why),
     h('td', { class: 'gen' }, text(c.generation)),
     h('td', { class: 'addr' }, c.address === null ? muted('none yet') : text(c.address)),
@@ -290,6 +339,7 @@ export const CELLS_TABLE: TableShape = {
     'Cell',
     'Pool',
     'State',
+    'In state for',
     'Why not alive or not routable',
     'Generation',
     'Address',

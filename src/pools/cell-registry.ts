@@ -8,12 +8,21 @@
  * cached response bodies do).
  */
 import type { ParentKey } from '../runtime/source-event.js';
+import { type CellStateChange, withChange } from './cell-history.js';
 import type { CellState, NotAliveReason, NotRoutableReason } from './cell-state.js';
 
 /** A published cell: its derived state plus when its alive state last flipped (or it appeared). */
 export interface Cell extends CellState {
-  /** Wall-clock ISO time of the last appear/alive/not-alive transition. */
+  /**
+   * Wall-clock ISO time of the last appear/alive/not-alive transition: since when the cell has
+   * been in its alive state. Only an alive flip resets it, not a change of reasons or address.
+   */
   lastTransitionTime: string;
+  /**
+   * The last `CELL_TRANSITIONS_KEPT` (src/pools/cell-history.ts) alive/not-alive changes, newest first; the first entry's `at`
+   * is `lastTransitionTime`. The appearance counts as a change, so a new cell has one entry.
+   */
+  transitions: CellStateChange[];
 }
 
 /** What changed for one cell in one publish; the reconcile logs one line per item. */
@@ -155,6 +164,7 @@ export class CellRegistry {
       const cell: Cell = {
         ...this.#withClaims(other, entry.state),
         lastTransitionTime: entry.cell.lastTransitionTime,
+        transitions: entry.cell.transitions,
       };
       const fingerprint = JSON.stringify(cell);
       if (fingerprint === entry.fingerprint) continue;
@@ -184,7 +194,14 @@ export class CellRegistry {
     const lastTransitionTime = flipped
       ? new Date(this.#wallClock()).toISOString()
       : previous.cell.lastTransitionTime;
-    const cell: Cell = { ...this.#withClaims(key, state), lastTransitionTime };
+    const history = flipped
+      ? withChange(previous?.cell.transitions ?? [], state, lastTransitionTime)
+      : previous.cell.transitions;
+    const cell: Cell = {
+      ...this.#withClaims(key, state),
+      lastTransitionTime,
+      transitions: history,
+    };
     const fingerprint = JSON.stringify(cell);
     if (previous && previous.fingerprint === fingerprint) return [];
 

@@ -149,6 +149,7 @@ export function placeholderCell(
     bootstrapPort: null,
     members: [],
     lastTransitionTime: since,
+    transitions: [{ at: since, alive: false, reasons: ['NoPods'] }],
   };
 }
 

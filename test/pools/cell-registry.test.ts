@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CELL_TRANSITIONS_KEPT } from '../../src/pools/cell-history.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { cellState as state } from '../support/cell-states.js';
 
@@ -56,6 +57,81 @@ describe('CellRegistry transitions', () => {
     expect(reg.get('ns/engine-00000')).toBeUndefined();
     expect(reg.keysForId('engine-00000')).toEqual([]);
     expect(reg.publish('ns/engine-00000', undefined)).toEqual([]);
+  });
+});
+
+describe('CellRegistry time in state', () => {
+  const key = 'ns/engine-00000';
+
+  it('keeps the state start when only the address or generation changes', () => {
+    const { reg, tick } = registry();
+    reg.publish(key, state(0, { ready: false }));
+    tick(3_000);
+    expect(reg.publish(key, state(0, { ready: false, podIP: '10.9.9.9' }))).toMatchObject([
+      { type: 'address-changed' },
+    ]);
+    tick(3_000);
+    reg.publish(key, state(0, { ready: false, podIP: '10.9.9.9', uid: 'new-uid' }));
+    const cell = reg.get(key)!;
+    expect(cell.lastTransitionTime).toBe('2025-06-01T00:00:00.000Z');
+    expect(cell.transitions).toEqual([
+      { at: '2025-06-01T00:00:00.000Z', alive: false, reasons: ['PodsNotReady'] },
+    ]);
+  });
+
+  it('restarts the state on each alive change and records it, newest first', () => {
+    const { reg, tick } = registry();
+    reg.publish(key, state(0));
+    tick(60_000);
+    reg.publish(key, state(0, { ready: false }));
+    tick(12_000);
+    reg.publish(key, state(0));
+    const cell = reg.get(key)!;
+    expect(cell.lastTransitionTime).toBe('2025-06-01T00:01:12.000Z');
+    expect(cell.transitions).toEqual([
+      { at: '2025-06-01T00:01:12.000Z', alive: true, reasons: [] },
+      { at: '2025-06-01T00:01:00.000Z', alive: false, reasons: ['PodsNotReady'] },
+      { at: '2025-06-01T00:00:00.000Z', alive: true, reasons: [] },
+    ]);
+  });
+
+  it(`keeps only the last ${CELL_TRANSITIONS_KEPT} changes of a flapping cell`, () => {
+    const { reg, tick } = registry();
+    const flips = CELL_TRANSITIONS_KEPT * 3;
+    for (let i = 0; i < flips; i += 1) {
+      reg.publish(key, state(0, { ready: i % 2 === 0 }));
+      tick(1_000);
+    }
+    const { transitions, lastTransitionTime } = reg.get(key)!;
+    expect(transitions).toHaveLength(CELL_TRANSITIONS_KEPT);
+    expect(transitions[0]!.at).toBe(lastTransitionTime);
+    const newest = Date.parse('2025-06-01T00:00:00Z') + (flips - 1) * 1_000;
+    expect(transitions.map((t) => Date.parse(t.at))).toEqual(
+      Array.from({ length: CELL_TRANSITIONS_KEPT }, (_, i) => newest - i * 1_000),
+    );
+  });
+
+  it('starts over when a gone cell comes back', () => {
+    const { reg, tick } = registry();
+    reg.publish(key, state(0));
+    reg.publish(key, state(0, { ready: false }));
+    reg.publish(key, undefined);
+    tick(5_000);
+    reg.publish(key, state(0));
+    expect(reg.get(key)!.transitions).toEqual([
+      { at: '2025-06-01T00:00:05.000Z', alive: true, reasons: [] },
+    ]);
+  });
+
+  it("keeps a cell's history when another cell's address makes it unroutable", () => {
+    const { reg, tick } = registry();
+    reg.publish(key, state(0, { podIP: '10.0.0.9' }));
+    tick(5_000);
+    reg.publish('ns/engine-00001', state(1, { podIP: '10.0.0.9' }));
+    const cell = reg.get(key)!;
+    expect(cell.routable).toBe(false);
+    expect(cell.lastTransitionTime).toBe('2025-06-01T00:00:00.000Z');
+    expect(cell.transitions).toHaveLength(1);
   });
 });
 

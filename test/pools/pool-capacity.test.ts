@@ -11,7 +11,13 @@ import { cellState } from '../support/cell-states.js';
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 function cell(index: number, alive = true): Cell {
-  return { ...cellState(index, { ready: alive }), lastTransitionTime: new Date(T0).toISOString() };
+  const at = new Date(T0).toISOString();
+  const state = cellState(index, { ready: alive });
+  return {
+    ...state,
+    lastTransitionTime: at,
+    transitions: [{ at, alive, reasons: state.whyNotAlive.map((r) => r.reason) }],
+  };
 }
 
 function tracker(api: WorkloadApiStatus = { state: 'available', message: 'watching' }): {

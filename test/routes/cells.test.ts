@@ -39,7 +39,11 @@ describe('GET /api/v1/cells', () => {
       address: '10.0.0.1:30000',
       leader: 'engine-0',
       lastTransitionTime: '2025-06-01T12:00:00.000Z',
+      transitions: [{ at: '2025-06-01T12:00:00.000Z', alive: true, reasons: [] }],
     });
+    expect(body.cells[1].transitions).toEqual([
+      { at: '2025-06-01T12:00:00.000Z', alive: false, reasons: ['PodsNotReady'] },
+    ]);
     expect(body.cells[1].whyNotAlive).toEqual([
       { reason: 'PodsNotReady', message: 'engine-1-1 is not ready', pods: ['engine-1-1'] },
     ]);

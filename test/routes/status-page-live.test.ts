@@ -202,7 +202,9 @@ describe('the status page in the browser', () => {
     const h = await harness({ pods: world() });
     const get = async (path: string) => (await h.app.inject({ url: path })).json();
     const server = statusPageData(h.service);
-    expect((await get('/api/v1/cells')).cells.map(cellView)).toEqual(server.cells);
+    expect(
+      (await get('/api/v1/cells')).cells.map((c: ApiCell) => cellView(c, WALL_CLOCK_MS)),
+    ).toEqual(server.cells);
     expect(
       (await get('/api/v1/pools')).pools.map((p: StatusPool) => poolView(p, WALL_CLOCK_MS)),
     ).toEqual(server.pools);

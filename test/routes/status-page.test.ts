@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadStatusPageAssets, statusPageCsp } from '../../routes/status-page/assets.js';
 import { renderStatusPage } from '../../routes/status-page/document.js';
 import { escapeHtml } from '../../routes/status-page/markup.js';
-import type { StatusPageData } from '../../routes/status-page/page-data.js';
+import type { StatusCell, StatusPageData } from '../../routes/status-page/page-data.js';
+import { formatAge } from '../../routes/status-page/sections.js';
 import { SOURCE_HEADER } from '../../src/http/app.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
@@ -101,6 +102,11 @@ describe('GET /', () => {
     expect(notAlive).toContain('PodsNotReady');
     expect(notAlive).toContain('engine-1-1 is not ready');
     expect(notAlive).toContain('1 / 2');
+    // In state for: the service's wall clock stamped both cells at the moment of the render.
+    expect(notAlive).toContain(
+      '<td class="since" title="since 2025-06-01T12:00:00.000Z">0s<div class="muted changes" title="2025-06-01T12:00:00.000Z not alive (PodsNotReady)" data-changes="1">\u25bc</div></td>',
+    );
+    expect(alive).toContain('title="2025-06-01T12:00:00.000Z alive" data-changes="1">\u25b2<');
 
     expect(body).toMatch(
       /<tr data-pool="ns\/engine"[^>]*>.*?1 \/ 2 alive.*?Unknown.*?for 0 ms.*?<\/tr>/s,
@@ -302,6 +308,46 @@ describe('renderStatusPage', () => {
     expect(renderStatusPage({ ...data, sinks: [] }, assets)).toContain('No sink configured.');
   });
 
+  it('shows how long each cell has been in its state and its last changes, newest first', () => {
+    const cell = (key: string, inStateForMs: number | null): StatusCell => ({
+      key,
+      namespace: 'ns',
+      id: key.slice(3),
+      pool: 'engine',
+      alive: true,
+      whyNotAlive: [],
+      routable: true,
+      whyNotRoutable: [],
+      generation: '0123456789abcdef',
+      address: '10.0.0.1:30000',
+      podsReady: 2,
+      pods: 2,
+      lastTransitionTime: '2025-06-01T11:56:48.000Z',
+      transitions: [
+        { at: '2025-06-01T11:56:48.000Z', alive: true, reasons: [] },
+        {
+          at: '2025-06-01T11:50:00.000Z',
+          alive: false,
+          reasons: ['PodsNotReady', 'IndicesMissing'],
+        },
+        { at: '2025-06-01T11:00:00.000Z', alive: true, reasons: [] },
+      ],
+      inStateForMs,
+    });
+    const html = renderStatusPage(
+      { ...data, cells: [cell('ns/engine-00000', 192_000), cell('ns/engine-00001', null)] },
+      assets,
+    );
+    expect(html).toContain('<th>In state for</th>');
+    const timed = cellRow(html, 'ns/engine-00000');
+    expect(timed).toContain('>3m 12s<');
+    expect(timed).toContain(
+      'title="2025-06-01T11:56:48.000Z alive\n2025-06-01T11:50:00.000Z not alive (PodsNotReady, IndicesMissing)\n2025-06-01T11:00:00.000Z alive" data-changes="3">\u25b2\u25bc\u25b2<',
+    );
+    // Without a clock (a drawer that does not know the time), the state's start instead.
+    expect(cellRow(html, 'ns/engine-00001')).toContain('>since 2025-06-01T11:56:48.000Z<');
+  });
+
   it('names the event id the script opens the stream from, and inlines the built script', () => {
     const html = renderStatusPage(data, assets);
     expect(html).toContain('data-events-from="feedbeef-41"');
@@ -326,6 +372,17 @@ describe('renderStatusPage', () => {
     expect(html).toContain('running #8');
     expect(html).toContain('#7 failure, 3.2 s ago');
     expect(html).toContain('deploy: router &lt;down&gt;');
+  });
+});
+
+describe('formatAge', () => {
+  it('says a time in state in its two largest units, from seconds to days', () => {
+    expect(formatAge(0)).toBe('0s');
+    expect(formatAge(59_999)).toBe('59s');
+    expect(formatAge(192_000)).toBe('3m 12s');
+    expect(formatAge((2 * 3600 + 5 * 60 + 9) * 1000)).toBe('2h 5m');
+    expect(formatAge((3 * 86_400 + 4 * 3600) * 1000)).toBe('3d 4h');
+    expect(formatAge(-5)).toBe('0s');
   });
 });
 

@@ -24,7 +24,11 @@ function events(acting = true) {
   return { instance, recorded, setActing: (value: boolean) => (isActing = value) };
 }
 
-const cell = (ready: boolean): Cell => ({ ...cellState(0, { ready }), lastTransitionTime: 'now' });
+const cell = (ready: boolean): Cell => ({
+  ...cellState(0, { ready }),
+  lastTransitionTime: 'now',
+  transitions: [],
+});
 const target = (lastError: string | null): SinkTargetStatus => ({
   kind: 'sglang-router',
   target: 'http://router:30000',

@@ -242,7 +242,7 @@ export class LivePage {
     const now = this.#env.wallNow?.();
     const pools = api.pools.map((p) => poolView(p, now));
     this.#tbody('sinks').innerHTML = sinkRowsHtml(api.sinks.map(sinkView));
-    this.#tbody('cells').innerHTML = cellRowsHtml(api.cells.map(cellView));
+    this.#tbody('cells').innerHTML = cellRowsHtml(api.cells.map((c) => cellView(c, now)));
     this.#tbody('pools').innerHTML = poolRowsHtml(pools);
     this.#byId('pools-summary').textContent = poolsSummary(pools);
     this.#byId('queue-body').innerHTML = queueHtml(queueView(api.queue));
