@@ -282,6 +282,12 @@ describe.skipIf(chromiumMissing)('status page in Chromium', () => {
       expect(pool.text).toMatch(/\d+ \/ \d+ alive/);
       expect(pool.text).toMatch(/Unknown(for|since) /);
     }
+    // Each cell says how long it has been in its state, with its last changes as marks.
+    const since = await page.$$eval('#cells tbody tr[data-cell] td.since', (cells) =>
+      cells.map((c) => c.textContent ?? ''),
+    );
+    expect(since.length).toBeGreaterThan(0);
+    for (const text of since) expect(text).toMatch(/^(\d+[smhd] ?)+[\u25b2\u25bc]{1,5}$/);
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: NARROW_SCREENSHOT, fullPage: true });
     await page.context().close();
