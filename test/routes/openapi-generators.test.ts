@@ -1,61 +1,16 @@
-import { readFile } from 'node:fs/promises';
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { ERROR_RESPONSE_DESCRIPTIONS } from '../../src/http/openapi-transform.js';
 import { lwsPod } from '../support/lws-pod.js';
+import {
+  openApiDocument as doc,
+  openApiOperations as operations,
+  rewriteRefs,
+  strictAjv,
+} from '../support/openapi-document.js';
 import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);
-
-// ajv-formats is CommonJS with its function as `default`.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
-
-interface Response {
-  description?: string;
-  content?: Record<string, { schema?: unknown }>;
-}
-interface Operation {
-  operationId?: string;
-  responses: Record<string, Response>;
-}
-interface Document {
-  paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, unknown> };
-}
-
-const doc = parse(
-  await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'),
-) as Document;
-
-const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
-  Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
-);
-
-/** The document's schemas with `#/components/schemas/X` pointing into one Ajv schema, `api`. */
-function rewriteRefs(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(rewriteRefs);
-  if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([key, child]) => [
-      key,
-      key === '$ref' && typeof child === 'string'
-        ? child.replace('#/components/schemas/', 'api#/$defs/')
-        : rewriteRefs(child),
-    ]),
-  );
-}
-
-/** Ajv as a strict generator or validator runs it: strict mode, formats checked. */
-function strictAjv(): Ajv {
-  const ajv = new Ajv({ strict: true, allErrors: true });
-  addFormats(ajv);
-  // OpenAPI's own annotation keyword beside JSON Schema's.
-  ajv.addKeyword({ keyword: 'example' });
-  ajv.addSchema({ $id: 'api', $defs: rewriteRefs(doc.components.schemas) });
-  return ajv;
-}
 
 describe('openapi.yaml for client generators', () => {
   it('names every operation with a unique operationId', () => {
