@@ -18,12 +18,13 @@
  * `/healthz` p99 ≤ 50 ms (probe listener, what the kubelet uses), heap after the churn within
  * 1 MiB of before it. `--strict` exits 1 on a missed target.
  */
-import { fork, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { get, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { FakeListServer } from './fake-list-server.js';
-import { freePort, httpStatus, ServiceQuestions, scrapeMetric, waitFor } from './service-probe.js';
+import { startHostileBenchService } from './hostile-service.js';
+import { scrapeMetric, waitFor } from './service-probe.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 60);
 const STREAM_CLIENTS = Number(process.env.BENCH_STREAM_CLIENTS ?? 1_000);
@@ -47,43 +48,16 @@ const strict = process.argv.includes('--strict');
 const MIB = 1024 * 1024;
 
 const fake = await FakeListServer.start({ pods: PODS });
-const kubeconfig = fake.writeKubeconfig();
-const [apiPort, probePort] = [await freePort(), await freePort()];
-const base = `http://127.0.0.1:${apiPort}`;
-const probeBase = `http://127.0.0.1:${probePort}`;
-const service = fork(
-  fileURLToPath(new URL('./service-with-gc.js', import.meta.url)),
-  [
-    '--source=kubernetes',
-    `--kubeconfig=${kubeconfig}`,
-    '--kube-api-content-type=json',
-    '--namespace=inference',
-    '--leader-elect=false',
-    `--listen=127.0.0.1:${apiPort}`,
-    `--health-probe-listen=127.0.0.1:${probePort}`,
-    // The most the flag allows: as many streams as the service can hold, each bounded.
-    '--max-event-streams=512',
-    '--log-level=warn',
-    '--log-format=json',
-  ],
-  {
-    execArgv: [
-      '--expose-gc',
-      ...(process.env.BENCH_CPU_PROF
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-        : []),
-    ],
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  },
-);
-const exited = new Promise<number | null>((resolve) =>
-  service.once('exit', (code) => resolve(code)),
-);
-const questions = new ServiceQuestions(service);
-await waitFor(
-  'the service to be ready',
-  async () => (await httpStatus(`${probeBase}/readyz`)) === 200,
-);
+const {
+  process: service,
+  base,
+  probeBase,
+  exited,
+  questions,
+} = await startHostileBenchService(fake, [
+  // The most the flag allows: as many streams as the service can hold, each bounded.
+  '--max-event-streams=512',
+]);
 const heapBefore = await questions.ask('gc');
 console.log(
   `world: ${PODS} pods (${PODS / 4} cells) churning 40 pod updates/s with ${ANNOTATION_BYTES / 1024} KB annotations and size ${SIZE_ATTACK} on every fourth step; ${STREAM_CLIENTS} event-stream clients (half not reading); ${DURATION_S} s`,

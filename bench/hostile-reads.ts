@@ -15,11 +15,12 @@
  * status (`BENCH_CPU_PROF=DIR` writes the service's CPU profile there). Targets: `/healthz` p99 ≤ 50 ms on the probe listener, no failed probe, peak RSS within
  * the chart's 512 Mi memory limit. `--strict` exits 1 on a missed target.
  */
-import { fork, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { FakeListServer } from './fake-list-server.js';
-import { freePort, httpStatus, ServiceQuestions, waitFor } from './service-probe.js';
+import { startHostileBenchService } from './hostile-service.js';
+import { waitFor } from './service-probe.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 30);
 /** Probed first without the looping clients, as a control: the world's own cost on this machine. */
@@ -40,42 +41,13 @@ const strict = process.argv.includes('--strict');
 const MIB = 1024 * 1024;
 
 const fake = await FakeListServer.start({ pods: PODS });
-const kubeconfig = fake.writeKubeconfig();
-const [apiPort, probePort] = [await freePort(), await freePort()];
-const base = `http://127.0.0.1:${apiPort}`;
-const probeBase = `http://127.0.0.1:${probePort}`;
-const service = fork(
-  fileURLToPath(new URL('./service-with-gc.js', import.meta.url)),
-  [
-    '--source=kubernetes',
-    `--kubeconfig=${kubeconfig}`,
-    '--kube-api-content-type=json',
-    '--namespace=inference',
-    `--pool-label=${POOL_LABEL}`,
-    '--leader-elect=false',
-    `--listen=127.0.0.1:${apiPort}`,
-    `--health-probe-listen=127.0.0.1:${probePort}`,
-    '--log-level=warn',
-    '--log-format=json',
-  ],
-  {
-    execArgv: [
-      '--expose-gc',
-      ...(process.env.BENCH_CPU_PROF
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
-        : []),
-    ],
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  },
-);
-const exited = new Promise<number | null>((resolve) =>
-  service.once('exit', (code) => resolve(code)),
-);
-const questions = new ServiceQuestions(service);
-await waitFor(
-  'the service to be ready',
-  async () => (await httpStatus(`${probeBase}/readyz`)) === 200,
-);
+const {
+  process: service,
+  base,
+  probeBase,
+  exited,
+  questions,
+} = await startHostileBenchService(fake, [`--pool-label=${POOL_LABEL}`]);
 await waitFor(`${POOLS} pools`, async () => {
   const body = (await (await fetch(`${base}/api/v1/pools`)).json()) as { pools?: unknown[] };
   return (body.pools?.length ?? 0) >= POOLS;

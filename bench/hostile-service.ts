@@ -1,0 +1,65 @@
+/**
+ * The built service as both `bench:api --hostile` cases start it: its own process
+ * (`service-with-gc.js`, `--expose-gc`, `BENCH_CPU_PROF=DIR` for a CPU profile), watching a
+ * `FakeListServer` over JSON in the namespace `inference`, without leader election, with its API
+ * and its probes on two loopback ports, logging warnings only. Resolves once `/readyz` answers 200.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { FakeListServer } from './fake-list-server.js';
+import { freePort, httpStatus, ServiceQuestions, waitFor } from './service-probe.js';
+
+/** A started service: its process, where it answers, and how to ask it for its own measures. */
+export interface HostileBenchService {
+  process: ChildProcess;
+  /** The API listener, e.g. `http://127.0.0.1:40123`. */
+  base: string;
+  /** The probe listener (`--health-probe-listen`). */
+  probeBase: string;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>;
+  questions: ServiceQuestions;
+}
+
+/** Starts the service against `fake` with the case's own flags after the shared ones. */
+export async function startHostileBenchService(
+  fake: FakeListServer,
+  caseFlags: readonly string[],
+): Promise<HostileBenchService> {
+  const [apiPort, probePort] = [await freePort(), await freePort()];
+  const base = `http://127.0.0.1:${apiPort}`;
+  const probeBase = `http://127.0.0.1:${probePort}`;
+  const child = fork(
+    fileURLToPath(new URL('./service-with-gc.js', import.meta.url)),
+    [
+      '--source=kubernetes',
+      `--kubeconfig=${fake.writeKubeconfig()}`,
+      '--kube-api-content-type=json',
+      '--namespace=inference',
+      '--leader-elect=false',
+      `--listen=127.0.0.1:${apiPort}`,
+      `--health-probe-listen=127.0.0.1:${probePort}`,
+      '--log-level=warn',
+      '--log-format=json',
+      ...caseFlags,
+    ],
+    {
+      execArgv: [
+        '--expose-gc',
+        ...(process.env.BENCH_CPU_PROF
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+          : []),
+      ],
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    },
+  );
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+  const questions = new ServiceQuestions(child);
+  await waitFor(
+    'the service to be ready',
+    async () => (await httpStatus(`${probeBase}/readyz`)) === 200,
+  );
+  return { process: child, base, probeBase, exited, questions };
+}
