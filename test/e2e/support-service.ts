@@ -86,6 +86,8 @@ export interface Cell {
   whyNotAlive: Array<{ reason: string; pods?: string[]; indices?: number[] }>;
   members: Array<{ name: string; restarts: number; deleting: boolean }>;
   lastTransitionTime?: string;
+  /** The cell's last alive/not-alive changes, newest first, at this replica's clock. */
+  transitions?: Array<{ at: string; alive: boolean; reasons: string[] }>;
 }
 
 /** Polls `probe` until it returns a value (not undefined); throws naming `what` and the last error. */
