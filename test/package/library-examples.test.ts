@@ -5,7 +5,7 @@
  * `syncTimeoutMs`, saying why (issue 39); the watching one follows a directory and exits by itself
  * when its `await using` block ends.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type RunningChild, startNodeChild } from '../support/running-child.js';
 import { finishes, until } from '../support/until.js';
 
 const POLLING = fileURLToPath(new URL('../../dist/examples/polling-source.js', import.meta.url));
@@ -32,26 +33,10 @@ afterEach(async () => {
   }
 });
 
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-function runExample(example: string, argument: string): Run {
-  const child = spawn(process.execPath, [example, argument], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+function runExample(example: string, argument: string): RunningChild {
+  const running = startNodeChild([example, argument]);
+  children.push(running.child);
+  return running;
 }
 
 async function listen(server: Server): Promise<string> {

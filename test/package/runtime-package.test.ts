@@ -7,7 +7,7 @@
  * `syncTimeoutMs`), type-check under strict settings, and offer the pod source (`./pods`) once
  * its two optional peers are added.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningChild, startNodeChild } from '../support/running-child.js';
 import { finishes, until } from '../support/until.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,19 +78,10 @@ afterEach(async () => {
   }
 });
 
-function start(cwd: string, args: string[]) {
-  const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+function start(cwd: string, args: string[]): RunningChild {
+  const running = startNodeChild(args, cwd);
+  children.push(running.child);
+  return running;
 }
 
 async function listen(server: Server): Promise<number> {
