@@ -48,48 +48,14 @@ export {
   PipelineError,
 } from './coordination/pipeline.js';
 export {
-  type ApiConnection,
-  type ClusterOptions,
-  checkClusterConfig,
-  KubeConfigError,
-  type KubeconfigContext,
-} from './kubernetes/client/connection.js';
-export type { BackoffOptions as ReflectorBackoffOptions } from './kubernetes/reflector/backoff.js';
-export {
-  WorkerPodSource,
-  type WorkerPodSourceOptions,
-} from './kubernetes/reflector-worker/main-thread-source.js';
-export {
   connectLeaseLock,
   KubernetesLeaseLock,
   type KubernetesLeaseLockOptions,
   LeaseApiError,
   MalformedLeaseError,
 } from './kubernetes/resources/lease-lock.js';
-// The Kubernetes pod source, for pointing a loop at a cluster. None of these import
-// @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts does, lazily).
-export {
-  type Container,
-  type ContainerPort,
-  type ContainerState,
-  type ContainerStatus,
-  MalformedPodError,
-  type OwnerReference,
-  type Pod,
-  type PodCondition,
-  type PodMetadata,
-  type PodSpec,
-  type PodStatus,
-  parsePod,
-  podKey,
-} from './model/pod.js';
-export type {
-  DropReason,
-  InitialListMode,
-  ListProgress,
-  PodSourceStats,
-  ReflectorPhase,
-  RelistReason,
-} from './model/pod-source-stats.js';
-// The controller runtime (RUNTIME.md): the same list as the `./runtime` entry, kept in one place.
-export * from './runtime/index.js';
+// The controller runtime (RUNTIME.md) and the Kubernetes pod source, for pointing a loop at a
+// cluster: the `./pods` entry's list, kept in one place (it re-exports the `./runtime` entry). None
+// of these import @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts
+// does, lazily).
+export * from './kubernetes/pods.js';
