@@ -47,6 +47,11 @@ export {
   type Pipeline,
   PipelineError,
 } from './coordination/pipeline.js';
+// The controller runtime (RUNTIME.md) and the Kubernetes pod source, for pointing a loop at a
+// cluster: the `./pods` entry's list, kept in one place (it re-exports the `./runtime` entry). None
+// of these import @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts
+// does, lazily).
+export * from './kubernetes/pods.js';
 export {
   connectLeaseLock,
   KubernetesLeaseLock,
@@ -54,8 +59,3 @@ export {
   LeaseApiError,
   MalformedLeaseError,
 } from './kubernetes/resources/lease-lock.js';
-// The controller runtime (RUNTIME.md) and the Kubernetes pod source, for pointing a loop at a
-// cluster: the `./pods` entry's list, kept in one place (it re-exports the `./runtime` entry). None
-// of these import @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts
-// does, lazily).
-export * from './kubernetes/pods.js';
