@@ -410,7 +410,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: 'NAME',
     description: 'Namespace of the Lease.',
     defaultText:
-      "the pod's own namespace in a cluster, else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'",
+      "the pod's own namespace in a cluster ($POD_NAMESPACE, else the service account's), else the watched namespace, else the kubeconfig context's namespace (with --namespace '*'), else 'default'",
   },
   {
     flag: 'leader-elect-lease-duration',
@@ -557,7 +557,7 @@ export const FLAGS: readonly FlagSpec[] = [
     key: 'sinkMode',
     valueName: SINK_MODES.join('|'),
     description:
-      "'observe' is a dry run: every sink reads its targets, computes what it would add and remove, and reports it (GET /api/v1/sinks wouldAdd/wouldRemove, sink.observed events, pool_controller_sink_workers, one log line per change) without ever writing to a router or an EndpointSlice. Readiness and leader election are as in 'apply'.",
+      "'observe' is a dry run: every sink reads its targets, computes what it would add and remove, and reports it (GET /api/v1/sinks wouldAdd/wouldRemove, sink.observed events, pool_controller_sink_workers, one log line per change) without ever writing to a router, an EPP endpoints file, an EndpointSlice or a pod condition; Kubernetes Events are still recorded. Readiness and leader election are as in 'apply'.",
     defaultText: DEFAULT_SINK_MODE,
   },
   {
