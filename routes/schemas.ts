@@ -438,7 +438,7 @@ export const reflectorSchema = z.object({
   droppedEvents: z
     .record(z.string(), z.number().int())
     .describe(
-      'Watch frames read but not applied, by reason: `stale`, older than the cursor or the pod copy already read (resourceVersions compared as KEP-5504 says); a run of them relists (`relists.regression`); `out-of-scope`, a pod outside the watched namespace, or a pod the label selector does not select (an upsert; a delete is always applied).',
+      'Watch frames and LIST items read but not applied, by reason: `stale`, older than the cursor or the pod copy already read (resourceVersions compared as KEP-5504 says); a run of them relists (`relists.regression`); `out-of-scope`, a pod outside the watched namespace, or a pod the label selector does not select (listed or upserted; a delete is always applied).',
     ),
   lastEventAt: z
     .string()

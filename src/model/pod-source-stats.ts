@@ -41,11 +41,12 @@ export const RELIST_REASONS: readonly RelistReason[] = [
 ];
 
 /**
- * Why a watch frame was dropped rather than applied: `stale`, its resourceVersion is older than
- * the cursor (the newest version the stream applied) or than the copy of its pod already read, so
- * applying it would move the view back in time (KEP-5504 makes versions comparable);
- * `out-of-scope`, its pod is in a namespace other than the one watched, or (an upsert) its labels
- * are not selected by the watched label selector (the request asked the server for that namespace
+ * Why a watch frame or a LIST item was dropped rather than applied: `stale`, its resourceVersion
+ * is older than the cursor (the newest version the stream applied) or than the copy of its pod
+ * already read, so applying it would move the view back in time (KEP-5504 makes versions
+ * comparable); `out-of-scope`, its pod is in a namespace other than the one watched, or (an
+ * upsert or a LIST item) its labels are not selected by the watched label selector (the request
+ * asked the server for that namespace
  * and selector only, so only a broken server or a proxy sends one; the selector is checked on the
  * main thread, where the pod's labels are read).
  */

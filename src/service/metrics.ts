@@ -342,7 +342,7 @@ export class ServiceMetrics {
     });
     new Counter({
       name: 'pool_controller_reflector_dropped_events_total',
-      help: 'Watch frames read but not applied, by reason: stale (a resourceVersion older than the cursor or than the pod copy already read, which would move the view back in time), out-of-scope (a pod outside the watched namespace, or an upserted pod the label selector does not select).',
+      help: 'Watch frames and LIST items read but not applied, by reason: stale (a resourceVersion older than the cursor or than the pod copy already read, which would move the view back in time), out-of-scope (a LIST item or a change for a pod outside the watched namespace, or a pod listed or upserted that the label selector does not select).',
       labelNames: ['reason'] as const,
       registers,
       collect() {

@@ -83,6 +83,44 @@ describe('WorkerPodSource', () => {
     await stream.close();
   });
 
+  it('leaves out LIST items a broken server sends from outside the namespace or the selector', async () => {
+    // The fake answers every LIST with all its pods, whatever the request's scope: as a broken
+    // server or a proxy would. Two pages, so the strangers come in the pages the worker streams.
+    server.pods = [
+      rawPod({ name: 'a', namespace: 'pools' }),
+      rawPod({ name: 'victim', namespace: 'kube-system' }),
+      rawPod({ name: 'b', namespace: 'pools' }),
+      rawPod({ name: 'stranger', namespace: 'pools', labels: { app: 'other' } }),
+    ];
+    server.resourceVersion = '9';
+    const logger = new RecordingLogger();
+    const source = workerSource({
+      namespace: 'pools',
+      labelSelector: 'app=engine',
+      listPageSize: 2,
+      replaceChunkSize: 1,
+      logger,
+    });
+    const stream = drain(source.source(new AbortController().signal));
+    const watch = await server.watch();
+    await waitFor('the replace', () => stream.items.length === 1);
+    expect(replaceKeys(stream, 0)).toEqual(['pools/a', 'pools/b']);
+    // One LIST of two pages, then the WATCH from its version: the replace's count held, no reopen.
+    expect(server.requests.map((r) => [r.verb, r.query.continue ?? ''])).toEqual([
+      ['LIST', ''],
+      ['LIST', '2'],
+      ['WATCH', ''],
+    ]);
+    expect(watch.request.query).toMatchObject({ resourceVersion: '9' });
+    await waitFor('both drops counted', () => {
+      return source.stats().droppedEvents['out-of-scope'] === 2;
+    });
+    expect(logger.mentioning('reflector dropped a LIST item', 'warn').map((e) => e.obj)).toEqual([
+      { key: 'kube-system/victim', namespace: 'pools' },
+      { key: 'pools/stranger' },
+    ]);
+  });
+
   it('closes the connection in the worker when the stream is closed', async () => {
     const source = workerSource();
     const stream = drain(source.source(new AbortController().signal));

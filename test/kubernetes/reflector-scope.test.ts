@@ -1,22 +1,26 @@
 /**
- * The reflector keeps to the namespace it watches: a watch event for a pod elsewhere (only a
- * broken server or a proxy sends one) is dropped, counted and logged, never published.
+ * The reflector keeps to the namespace it watches: a LIST item or a watch event for a pod
+ * elsewhere (only a broken server or a proxy sends one) is dropped, counted and logged, never
+ * published.
  */
 import { describe, expect, it } from 'vitest';
 import {
   KubernetesReflector,
   type KubernetesReflectorOptions,
 } from '../../src/kubernetes/reflector/reflector.js';
+import type { PodList } from '../../src/kubernetes/resources/pod-api.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
-import { rawPod } from '../support/pods.js';
+import { pod, rawPod } from '../support/pods.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { reflectorAtRest } from '../support/reflector-at-rest.js';
 
-function setup(options: Partial<KubernetesReflectorOptions> = {}) {
+/** `world`: what the first LIST answers (default: nothing). */
+function setup(options: Partial<KubernetesReflectorOptions> = {}, world?: PodList) {
   const clock = new FakeClock();
   const api = new FakePodApi(clock);
+  if (world) api.world = world;
   const logger = new RecordingLogger();
   const reflector = new KubernetesReflector({ api, clock, logger, random: () => 0, ...options });
   const stream = drain(reflector.watch());
@@ -76,6 +80,35 @@ describe('KubernetesReflector: events outside the watched namespace', () => {
       'pools/engine',
     ]);
     expect(reflector.stats().droppedEvents).toEqual({ 'out-of-scope': 1 });
+    await stream.close();
+  });
+
+  it('drops LIST items outside the namespace too, and counts and logs them as such', async () => {
+    const { logger, reflector, stream, atRest } = setup(
+      { namespace: 'pools' },
+      {
+        pods: [
+          pod({ name: 'engine', namespace: 'pools', resourceVersion: '3' }),
+          pod({ name: 'victim', namespace: 'kube-system', resourceVersion: '4' }),
+          pod({ name: 'lookalike', namespace: 'pools-2', resourceVersion: '5' }),
+        ],
+        resourceVersion: '10',
+      },
+    );
+    await atRest();
+    const replace = stream.items[0];
+    expect(replace?.type === 'replace' ? [...replace.objects.keys()] : []).toEqual([
+      'pools/engine',
+    ]);
+    expect(reflector.stats()).toMatchObject({
+      cursor: '10',
+      droppedEvents: { 'out-of-scope': 2 },
+    });
+    const message = 'reflector dropped a LIST item for a pod outside the watched namespace';
+    expect(logger.mentioning(message, 'warn').map((e) => e.obj)).toEqual([
+      { key: 'kube-system/victim', namespace: 'pools' },
+    ]);
+    expect(logger.mentioning(message, 'debug')).toHaveLength(1);
     await stream.close();
   });
 

@@ -56,11 +56,18 @@ export interface WorkerEventStreamOptions {
   /** The worker picked the task up (its `started` message arrived). */
   onStarted?: (() => void) | undefined;
   /**
-   * The watched label selector, parsed: a watch event upserting a pod it does not select is
-   * dropped here and counted as `out-of-scope` (see `#inScope`). Absent or empty: every pod.
+   * The watched label selector, parsed: a LIST item or a watch event upserting a pod it does not
+   * select is dropped here and counted as `out-of-scope` (see `#inScope`). Absent or empty: every
+   * pod.
    */
   labelSelector?: readonly SelectorRequirement[] | undefined;
 }
+
+/** What the log says of a pod dropped for the selector, by where it came from. */
+const OUT_OF_SELECTOR_MESSAGES = {
+  list: 'reflector dropped a LIST item for a pod the label selector does not select',
+  watch: 'reflector dropped a watch event for a pod the label selector does not select',
+} as const;
 
 /** The worker's stream ended or failed without the main side asking. */
 export class WorkerStreamError extends Error {
@@ -84,13 +91,17 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #onStarted: () => void;
   readonly #taskSettled: Promise<void>;
   readonly #selector: readonly SelectorRequirement[];
-  /** Watch events dropped here for a pod the selector does not select, added to the stats. */
+  /** LIST items and watch events dropped here for a pod the selector does not select, added to the stats. */
   #outOfSelector = 0;
   #queue: SourceEvent<Pod>[] = [];
   #head = 0;
   /** The queued events' items: one per upsert or delete, the pod count of a replace. */
   #queuedItems = 0;
-  #assembling: Map<ObjectKey, Pod> | undefined;
+  /**
+   * The replace being reassembled: the pods kept, and how many the selector left out (the
+   * worker's announced count includes them).
+   */
+  #assembling: { pods: Map<ObjectKey, Pod>; outOfScope: number } | undefined;
   #failure: Error | undefined;
   #finished = false;
   #closing = false;
@@ -223,7 +234,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
       case 'batch':
         if (message.events) {
           for (const event of decode<ChangeEvent[]>(message.events)) {
-            if (event.type === 'upsert' && !this.#inScope(event.object)) continue;
+            if (event.type === 'upsert' && !this.#inScope(event.object, 'watch')) continue;
             this.#push(event);
           }
         }
@@ -231,19 +242,23 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         break;
       case 'replace-chunk': {
         if (message.restart) this.#assembling = undefined;
-        this.#assembling ??= new Map();
-        for (const pod of decode<Pod[]>(message.pods)) this.#assembling.set(podKey(pod), pod);
+        this.#assembling ??= { pods: new Map(), outOfScope: 0 };
+        for (const pod of decode<Pod[]>(message.pods)) {
+          if (this.#inScope(pod, 'list')) this.#assembling.pods.set(podKey(pod), pod);
+          else this.#assembling.outOfScope += 1;
+        }
         this.#port.postMessage({ kind: 'ack' });
         this.#onStats(message.stats);
         return;
       }
-      case 'replace-end':
+      case 'replace-end': {
         if (message.restart) this.#assembling = undefined;
-        if ((this.#assembling?.size ?? 0) !== message.count) {
+        const received = (this.#assembling?.pods.size ?? 0) + (this.#assembling?.outOfScope ?? 0);
+        if (received !== message.count) {
           // All or nothing: a replace that is not exactly the LIST must never reach the store.
           this.#fail(
             new WorkerStreamError(
-              `the reflector worker announced a replace of ${message.count} pods but sent ${this.#assembling?.size ?? 0}; reopen to relist`,
+              `the reflector worker announced a replace of ${message.count} pods but sent ${received}; reopen to relist`,
             ),
           );
           this.#assembling = undefined;
@@ -253,10 +268,11 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         // A replace is the whole truth: events still waiting before it are superseded (applying
         // them first would end in the same store), so a consumer that is behind skips them.
         this.#clearQueue();
-        this.#push({ type: 'replace', objects: this.#assembling ?? new Map() });
+        this.#push({ type: 'replace', objects: this.#assembling?.pods ?? new Map() });
         this.#assembling = undefined;
         this.#onStats(message.stats);
         break;
+      }
       case 'log':
         this.#logger[message.level](message.obj, message.msg);
         return;
@@ -274,20 +290,21 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   }
 
   /**
-   * Whether an upserted pod is one the watched selector selects. The WATCH asked the server for
-   * the selector, so a pod it does not select came from a broken server or something between (a
-   * proxy); applied, a stranger's pod would join a cell. It is dropped, counted (`out-of-scope`)
-   * and logged, at warn the first time, at debug after. Checked here rather than in the worker,
-   * whose transcoder never reads a pod's labels. A delete is never dropped: a pod relabelled out
-   * of the selector comes as a DELETED carrying its new labels, the server's way to say it left.
+   * Whether a LIST item or an upserted pod is one the watched selector selects. The LIST and the
+   * WATCH asked the server for the selector, so a pod it does not select came from a broken
+   * server or something between (a proxy); applied, a stranger's pod would join a cell. It is
+   * dropped, counted (`out-of-scope`) and logged, at warn the first time, at debug after.
+   * Checked here rather than in the worker, whose transcoder never reads a pod's labels. A delete
+   * is never dropped: a pod relabelled out of the selector comes as a DELETED carrying its new
+   * labels, the server's way to say it left.
    */
-  #inScope(pod: Pod): boolean {
+  #inScope(pod: Pod, from: 'list' | 'watch'): boolean {
     if (this.#selector.length === 0 || matchesLabelSelector(this.#selector, pod.metadata.labels)) {
       return true;
     }
     this.#outOfSelector += 1;
     const entry = { key: podKey(pod) };
-    const message = 'reflector dropped a watch event for a pod the label selector does not select';
+    const message = OUT_OF_SELECTOR_MESSAGES[from];
     if (this.#outOfSelector === 1) this.#logger.warn(entry, message);
     else this.#logger.debug(entry, message);
     return false;

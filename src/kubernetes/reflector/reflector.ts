@@ -63,6 +63,13 @@ import { compareResourceVersions } from './resource-version.js';
  * random time in [5, 10) minutes, so many reflectors do not reconnect in lockstep.
  */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
+
+/** What the log says of a pod dropped for its namespace, by where it came from. */
+const OUT_OF_NAMESPACE_MESSAGES = {
+  list: 'reflector dropped a LIST item for a pod outside the watched namespace',
+  watch: 'reflector dropped a watch event for a pod outside the watched namespace',
+} as const;
+
 /** Upper bound (exclusive) of the random WATCH timeout: client-go's `2 × minWatchTimeout`. */
 export const MAX_WATCH_TIMEOUT_SECONDS = 600;
 /**
@@ -468,6 +475,8 @@ export class KubernetesReflector<T = Pod> {
     const listStartedAt = this.#clock.now();
     let loggedAt = listStartedAt;
     let list: PodList<T>;
+    /** The API reported the LIST's pages: their strangers were dropped and counted as they came. */
+    let pagesReported = false;
     try {
       list = await this.#api.listPods({
         ...this.#requestScope(watchdog),
@@ -476,7 +485,11 @@ export class KubernetesReflector<T = Pod> {
         onPage: ({ pages, pods }, items) => {
           progress.pages = pages;
           progress.pods = pods;
-          this.#onListPage?.(items, pages);
+          pagesReported = true;
+          this.#onListPage?.(
+            items.filter((pod) => !this.#outOfScope(this.#form.key(pod), 'list')),
+            pages,
+          );
           this.#notify();
           const now = this.#clock.now();
           if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
@@ -498,7 +511,11 @@ export class KubernetesReflector<T = Pod> {
     }
     delete this.#stats.listProgress;
     const objects = new Map<ObjectKey, T>();
-    for (const pod of list.pods) objects.set(this.#form.key(pod), pod);
+    for (const pod of list.pods) {
+      const key = this.#form.key(pod);
+      const kept = pagesReported ? this.#inNamespace(key) : !this.#outOfScope(key, 'list');
+      if (kept) objects.set(key, pod);
+    }
     this.#wholeReadDone(list.resourceVersion);
     this.#progress(signal);
     this.#logger.debug(
@@ -611,7 +628,7 @@ export class KubernetesReflector<T = Pod> {
         }
         if (reading.kind !== 'change') continue;
         const event = reading.event;
-        if (event.type !== 'replace' && this.#outOfScope(event.key)) continue;
+        if (event.type !== 'replace' && this.#outOfScope(event.key, 'watch')) continue;
         if (event.type === 'upsert') {
           const held = objects.get(event.key);
           if (held !== undefined && this.#olderThanHeld(event.object, held)) continue;
@@ -796,7 +813,8 @@ export class KubernetesReflector<T = Pod> {
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
-            if (reading.event.type !== 'replace' && this.#outOfScope(reading.event.key)) break;
+            if (reading.event.type !== 'replace' && this.#outOfScope(reading.event.key, 'watch'))
+              break;
             if (
               stale(
                 reading.resourceVersion,
@@ -1106,23 +1124,30 @@ export class KubernetesReflector<T = Pod> {
   }
 
   /**
-   * A change for a pod outside the watched namespace: the WATCH asked the server for that
-   * namespace only, so this came from a broken server or something between (a proxy). Applied,
-   * it would put a stranger's pod in the store, and the leader would write its status. Dropped,
-   * counted, and logged at warn the first time, at debug after (it may come with every event).
+   * A LIST item or a change for a pod outside the watched namespace: the LIST and the WATCH asked
+   * the server for that namespace only, so this came from a broken server or something between
+   * (a proxy). Applied, it would put a stranger's pod in the store, and the leader would write
+   * its status. Dropped, counted, and logged at warn the first time, at debug after (it may come
+   * with every event).
    */
-  #outOfScope(key: ObjectKey): boolean {
-    const namespace = this.#namespace;
-    if (namespace === undefined) return false;
-    const slash = key.indexOf('/');
-    if (slash === namespace.length && key.startsWith(namespace)) return false;
+  #outOfScope(key: ObjectKey, from: 'list' | 'watch'): boolean {
+    if (this.#inNamespace(key)) return false;
     this.#countDrop('out-of-scope');
-    const entry = { key, namespace };
-    const message = 'reflector dropped a watch event for a pod outside the watched namespace';
+    const entry = { key, namespace: this.#namespace };
+    const message = OUT_OF_NAMESPACE_MESSAGES[from];
     if (this.#outOfScopeLogged) this.#logger.debug(entry, message);
     else this.#logger.warn(entry, message);
     this.#outOfScopeLogged = true;
     return true;
+  }
+
+  /** Whether `key` (`namespace/name`) is in the watched namespace; always, watching all. */
+  #inNamespace(key: ObjectKey): boolean {
+    const namespace = this.#namespace;
+    return (
+      namespace === undefined ||
+      (key.indexOf('/') === namespace.length && key.startsWith(namespace))
+    );
   }
 
   #countDrop(reason: DropReason): void {
