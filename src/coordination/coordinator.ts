@@ -18,7 +18,7 @@
  * choice between retry, requeue and drift is the single-owner rule, so it stays beside the runs.
  */
 
-import { exponentialBackoffMs } from '../runtime/backoff.js';
+import { ExponentialBackoff } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 import { type Logger, silentLogger } from '../runtime/logger.js';
 import { failureDelaysMs, positiveDurationMs } from '../runtime/positive-duration.js';
@@ -137,8 +137,8 @@ function positiveFinite(name: string, value: unknown, fallback: number): number 
 export class Coordinator<D> {
   readonly #pipeline: Pipeline<D>;
   readonly #bus: CoordinatorEventSink | undefined;
-  readonly #failureBaseDelayMs: number;
-  readonly #failureMaxDelayMs: number;
+  /** Failed runs in a row: the retry's wait; a success (or a new term) starts it over. */
+  readonly #failureBackoff: ExponentialBackoff;
   readonly #driftIntervalMs: number | null;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -153,7 +153,6 @@ export class Coordinator<D> {
   #beginScheduled = false;
   #running: Running | undefined;
   #timer: PendingTimer | undefined;
-  #consecutiveFailures = 0;
   /** Ids count for the coordinator's lifetime, across terms. */
   #nextId = 1;
   #lastCompleted: CoordinatorState['lastCompleted'];
@@ -173,8 +172,10 @@ export class Coordinator<D> {
       baseMs: DEFAULT_COORDINATOR_FAILURE_BASE_DELAY_MS,
       maxMs: DEFAULT_COORDINATOR_FAILURE_MAX_DELAY_MS,
     });
-    this.#failureBaseDelayMs = failureDelays.baseMs;
-    this.#failureMaxDelayMs = failureDelays.maxMs;
+    this.#failureBackoff = new ExponentialBackoff({
+      initialMs: failureDelays.baseMs,
+      maxMs: failureDelays.maxMs,
+    });
     this.#driftIntervalMs =
       options.driftIntervalMs === null
         ? null
@@ -198,7 +199,7 @@ export class Coordinator<D> {
       );
     }
     this.#lifecycle = 'started';
-    this.#consecutiveFailures = 0;
+    this.#failureBackoff.reset();
     this.#request('started');
   }
 
@@ -240,7 +241,7 @@ export class Coordinator<D> {
     const state: CoordinatorState = {
       running: this.#running !== undefined,
       pendingReasons: [...this.#pendingReasons],
-      consecutiveFailures: this.#consecutiveFailures,
+      consecutiveFailures: this.#failureBackoff.failures,
     };
     if (this.#running) state.runningId = this.#running.id;
     if (this.#timer?.kind === 'retry') state.nextRetryAtMs = this.#timer.dueAtMs;
@@ -284,12 +285,19 @@ export class Coordinator<D> {
 
     this.#running = undefined;
     const atMs = this.#clock.now();
+    // Counted at the failure, even when a pending trigger begins the next run at once.
+    let retryAfterMs = 0;
     if (outcome.result === 'failure') {
       const { error } = outcome;
-      this.#consecutiveFailures += 1;
+      retryAfterMs = this.#failureBackoff.next();
       this.#lastError = error;
       this.#logger.error(
-        { err: error, id, phase: error.phase, consecutiveFailures: this.#consecutiveFailures },
+        {
+          err: error,
+          id,
+          phase: error.phase,
+          consecutiveFailures: this.#failureBackoff.failures,
+        },
         'reconciliation failed',
       );
       this.#publish({
@@ -299,7 +307,7 @@ export class Coordinator<D> {
         error: describeThrown(error.cause),
       });
     } else if (outcome.result === 'success') {
-      this.#consecutiveFailures = 0;
+      this.#failureBackoff.reset();
       this.#lastError = undefined;
     }
     this.#lastCompleted = { id, result: outcome.result, atMs };
@@ -310,7 +318,7 @@ export class Coordinator<D> {
       durationMs: atMs - startedAtMs,
     });
     this.#logger.debug({ id, result: outcome.result }, 'reconciliation completed');
-    this.#next(outcome);
+    this.#next(outcome, retryAfterMs);
   }
 
   /** Render, validate, deploy; after each settles, an aborted signal ends the run as aborted. */
@@ -360,22 +368,16 @@ export class Coordinator<D> {
    * After a run: the follow-up if triggers arrived, else a retry after a failure, else (after a
    * success) the earlier of the requeue the deploy asked for and drift; an aborted run arms
    * nothing. A requeue due no later than drift wins the tie: drift replaces it only when sooner.
+   * `retryAfterMs` is the failure backoff's wait for this run's failure.
    */
-  #next(outcome: Outcome): void {
+  #next(outcome: Outcome, retryAfterMs: number): void {
     if (this.#lifecycle !== 'started') return;
     if (this.#pendingReasons.size > 0) {
       this.#begin();
       return;
     }
     if (outcome.result === 'failure') {
-      this.#arm(
-        'retry',
-        exponentialBackoffMs(
-          this.#failureBaseDelayMs,
-          this.#failureMaxDelayMs,
-          this.#consecutiveFailures,
-        ),
-      );
+      this.#arm('retry', retryAfterMs);
       return;
     }
     if (outcome.result !== 'success') return;

@@ -6,7 +6,7 @@
  * failure count; one poller sweeps due deadlines, so a retry fires up to one interval late, which
  * a backoff heuristic absorbs. The scheduler only calls back: it knows no queue and no domain.
  */
-import { exponentialBackoffMs } from './backoff.js';
+import { ExponentialBackoff } from './backoff.js';
 import { type Clock, realClock } from './clock.js';
 import { type Logger, silentLogger } from './logger.js';
 
@@ -45,7 +45,7 @@ export interface PendingRetry<K> {
 }
 
 interface Entry {
-  failures: number;
+  backoff: ExponentialBackoff;
   dueAtMs: number | undefined;
 }
 
@@ -107,11 +107,16 @@ export class RetryScheduler<K> {
   /** Counts a failure and (re)arms the key's deadline; the latest failure wins, even if later. */
   noteFailure(key: K): void {
     if (this.#shutDown) return;
-    const entry = this.#entries.get(key) ?? { failures: 0, dueAtMs: undefined };
-    entry.failures += 1;
-    const delayMs = exponentialBackoffMs(this.#baseDelayMs, this.#maxDelayMs, entry.failures);
-    entry.dueAtMs = this.#clock.now() + delayMs;
-    this.#entries.set(key, entry);
+    let entry = this.#entries.get(key);
+    if (entry === undefined) {
+      const backoff = new ExponentialBackoff({
+        initialMs: this.#baseDelayMs,
+        maxMs: this.#maxDelayMs,
+      });
+      entry = { backoff, dueAtMs: undefined };
+      this.#entries.set(key, entry);
+    }
+    entry.dueAtMs = this.#clock.now() + entry.backoff.next();
   }
 
   /** Forgets the key: its next failure starts again at the base delay. */
@@ -123,8 +128,8 @@ export class RetryScheduler<K> {
   pending(): Array<PendingRetry<K>> {
     return [...this.#entries].map(([key, entry]) =>
       entry.dueAtMs === undefined
-        ? { key, failures: entry.failures }
-        : { key, failures: entry.failures, dueAtMs: entry.dueAtMs },
+        ? { key, failures: entry.backoff.failures }
+        : { key, failures: entry.backoff.failures, dueAtMs: entry.dueAtMs },
     );
   }
 

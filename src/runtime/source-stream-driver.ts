@@ -8,11 +8,12 @@
  * - every stream opens with a `replace`: a stream that does not is broken and is reopened, since
  *   without the whole world first, deletions missed while disconnected would never be noticed.
  */
-import { exponentialBackoffMs } from './backoff.js';
+import { ExponentialBackoff } from './backoff.js';
 import { abortReason, type Clock, realClock } from './clock.js';
 import { type Logger, silentLogger } from './logger.js';
 import { describeFailure, NoLoggerWarning } from './no-logger-warning.js';
 import type { ObjectStore } from './object-store.js';
+import { ResetAfterHealthyBackoff } from './reset-after-healthy-backoff.js';
 import type { ParentKey, Source, SourceEvent } from './source-event.js';
 
 /** Options of `SourceStreamDriver`. */
@@ -96,15 +97,11 @@ export class SourceStreamDriver<T> {
   readonly #source: Source<T>;
   readonly #store: ObjectStore<T>;
   readonly #onAffected: (parents: ParentKey[]) => void;
-  readonly #retryDelayMs: number;
-  readonly #retryMaxDelayMs: number;
   readonly #clock: Clock;
   readonly #logger: Logger;
   #synced = false;
-  /** Consecutive failed streams: sets the next reopen wait. */
-  #failures = 0;
-  /** Clock time the open stream's first `replace` was fully applied; undefined before that. */
-  #openedAt: number | undefined;
+  /** Consecutive failed streams set the next reopen wait; a stream that stayed open ends them. */
+  readonly #reopenBackoff: ResetAfterHealthyBackoff;
   #syncWaiters = new Set<() => void>();
   /** The most recent failed stream's error, boxed so a thrown `undefined` still counts. */
   #lastFailure: { error: unknown } | undefined;
@@ -132,9 +129,13 @@ export class SourceStreamDriver<T> {
         `SourceStreamDriver: retryMaxDelayMs must be a finite number >= retryDelayMs (${options.retryDelayMs}), got ${retryMaxDelayMs}`,
       );
     }
-    this.#retryDelayMs = options.retryDelayMs;
-    this.#retryMaxDelayMs = retryMaxDelayMs;
     this.#clock = options.clock ?? realClock;
+    // Exact, no jitter: the reflector jitters its own requests, and a test can pin every wait.
+    this.#reopenBackoff = new ResetAfterHealthyBackoff(
+      new ExponentialBackoff({ initialMs: options.retryDelayMs, maxMs: retryMaxDelayMs }),
+      this.#clock,
+      retryMaxDelayMs,
+    );
     this.#logger = options.logger ?? silentLogger;
     this.#noLoggerWarning = options.logger ? undefined : new NoLoggerWarning();
   }
@@ -178,32 +179,14 @@ export class SourceStreamDriver<T> {
    */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      this.#openedAt = undefined;
       await this.#pumpOneStream(signal);
       if (signal.aborted) return;
       try {
-        await this.#clock.sleep(this.#nextReopenDelayMs(), signal);
+        await this.#clock.sleep(this.#reopenBackoff.next(), signal);
       } catch {
         return;
       }
     }
-  }
-
-  /**
-   * The wait after the stream that just failed: `retryDelayMs × 2^(streak)` capped at
-   * `retryMaxDelayMs`, where a stream that stayed open `retryMaxDelayMs` after its first
-   * `replace` ended the streak before failing. Exact, no jitter: the reflector jitters its own
-   * requests, and a test can pin every wait.
-   */
-  #nextReopenDelayMs(): number {
-    if (
-      this.#openedAt !== undefined &&
-      this.#clock.now() - this.#openedAt >= this.#retryMaxDelayMs
-    ) {
-      this.#failures = 0;
-    }
-    this.#failures += 1;
-    return exponentialBackoffMs(this.#retryDelayMs, this.#retryMaxDelayMs, this.#failures);
   }
 
   async #pumpOneStream(signal: AbortSignal): Promise<void> {
@@ -240,7 +223,7 @@ export class SourceStreamDriver<T> {
         } else {
           this.#deliver(event);
         }
-        if (first) this.#openedAt = this.#clock.now();
+        if (first) this.#reopenBackoff.healthy();
       }
     } catch (err) {
       if (signal.aborted) return;

@@ -11,7 +11,7 @@
  * and not at the next drift.
  */
 
-import { exponentialBackoffMs } from '../runtime/backoff.js';
+import { ExponentialBackoff } from '../runtime/backoff.js';
 import { type Clock, realClock } from '../runtime/clock.js';
 
 /** The delay after a target's first failure: a router restart or a blip is over within it. */
@@ -47,7 +47,7 @@ export interface TargetBackoffOptions {
 }
 
 interface Held {
-  failures: number;
+  backoff: ExponentialBackoff;
   dueAtMs: number;
 }
 
@@ -83,9 +83,13 @@ export class TargetBackoff<K> {
 
   /** The call to `key` failed: it is held for base × 2^(n−1), capped, after its n-th failure in a row. */
   failed(key: K): void {
-    const failures = (this.#held.get(key)?.failures ?? 0) + 1;
-    const delayMs = exponentialBackoffMs(this.#baseMs, this.#maxMs, failures);
-    this.#held.set(key, { failures, dueAtMs: this.#clock.now() + delayMs });
+    let held = this.#held.get(key);
+    if (held === undefined) {
+      const backoff = new ExponentialBackoff({ initialMs: this.#baseMs, maxMs: this.#maxMs });
+      held = { backoff, dueAtMs: 0 };
+      this.#held.set(key, held);
+    }
+    held.dueAtMs = this.#clock.now() + held.backoff.next();
   }
 
   /** The call to `key` succeeded (or the target is gone): its next failure starts at the base. */
@@ -95,7 +99,7 @@ export class TargetBackoff<K> {
 
   /** Failures in a row of `key`; 0 after a success. */
   failures(key: K): number {
-    return this.#held.get(key)?.failures ?? 0;
+    return this.#held.get(key)?.backoff.failures ?? 0;
   }
 
   /** The earliest clock time a held target may be called again; `undefined` when none is held. */

@@ -20,9 +20,9 @@
  *
  * Time is passed in rather than read from a clock, and randomness injected, so the rule is pure
  * and tables of (event, time) → wait rows test it completely. The doubling itself is the runtime's
- * one backoff arithmetic (`src/runtime/backoff.ts`), shared with every other caller that waits.
+ * one `ExponentialBackoff` (`src/runtime/backoff.ts`), which every other caller that waits holds too.
  */
-import { exponentialBackoffMs, jitteredMs } from '../../runtime/backoff.js';
+import { ExponentialBackoff } from '../../runtime/backoff.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
 export const DEFAULT_BACKOFF_INITIAL_MS = 800;
@@ -76,11 +76,12 @@ export const defaultBackoffOptions: BackoffOptions = {
 /**
  * Exponential backoff with jitter for answered failures (capped at `maxMs` after jitter too, so
  * no wait exceeds it), a short jittered wait for unanswered ones, and a streak that a proven
- * watch ends.
+ * watch ends (`reset()`).
  */
-export class Backoff {
-  readonly #options: BackoffOptions;
-  #failures = 0;
+export class Backoff extends ExponentialBackoff {
+  readonly #unansweredMinMs: number;
+  readonly #unansweredMaxMs: number;
+  readonly #random: () => number;
 
   constructor(options: Partial<BackoffOptions> = {}) {
     const merged = { ...defaultBackoffOptions, ...options };
@@ -95,30 +96,14 @@ export class Backoff {
         `backoff needs 0 < unansweredMinMs <= unansweredMaxMs, got ${merged.unansweredMinMs} and ${merged.unansweredMaxMs}`,
       );
     }
-    this.#options = merged;
-  }
-
-  /** Answered failures since the streak last ended: 0 means the next wait is the initial one. */
-  get failures(): number {
-    return this.#failures;
-  }
-
-  /** A WATCH proved itself: the server is healthy now, so the next failure starts over. */
-  reset(): void {
-    this.#failures = 0;
-  }
-
-  /** The wait after a failure the server answered (or may have): grows the streak. */
-  next(): number {
-    const { initialMs, maxMs, jitter, random } = this.#options;
-    this.#failures += 1;
-    const base = exponentialBackoffMs(initialMs, maxMs, this.#failures);
-    return Math.min(maxMs, jitteredMs(base, jitter, random));
+    super(merged);
+    this.#unansweredMinMs = merged.unansweredMinMs;
+    this.#unansweredMaxMs = merged.unansweredMaxMs;
+    this.#random = merged.random;
   }
 
   /** The wait after a failure the server never answered: short, jittered, the streak untouched. */
   unanswered(): number {
-    const { unansweredMinMs, unansweredMaxMs, random } = this.#options;
-    return unansweredMinMs + (unansweredMaxMs - unansweredMinMs) * random();
+    return this.#unansweredMinMs + (this.#unansweredMaxMs - this.#unansweredMinMs) * this.#random();
   }
 }

@@ -19,7 +19,7 @@
  * API calls are event-api.ts.
  */
 import { formatMicroTime } from '../../coordination/micro-time.js';
-import { exponentialBackoffMs } from '../../runtime/backoff.js';
+import { ExponentialBackoff } from '../../runtime/backoff.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
 import {
@@ -106,7 +106,8 @@ interface Series {
   lastObservedTime: string;
   lastWriteMs: number | undefined;
   dueAtMs: number;
-  attempts: number;
+  /** Failed writes in a row: sets the wait before the next one, and when the series is dropped. */
+  retries: ExponentialBackoff;
   /** A write of it is in flight: a new count waits for that write's end and then its interval. */
   writing: boolean;
 }
@@ -219,7 +220,10 @@ export class EventRecorder {
       lastObservedTime: formatMicroTime(wall),
       lastWriteMs: undefined,
       dueAtMs: now,
-      attempts: 0,
+      retries: new ExponentialBackoff({
+        initialMs: EVENT_RETRY_BASE_MS,
+        maxMs: EVENT_RETRY_MAX_MS,
+      }),
       writing: false,
     };
     this.#series.set(key, fresh);
@@ -385,26 +389,28 @@ export class EventRecorder {
       }
     } catch (error) {
       if (signal.aborted) return; // stopped: nothing more is written
-      series.attempts += 1;
-      if (series.attempts >= MAX_EVENT_WRITE_ATTEMPTS) {
+      const retryAfterMs = series.retries.next();
+      if (series.retries.failures >= MAX_EVENT_WRITE_ATTEMPTS) {
         this.#logger.warn(
-          { reason: occurrence.reason, error: (error as Error).message, attempts: series.attempts },
+          {
+            reason: occurrence.reason,
+            error: (error as Error).message,
+            attempts: series.retries.failures,
+          },
           'kubernetes event: dropped after failed writes',
         );
         this.#options.onDropped?.('failed');
         // The count written so far stands; a new Event object is made next time if none exists.
-        series.attempts = 0;
+        series.retries.reset();
         series.count = series.written;
         if (series.name === undefined) this.#series.delete(series.key);
         return;
       }
-      series.dueAtMs =
-        this.#clock.now() +
-        exponentialBackoffMs(EVENT_RETRY_BASE_MS, EVENT_RETRY_MAX_MS, series.attempts);
+      series.dueAtMs = this.#clock.now() + retryAfterMs;
       this.#pending.add(series.key);
       return;
     }
-    series.attempts = 0;
+    series.retries.reset();
     series.written = count;
     series.lastWriteMs = this.#clock.now();
     this.#options.onEmitted?.(occurrence.reason);
