@@ -528,7 +528,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: '[=true|false]',
     kind: 'boolean',
     description:
-      "Record Kubernetes Events (events.k8s.io/v1): CellAlive and CellNotAlive on a cell's leader pod, SinkFailed and SinkRecovered on this controller's own pod (POD_NAME, POD_NAMESPACE). The leader records; repeats become a series, each object is rate-limited and the queue is bounded.",
+      "Record Kubernetes Events (events.k8s.io/v1): CellAlive and CellNotAlive on a cell's leader pod; SinkFailed, SinkRecovered, PoolPanicEntered and PoolPanicExited on this controller's own pod (POD_NAME, POD_NAMESPACE); PoolDegraded, PoolEmpty and PoolRecovered on a pool's LeaderWorkerSet. The leader records; repeats become a series, each object is rate-limited and the queue is bounded.",
     defaultText: 'true with --source kubernetes',
   },
   {

@@ -12,7 +12,8 @@ export type ObjectKey = string;
 export type ParentKey = string;
 
 /**
- * One change to the observed world, as plain data (so it survives structured clone or JSON unchanged).
+ * One change to the observed world, as plain data with no methods, so a transport can copy or
+ * encode it (a `replace`'s `Map` is not JSON: the reflector's worker sends its objects as chunks).
  *
  * Three kinds, after client-go's `DeltaFIFO` minus the ones a level-triggered reader does not
  * need: `upsert` (added or modified are the same to a reconcile that re-reads everything),
