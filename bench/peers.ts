@@ -35,8 +35,6 @@ import { Agent, request } from 'node:https';
 import { loadavg } from 'node:os';
 import { gunzipSync } from 'node:zlib';
 import { loadApiConnection } from '../src/kubernetes/client/connection.js';
-import { POD_JSON } from '../src/kubernetes/codec/encoded-pod.js';
-import type { PodForm } from '../src/kubernetes/codec/pod-form.js';
 import { HttpPodApi } from '../src/kubernetes/resources/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
@@ -370,15 +368,14 @@ try {
 process.exit(0);
 
 /**
- * The LIST alone, in-process: decoded (`listPods`) and raw (bytes only), per encoding and page
- * size, pods read as the model's `Pod` and as the worker reads them (`hop-json`: transcoded into
- * the hop's JSON); then the same for a watch-list's initial events.
+ * The LIST alone, in-process: decoded (`listPods`, pods read as the worker reads them: transcoded
+ * into the hop's JSON) and raw (bytes only), per encoding and page size; then the same for a
+ * watch-list's initial events.
  */
 async function listProbe(kubeconfigPath: string, labelSelector: string): Promise<void> {
   const connection = await loadApiConnection({ kubeconfigPath });
   const variants = [
     ['protobuf', new HttpPodApi(connection, 'protobuf')],
-    ['hop-json', new HttpPodApi(connection, 'protobuf', false, POD_JSON)],
     ['json', new HttpPodApi(connection, 'json')],
   ] as const;
   for (const [name, api] of variants) {
@@ -413,24 +410,16 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
       );
     }
   }
-  // Watch-list: the initial events up to the initial-events-end bookmark, each frame's pod read
-  // into a form, or skipped (`frames`: framing and the event envelope only, the floor).
-  const skipped: PodForm<true> = {
-    fromProtobuf: () => true,
-    fromValue: () => true,
-    key: () => '',
-    version: () => undefined,
-  };
+  // Watch-list: the initial events up to the initial-events-end bookmark, each frame's pod read.
   const watchVariants = [
-    ['frames', new HttpPodApi(connection, 'protobuf', false, skipped)],
     ['protobuf', new HttpPodApi(connection, 'protobuf')],
-    ['hop-json', new HttpPodApi(connection, 'protobuf', false, POD_JSON)],
+    ['json', new HttpPodApi(connection, 'json')],
   ] as const;
   for (const [name, api] of watchVariants) {
     const times: number[] = [];
     let count = 0;
     for (let run = 0; run < 3; run += 1) {
-      count = await timedWatchList(api as HttpPodApi<unknown>, labelSelector, times);
+      count = await timedWatchList(api, labelSelector, times);
     }
     log(
       `watch-list probe ${name.padEnd(8)}: initial events of ${count} pods best ${ms(Math.min(...times))}; load ${load()}`,
@@ -440,7 +429,7 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
 
 /** One watch-list read to its initial-events-end bookmark; pushes its time, answers its pods. */
 async function timedWatchList(
-  api: HttpPodApi<unknown>,
+  api: HttpPodApi,
   labelSelector: string,
   times: number[],
 ): Promise<number> {

@@ -275,10 +275,10 @@ function shapeState(state: WireState): ContainerState | undefined {
 export const MAX_CACHED_ANNOTATION_LENGTH = 1_024;
 
 /**
- * `annotations` itself, or a copy with every value over the limit cut. Exported for the protobuf
- * decoder, which builds pods without this module's schema and must bound them alike.
+ * `annotations` itself, or a copy with every value over the limit cut (the protobuf transcoder,
+ * ../kubernetes/codec/protobuf-pod-json.ts, cuts alike as it writes).
  */
-export function boundAnnotations(annotations: Record<string, string>): Record<string, string> {
+function boundAnnotations(annotations: Record<string, string>): Record<string, string> {
   let out: Record<string, string> | undefined;
   for (const key in annotations) {
     const value = annotations[key]!;

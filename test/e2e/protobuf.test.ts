@@ -9,45 +9,43 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
-import { type EncodedPod, POD_JSON } from '../../src/kubernetes/codec/encoded-pod.js';
-import type { PodForm } from '../../src/kubernetes/codec/pod-form.js';
 import {
   decodeProtobufPodList,
   PROTOBUF_CONTENT_TYPE,
 } from '../../src/kubernetes/codec/pod-protobuf.js';
-import { POD_OBJECTS } from '../../src/kubernetes/codec/protobuf-pod-decoder.js';
 import { type FrameReading, readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
 import { HttpPodApi } from '../../src/kubernetes/resources/http-pod-api.js';
 import type { PodList } from '../../src/kubernetes/resources/pod-api.js';
-import type { Pod } from '../../src/model/pod.js';
+import { podKey } from '../../src/model/pod.js';
+import { decodedEvent, decodedPod } from '../support/decoded-pods.js';
 import { FakeKubelet, onNode } from './environment/index.js';
 import { managed, podManifest, useReflectorSuite, waitUntil } from './support-reflector.js';
 
 const ANNOTATION = 'e2e/note';
 const LONG_NOTE = 'ein Wert mit Umlauten äöü und ✓, länger als zweiunddreißig Bytes';
 
+/** Pods as JSON (schema-validated, then written), and from protobuf (transcoded into JSON). */
 async function apis(kubeconfigPath: string): Promise<{
   json: HttpPodApi;
   protobuf: HttpPodApi;
-  /** Protobuf as the worker thread reads it: transcoded into the hop's JSON. */
-  encoded: HttpPodApi<EncodedPod>;
 }> {
   const connection = await loadApiConnection({ kubeconfigPath });
   return {
     json: new HttpPodApi(connection, 'json'),
     protobuf: new HttpPodApi(connection, 'protobuf'),
-    encoded: new HttpPodApi(connection, 'protobuf', false, POD_JSON),
   };
 }
 
-/** What the main thread parses from an encoded pod. */
-const parsed = (pod: EncodedPod): unknown => JSON.parse(new TextDecoder().decode(pod.json));
+/** A reading with its pod parsed back, as the main thread reads it. */
+function readable(reading: FrameReading): unknown {
+  return reading.kind === 'change' ? { ...reading, event: decodedEvent(reading.event) } : reading;
+}
 
-async function list<T>(
-  api: HttpPodApi<T>,
+async function list(
+  api: HttpPodApi,
   namespace: string,
   limit: number,
-): Promise<PodList<T> & { bytes: number }> {
+): Promise<PodList & { bytes: number }> {
   let bytes = 0;
   const result = await api.listPods({
     namespace,
@@ -61,17 +59,16 @@ async function list<T>(
 }
 
 /** Frames of one watch from `resourceVersion`, read until `enough` says stop (or 20 s). */
-async function watch<T = Pod>(
-  api: HttpPodApi<T>,
+async function watch(
+  api: HttpPodApi,
   namespace: string,
   resourceVersion: string,
-  enough: (readings: FrameReading<T>[]) => boolean,
+  enough: (readings: FrameReading[]) => boolean,
   timeoutSeconds = 30,
-  form: PodForm<T> = POD_OBJECTS as unknown as PodForm<T>,
-): Promise<FrameReading<T>[]> {
+): Promise<FrameReading[]> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error('watch read timed out')), 20_000);
-  const readings: FrameReading<T>[] = [];
+  const readings: FrameReading[] = [];
   try {
     const stream = await api.watchPods({
       namespace,
@@ -80,7 +77,7 @@ async function watch<T = Pod>(
       signal: controller.signal,
     });
     for await (const frame of stream) {
-      readings.push(readFrame(frame, form));
+      readings.push(readFrame(frame));
       if (enough(readings)) break;
     }
   } finally {
@@ -90,7 +87,7 @@ async function watch<T = Pod>(
   return readings;
 }
 
-const changes = <T>(readings: FrameReading<T>[]) => readings.filter((r) => r.kind === 'change');
+const changes = (readings: FrameReading[]) => readings.filter((r) => r.kind === 'change');
 
 describe('protobuf pod LIST and WATCH on a real apiserver', () => {
   const suite = useReflectorSuite({ watchCache: true }, 'protobuf');
@@ -139,21 +136,20 @@ describe('protobuf pod LIST and WATCH on a real apiserver', () => {
     await pods.delete('finalized-0');
     for (const name of ['plain-0', 'plain-1', 'plain-2']) await pods.create(name, managed('plain'));
 
-    const { json, protobuf, encoded } = await apis(suite.env.kubeconfigPath);
+    const { json, protobuf } = await apis(suite.env.kubeconfigPath);
     const fromJson = await list(json, namespace, 2);
     const fromProtobuf = await list(protobuf, namespace, 2);
     expect(fromJson.pods).toHaveLength(7);
-    expect(fromProtobuf.pods).toEqual(fromJson.pods);
     // Transcoded straight into the hop's JSON, the main thread parses the very same pods.
-    const fromEncoded = await list(encoded, namespace, 2);
-    expect(fromEncoded.pods.map(parsed)).toStrictEqual(fromJson.pods);
-    expect(fromEncoded.pods.map((pod) => POD_JSON.key(pod))).toEqual(
+    const parsedFromProtobuf = fromProtobuf.pods.map(decodedPod);
+    expect(parsedFromProtobuf).toStrictEqual(fromJson.pods.map(decodedPod));
+    expect(fromProtobuf.pods.map(podKey)).toEqual(
       fromJson.pods.map((pod) => `${namespace}/${pod.metadata.name}`),
     );
     expect(fromProtobuf.resourceVersion).toBe(fromJson.resourceVersion);
     expect(fromProtobuf.bytes).toBeLessThan(fromJson.bytes);
 
-    const byName = new Map(fromProtobuf.pods.map((pod) => [pod.metadata.name, pod]));
+    const byName = new Map(parsedFromProtobuf.map((pod) => [pod.metadata.name, pod]));
     expect(byName.get('rich-0')?.metadata.annotations).toEqual({
       [ANNOTATION]: LONG_NOTE,
       short: 'ü',
@@ -177,7 +173,7 @@ describe('protobuf pod LIST and WATCH on a real apiserver', () => {
       `/api/v1/namespaces/${namespace}/pods?limit=2`,
     );
     expect(raw.contentType).toBe(PROTOBUF_CONTENT_TYPE);
-    expect(decodeProtobufPodList(raw.body).items).toHaveLength(2);
+    expect(decodeProtobufPodList(raw.body).pods).toHaveLength(2);
 
     await pods.core.patchNamespacedPod(
       { namespace, name: 'finalized-0', body: { metadata: { finalizers: null } } },
@@ -190,41 +186,25 @@ describe('protobuf pod LIST and WATCH on a real apiserver', () => {
     const kubelet = new FakeKubelet(suite.env.kubeConfig);
     await kubelet.registerNode();
     await pods.createPod(onNode(podManifest('w-0', managed('w'))));
-    const { json, protobuf, encoded } = await apis(suite.env.kubeconfigPath);
+    const { json, protobuf } = await apis(suite.env.kubeconfigPath);
     const start = await list(json, namespace, 0);
 
     await pods.create('w-1', managed('w'));
     await kubelet.markRunning(namespace, 'w-0');
     await pods.patchLabels('w-1', { 'e2e/cell': 'moved' });
     await pods.delete('w-1');
-    const enough = <T>(readings: FrameReading<T>[]) =>
+    const enough = (readings: FrameReading[]) =>
       changes(readings).some((r) => r.type === 'DELETED');
-    const [fromJson, fromProtobuf, fromEncoded] = await Promise.all([
+    const [fromJson, fromProtobuf] = await Promise.all([
       watch(json, namespace, start.resourceVersion, enough),
       watch(protobuf, namespace, start.resourceVersion, enough),
-      watch(encoded, namespace, start.resourceVersion, enough, 30, POD_JSON),
     ]);
     const types = changes(fromJson).map((r) => r.type);
     expect(types[0]).toBe('ADDED');
     expect(types.at(-1)).toBe('DELETED');
     expect(types.length).toBeGreaterThanOrEqual(4);
-    expect(changes(fromProtobuf)).toEqual(changes(fromJson));
     // Transcoded, each event's pod parses to the same pod, at the same key and version.
-    const asParsed = changes(fromEncoded).map((reading) =>
-      reading.kind !== 'change' || reading.event.type === 'replace'
-        ? reading
-        : {
-            ...reading,
-            event:
-              reading.event.type === 'upsert'
-                ? { ...reading.event, object: parsed(reading.event.object) }
-                : {
-                    ...reading.event,
-                    lastObject: reading.event.lastObject && parsed(reading.event.lastObject),
-                  },
-          },
-    );
-    expect(asParsed).toStrictEqual(changes(fromJson));
+    expect(changes(fromProtobuf).map(readable)).toStrictEqual(changes(fromJson).map(readable));
 
     // Bookmarks on protobuf: reflector.test.ts ("advances the cursor on a bookmark") runs the
     // worker-backed source, which asks for protobuf by default.

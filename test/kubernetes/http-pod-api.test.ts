@@ -11,6 +11,7 @@ import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js
 import { connectPodApi, peekContinueToken } from '../../src/kubernetes/resources/http-pod-api.js';
 import type { PodApi, WatchFrame } from '../../src/kubernetes/resources/pod-api.js';
 import { parsePod } from '../../src/model/pod.js';
+import { decodedEvents, decodedPod } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeApiServer } from '../support/fake-apiserver.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -453,7 +454,7 @@ describe('HttpPodApi over protobuf', () => {
     );
     const list = await api.listPods({ limit: 2, signal: signal() });
     expect(list.resourceVersion).toBe('61');
-    expect(list.pods).toEqual(pods.map((pod) => parsePod(pod)));
+    expect(list.pods.map(decodedPod)).toEqual(pods.map((pod) => parsePod(pod)));
     expect(server.requests.map((r) => r.query)).toEqual([
       { limit: '2' },
       { limit: '2', continue: 'page-2' },
@@ -534,7 +535,7 @@ describe('KubernetesReflector over HTTP: an expired continue token', () => {
     server.script('LIST', 'normal', { status: 410, body: '{"kind":"Status","code":410}' });
     const clock = new FakeClock();
     const reflector = new KubernetesReflector({ api, clock, listPageSize: 2, random: () => 0 });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await server.watch(1);
     const first = stream.items[0];
     expect(first?.type).toBe('replace');

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { encodePod } from '../../src/kubernetes/codec/encoded-pod.js';
+import { type EncodedChange, encodePod } from '../../src/kubernetes/codec/encoded-pod.js';
 import {
-  type EncodedChange,
   writeChangeEventsJson,
   writeEncodedPodsJson,
   writePodsJson,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readStatus } from '../../src/kubernetes/client/api-errors.js';
+import type { EncodedPod } from '../../src/kubernetes/codec/encoded-pod.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
@@ -7,11 +8,12 @@ import {
   isProtobufContentType,
   PROTOBUF_CONTENT_TYPE,
   peekProtobufContinueToken,
-  rfc3339Seconds,
 } from '../../src/kubernetes/codec/pod-protobuf.js';
 import { ProtobufDecodeError } from '../../src/kubernetes/codec/protobuf-reader.js';
+import { rfc3339Seconds } from '../../src/kubernetes/codec/protobuf-time.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { MalformedPodError, parsePod } from '../../src/model/pod.js';
+import { MalformedPodError, type Pod, parsePod } from '../../src/model/pod.js';
+import { decodedEvent, decodedPod } from '../support/decoded-pods.js';
 import {
   type BuildOptions,
   encodePod,
@@ -247,14 +249,31 @@ function smallPod(name: string, extra: Record<string, unknown> = {}): Record<str
   };
 }
 
-/** The only item of a protobuf PodList holding `pod`, decoded. */
-function decodeOne(pod: Record<string, unknown>, options: BuildOptions = {}): unknown {
+/** A reading with its pod parsed back, as the main thread reads it. */
+function readable(reading: ReturnType<typeof readFrame>): unknown {
+  return reading.kind === 'change' ? { ...reading, event: decodedEvent(reading.event) } : reading;
+}
+
+/** The only item of a protobuf PodList holding `pod`, read, as the main thread parses it. */
+function decodeOne(pod: Record<string, unknown>, options: BuildOptions = {}): Pod {
   const list = decodeProtobufPodList(
     encodePodList({ metadata: { resourceVersion: '9' }, items: [pod] }, options),
   );
-  const items = list.items as unknown[];
-  expect(items).toHaveLength(1);
-  return items[0];
+  expect(list.refused).toBeUndefined();
+  expect(list.pods).toHaveLength(1);
+  return decodedPod(list.pods[0] as EncodedPod);
+}
+
+/** A Pod message's bytes, enveloped as the only item of a PodList, read. */
+function decodeMessage(podBytes: Uint8Array): Pod {
+  const list = decodeProtobufPodList(
+    k8sEnvelope(
+      { apiVersion: 'v1', kind: 'PodList' },
+      message((l) => l.message(1, (m) => m.string(2, '3')).message(2, podBytes)),
+    ),
+  );
+  expect(list.refused).toBeUndefined();
+  return decodedPod(list.pods[0] as EncodedPod);
 }
 
 describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () => {
@@ -310,7 +329,7 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
   });
 
   it('leaves out empty omitempty strings, as JSON omits them', () => {
-    const pod = decodeOne({
+    const json = {
       metadata: { name: 'p', uid: 'u' },
       spec: { containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] },
       status: {
@@ -321,24 +340,19 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
             ready: false,
             restartCount: 0,
             state: { waiting: {}, terminated: { exitCode: 0 } },
+            lastState: {},
           },
         ],
       },
-    }) as Record<string, Record<string, unknown>>;
+    };
     // Written as empty strings (gogo writes every non-pointer string), read as absent.
-    expect(pod.metadata).toEqual({ name: 'p', uid: 'u' });
-    expect(pod.spec).toEqual({ containers: [{ name: 'c', ports: [{ containerPort: 80 }] }] });
-    expect(pod.status).toEqual({
-      conditions: [{ type: 'Ready', status: 'True' }],
-      containerStatuses: [
-        {
-          name: 'c',
-          ready: false,
-          restartCount: 0,
-          state: { waiting: {}, terminated: { exitCode: 0 } },
-          lastState: {},
-        },
-      ],
+    const pod = decodeOne(json);
+    expect(pod).toStrictEqual(parsePod(json));
+    expect(pod.metadata).not.toHaveProperty('resourceVersion');
+    expect(pod.spec.containers[0]?.ports[0]).toStrictEqual({ containerPort: 80 });
+    expect(pod.status.containerStatuses[0]?.state).toStrictEqual({
+      waiting: {},
+      terminated: { exitCode: 0 },
     });
   });
 
@@ -347,12 +361,19 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
       metadata: { name: 'p', uid: 'u' },
       spec: { containers: [{}], schedulingGates: [{}] },
       status: { conditions: [{}], containerStatuses: [{}] },
-    }) as Record<string, Record<string, unknown>>;
-    expect(pod.spec).toEqual({ containers: [{ name: '' }], schedulingGates: [{ name: '' }] });
-    expect(pod.status).toEqual({
-      conditions: [{ type: '', status: '' }],
-      containerStatuses: [{ name: '', ready: false, restartCount: 0, state: {}, lastState: {} }],
     });
+    expect(pod).toStrictEqual(
+      parsePod({
+        metadata: { name: 'p', uid: 'u' },
+        spec: { containers: [{ name: '' }], schedulingGates: [{ name: '' }] },
+        status: {
+          conditions: [{ type: '', status: '' }],
+          containerStatuses: [
+            { name: '', ready: false, restartCount: 0, state: {}, lastState: {} },
+          ],
+        },
+      }),
+    );
   });
 
   it('leaves out a zero metav1.Time (an empty message), as JSON writes null', () => {
@@ -369,7 +390,7 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
           },
         ],
       },
-    }) as { status: Record<string, Array<Record<string, unknown>>> };
+    });
     expect(pod.status.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
     expect(pod.status.containerStatuses?.[0]).toMatchObject({
       state: { running: {} },
@@ -387,20 +408,15 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
     const podBytes = message((p) =>
       p.message(1, metadata).message(3, (s) => s.message(2, condition)),
     );
-    const pod = decodeProtobufObject(k8sEnvelope({ apiVersion: 'v1', kind: 'Pod' }, podBytes));
+    const pod = decodeMessage(podBytes);
     expect(pod).toMatchObject({
       metadata: { deletionTimestamp: '2026-01-02T03:04:05Z' },
       status: { conditions: [{ lastTransitionTime: '1970-01-01T00:00:00Z' }] },
     });
-    const before1970 = message((m) => m.string(1, 'p').message(9, time(-86_400, 0)));
-    expect(
-      decodeProtobufObject(
-        k8sEnvelope(
-          { apiVersion: 'v1', kind: 'Pod' },
-          message((p) => p.message(1, before1970)),
-        ),
-      ),
-    ).toMatchObject({ metadata: { deletionTimestamp: '1969-12-31T00:00:00Z' } });
+    const before1970 = message((m) => m.string(1, 'p').string(5, 'u').message(9, time(-86_400, 0)));
+    expect(decodeMessage(message((p) => p.message(1, before1970)))).toMatchObject({
+      metadata: { deletionTimestamp: '1969-12-31T00:00:00Z' },
+    });
   });
 
   it('rejects a time no date can hold as undecodable, not with a RangeError', () => {
@@ -426,13 +442,7 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
     const item = message((p) =>
       p.message(1, (m) => m.string(1, 'p').string(5, 'u')).message(3, status),
     );
-    const list = decodeProtobufPodList(
-      k8sEnvelope(
-        { apiVersion: 'v1', kind: 'PodList' },
-        message((l) => l.message(1, (m) => m.string(2, '3')).message(2, item)),
-      ),
-    );
-    const pod = parsePod((list.items as unknown[])[0]);
+    const pod = decodeMessage(item);
     expect(pod.status.containerStatuses).toEqual([
       { name: 'engine', ready: false, restartCount: 0, state: { running: {} } },
     ]);
@@ -440,8 +450,7 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
 
   it('reads a pod with no spec and no status (fields a sparse writer leaves out)', () => {
     const pod = decodeOne({ metadata: { name: 'bare', uid: 'u' } }, { style: 'sparse' });
-    expect(pod).toEqual({ metadata: { name: 'bare', uid: 'u' } });
-    expect(parsePod(pod)).toEqual(parsePod({ metadata: { name: 'bare', uid: 'u' } }));
+    expect(pod).toStrictEqual(parsePod({ metadata: { name: 'bare', uid: 'u' } }));
   });
 
   it('reads list metadata: resourceVersion, continue and remainingItemCount', () => {
@@ -456,23 +465,18 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
         items: [smallPod('a'), smallPod('b')],
       }),
     );
-    expect(list.kind).toBe('PodList');
-    expect(list.apiVersion).toBe('v1');
     expect(list.metadata).toEqual({
       resourceVersion: '4242',
       continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ',
       remainingItemCount: 1234,
     });
-    expect((list.items as unknown[]).map((item) => parsePod(item))).toEqual([
-      parsePod(smallPod('a')),
-      parsePod(smallPod('b')),
-    ]);
+    expect(list.pods.map(decodedPod)).toEqual([parsePod(smallPod('a')), parsePod(smallPod('b'))]);
   });
 
   it('reads a last page: no continue token, and an empty page', () => {
     const list = decodeProtobufPodList(encodePodList({ metadata: { resourceVersion: '7' } }));
     expect(list.metadata).toEqual({ resourceVersion: '7' });
-    expect(list.items).toEqual([]);
+    expect(list.pods).toEqual([]);
   });
 
   it('rejects a body of another kind, naming it', () => {
@@ -483,11 +487,16 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
 });
 
 describe('decodeProtobufObject: enveloped Pods and other kinds', () => {
-  it('reads a Pod with its kind and apiVersion', () => {
-    const json = richPod();
-    const decoded = decodeProtobufObject(encodePod(json));
-    expect(decoded).toMatchObject({ kind: 'Pod', apiVersion: 'v1' });
-    expect(parsePod(decoded)).toEqual(parsePod(json));
+  it("reads a Pod that is no change (a bookmark's) as its kind, apiVersion and metadata", () => {
+    const decoded = decodeProtobufObject(encodePod(richPod()));
+    expect(decoded).toStrictEqual({
+      kind: 'Pod',
+      apiVersion: 'v1',
+      metadata: {
+        resourceVersion: '123456',
+        annotations: (richPod().metadata as { annotations: Record<string, string> }).annotations,
+      },
+    });
   });
 
   it('reads an unknown kind as just its type, which parsePod rejects', () => {
@@ -622,8 +631,8 @@ describe('decodeProtobufWatchEvent, then readFrame: as the JSON frame reads', ()
     for (const options of [{}, { order: 'descending' as const, unknownFields: true }]) {
       const decoded = decodeProtobufWatchEvent(encodeWatchEvent(event, options));
       expect(decoded.type).toBe(event.type);
-      expect(readFrame({ kind: 'decoded', value: decoded })).toEqual(
-        readFrame({ kind: 'decoded', value: event }),
+      expect(readable(readFrame({ kind: 'decoded', value: decoded }))).toEqual(
+        readable(readFrame({ kind: 'decoded', value: event })),
       );
     }
   });
@@ -723,9 +732,9 @@ describe('malformed protobuf bodies are ProtobufDecodeError', () => {
     // which the LIST then refuses as malformed).
     expect(decodeProtobufPodList(bytes.subarray(0, typeMetaEnd))).toMatchObject({
       metadata: {},
-      items: [],
+      pods: [],
     });
-    expect(decodeProtobufPodList(bytes.subarray(0, bodyEnd)).items).toHaveLength(2);
+    expect(decodeProtobufPodList(bytes.subarray(0, bodyEnd)).pods).toHaveLength(2);
   });
 
   it('rejects a truncated pod, Status and watch event', () => {
@@ -779,7 +788,7 @@ describe('malformed protobuf bodies are ProtobufDecodeError', () => {
       { metadata: { resourceVersion: '1' }, items: [smallPod('a')] },
       { envelope: { contentType: PROTOBUF_CONTENT_TYPE, unknownFields: true } },
     );
-    expect((decodeProtobufPodList(bytes).items as unknown[]).length).toBe(1);
+    expect(decodeProtobufPodList(bytes).pods).toHaveLength(1);
   });
 });
 
@@ -944,8 +953,7 @@ describe('the test builders are not the decoder: a hand-assembled pod reads the 
             ),
         ),
     );
-    const decoded = decodeProtobufObject(k8sEnvelope({ apiVersion: 'v1', kind: 'Pod' }, bytes));
-    expect(parsePod(decoded)).toEqual(
+    expect(decodeMessage(bytes)).toEqual(
       parsePod({
         metadata: {
           name: 'hand',

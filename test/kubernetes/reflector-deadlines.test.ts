@@ -12,6 +12,7 @@ import {
   KubernetesReflector,
   type KubernetesReflectorOptions,
 } from '../../src/kubernetes/reflector/reflector.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
@@ -48,7 +49,7 @@ const added = (name: string, resourceVersion: string) => ({
 async function watchingWithBookmarks(options: Partial<KubernetesReflectorOptions> = {}) {
   const h = setup(options);
   h.api.queueList({ pods: [pod({ name: 'a', resourceVersion: '5' })], resourceVersion: '5' });
-  const stream = drain(h.reflector.watch());
+  const stream = drain(decodedEvents(h.reflector.watch()));
   await h.atRest();
   h.api.watch.push(bookmark('10'));
   await h.atRest();
@@ -117,7 +118,7 @@ describe('KubernetesReflector: a stalled watch', () => {
   it('is not assumed of a server never seen sending a bookmark: only the idle limit applies', async () => {
     const { api, clock, reflector, atRest } = setup();
     api.queueList({ pods: [], resourceVersion: '5' });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     api.watch.push(added('a', '6'));
     await atRest();
@@ -144,7 +145,7 @@ describe('KubernetesReflector: a stalled watch', () => {
 describe('KubernetesReflector: the initial-events-end deadline', () => {
   function watchList(options: Partial<KubernetesReflectorOptions> = {}) {
     const h = setup({ initialList: 'watch-list', ...options });
-    const stream = drain(h.reflector.watch());
+    const stream = drain(decodedEvents(h.reflector.watch()));
     return { ...h, stream };
   }
 

@@ -10,6 +10,7 @@ import {
   STALE_FRAMES_BEFORE_RELIST,
 } from '../../src/kubernetes/reflector/reflector.js';
 import type { Pod } from '../../src/model/pod.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
@@ -45,7 +46,7 @@ function readyOf(pod: Pod | undefined): string | undefined {
 async function watchingFrom(resourceVersion: string) {
   const h = setup();
   h.api.queueList({ pods: [pod({ name: 'a', resourceVersion })], resourceVersion });
-  const stream = drain(h.reflector.watch());
+  const stream = drain(decodedEvents(h.reflector.watch()));
   await h.atRest();
   return { ...h, stream };
 }
@@ -170,7 +171,7 @@ describe('KubernetesReflector: resourceVersions never go backwards', () => {
 
   it('drops a watch-list initial event older than the copy of its pod it already read', async () => {
     const { api, reflector, atRest } = setup({ initialList: 'watch-list' });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     api.watch
       .push(frame('ADDED', 'a', '30', true))

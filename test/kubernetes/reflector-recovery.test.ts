@@ -13,9 +13,10 @@ import type {
   WatchPodsOptions,
   WatchStream,
 } from '../../src/kubernetes/resources/pod-api.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { FakeWatch } from '../support/fake-pod-api.js';
+import { encodedPod, FakeWatch } from '../support/fake-pod-api.js';
 import { pod } from '../support/pods.js';
 
 /** A request as the server saw it, and whether it was up to see it. */
@@ -62,7 +63,7 @@ class RestartableApi implements PodApi {
     this.seen.push({ verb: 'LIST', at: this.clock.now(), up: this.up });
     if (!this.up) throw new ApiConnectionError('LIST', new Error('connect ECONNREFUSED'), false);
     void options;
-    return { pods: [pod({ name: 'a' })], resourceVersion: String(this.#version) };
+    return { pods: [encodedPod(pod({ name: 'a' }))], resourceVersion: String(this.#version) };
   }
 
   async watchPods(options: WatchPodsOptions): Promise<WatchStream> {
@@ -86,7 +87,7 @@ function setup(random = () => 0.5) {
   const clock = new FakeClock();
   const api = new RestartableApi(clock);
   const reflector = new KubernetesReflector({ api, clock, random });
-  const stream = drain(reflector.watch());
+  const stream = drain(decodedEvents(reflector.watch()));
   return { clock, api, reflector, stream };
 }
 
@@ -221,7 +222,7 @@ describe('KubernetesReflector recovery: a server that answers with errors', () =
       },
     };
     const reflector = new KubernetesReflector({ api, clock, random: () => 0 });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advanceUntil(() => seen.length === 5);
     const gaps = seen.slice(1).map((t, i) => t - (seen[i] as number));
     expect(gaps).toEqual([800, 1_600, 10_000, 6_400]);

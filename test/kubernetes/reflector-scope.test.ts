@@ -8,22 +8,22 @@ import {
   KubernetesReflector,
   type KubernetesReflectorOptions,
 } from '../../src/kubernetes/reflector/reflector.js';
-import type { PodList } from '../../src/kubernetes/resources/pod-api.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { FakePodApi } from '../support/fake-pod-api.js';
+import { FakePodApi, type PodWorld } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';
 import { RecordingLogger } from '../support/recording-logger.js';
 import { reflectorAtRest } from '../support/reflector-at-rest.js';
 
 /** `world`: what the first LIST answers (default: nothing). */
-function setup(options: Partial<KubernetesReflectorOptions> = {}, world?: PodList) {
+function setup(options: Partial<KubernetesReflectorOptions> = {}, world?: PodWorld) {
   const clock = new FakeClock();
   const api = new FakePodApi(clock);
   if (world) api.world = world;
   const logger = new RecordingLogger();
   const reflector = new KubernetesReflector({ api, clock, logger, random: () => 0, ...options });
-  const stream = drain(reflector.watch());
+  const stream = drain(decodedEvents(reflector.watch()));
   const atRest = () => reflectorAtRest({ api, reflector });
   return { clock, api, logger, reflector, stream, atRest };
 }

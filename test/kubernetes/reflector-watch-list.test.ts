@@ -10,6 +10,7 @@ import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/
 import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
 import { type Pod, podKey } from '../../src/model/pod.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
@@ -33,7 +34,7 @@ function setup(script: (api: FakePodApi) => void = () => {}) {
     initialList: 'watch-list',
     onListPage: (pods, page) => pages.push([page, pods.map((p) => podKey(p))]),
   });
-  const stream = drain(reflector.watch());
+  const stream = drain(decodedEvents(reflector.watch()));
   /** Waits until the reflector did all it can without the clock or the test. */
   const atRest = () => reflectorAtRest({ api, reflector });
   return { clock, api, logger, reflector, stream, pages, atRest };
@@ -229,7 +230,7 @@ describe('KubernetesReflector watch-list memory', () => {
       random: () => 0,
       initialList: 'watch-list',
     });
-    const iterator = reflector.watch()[Symbol.asyncIterator]();
+    const iterator = decodedEvents(reflector.watch())[Symbol.asyncIterator]();
     const first = iterator.next();
     await reflectorAtRest({ api, reflector });
     api.watch.push(added('a', '11')).push(added('b', '12')).push(endBookmark('20'));

@@ -11,6 +11,7 @@ import {
 import type { Pod } from '../../src/model/pod.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
+import { decodedEvents } from '../support/decoded-pods.js';
 import { drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
@@ -85,7 +86,7 @@ async function watching(
 ) {
   const harness = setup(options);
   harness.api.queueList({ pods, resourceVersion });
-  const stream = drain(harness.reflector.watch());
+  const stream = drain(decodedEvents(harness.reflector.watch()));
   await atRest();
   return { ...harness, stream };
 }
@@ -242,7 +243,7 @@ describe('KubernetesReflector: listing and watching', () => {
   it('opens an independent stream, starting with a LIST, on every watch() call', async () => {
     const { api, reflector, stream } = await watching();
     api.queueList({ pods: [pod({ name: 'z' })], resourceVersion: '99' });
-    const second = drain(reflector.watch());
+    const second = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=99']);
     expect(keys(second.items[0])).toEqual(['default/z']);
@@ -257,7 +258,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     api.queueList({ pods: [pod({ name: 'a' })], resourceVersion: '10' });
     api.queueWatch(status(410, { reason: 'Expired' }));
     api.world = { pods: [pod({ name: 'b' })], resourceVersion: '50' };
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', relists: { expired: 1 } });
@@ -302,7 +303,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(504));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'LIST', 'WATCH rv=1']);
     expect(reflector.stats().relists).toEqual({ 'too-large': 1 });
@@ -315,7 +316,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       pods: [],
       resourceVersion: '5',
     });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(api.log).toEqual(['LIST']);
     expect(reflector.stats()).toMatchObject({ phase: 'backoff', lastError: 'LIST: ECONNREFUSED' });
@@ -332,7 +333,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       pods: [],
       resourceVersion: '5',
     });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(reflector.stats()).toMatchObject({ lists: 0, relists: {} });
     await clock.advance(800);
@@ -349,7 +350,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
       { pods: [], resourceVersion: '9' },
     );
     api.queueWatch(status(410, { reason: 'Expired' }));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     await clock.advance(60_000);
     expect(api.log.slice(0, 4)).toEqual(['LIST', 'WATCH rv=5', 'LIST', 'LIST']);
@@ -361,7 +362,7 @@ describe('KubernetesReflector: a dead cursor relists', () => {
   it('publishes nothing from a LIST with an unreadable item, and lists again', async () => {
     const { api, clock, reflector } = setup();
     api.queueList(new MalformedListError('LIST item default/x: malformed pod: metadata.uid'));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(stream.items).toEqual([]);
     expect(reflector.stats().lastError).toContain('default/x');
@@ -484,7 +485,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(new ApiConnectionError('WATCH', new Error('ECONNRESET')), status(500));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800);
     await clock.advance(1_600);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10', 'WATCH rv=10', 'WATCH rv=10']);
@@ -496,7 +497,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(429, { reason: 'TooManyRequests', retryAfterMs: 7_000 }));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(6_999);
     expect(api.log).toEqual(['LIST', 'WATCH rv=10']);
     await clock.advance(1);
@@ -508,7 +509,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
   it('honours Retry-After on a 429 answer to LIST', async () => {
     const { api, clock, reflector } = setup();
     api.queueList(new ApiStatusError('LIST', { code: 429, causes: [], retryAfterMs: 3_000 }));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(2_999);
     expect(api.log).toEqual(['LIST']);
     await clock.advance(1);
@@ -520,7 +521,7 @@ describe('KubernetesReflector: other failures reconnect from the same cursor', (
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(500), status(500), status(429, { retryAfterMs: 1_000 }));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800 + 1_600);
     expect(api.requests.at(-1)?.at).toBe(2_400);
     await clock.advance(3_199);
@@ -636,7 +637,7 @@ describe('KubernetesReflector: idle connections', () => {
     const { api, clock, reflector } = setup({ idleTimeoutMs: 10_000 });
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch('hang');
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(10_000);
     expect(api.watches[0]?.released).toBe(true);
     await clock.advance(800);
@@ -647,7 +648,7 @@ describe('KubernetesReflector: idle connections', () => {
   it('gives up on a LIST that gets no bytes within the idle limit and lists again', async () => {
     const { api, clock, reflector } = setup({ idleTimeoutMs: 10_000 });
     api.queueList('hang');
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(10_000);
     expect(api.lists[0]?.aborted).toBe(true);
     await clock.advance(800);
@@ -662,7 +663,7 @@ describe('KubernetesReflector: backoff', () => {
     api.queueList({ pods: [], resourceVersion: '10' });
     const failures = 12;
     api.queueWatch(...Array.from({ length: failures }, () => status(503)));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(400_000);
     const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
     const gaps = times.slice(1).map((t, i) => t - (times[i] ?? 0));
@@ -678,7 +679,7 @@ describe('KubernetesReflector: backoff', () => {
     const { api, clock, reflector } = setup({ random: () => 0.5 });
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(503), status(503));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(10_000);
     const times = api.requests.filter((r) => r.verb === 'WATCH').map((r) => r.at);
     expect(times).toEqual([0, 1_200, 1_200 + 2_400]);
@@ -689,7 +690,7 @@ describe('KubernetesReflector: backoff', () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(503), status(503), status(503));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800 + 1_600 + 3_200);
     expect(api.log).toHaveLength(5);
     await clock.advance(1_000); // the fourth WATCH proves itself by staying open
@@ -705,7 +706,7 @@ describe('KubernetesReflector: backoff', () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(503), status(503));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800 + 1_600);
     api.watch.push({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '11' } } }).fail();
     await atRest();
@@ -719,7 +720,7 @@ describe('KubernetesReflector: backoff', () => {
   it('keeps growing the backoff while WATCHes fail before proving themselves', async () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     // Each WATCH is accepted, then answered with an ERROR frame at once: no proof.
     for (const wait of [0, 800, 1_600, 3_200]) {
@@ -740,7 +741,7 @@ describe('KubernetesReflector: backoff', () => {
     const { api, clock, reflector } = setup();
     api.queueList({ pods: [], resourceVersion: '10' });
     api.queueWatch(status(503), status(503));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await clock.advance(800 + 1_600);
     await clock.advance(70_000);
     api.watch.end();
@@ -769,7 +770,7 @@ describe('KubernetesReflector: closing', () => {
     api.queueList({ pods: [], resourceVersion: '10' });
     const seen: string[] = [];
     const consumer = (async () => {
-      for await (const event of reflector.watch()) {
+      for await (const event of decodedEvents(reflector.watch())) {
         seen.push(event.type);
         if (event.type === 'upsert') break;
       }
@@ -784,7 +785,7 @@ describe('KubernetesReflector: closing', () => {
   it('aborts an in-flight LIST when the stream is closed', async () => {
     const { api, clock, reflector } = setup();
     api.queueList('hang');
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     await stream.close();
     expect(api.lists[0]?.aborted).toBe(true);
@@ -794,7 +795,7 @@ describe('KubernetesReflector: closing', () => {
   it('stops waiting out a backoff when the stream is closed', async () => {
     const { api, clock, reflector } = setup();
     api.queueList(new Error('boom'));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(clock.pendingTimers).toBe(1);
     await stream.close();
@@ -805,7 +806,7 @@ describe('KubernetesReflector: closing', () => {
   it('closes every watch it opened, whichever way each one ended', async () => {
     const { api, clock, reflector } = setup({ idleTimeoutMs: 5_000 });
     api.queueList({ pods: [], resourceVersion: '10' });
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     await clock.advance(1_000);
     api.watch.end(); // clean end
@@ -947,7 +948,7 @@ describe('KubernetesReflector: health through failures', () => {
       resourceVersion: '5',
     });
     api.queueWatch(status(503));
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(reflector.stats().healthy).toBe(false);
     await clock.advance(800);
@@ -1037,7 +1038,7 @@ describe('KubernetesReflector: progress of a long LIST', () => {
   it('shows pages and pods read so far in stats().listProgress while listing, and nothing after', async () => {
     const { api, clock, reflector, logger } = setup();
     api.queueList('hang');
-    const stream = drain(reflector.watch());
+    const stream = drain(decodedEvents(reflector.watch()));
     await atRest();
     expect(reflector.stats().listProgress).toEqual({
       pages: 0,

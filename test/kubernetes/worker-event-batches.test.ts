@@ -5,7 +5,6 @@ import {
   MAX_EVENTS_PER_BATCH,
   runReflectorTask,
 } from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
-import { asEncodedPodApi } from '../support/encoded-pod-api.js';
 import { FakePodApi } from '../support/fake-pod-api.js';
 import { rawPod } from '../support/pods.js';
 
@@ -41,7 +40,7 @@ describe('runReflectorTask: watch events during a burst', () => {
     const { main, worker, batches, until, replaced } = record();
     const task = runReflectorTask(
       { port: worker, options: { cluster: {}, replaceChunkSize: 100, maxListBytes: 1 << 30 } },
-      async () => asEncodedPodApi(api),
+      async () => api,
     );
     await until(replaced);
     const burst = 2 * MAX_EVENTS_PER_BATCH + 5;

@@ -12,8 +12,7 @@ import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-t
 import type { ListPodsOptions, PodApi } from '../../src/kubernetes/resources/pod-api.js';
 import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
-import { asEncodedPodApi } from '../support/encoded-pod-api.js';
-import { FakePodApi } from '../support/fake-pod-api.js';
+import { encodedPod, FakePodApi } from '../support/fake-pod-api.js';
 import { pod, rawPod } from '../support/pods.js';
 import { until as waitUntil } from '../support/until.js';
 
@@ -94,7 +93,7 @@ describe('runReflectorTask', () => {
       resourceVersion: '9',
     };
     const { worker, received, until, send, flushed } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     await flushed();
     expect(ofKind(received, 'replace-chunk')).toHaveLength(1);
@@ -121,7 +120,7 @@ describe('runReflectorTask', () => {
   it('posts the frames of one turn as one batch, with the stats after them', async () => {
     const api = new FakePodApi();
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-end').length === 1);
     const before = ofKind(received, 'batch').length;
     api.watch
@@ -149,7 +148,7 @@ describe('runReflectorTask', () => {
   it('closes its reflector, and with it the watch, when asked to close', async () => {
     const api = new FakePodApi();
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-end').length === 1);
     await waitFor(() => api.watches.at(-1)?.awaitingFrame === true, 'the reflector to watch');
     expect(api.watch.released).toBe(false);
@@ -161,7 +160,7 @@ describe('runReflectorTask', () => {
   it('stops when the main side of the port goes away', async () => {
     const api = new FakePodApi();
     const { main, worker, received, until } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-end').length === 1);
     main.close();
     await task;
@@ -172,7 +171,7 @@ describe('runReflectorTask', () => {
     const api = new FakePodApi();
     api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: worker, options }, async () => api);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     send({ kind: 'close' });
     await task;
@@ -197,7 +196,7 @@ describe('runReflectorTask', () => {
     const api = new FakePodApi();
     api.world = { pods: ['a', 'b', 'c'].map((name) => pod({ name })), resourceVersion: '9' };
     const { port1, port2 } = new MessageChannel();
-    const task = runReflectorTask({ port: port2, options }, async () => asEncodedPodApi(api));
+    const task = runReflectorTask({ port: port2, options }, async () => api);
     const stream = new WorkerEventStream({
       port: port1,
       task,
@@ -238,11 +237,11 @@ function twoPages(
   const paged: PodApi = {
     listPods: async (listOptions) => {
       api.requests.push({ verb: 'LIST', at: 0 } as never);
-      const one = first.map((name) => pod({ name }));
+      const one = first.map((name) => encodedPod(pod({ name })));
       listOptions.onPage?.({ pages: 1, pods: one.length }, one);
       await secondPage;
       await beforeSecond(listOptions);
-      const two = second.map((name) => pod({ name }));
+      const two = second.map((name) => encodedPod(pod({ name })));
       listOptions.onPage?.({ pages: 2, pods: one.length + two.length }, two);
       return { pods: [...one, ...two], resourceVersion: '9' };
     },
@@ -255,7 +254,7 @@ describe('runReflectorTask: a paged LIST is streamed while it runs', () => {
   it('sends each page as chunks before the LIST completes, and replace-end only after the last page', async () => {
     const { paged, nextPage } = twoPages(['a', 'b', 'c'], ['d']);
     const { worker, received, until, send, flushed } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
+    const task = runReflectorTask({ port: worker, options }, async () => paged);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-chunk').length === 2);
@@ -292,7 +291,7 @@ describe('runReflectorTask: a LIST over the worker memory budget', () => {
         port: worker,
         options: { ...options, maxListBytes: budget, backoff: { initialMs: 50, maxMs: 50 } },
       },
-      async () => asEncodedPodApi(paged),
+      async () => paged,
     );
     // Every chunk acknowledged as it comes, as the main side does.
     let acked = 0;
@@ -327,7 +326,7 @@ describe('runReflectorTask: stats while a LIST streams', () => {
       }
     });
     const { worker, received, until, send } = channel();
-    const task = runReflectorTask({ port: worker, options }, async () => asEncodedPodApi(paged));
+    const task = runReflectorTask({ port: worker, options }, async () => paged);
     await until(() => ofKind(received, 'replace-chunk').length === 1);
     const batchesBefore = ofKind(received, 'batch').length;
     send({ kind: 'ack' });
@@ -370,7 +369,7 @@ describe('runReflectorTask: many relists on one stream', () => {
           port: worker,
           options: { ...options, replaceChunkSize: 10, backoff: { initialMs: 1, maxMs: 1 } },
         },
-        async () => asEncodedPodApi(paged),
+        async () => paged,
       );
       for (let relist = 1; relist <= 12; relist += 1) {
         await until(() => ofKind(received, 'replace-chunk').length === relist);

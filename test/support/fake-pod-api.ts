@@ -1,8 +1,10 @@
 /**
  * A scripted `PodApi`: every LIST and WATCH is recorded (so tests assert the sequence of
- * requests, client-go style), LIST answers come from a script or from a small in-memory world,
- * and each WATCH is a `FakeWatch` the test pushes frames into, ends, breaks, or leaves hanging.
+ * requests, client-go style), LIST answers come from a script or from a small in-memory world of
+ * the model's `Pod`s (encoded as the JSON path of `HttpPodApi` encodes each item), and each WATCH
+ * is a `FakeWatch` the test pushes frames into, ends, breaks, or leaves hanging.
  */
+import { type EncodedPod, encodePod } from '../../src/kubernetes/codec/encoded-pod.js';
 import type {
   ListPodsOptions,
   PodApi,
@@ -11,6 +13,7 @@ import type {
   WatchPodsOptions,
   WatchStream,
 } from '../../src/kubernetes/resources/pod-api.js';
+import type { Pod } from '../../src/model/pod.js';
 import { abortReason, type Clock } from '../../src/runtime/clock.js';
 
 export interface RecordedRequest {
@@ -26,8 +29,27 @@ export interface RecordedRequest {
   at: number;
 }
 
+/** A LIST's answer as a test writes it: the model's pods, encoded when listed. */
+export interface PodWorld {
+  pods: Pod[];
+  resourceVersion: string;
+}
+
 /** What one LIST does: answer, fail, or never answer (until its signal aborts). */
-export type ListOutcome = PodList | Error | 'hang';
+export type ListOutcome = PodWorld | Error | 'hang';
+
+/** Each pod encoded once, so every LIST of the same world hands out the same `EncodedPod`s. */
+const encoded = new WeakMap<Pod, EncodedPod>();
+
+/** `pod` as the reflector holds it. */
+export function encodedPod(pod: Pod): EncodedPod {
+  let found = encoded.get(pod);
+  if (!found) {
+    found = encodePod(pod);
+    encoded.set(pod, found);
+  }
+  return found;
+}
 /** What opening one WATCH does: open (default), fail, or never answer. */
 export type WatchOutcome = 'open' | Error | 'hang';
 
@@ -142,7 +164,7 @@ export class FakePodApi implements PodApi {
   readonly lists: FakeList[] = [];
   readonly watches: FakeWatch[] = [];
   /** Answer for a LIST when the script is empty. */
-  world: PodList = { pods: [], resourceVersion: '1' };
+  world: PodWorld = { pods: [], resourceVersion: '1' };
   readonly #listScript: ListOutcome[] = [];
   readonly #watchScript: WatchOutcome[] = [];
 
@@ -194,7 +216,7 @@ export class FakePodApi implements PodApi {
     if (outcome === 'hang') return pendingUntilAborted(options.signal);
     if (outcome instanceof Error) throw outcome;
     options.onBytes?.(JSON.stringify(outcome).length);
-    return { pods: [...outcome.pods], resourceVersion: outcome.resourceVersion };
+    return { pods: outcome.pods.map(encodedPod), resourceVersion: outcome.resourceVersion };
   }
 
   async watchPods(options: WatchPodsOptions): Promise<WatchStream> {

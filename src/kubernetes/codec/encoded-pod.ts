@@ -1,17 +1,17 @@
 /**
- * `EncodedPod`: a pod as the reflector's worker thread holds it — its key and version as strings,
- * everything else as the JSON bytes the main thread parses into the model's `Pod` — and
- * `POD_JSON`, the form (./pod-form.ts) that reads LIST pages and watch frames into it.
+ * `EncodedPod`: the one form the reflector and the pod API hold a pod in — its key and version as
+ * strings, everything else as the JSON bytes the main thread parses into the model's `Pod` — and
+ * the two ways bytes become one: a protobuf Pod message, or a JSON-shaped value.
  *
  * Why: the worker never reads a pod, it only moves pods to the main thread. Building each pod's
  * objects and strings there, to walk them again for the hop's JSON, was most of a sync's cost in
  * that thread. From protobuf (the default against a real API server) a pod is transcoded straight
  * into its JSON (./protobuf-pod-json.ts); from JSON it is validated by the schema and written once.
  */
-import { type Pod, parsePod, podKey } from '../../model/pod.js';
-import type { PodForm } from './pod-form.js';
+import { type Pod, parsePod } from '../../model/pod.js';
+import type { SourceEvent } from '../../runtime/source-event.js';
 import { JsonBuffer, writePodJson } from './pod-json-writer.js';
-import { transcodeProtobufPod } from './protobuf-pod-json.js';
+import { type RefusedPodError, transcodeProtobufPod } from './protobuf-pod-json.js';
 
 /** A pod in the worker thread: what the reflector reads of it, and its JSON for the hop. */
 export class EncodedPod {
@@ -79,17 +79,41 @@ export function encodePod(pod: Pod): EncodedPod {
   return new EncodedPod(identity(name, namespace, uid, resourceVersion), sealed(start));
 }
 
-/** Pods as `EncodedPod`s. */
-export const POD_JSON: PodForm<EncodedPod> = {
-  fromProtobuf(bytes, start, end) {
-    const at = blocks.length;
-    const read = transcodeProtobufPod(bytes, start, end, blocks);
-    if (!read) return undefined;
-    const { name, namespace, uid, resourceVersion } = read;
-    // Protobuf cannot tell an absent version from an empty one; the decoder leaves both out.
-    return new EncodedPod(identity(name, namespace, uid, resourceVersion || undefined), sealed(at));
-  },
-  fromValue: (value) => (value instanceof EncodedPod ? value : encodePod(parsePod(value))),
-  key: (pod) => podKey(pod),
-  version: (pod) => pod.metadata.resourceVersion,
-};
+/**
+ * The pod in one protobuf Pod message's bytes (`[start, end)`, no envelope), validated as read.
+ * Throws `RefusedPodError` (a `MalformedPodError` naming the field) for a pod the schema would
+ * refuse, `ProtobufDecodeError` for bytes that are not protobuf.
+ */
+export function readProtobufPod(bytes: Uint8Array, start: number, end: number): EncodedPod {
+  const at = blocks.length;
+  const { name, namespace, uid, resourceVersion } = transcodeProtobufPod(bytes, start, end, blocks);
+  // Protobuf cannot tell an absent version from an empty one; JSON leaves both out.
+  return new EncodedPod(identity(name, namespace, uid, resourceVersion || undefined), sealed(at));
+}
+
+/**
+ * A protobuf watch change whose pod the transcoder refused, in place of its object: its metadata
+ * carries the version (so the reflector's cursor can step past it, as a JSON frame's does), and
+ * reading it as a pod throws the refusal.
+ */
+export class RefusedPod {
+  readonly metadata: { readonly resourceVersion?: string };
+  constructor(readonly error: RefusedPodError) {
+    const version = error.identity.resourceVersion;
+    this.metadata = version === '' ? {} : { resourceVersion: version };
+  }
+}
+
+/**
+ * The pod in a JSON-shaped value (a JSON body's item, a watch frame's object) validated by the
+ * schema, or a pod the protobuf reader already read, as it is. Throws `MalformedPodError` for a
+ * value that is not a pod.
+ */
+export function readPodValue(value: unknown): EncodedPod {
+  if (value instanceof EncodedPod) return value;
+  if (value instanceof RefusedPod) throw value.error;
+  return encodePod(parsePod(value));
+}
+
+/** A watch change of an `EncodedPod`: what the worker posts to the main thread. */
+export type EncodedChange = Exclude<SourceEvent<EncodedPod>, { type: 'replace' }>;

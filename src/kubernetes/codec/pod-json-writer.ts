@@ -2,10 +2,9 @@
  * The hop's encoding: pods and change events written as JSON bytes straight from their fields,
  * into one buffer per message, for the main thread's `JSON.parse` (../reflector-worker/protocol.ts
  * says why JSON). The output is byte for byte what `TextEncoder.encode(JSON.stringify(value))`
- * gives for a `Pod` built by the model or the protobuf decoder (same keys, same order, same
- * escapes), without the UTF-16 string in between: the writer knows the `Pod`'s shape, so it walks
- * no property lists, and an ASCII string (nearly every string a pod carries) is copied a code
- * unit to a byte.
+ * gives for a `Pod` built by the model (same keys, same order, same escapes), without the UTF-16
+ * string in between: the writer knows the `Pod`'s shape, so it walks no property lists, and an
+ * ASCII string (nearly every string a pod carries) is copied a code unit to a byte.
  *
  * Why not `JSON.stringify`: it built a string of the whole chunk (~400 KB for 250 pods) that
  * `TextEncoder` then copied again; together they were the third-largest cost of a sync in the
@@ -22,7 +21,6 @@ import type {
   PodCondition,
 } from '../../model/pod.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
-import type { EncodedPod } from './encoded-pod.js';
 
 const encoder = new TextEncoder();
 
@@ -405,8 +403,16 @@ export function writePodsJson(pods: readonly Pod[]): Uint8Array {
   return shared.take();
 }
 
+/**
+ * A pod already written as JSON (./encoded-pod.ts's `EncodedPod`, named by its shape alone so the
+ * writer needs nothing of the module that uses it).
+ */
+interface WrittenPod {
+  readonly json: Uint8Array;
+}
+
 /** `pods`, already JSON each, as the JSON of `Pod[]`, in a buffer of its own (to transfer). */
-export function writeEncodedPodsJson(pods: readonly EncodedPod[]): Uint8Array {
+export function writeEncodedPodsJson(pods: readonly WrittenPod[]): Uint8Array {
   let length = 2 + Math.max(0, pods.length - 1);
   for (const pod of pods) length += pod.json.length;
   const out = new Uint8Array(length);
@@ -414,7 +420,7 @@ export function writeEncodedPodsJson(pods: readonly EncodedPod[]): Uint8Array {
   out[at++] = OPEN_BRACKET;
   for (let index = 0; index < pods.length; index += 1) {
     if (index > 0) out[at++] = COMMA;
-    const json = (pods[index] as EncodedPod).json;
+    const json = (pods[index] as WrittenPod).json;
     out.set(json, at);
     at += json.length;
   }
@@ -422,10 +428,10 @@ export function writeEncodedPodsJson(pods: readonly EncodedPod[]): Uint8Array {
   return out;
 }
 
-/** A watch change of an `EncodedPod`: what the worker posts to the main thread. */
-export type EncodedChange = Exclude<SourceEvent<EncodedPod>, { type: 'replace' }>;
+/** A watch change of a pod already written as JSON (an `EncodedPod`'s). */
+type WrittenChange = Exclude<SourceEvent<WrittenPod>, { type: 'replace' }>;
 
-function writeEvent(out: JsonBuffer, event: EncodedChange): void {
+function writeEvent(out: JsonBuffer, event: WrittenChange): void {
   const fields = new Fields(out);
   fields.string(K.type, event.type);
   fields.string(K.key, event.key);
@@ -438,7 +444,7 @@ function writeEvent(out: JsonBuffer, event: EncodedChange): void {
  * `events` as the JSON of the main side's `ChangeEvent[]` (each pod's JSON as it is), in a buffer
  * of its own (to transfer).
  */
-export function writeChangeEventsJson(events: readonly EncodedChange[]): Uint8Array {
+export function writeChangeEventsJson(events: readonly WrittenChange[]): Uint8Array {
   shared.length = 0;
   writeList(shared, events, writeEvent);
   return shared.take();

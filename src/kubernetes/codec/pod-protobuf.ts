@@ -1,24 +1,23 @@
 /**
- * Kubernetes' protobuf encoding of pods, lists of pods, watch events and `Status`, decoded into the
- * same plain values the JSON encoding gives (only the fields ../../model/pod.ts reads), so one
- * schema, `podWireSchema`, validates both: the encoding is a transport detail, never a second
- * source of truth about what a pod is.
+ * Kubernetes' protobuf encoding of lists of pods, watch events and `Status`: the envelopes around
+ * the pods, opened here, with each Pod message read by the one pod reader (./encoded-pod.ts, over
+ * ./protobuf-pod-json.ts) into the same `EncodedPod` the JSON encoding gives, and a `Status` or a
+ * list's metadata decoded into the plain value its JSON would be, so ../client/api-errors.ts and
+ * ../resources/http-pod-api.ts read both encodings alike: the encoding is a transport detail,
+ * never a second source of truth about what a pod is.
  *
  * Why protobuf at all: it is what client-go's typed clients ask for, and on a real API server it
  * is several times cheaper to produce and to read than JSON (the server encodes 10,000 pods as JSON
  * far slower than as protobuf, and the reader skips `managedFields` and container specs by length
  * instead of parsing them).
  *
- * The JSON equivalence rules, from the Go types' JSON tags: a string field tagged `omitempty` that
- * arrives empty is absent (gogo-protobuf writes non-pointer strings even when empty); a field
- * without `omitempty` keeps its zero value (`restartCount`, `ready`, `exitCode`, condition
- * `type`/`status`); a `metav1.Time` is an RFC 3339 UTC string to the second, and a zero one
- * (an empty message) is absent, as JSON's `null`. Field numbers are those of k8s.io/api
- * core/v1 and k8s.io/apimachinery meta/v1 and runtime `generated.proto`.
- *
- * Size: one message family (Pod and the few nested messages it reads, PodList, WatchEvent, Status)
- * decoded by one reader; the wire reader itself is protobuf-reader.ts.
+ * The JSON equivalence rules for the messages decoded here, from the Go types' JSON tags: a string
+ * field tagged `omitempty` that arrives empty is absent; so is a zero `code` or
+ * `retryAfterSeconds`. Field numbers are those of k8s.io/apimachinery meta/v1 and runtime
+ * `generated.proto`.
  */
+import { type EncodedPod, RefusedPod, readProtobufPod } from './encoded-pod.js';
+import { protobufPodMetadata, RefusedPodError } from './protobuf-pod-json.js';
 import {
   ProtobufDecodeError,
   ProtobufReader,
@@ -106,92 +105,8 @@ function put(target: Json, key: string, value: string, keepEmpty = false): void 
   if (value !== '' || keepEmpty) target[key] = value;
 }
 
-/** A `map<string,string>` entry: `{1: key, 2: value}`. */
-export function readMapEntry(reader: ProtobufReader, into: Record<string, string>): void {
-  const entry = reader.message();
-  let key = '';
-  let value = '';
-  while (entry.more()) {
-    const [field, wire] = entry.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) key = entry.string();
-    else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) value = entry.string();
-    else entry.skip(wire);
-  }
-  into[key] = value;
-}
-
-/** A `metav1.Time` (`{1: seconds, 2: nanos}`, nanos ignored as the API server ignores them). */
-export function readTime(reader: ProtobufReader): string | undefined {
-  const time = reader.message();
-  if (!time.more()) return undefined;
-  let seconds = 0;
-  while (time.more()) {
-    const [field, wire] = time.tag();
-    if (field === 1 && wire === WIRE_VARINT) seconds = time.int64();
-    else time.skip(wire);
-  }
-  return rfc3339Seconds(seconds);
-}
-
-/** A `metav1.Time` field under `key`: absent when zero, as JSON's `null` is left out. */
-function putTime(target: Json, key: string, reader: ProtobufReader): void {
-  const at = readTime(reader);
-  if (at !== undefined) target[key] = at;
-}
-
-const pad2 = (value: number): string => (value < 10 ? `0${value}` : String(value));
-
-/** The last time formatted: pods written together share timestamps, and formatting is not free. */
-let lastSeconds = Number.NaN;
-let lastText = '';
-
-/**
- * Unix seconds as Go's `time.RFC3339` in UTC ("2006-01-02T15:04:05Z"), as `metav1.Time` marshals
- * to JSON. Integer arithmetic (days to a civil date, H. Hinnant's algorithm) for the years
- * 0000–9999, which is what Go can marshal; `Date` outside them; a `ProtobufDecodeError` beyond
- * what a `Date` holds (±8.64e12 s).
- */
-export function rfc3339Seconds(seconds: number): string {
-  if (seconds === lastSeconds) return lastText;
-  let text: string;
-  const days = Math.floor(seconds / 86_400);
-  const inDay = seconds - days * 86_400;
-  const era = Math.floor((days + 719_468) / 146_097);
-  const dayOfEra = days + 719_468 - era * 146_097;
-  const yearOfEra = Math.floor(
-    (dayOfEra -
-      Math.floor(dayOfEra / 1_460) +
-      Math.floor(dayOfEra / 36_524) -
-      Math.floor(dayOfEra / 146_096)) /
-      365,
-  );
-  const dayOfYear =
-    dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
-  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
-  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
-  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
-  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
-  if (year >= 0 && year <= 9_999) {
-    const hours = Math.floor(inDay / 3_600);
-    const minutes = Math.floor((inDay % 3_600) / 60);
-    text = `${String(year).padStart(4, '0')}-${pad2(month)}-${pad2(day)}T${pad2(hours)}:${pad2(minutes)}:${pad2(inDay % 60)}Z`;
-  } else {
-    const date = new Date(seconds * 1000);
-    if (Number.isNaN(date.getTime())) throw new ProtobufDecodeError('time out of range');
-    const iso = date.toISOString();
-    text = iso.endsWith('.000Z') ? `${iso.slice(0, -5)}Z` : iso;
-  }
-  lastSeconds = seconds;
-  lastText = text;
-  return text;
-}
-
 /** Field number → `[JSON key, keep when empty]`, for messages of strings only. */
 type StringFields = Readonly<Record<number, readonly [string, boolean]>>;
-/** `PodSchedulingGate`: `name` has no `omitempty`. */
-const GATE_FIELDS: StringFields = { 1: ['name', true] };
-const READINESS_GATE_FIELDS: StringFields = { 1: ['conditionType', true] };
-const WAITING_FIELDS: StringFields = { 1: ['reason', false], 2: ['message', false] };
 const CAUSE_FIELDS: StringFields = {
   1: ['reason', false],
   2: ['message', false],
@@ -208,281 +123,6 @@ function readStrings(reader: ProtobufReader, fields: StringFields): Json {
     if (spec && wire === WIRE_LENGTH_DELIMITED) put(out, spec[0], message.string(), spec[1]);
     else message.skip(wire);
   }
-  return out;
-}
-
-function readObjectMeta(reader: ProtobufReader): Json {
-  const meta = reader.message();
-  const out: Json = {};
-  let labels: Record<string, string> | undefined;
-  let annotations: Record<string, string> | undefined;
-  const ownerReferences: Json[] = [];
-  while (meta.more()) {
-    const [field, wire] = meta.tag();
-    if (wire === WIRE_LENGTH_DELIMITED) {
-      switch (field) {
-        case 1:
-          put(out, 'name', meta.string());
-          continue;
-        case 3:
-          put(out, 'namespace', meta.string());
-          continue;
-        case 5:
-          put(out, 'uid', meta.string());
-          continue;
-        case 6:
-          put(out, 'resourceVersion', meta.string());
-          continue;
-        case 8:
-          putTime(out, 'creationTimestamp', meta);
-          continue;
-        case 9:
-          putTime(out, 'deletionTimestamp', meta);
-          continue;
-        case 13:
-          ownerReferences.push(readOwnerReference(meta));
-          continue;
-        case 11:
-          labels ??= {};
-          readMapEntry(meta, labels);
-          continue;
-        case 12:
-          annotations ??= {};
-          readMapEntry(meta, annotations);
-          continue;
-      }
-    }
-    meta.skip(wire);
-  }
-  if (labels) out.labels = labels;
-  if (annotations) out.annotations = annotations;
-  if (ownerReferences.length > 0) out.ownerReferences = ownerReferences;
-  return out;
-}
-
-/** `OwnerReference`: kind 1, name 3, uid 4 (strings), controller 6 (an optional bool). */
-function readOwnerReference(reader: ProtobufReader): Json {
-  const reference = reader.message();
-  const out: Json = {};
-  while (reference.more()) {
-    const [field, wire] = reference.tag();
-    if (wire === WIRE_LENGTH_DELIMITED && (field === 1 || field === 3 || field === 4)) {
-      out[field === 1 ? 'kind' : field === 3 ? 'name' : 'uid'] = reference.string();
-    } else if (field === 6 && wire === WIRE_VARINT) out.controller = reference.bool();
-    else reference.skip(wire);
-  }
-  return out;
-}
-
-function readContainerPort(reader: ProtobufReader): Json {
-  const port = reader.message();
-  const out: Json = { containerPort: 0 };
-  while (port.more()) {
-    const [field, wire] = port.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) put(out, 'name', port.string());
-    else if (field === 3 && wire === WIRE_VARINT) out.containerPort = port.int32();
-    else if (field === 4 && wire === WIRE_LENGTH_DELIMITED) put(out, 'protocol', port.string());
-    else port.skip(wire);
-  }
-  return out;
-}
-
-function readContainer(reader: ProtobufReader): Json {
-  const container = reader.message();
-  const out: Json = { name: '' };
-  const ports: Json[] = [];
-  while (container.more()) {
-    const [field, wire] = container.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) out.name = container.string();
-    else if (field === 6 && wire === WIRE_LENGTH_DELIMITED)
-      ports.push(readContainerPort(container));
-    else container.skip(wire);
-  }
-  if (ports.length > 0) out.ports = ports;
-  return out;
-}
-
-function readPodSpec(reader: ProtobufReader): Json {
-  const spec = reader.message();
-  const out: Json = {};
-  const containers: Json[] = [];
-  const gates: Json[] = [];
-  const readinessGates: Json[] = [];
-  let nodeSelector: Record<string, string> | undefined;
-  while (spec.more()) {
-    const [field, wire] = spec.tag();
-    if (wire === WIRE_LENGTH_DELIMITED) {
-      switch (field) {
-        case 2:
-          containers.push(readContainer(spec));
-          continue;
-        case 7:
-          nodeSelector ??= {};
-          readMapEntry(spec, nodeSelector);
-          continue;
-        case 10:
-          put(out, 'nodeName', spec.string());
-          continue;
-        case 17:
-          put(out, 'subdomain', spec.string());
-          continue;
-        case 28:
-          readinessGates.push(readStrings(spec, READINESS_GATE_FIELDS));
-          continue;
-        case 38:
-          gates.push(readStrings(spec, GATE_FIELDS));
-          continue;
-      }
-    }
-    spec.skip(wire);
-  }
-  if (containers.length > 0) out.containers = containers;
-  if (nodeSelector) out.nodeSelector = nodeSelector;
-  if (gates.length > 0) out.schedulingGates = gates;
-  if (readinessGates.length > 0) out.readinessGates = readinessGates;
-  return out;
-}
-
-function readCondition(reader: ProtobufReader): Json {
-  const condition = reader.message();
-  const out: Json = { type: '', status: '' };
-  while (condition.more()) {
-    const [field, wire] = condition.tag();
-    if (wire === WIRE_LENGTH_DELIMITED) {
-      switch (field) {
-        case 1:
-          out.type = condition.string();
-          continue;
-        case 2:
-          out.status = condition.string();
-          continue;
-        case 4:
-          putTime(out, 'lastTransitionTime', condition);
-          continue;
-        case 5:
-          put(out, 'reason', condition.string());
-          continue;
-        case 6:
-          put(out, 'message', condition.string());
-          continue;
-      }
-    }
-    condition.skip(wire);
-  }
-  return out;
-}
-
-function readContainerState(reader: ProtobufReader): Json {
-  const state = reader.message();
-  const out: Json = {};
-  while (state.more()) {
-    const [field, wire] = state.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      out.waiting = readStrings(state, WAITING_FIELDS);
-    } else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
-      const running = state.message();
-      const value: Json = {};
-      while (running.more()) {
-        const [runningField, runningWire] = running.tag();
-        if (runningField === 1 && runningWire === WIRE_LENGTH_DELIMITED) {
-          putTime(value, 'startedAt', running);
-        } else running.skip(runningWire);
-      }
-      out.running = value;
-    } else if (field === 3 && wire === WIRE_LENGTH_DELIMITED) {
-      out.terminated = readTerminated(state);
-    } else {
-      state.skip(wire);
-    }
-  }
-  return out;
-}
-
-function readTerminated(reader: ProtobufReader): Json {
-  const terminated = reader.message();
-  const out: Json = { exitCode: 0 };
-  while (terminated.more()) {
-    const [field, wire] = terminated.tag();
-    if (field === 1 && wire === WIRE_VARINT) {
-      out.exitCode = terminated.int32();
-      continue;
-    }
-    if (wire === WIRE_LENGTH_DELIMITED) {
-      if (field === 3) {
-        put(out, 'reason', terminated.string());
-        continue;
-      }
-      if (field === 4) {
-        put(out, 'message', terminated.string());
-        continue;
-      }
-      if (field === 5 || field === 6) {
-        putTime(out, field === 5 ? 'startedAt' : 'finishedAt', terminated);
-        continue;
-      }
-    }
-    terminated.skip(wire);
-  }
-  return out;
-}
-
-function readContainerStatus(reader: ProtobufReader): Json {
-  const status = reader.message();
-  const out: Json = { name: '', ready: false, restartCount: 0 };
-  while (status.more()) {
-    const [field, wire] = status.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) out.name = status.string();
-    else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) out.state = readContainerState(status);
-    else if (field === 3 && wire === WIRE_LENGTH_DELIMITED)
-      out.lastState = readContainerState(status);
-    else if (field === 4 && wire === WIRE_VARINT) out.ready = status.bool();
-    else if (field === 5 && wire === WIRE_VARINT) out.restartCount = status.int32();
-    else status.skip(wire);
-  }
-  return out;
-}
-
-function readPodStatus(reader: ProtobufReader): Json {
-  const status = reader.message();
-  const out: Json = {};
-  const conditions: Json[] = [];
-  const containerStatuses: Json[] = [];
-  while (status.more()) {
-    const [field, wire] = status.tag();
-    if (wire === WIRE_LENGTH_DELIMITED) {
-      switch (field) {
-        case 1:
-          put(out, 'phase', status.string());
-          continue;
-        case 2:
-          conditions.push(readCondition(status));
-          continue;
-        case 6:
-          put(out, 'podIP', status.string());
-          continue;
-        case 8:
-          containerStatuses.push(readContainerStatus(status));
-          continue;
-      }
-    }
-    status.skip(wire);
-  }
-  if (conditions.length > 0) out.conditions = conditions;
-  if (containerStatuses.length > 0) out.containerStatuses = containerStatuses;
-  return out;
-}
-
-/** A core/v1 `Pod` message (no envelope) as its JSON fields that ../../model/pod.ts reads. */
-function readPod(reader: ProtobufReader): Json {
-  const out: Json = {};
-  while (reader.more()) {
-    const [field, wire] = reader.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) out.metadata = readObjectMeta(reader);
-    else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) out.spec = readPodSpec(reader);
-    else if (field === 3 && wire === WIRE_LENGTH_DELIMITED) out.status = readPodStatus(reader);
-    else reader.skip(wire);
-  }
-  out.metadata ??= {};
   return out;
 }
 
@@ -543,29 +183,60 @@ function readStatusDetails(reader: ProtobufReader): Json {
   return out;
 }
 
+/** The watch event types whose object is a pod to apply. */
+const CHANGE_TYPES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
+
 /**
- * One enveloped object as its JSON form: a Pod (fields ../../model/pod.ts reads) or a Status; any
- * other kind as just `{kind, apiVersion}`, which the pod schema then rejects by name.
+ * One enveloped object as a watch frame's object: a changed Pod as an `EncodedPod` (or a
+ * `RefusedPod`, whose reading names the field); any other Pod (a BOOKMARK's) as its metadata; a
+ * Status as its JSON form; any other kind as just `{kind, apiVersion}`, which the pod schema then
+ * rejects by name. `type`: the watch event's, undefined outside a watch.
  */
-function readEnveloped(bytes: Uint8Array, start?: number, end?: number): Json {
+function readEnveloped(
+  bytes: Uint8Array,
+  start: number | undefined,
+  end: number | undefined,
+  type: string | undefined,
+): unknown {
   const envelope = openEnvelope(bytes, start, end);
-  const reader = new ProtobufReader(bytes, envelope.raw[0], envelope.raw[1]);
-  if (envelope.kind === 'Pod')
-    return { kind: 'Pod', apiVersion: envelope.apiVersion, ...readPod(reader) };
-  if (envelope.kind === 'Status') return readStatusMessage(reader);
+  const [rawStart, rawEnd] = envelope.raw;
+  if (envelope.kind === 'Pod') {
+    if (type !== undefined && CHANGE_TYPES.has(type)) {
+      try {
+        return readProtobufPod(bytes, rawStart, rawEnd);
+      } catch (error) {
+        if (error instanceof RefusedPodError) return new RefusedPod(error);
+        throw error;
+      }
+    }
+    const metadata = protobufPodMetadata(bytes, rawStart, rawEnd);
+    return { kind: 'Pod', apiVersion: envelope.apiVersion, metadata };
+  }
+  if (envelope.kind === 'Status')
+    return readStatusMessage(new ProtobufReader(bytes, rawStart, rawEnd));
   return { kind: envelope.kind, apiVersion: envelope.apiVersion };
 }
 
 /** A protobuf object (a Status, most often: an error body) as its JSON form. */
-export function decodeProtobufObject(bytes: Uint8Array): Json {
-  return readEnveloped(bytes);
+export function decodeProtobufObject(bytes: Uint8Array): unknown {
+  return readEnveloped(bytes, undefined, undefined, undefined);
 }
 
+/** A `PodList` page: its list metadata (JSON-shaped) and its items read as pods. */
+export type ProtobufPodPage = {
+  metadata: Record<string, unknown>;
+  pods: EncodedPod[];
+  /** The first item the pod reader refused, with its place in the page; the page is then void. */
+  refused?: { index: number; error: RefusedPodError };
+};
+
 /**
- * A `PodList` page as its JSON form: `{metadata: {resourceVersion, continue}, items}`, each item
- * the fields ../../model/pod.ts reads. A body of another kind is an error naming the kind.
+ * A `PodList` page, every item read by the pod reader. A refused item voids the page (`refused`
+ * says which and why), but the rest is still read: a page that is not protobuf must fail as one,
+ * whatever item came first. Throws `ProtobufDecodeError` when the page (its envelope, its list,
+ * an item's bytes) is not protobuf, or is a body of another kind, naming it.
  */
-export function decodeProtobufPodList(bytes: Uint8Array): Json {
+export function decodeProtobufPodList(bytes: Uint8Array): ProtobufPodPage {
   const envelope = openEnvelope(bytes);
   if (envelope.kind !== 'PodList') {
     throw new ProtobufDecodeError(
@@ -573,19 +244,27 @@ export function decodeProtobufPodList(bytes: Uint8Array): Json {
     );
   }
   const reader = new ProtobufReader(bytes, envelope.raw[0], envelope.raw[1]);
-  const metadata: Json = {};
-  const items: Json[] = [];
+  const page: ProtobufPodPage = { metadata: {}, pods: [] };
+  let index = 0;
   while (reader.more()) {
     const [field, wire] = reader.tag();
     if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      Object.assign(metadata, readListMeta(reader));
+      Object.assign(page.metadata, readListMeta(reader));
     } else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
-      items.push(readPod(reader.message()));
+      const [start, end] = reader.span();
+      try {
+        const pod = readProtobufPod(bytes, start, end);
+        if (!page.refused) page.pods.push(pod);
+      } catch (error) {
+        if (!(error instanceof RefusedPodError)) throw error;
+        page.refused ??= { index, error };
+      }
+      index += 1;
     } else {
       reader.skip(wire);
     }
   }
-  return { kind: 'PodList', apiVersion: envelope.apiVersion, metadata, items };
+  return page;
 }
 
 /** A `ListMeta` as its JSON fields: `resourceVersion`, `continue`, `remainingItemCount`. */
@@ -625,28 +304,32 @@ export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined
 /**
  * One frame of a protobuf watch stream: a meta/v1 `WatchEvent` with no envelope
  * (`{1: type, 2: {1: raw}}`), whose object is an enveloped Pod or Status. Its JSON form,
- * `{type, object}`, is what ./watch-frame-parser.ts reads.
+ * `{type, object}` (a change's pod read as `readEnveloped` says), is what ./watch-frame-parser.ts
+ * reads.
  */
-export function decodeProtobufWatchEvent(bytes: Uint8Array): Json {
+export function decodeProtobufWatchEvent(bytes: Uint8Array): Record<string, unknown> {
   const reader = new ProtobufReader(bytes);
-  const out: Json = {};
+  let type: string | undefined;
+  let object: [number, number] | undefined;
   while (reader.more()) {
     const [field, wire] = reader.tag();
     if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      out.type = reader.string();
+      type = reader.string();
     } else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
       const extension = reader.message();
       while (extension.more()) {
         const [extensionField, extensionWire] = extension.tag();
-        if (extensionField === 1 && extensionWire === WIRE_LENGTH_DELIMITED) {
-          const [start, end] = extension.span();
-          out.object = readEnveloped(bytes, start, end);
-        } else extension.skip(extensionWire);
+        if (extensionField === 1 && extensionWire === WIRE_LENGTH_DELIMITED)
+          object = extension.span();
+        else extension.skip(extensionWire);
       }
     } else {
       reader.skip(wire);
     }
   }
+  const out: Record<string, unknown> = {};
+  if (type !== undefined) out.type = type;
+  if (object) out.object = readEnveloped(bytes, object[0], object[1], type);
   return out;
 }
 

@@ -1,37 +1,36 @@
 /**
  * Protobuf pods transcoded straight into the hop's JSON bytes: the JSON of the model's `Pod` that
- * ./pod-json-writer.ts would write for the `Pod` ./protobuf-pod-decoder.ts would build, without
- * building it. Only the pod's identity (name, namespace, uid, resourceVersion) becomes strings, for
- * the reflector's key and cursor; every other kept string is copied from the protobuf bytes into
- * the JSON bytes (escaped where JSON needs it), and every skipped field is stepped over by length.
+ * ./pod-json-writer.ts writes for the `Pod` the schema (../../model/pod.ts) reads from the same pod
+ * in JSON, without building it. This is the only reader of a protobuf pod: only the pod's identity
+ * (name, namespace, uid, resourceVersion) becomes strings, for the reflector's key and cursor;
+ * every other kept string is copied from the protobuf bytes into the JSON bytes (escaped where JSON
+ * needs it), and every skipped field is stepped over by length.
  *
  * Why: in the worker thread a sync's cost was building each pod's objects and strings, collecting
  * them, and then walking them again to write the hop's JSON — two passes and a heap of garbage for
  * objects that never leave the thread. The main thread's `JSON.parse` builds the only copy that is
- * kept, as before. Validation happens here, once, where the bytes are read: every kept field's
- * wire type is checked, and the rules the JSON schema adds (a name and a uid) too.
+ * kept. Validation happens here, once, where the bytes are read: a kept field of the wrong wire
+ * type is skipped as protobuf skips it, and the rules the JSON schema adds (a name and a uid) are
+ * checked, a refusal naming the field as the schema would.
  *
- * What it must equal: `JSON.parse` of its output equals `JSON.parse(writePodsJson([pod]))` for the
- * pod the decoder builds, key order included (tested on the decoder's own corpus), so the main
- * thread's pods are the same objects either way. Map entries are written in wire order, duplicates
- * included, which `JSON.parse` resolves as the decoder's assignments do (last value, first place).
- * Anything the decoder would not give a pod for — bytes that are not protobuf, a pod without name
- * or uid — answers `undefined`, and the caller decodes the same bytes the old way, so every error
- * text is unchanged.
+ * What it must equal: `JSON.parse` of its output equals `parsePod` of the same pod in the API
+ * server's JSON, key order included (tested on one corpus written in both encodings), so the main
+ * thread's pods are the same objects either way. The JSON equivalence rules, from the Go types'
+ * JSON tags: a string field tagged `omitempty` that arrives empty is absent (gogo-protobuf writes
+ * non-pointer strings even when empty); a field without `omitempty` keeps its zero value
+ * (`restartCount`, `ready`, `exitCode`, condition `type`/`status`); a `metav1.Time` is an RFC 3339
+ * UTC string to the second, and a zero one (an empty message) is absent, as JSON's `null`. Map
+ * entries are written in wire order, duplicates included, which `JSON.parse` resolves as Go's
+ * decoder does (last value, first place). Field numbers are those of k8s.io/api core/v1 and
+ * k8s.io/apimachinery meta/v1 `generated.proto`.
  *
- * Size: one walker for the Pod message and the nested messages it keeps; like the decoder, it
- * cannot be split without sharing its cursor and span tables across files.
+ * Size: one walker for the Pod message and the nested messages it keeps; it cannot be split
+ * without sharing its cursor and span tables across files.
  */
-import { MAX_CACHED_ANNOTATION_LENGTH } from '../../model/pod.js';
+import { MAX_CACHED_ANNOTATION_LENGTH, MalformedPodError } from '../../model/pod.js';
 import { JSON_ESCAPES, type JsonBuffer, JSON_KEYS as K } from './pod-json-writer.js';
-import { rfc3339Seconds } from './pod-protobuf.js';
-import {
-  decodeUtf8,
-  WIRE_FIXED32,
-  WIRE_FIXED64,
-  WIRE_LENGTH_DELIMITED,
-  WIRE_VARINT,
-} from './protobuf-reader.js';
+import { decodeUtf8, WIRE_LENGTH_DELIMITED, WIRE_VARINT, WireCursor } from './protobuf-reader.js';
+import { rfc3339Seconds } from './protobuf-time.js';
 
 /** What the reflector needs of a pod as strings: its key and its version. */
 export interface PodIdentity {
@@ -44,89 +43,12 @@ export interface PodIdentity {
 
 const TEXT_ENCODER = new TextEncoder();
 
-/** The bytes are not a readable pod: the caller decodes them the old way for the error. */
-class Unreadable extends Error {}
-const UNREADABLE = new Unreadable();
-
-// A cursor over the bytes being walked. Module state rather than an object per message: the walk
-// is synchronous and never re-entered, and a reader per nested message was most of the decoder's
-// garbage.
-let bytes: Uint8Array = new Uint8Array(0);
-let at = 0;
-
-const TWO_POW_32 = 2 ** 32;
-/** The high half of the last varint read by `varint` (the low half is its result). */
-let high = 0;
-
-/** The next varint's low 32 bits (unsigned); its high 32 bits are left in `high`. */
-function varint(end: number): number {
-  let low = 0;
-  high = 0;
-  for (let shift = 0; shift < 70; shift += 7) {
-    if (at >= end) throw UNREADABLE;
-    const byte = bytes[at++] as number;
-    const bits = byte & 0x7f;
-    if (shift < 28) low |= bits << shift;
-    else if (shift === 28) {
-      low |= (bits & 0x0f) << 28;
-      high |= bits >>> 4;
-    } else high |= bits << (shift - 32);
-    if ((byte & 0x80) === 0) {
-      high >>>= 0;
-      return low >>> 0;
-    }
-  }
-  throw UNREADABLE;
-}
-
-/** A varint that must fit 2^53 (tags, lengths). */
-function uint(end: number): number {
-  const low = varint(end);
-  if (high >= 2 ** 21) throw UNREADABLE;
-  return high * TWO_POW_32 + low;
-}
-
-/** The wire type of the tag `readTag` read last; its field number is the result. */
-let wire = 0;
-
-function readTag(end: number): number {
-  const tag = uint(end);
-  const field = Math.floor(tag / 8);
-  if (field === 0) throw UNREADABLE;
-  wire = tag & 7;
-  return field;
-}
-
-/** A length-delimited field's end; its start is `at` on return. */
-function spanEnd(end: number): number {
-  const length = uint(end);
-  if (length > end - at) throw UNREADABLE;
-  return at + length;
-}
-
-function skip(end: number): void {
-  switch (wire) {
-    case WIRE_VARINT:
-      varint(end);
-      return;
-    case WIRE_FIXED64:
-      if (8 > end - at) throw UNREADABLE;
-      at += 8;
-      return;
-    case WIRE_LENGTH_DELIMITED:
-      at = spanEnd(end);
-      return;
-    case WIRE_FIXED32:
-      if (4 > end - at) throw UNREADABLE;
-      at += 4;
-      return;
-    default:
-      throw UNREADABLE;
-  }
-}
+// The one cursor every walk of this module moves: the walk is synchronous and never re-entered,
+// and a reader per nested message was most of a decoder's garbage (./protobuf-reader.ts).
+const c = new WireCursor();
 
 /**
- * Spans are pairs `[start, end)` of `bytes`, kept in flat arrays: -1 start = absent. One table per
+ * Spans are pairs `[start, end)` of the bytes walked, kept in flat arrays: -1 start = absent. One table per
  * nesting level that needs one, reset per message, so the walk allocates nothing per pod.
  */
 class Spans {
@@ -141,9 +63,9 @@ class Spans {
   }
 }
 
-/** The string at a span, as the decoder would read it (for the identity fields). */
+/** The string at a span (for the identity fields). */
 function stringAt(start: number, end: number): string {
-  return start < 0 ? '' : decodeUtf8(bytes, start, end);
+  return start < 0 ? '' : decodeUtf8(c.bytes, start, end);
 }
 
 /**
@@ -156,6 +78,7 @@ const BYTE_CLASS = Uint8Array.from({ length: 256 }, (_, byte) =>
 
 /** The JSON string of the UTF-8 text at `[start, end)`, as the writer writes the decoded text. */
 function copyString(out: JsonBuffer, start: number, end: number): void {
+  const bytes = c.bytes;
   let plain = true;
   for (let index = start; index < end; index += 1) {
     if (BYTE_CLASS[bytes[index] as number] !== 0) {
@@ -179,8 +102,8 @@ function copyString(out: JsonBuffer, start: number, end: number): void {
     out.length = to;
     return;
   }
-  // Escapes or text that is not ASCII (decoded first: invalid sequences become U+FFFD, as the
-  // decoder's text): written as the writer writes any string.
+  // Escapes or text that is not ASCII (decoded first: invalid sequences become U+FFFD, as Go's
+  // JSON writes them): written as the writer writes any string.
   out.string(decodeUtf8(bytes, start, end));
 }
 
@@ -195,67 +118,73 @@ let foundEnd = -1;
 function findString(start: number, end: number, number: number): void {
   foundStart = -1;
   foundEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field === number && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
-      foundStart = at;
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field === number && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
+      foundStart = c.at;
       foundEnd = fieldEnd;
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
 }
 
 /**
- * A `metav1.Time` message at `[start, end)` as the decoder formats it: `undefined` for an empty
+ * A `metav1.Time` message at `[start, end)` as JSON has it: `undefined` for an empty
  * message (JSON's absent `null`), else its seconds as RFC 3339.
  */
 function timeAt(start: number, end: number): string | undefined {
   if (start >= end) return undefined;
   let seconds = 0;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field === 1 && wire === WIRE_VARINT) {
-      const low = varint(end);
-      seconds =
-        high >= 0x80000000 ? (high - TWO_POW_32) * TWO_POW_32 + low : high * TWO_POW_32 + low;
-    } else skip(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field === 1 && c.wire === WIRE_VARINT) seconds = c.int64(end);
+    else c.skip(end);
   }
   return rfc3339Seconds(seconds);
 }
 
 /** An int32 varint field's value, two's complement. */
 function int32(end: number): number {
-  return varint(end) | 0;
+  return c.varint(end) | 0;
+}
+
+// The key and value spans of the map entry `mapEntry` read last; -1 when absent.
+let keyStart = -1;
+let keyEnd = -1;
+let valueStart = -1;
+let valueEnd = -1;
+
+/** Reads one `map<string, string>` entry (`{1: key, 2: value}`) from `c.at` to `end`. */
+function mapEntry(end: number): void {
+  keyStart = -1;
+  keyEnd = -1;
+  valueStart = -1;
+  valueEnd = -1;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if ((field === 1 || field === 2) && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
+      if (field === 1) {
+        keyStart = c.at;
+        keyEnd = fieldEnd;
+      } else {
+        valueStart = c.at;
+        valueEnd = fieldEnd;
+      }
+      c.at = fieldEnd;
+    } else c.skip(end);
+  }
 }
 
 /** A `map<string, string>` from its entries' spans, in wire order. */
 function writeMap(out: JsonBuffer, entries: Spans, bound: boolean): void {
   out.byte(0x7b);
   for (let index = 0; index < entries.length; index += 2) {
-    const start = entries.at[index] as number;
-    const end = entries.at[index + 1] as number;
-    let keyStart = -1;
-    let keyEnd = -1;
-    let valueStart = -1;
-    let valueEnd = -1;
-    at = start;
-    while (at < end) {
-      const field = readTag(end);
-      if ((field === 1 || field === 2) && wire === WIRE_LENGTH_DELIMITED) {
-        const fieldEnd = spanEnd(end);
-        if (field === 1) {
-          keyStart = at;
-          keyEnd = fieldEnd;
-        } else {
-          valueStart = at;
-          valueEnd = fieldEnd;
-        }
-        at = fieldEnd;
-      } else skip(end);
-    }
+    c.at = entries.at[index] as number;
+    mapEntry(entries.at[index + 1] as number);
     if (index > 0) out.byte(0x2c);
     if (keyStart < 0) out.raw(EMPTY_STRING);
     else copyString(out, keyStart, keyEnd);
@@ -263,7 +192,7 @@ function writeMap(out: JsonBuffer, entries: Spans, bound: boolean): void {
     if (valueStart < 0) out.raw(EMPTY_STRING);
     else if (bound && valueEnd - valueStart > MAX_CACHED_ANNOTATION_LENGTH) {
       // Long enough in bytes that it may be too long in characters: cut as `boundAnnotations`.
-      const value = decodeUtf8(bytes, valueStart, valueEnd);
+      const value = decodeUtf8(c.bytes, valueStart, valueEnd);
       out.string(
         value.length > MAX_CACHED_ANNOTATION_LENGTH
           ? `${value.slice(0, MAX_CACHED_ANNOTATION_LENGTH)}… (${value.length - MAX_CACHED_ANNOTATION_LENGTH} more characters)`
@@ -276,7 +205,7 @@ function writeMap(out: JsonBuffer, entries: Spans, bound: boolean): void {
 
 const EMPTY_STRING = TEXT_ENCODER.encode('""');
 
-/** A string field written when present and non-empty (the decoder's `''` is an absent field). */
+/** A string field written when present and non-empty (an empty one is absent in JSON). */
 function optionalString(
   out: JsonBuffer,
   key: { first: Uint8Array; next: Uint8Array },
@@ -311,17 +240,17 @@ function writeContainer(out: JsonBuffer, start: number, end: number): void {
   let nameStart = -1;
   let nameEnd = -1;
   ports.reset();
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if ((field === 1 || field === 6) && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if ((field === 1 || field === 6) && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        nameStart = at;
+        nameStart = c.at;
         nameEnd = fieldEnd;
-      } else ports.push(at, fieldEnd);
-      at = fieldEnd;
-    } else skip(end);
+      } else ports.push(c.at, fieldEnd);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   name(out, K.name, true);
@@ -343,21 +272,21 @@ function writePort(out: JsonBuffer, start: number, end: number): void {
   let protocolStart = -1;
   let protocolEnd = -1;
   let containerPort = 0;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if ((field === 1 || field === 4) && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if ((field === 1 || field === 4) && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        nameStart = at;
+        nameStart = c.at;
         nameEnd = fieldEnd;
       } else {
-        protocolStart = at;
+        protocolStart = c.at;
         protocolEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else if (field === 3 && wire === WIRE_VARINT) containerPort = int32(end);
-    else skip(end);
+      c.at = fieldEnd;
+    } else if (field === 3 && c.wire === WIRE_VARINT) containerPort = int32(end);
+    else c.skip(end);
   }
   out.byte(0x7b);
   const first = optionalString(out, K.name, nameStart, nameEnd, true);
@@ -376,25 +305,25 @@ function writeOwnerReference(out: JsonBuffer, start: number, end: number): void 
   let uidStart = -1;
   let uidEnd = -1;
   let controller = false;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if ((field === 1 || field === 3 || field === 4) && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if ((field === 1 || field === 3 || field === 4) && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        kindStart = at;
+        kindStart = c.at;
         kindEnd = fieldEnd;
       } else if (field === 3) {
-        nameStart = at;
+        nameStart = c.at;
         nameEnd = fieldEnd;
       } else {
-        uidStart = at;
+        uidStart = c.at;
         uidEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else if (field === 6 && wire === WIRE_VARINT) {
-      controller = varint(end) !== 0 || high !== 0;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else if (field === 6 && c.wire === WIRE_VARINT) {
+      controller = c.bool(end);
+    } else c.skip(end);
   }
   out.byte(0x7b);
   name(out, K.kind, true);
@@ -425,32 +354,32 @@ function writeCondition(out: JsonBuffer, start: number, end: number): void {
   let reasonEnd = -1;
   let messageStart = -1;
   let messageEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
     if (
-      wire === WIRE_LENGTH_DELIMITED &&
+      c.wire === WIRE_LENGTH_DELIMITED &&
       (field === 1 || field === 2 || (field >= 4 && field <= 6))
     ) {
-      const fieldEnd = spanEnd(end);
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        typeStart = at;
+        typeStart = c.at;
         typeEnd = fieldEnd;
       } else if (field === 2) {
-        statusStart = at;
+        statusStart = c.at;
         statusEnd = fieldEnd;
       } else if (field === 4) {
-        timeStart = at;
+        timeStart = c.at;
         timeEnd = fieldEnd;
       } else if (field === 5) {
-        reasonStart = at;
+        reasonStart = c.at;
         reasonEnd = fieldEnd;
       } else {
-        messageStart = at;
+        messageStart = c.at;
         messageEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   name(out, K.type, true);
@@ -471,20 +400,20 @@ function writeWaiting(out: JsonBuffer, start: number, end: number): void {
   let reasonEnd = -1;
   let messageStart = -1;
   let messageEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if ((field === 1 || field === 2) && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if ((field === 1 || field === 2) && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        reasonStart = at;
+        reasonStart = c.at;
         reasonEnd = fieldEnd;
       } else {
-        messageStart = at;
+        messageStart = c.at;
         messageEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   const first = optionalString(out, K.reason, reasonStart, reasonEnd, true);
@@ -496,15 +425,15 @@ function writeWaiting(out: JsonBuffer, start: number, end: number): void {
 function writeRunning(out: JsonBuffer, start: number, end: number): void {
   let timeStart = -1;
   let timeEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
-      timeStart = at;
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
+      timeStart = c.at;
       timeEnd = fieldEnd;
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   optionalTime(out, K.startedAt, timeStart, timeEnd, true);
@@ -522,27 +451,27 @@ function writeTerminated(out: JsonBuffer, start: number, end: number): void {
   let startedEnd = -1;
   let finishedStart = -1;
   let finishedEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field === 1 && wire === WIRE_VARINT) exitCode = int32(end);
-    else if (field >= 3 && field <= 6 && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field === 1 && c.wire === WIRE_VARINT) exitCode = int32(end);
+    else if (field >= 3 && field <= 6 && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 3) {
-        reasonStart = at;
+        reasonStart = c.at;
         reasonEnd = fieldEnd;
       } else if (field === 4) {
-        messageStart = at;
+        messageStart = c.at;
         messageEnd = fieldEnd;
       } else if (field === 5) {
-        startedStart = at;
+        startedStart = c.at;
         startedEnd = fieldEnd;
       } else {
-        finishedStart = at;
+        finishedStart = c.at;
         finishedEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   name(out, K.exitCode, true);
@@ -562,23 +491,23 @@ function writeState(out: JsonBuffer, start: number, end: number): void {
   let runningEnd = -1;
   let terminatedStart = -1;
   let terminatedEnd = -1;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field >= 1 && field <= 3 && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field >= 1 && field <= 3 && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        waitingStart = at;
+        waitingStart = c.at;
         waitingEnd = fieldEnd;
       } else if (field === 2) {
-        runningStart = at;
+        runningStart = c.at;
         runningEnd = fieldEnd;
       } else {
-        terminatedStart = at;
+        terminatedStart = c.at;
         terminatedEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else skip(end);
+      c.at = fieldEnd;
+    } else c.skip(end);
   }
   out.byte(0x7b);
   let first = true;
@@ -608,26 +537,26 @@ function writeContainerStatus(out: JsonBuffer, start: number, end: number): void
   let lastStateEnd = -1;
   let ready = false;
   let restartCount = 0;
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (field >= 1 && field <= 3 && wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = spanEnd(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field >= 1 && field <= 3 && c.wire === WIRE_LENGTH_DELIMITED) {
+      const fieldEnd = c.spanEnd(end);
       if (field === 1) {
-        nameStart = at;
+        nameStart = c.at;
         nameEnd = fieldEnd;
       } else if (field === 2) {
-        stateStart = at;
+        stateStart = c.at;
         stateEnd = fieldEnd;
       } else {
-        lastStateStart = at;
+        lastStateStart = c.at;
         lastStateEnd = fieldEnd;
       }
-      at = fieldEnd;
-    } else if (field === 4 && wire === WIRE_VARINT) {
-      ready = varint(end) !== 0 || high !== 0;
-    } else if (field === 5 && wire === WIRE_VARINT) restartCount = int32(end);
-    else skip(end);
+      c.at = fieldEnd;
+    } else if (field === 4 && c.wire === WIRE_VARINT) {
+      ready = c.bool(end);
+    } else if (field === 5 && c.wire === WIRE_VARINT) restartCount = int32(end);
+    else c.skip(end);
   }
   out.byte(0x7b);
   name(out, K.name, true);
@@ -682,7 +611,7 @@ function writeMessages(
 
 // The pod's fields, as spans, collected by `walkPod` and written by `writePodJson`: the JSON's key
 // order is not the wire's (spec's containers come first on the wire and last in JSON), and a field
-// sent twice counts once, the last time, as the decoder reads it.
+// sent twice counts once, the last time, as Go reads it.
 const labels = new Spans();
 const annotations = new Spans();
 const nodeSelector = new Spans();
@@ -757,17 +686,17 @@ const STATUS = targets([
 
 /** Records the spans of the message's fields that have a target, up to `end`. */
 function walkFields(end: number, fields: FieldTargets): void {
-  while (at < end) {
-    const field = readTag(end);
-    if (wire !== WIRE_LENGTH_DELIMITED) {
-      skip(end);
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (c.wire !== WIRE_LENGTH_DELIMITED) {
+      c.skip(end);
       continue;
     }
-    const fieldEnd = spanEnd(end);
+    const fieldEnd = c.spanEnd(end);
     const target = fields[field];
-    if (typeof target === 'number') keep(target, at, fieldEnd);
-    else if (target !== undefined) target.push(at, fieldEnd);
-    at = fieldEnd;
+    if (typeof target === 'number') keep(target, c.at, fieldEnd);
+    else if (target !== undefined) target.push(c.at, fieldEnd);
+    c.at = fieldEnd;
   }
 }
 
@@ -783,16 +712,16 @@ function walkPod(start: number, end: number): void {
   conditions.reset();
   containerStatuses.reset();
   ownerReferences.reset();
-  at = start;
-  while (at < end) {
-    const field = readTag(end);
-    if (wire !== WIRE_LENGTH_DELIMITED || field < 1 || field > 3) {
-      skip(end);
+  c.at = start;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (c.wire !== WIRE_LENGTH_DELIMITED || field < 1 || field > 3) {
+      c.skip(end);
       continue;
     }
-    const fieldEnd = spanEnd(end);
+    const fieldEnd = c.spanEnd(end);
     walkFields(fieldEnd, field === 1 ? METADATA : field === 2 ? SPEC : STATUS);
-    at = fieldEnd;
+    c.at = fieldEnd;
   }
 }
 
@@ -875,39 +804,98 @@ function writePod(out: JsonBuffer): void {
   out.byte(0x7d);
 }
 
+/** The transcoder refused a pod: what it read of its identity, and why (a `MalformedPodError`). */
+export class RefusedPodError extends MalformedPodError {
+  constructor(
+    message: string,
+    /** Name, namespace and version as read (`''` when absent): to name the pod, move a cursor. */
+    readonly identity: PodIdentity,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Why protobuf gives no pod for these identity fields, or undefined when it does: in the words of
+ * the JSON schema (../../model/pod.ts), since protobuf cannot tell an empty string from an absent
+ * one and JSON leaves the absent one out.
+ */
+function refusal(identity: PodIdentity): string | undefined {
+  const issues: string[] = [];
+  if (identity.name === '')
+    issues.push('metadata.name: Invalid input: expected string, received undefined');
+  if (identity.uid === '')
+    issues.push('metadata.uid: Invalid input: expected string, received undefined');
+  return issues.length > 0 ? `malformed pod: ${issues.join('; ')}` : undefined;
+}
+
+/** The identity fields `walkPod` found, as strings. */
+function identityOfWalk(): PodIdentity {
+  return {
+    name: stringAt(single[S_NAME] as number, single[S_NAME + 1] as number),
+    namespace: stringAt(single[S_NAMESPACE] as number, single[S_NAMESPACE + 1] as number),
+    uid: stringAt(single[S_UID] as number, single[S_UID + 1] as number),
+    resourceVersion: stringAt(
+      single[S_RESOURCE_VERSION] as number,
+      single[S_RESOURCE_VERSION + 1] as number,
+    ),
+  };
+}
+
 /**
  * Appends the JSON of the Pod message at `[start, end)` of `source` to `out` and answers its
- * identity, or answers `undefined` (with `out` as it was) when the decoder would give no pod: bytes
- * that are not protobuf, or a pod without a name or a uid.
+ * identity. Throws, with `out` as it was: `RefusedPodError` for a pod the schema would refuse (no
+ * name or no uid), naming the field; `ProtobufDecodeError` for bytes that are not protobuf (or a
+ * time no date holds), saying what broke.
  */
 export function transcodeProtobufPod(
   source: Uint8Array,
   start: number,
   end: number,
   out: JsonBuffer,
-): PodIdentity | undefined {
+): PodIdentity {
   const mark = out.length;
-  bytes = source;
+  c.bytes = source;
   try {
     walkPod(start, end);
-    const identity: PodIdentity = {
-      name: stringAt(single[S_NAME] as number, single[S_NAME + 1] as number),
-      namespace: stringAt(single[S_NAMESPACE] as number, single[S_NAMESPACE + 1] as number),
-      uid: stringAt(single[S_UID] as number, single[S_UID + 1] as number),
-      resourceVersion: stringAt(
-        single[S_RESOURCE_VERSION] as number,
-        single[S_RESOURCE_VERSION + 1] as number,
-      ),
-    };
-    if (identity.name === '' || identity.uid === '') return undefined;
+    const identity = identityOfWalk();
+    // Written even when refused: bytes that are not protobuf (a time no date holds) say so first.
     writePod(out);
+    const refused = refusal(identity);
+    if (refused !== undefined) throw new RefusedPodError(refused, identity);
     return identity;
   } catch (error) {
     out.length = mark;
-    if (error instanceof Unreadable) return undefined;
     throw error;
   } finally {
-    bytes = EMPTY;
+    c.bytes = EMPTY;
+  }
+}
+
+/**
+ * The metadata of a Pod message that is not a change to apply (a BOOKMARK's object, whose
+ * version moves the cursor and whose annotations may end a watch-list's initial events) in its
+ * JSON shape: `resourceVersion` when set, `annotations` as sent. Throws `ProtobufDecodeError` for
+ * bytes that are not protobuf.
+ */
+export function protobufPodMetadata(
+  source: Uint8Array,
+  start: number,
+  end: number,
+): { resourceVersion?: string; annotations: Record<string, string> } {
+  c.bytes = source;
+  try {
+    walkPod(start, end);
+    const { resourceVersion } = identityOfWalk();
+    const read: Record<string, string> = {};
+    for (let index = 0; index < annotations.length; index += 2) {
+      c.at = annotations.at[index] as number;
+      mapEntry(annotations.at[index + 1] as number);
+      read[stringAt(keyStart, keyEnd)] = stringAt(valueStart, valueEnd);
+    }
+    return resourceVersion === '' ? { annotations: read } : { resourceVersion, annotations: read };
+  } finally {
+    c.bytes = EMPTY;
   }
 }
 

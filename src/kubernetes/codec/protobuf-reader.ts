@@ -28,90 +28,167 @@ export const WIRE_FIXED32 = 5;
 
 const TWO_POW_32 = 2 ** 32;
 
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * The wire format's one reader: a cursor (`bytes`, `at`) that every read moves, with each read
+ * bounded by the `end` of the message it is in. Mutable and allocation-free, so the pod transcoder
+ * (./protobuf-pod-json.ts) walks a whole pod with one shared cursor; `ProtobufReader` below is the
+ * same cursor with its bounds kept, for the envelope, list and Status messages read once per page
+ * or frame.
+ */
+export class WireCursor {
+  bytes: Uint8Array = NO_BYTES;
+  at = 0;
+  /** The high 32 bits (unsigned) of the last varint `varint` read; its low bits are its result. */
+  high = 0;
+  /** The wire type of the tag `tag` read last; its field number is that call's result. */
+  wire = 0;
+
+  /** The next varint's low 32 bits (unsigned); its high 32 bits are left in `high`. */
+  varint(end: number): number {
+    let low = 0;
+    let high = 0;
+    const bytes = this.bytes;
+    for (let shift = 0; shift < 70; shift += 7) {
+      if (this.at >= end) throw new ProtobufDecodeError('varint runs past its message');
+      const byte = bytes[this.at++] as number;
+      const bits = byte & 0x7f;
+      if (shift < 28) low |= bits << shift;
+      else if (shift === 28) {
+        low |= (bits & 0x0f) << 28;
+        high |= bits >>> 4;
+      } else high |= bits << (shift - 32);
+      if ((byte & 0x80) === 0) {
+        this.high = high >>> 0;
+        return low >>> 0;
+      }
+    }
+    throw new ProtobufDecodeError('varint longer than ten bytes');
+  }
+
+  /** A varint read as an unsigned count (tags, lengths): must fit 2^53. */
+  uint(end: number): number {
+    const low = this.varint(end);
+    if (this.high >= 2 ** 21) throw new ProtobufDecodeError('varint too large for a length');
+    return this.high * TWO_POW_32 + low;
+  }
+
+  /** An `int64` varint as a number (exact within ±2^53, which every count and time here is). */
+  int64(end: number): number {
+    const low = this.varint(end);
+    const high = this.high;
+    return high >= 0x80000000 ? (high - TWO_POW_32) * TWO_POW_32 + low : high * TWO_POW_32 + low;
+  }
+
+  /** A `bool` varint: anything but zero is true. */
+  bool(end: number): boolean {
+    return this.varint(end) !== 0 || this.high !== 0;
+  }
+
+  /** The next field's number; its wire type is left in `wire`. */
+  tag(end: number): number {
+    const tag = this.uint(end);
+    const field = Math.floor(tag / 8);
+    if (field === 0) throw new ProtobufDecodeError('field number 0');
+    this.wire = tag & 7;
+    return field;
+  }
+
+  /** A length-delimited field's end; its start is `at` on return. */
+  spanEnd(end: number): number {
+    const length = this.uint(end);
+    if (length > end - this.at) {
+      throw new ProtobufDecodeError('length-delimited field runs past its message');
+    }
+    return this.at + length;
+  }
+
+  /** Skips one field of wire type `wire` (groups, long gone from proto3 and never sent, fail). */
+  skip(end: number): void {
+    switch (this.wire) {
+      case WIRE_VARINT:
+        this.varint(end);
+        return;
+      case WIRE_FIXED64:
+        this.#advance(8, end);
+        return;
+      case WIRE_LENGTH_DELIMITED:
+        this.at = this.spanEnd(end);
+        return;
+      case WIRE_FIXED32:
+        this.#advance(4, end);
+        return;
+      default:
+        throw new ProtobufDecodeError(`unsupported wire type ${this.wire}`);
+    }
+  }
+
+  #advance(count: number, end: number): void {
+    if (count > end - this.at) {
+      throw new ProtobufDecodeError('fixed-width field runs past its message');
+    }
+    this.at += count;
+  }
+}
+
 /** A cursor over one message's bytes, `[position, end)` of `bytes`. */
 export class ProtobufReader {
   readonly bytes: Uint8Array;
-  position: number;
   readonly end: number;
+  readonly #cursor = new WireCursor();
 
   constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
     if (start < 0 || end > bytes.length || start > end) {
       throw new ProtobufDecodeError('message bounds outside its buffer');
     }
     this.bytes = bytes;
-    this.position = start;
     this.end = end;
+    this.#cursor.bytes = bytes;
+    this.#cursor.at = start;
+  }
+
+  /** Where the next read starts. */
+  get position(): number {
+    return this.#cursor.at;
   }
 
   /** True while fields remain. */
   more(): boolean {
-    return this.position < this.end;
-  }
-
-  /**
-   * The next varint as `[low 32 bits, high 32 bits]`, both unsigned: 64-bit values (negative
-   * int32s are sign-extended to ten bytes on the wire) do not fit a double exactly.
-   */
-  #varint64(): [number, number] {
-    let low = 0;
-    let high = 0;
-    for (let shift = 0; shift < 70; shift += 7) {
-      if (this.position >= this.end) throw new ProtobufDecodeError('varint runs past its message');
-      const byte = this.bytes[this.position++] as number;
-      const bits = byte & 0x7f;
-      if (shift < 28) {
-        low |= bits << shift;
-      } else if (shift === 28) {
-        low |= (bits & 0x0f) << 28;
-        high |= bits >>> 4;
-      } else {
-        high |= bits << (shift - 32);
-      }
-      if ((byte & 0x80) === 0) return [low >>> 0, high >>> 0];
-    }
-    throw new ProtobufDecodeError('varint longer than ten bytes');
+    return this.#cursor.at < this.end;
   }
 
   /** A varint read as an unsigned count (tags, lengths): must fit 2^53. */
   uint(): number {
-    const [low, high] = this.#varint64();
-    if (high >= 2 ** 21) throw new ProtobufDecodeError('varint too large for a length');
-    return high * TWO_POW_32 + low;
+    return this.#cursor.uint(this.end);
   }
 
   /** An `int32` field: the low 32 bits, two's complement. */
   int32(): number {
-    return this.#varint64()[0] | 0;
+    return this.#cursor.varint(this.end) | 0;
   }
 
   /** An `int64` field as a number (exact within ±2^53, which every count and time here is). */
   int64(): number {
-    const [low, high] = this.#varint64();
-    return high >= 0x80000000 ? (high - TWO_POW_32) * TWO_POW_32 + low : high * TWO_POW_32 + low;
+    return this.#cursor.int64(this.end);
   }
 
   bool(): boolean {
-    const [low, high] = this.#varint64();
-    return low !== 0 || high !== 0;
+    return this.#cursor.bool(this.end);
   }
 
   /** The next field's tag: `[field number, wire type]`. */
   tag(): [number, number] {
-    const tag = this.uint();
-    const field = Math.floor(tag / 8);
-    if (field === 0) throw new ProtobufDecodeError('field number 0');
-    return [field, tag & 7];
+    const field = this.#cursor.tag(this.end);
+    return [field, this.#cursor.wire];
   }
 
   /** A length-delimited field's bounds, `[start, end)`, with the cursor moved past it. */
   span(): [number, number] {
-    const length = this.uint();
-    const start = this.position;
-    if (length > this.end - start) {
-      throw new ProtobufDecodeError('length-delimited field runs past its message');
-    }
-    this.position = start + length;
-    return [start, start + length];
+    const end = this.#cursor.spanEnd(this.end);
+    const start = this.#cursor.at;
+    this.#cursor.at = end;
+    return [start, end];
   }
 
   /** A length-delimited field as a reader of its own. */
@@ -128,22 +205,8 @@ export class ProtobufReader {
 
   /** Skips one field of `wireType` (groups, long gone from proto3 and never sent here, fail). */
   skip(wireType: number): void {
-    switch (wireType) {
-      case WIRE_VARINT:
-        this.#varint64();
-        return;
-      case WIRE_FIXED64:
-        this.#advance(8);
-        return;
-      case WIRE_LENGTH_DELIMITED:
-        this.span();
-        return;
-      case WIRE_FIXED32:
-        this.#advance(4);
-        return;
-      default:
-        throw new ProtobufDecodeError(`unsupported wire type ${wireType}`);
-    }
+    this.#cursor.wire = wireType;
+    this.#cursor.skip(this.end);
   }
 
   /** Checks that a field has the wire type its schema gives it. */
@@ -151,13 +214,6 @@ export class ProtobufReader {
     if (wireType !== expected) {
       throw new ProtobufDecodeError(`${field} has wire type ${wireType}, expected ${expected}`);
     }
-  }
-
-  #advance(count: number): void {
-    if (count > this.end - this.position) {
-      throw new ProtobufDecodeError('fixed-width field runs past its message');
-    }
-    this.position += count;
   }
 }
 

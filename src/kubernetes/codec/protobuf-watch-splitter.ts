@@ -5,8 +5,7 @@
  * length prefix included. Each frame decodes to the same `{type, object}` value a JSON line does,
  * so ./watch-frame-parser.ts reads both alike.
  */
-import type { PodForm } from './pod-form.js';
-import { decodeProtobufPodWatchEvent, POD_OBJECTS } from './protobuf-pod-decoder.js';
+import { decodeProtobufWatchEvent } from './pod-protobuf.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
 import type { WatchFrame, WatchFramer } from './watch-framing.js';
 import {
@@ -18,9 +17,9 @@ import {
 
 const LENGTH_PREFIX_BYTES = 4;
 
-function decodeFrame(frame: Uint8Array, form: PodForm<unknown>): WatchFrame {
+function decodeFrame(frame: Uint8Array): WatchFrame {
   try {
-    return { kind: 'decoded', value: decodeProtobufPodWatchEvent(frame, form) };
+    return { kind: 'decoded', value: decodeProtobufWatchEvent(frame) };
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };
@@ -30,7 +29,6 @@ function decodeFrame(frame: Uint8Array, form: PodForm<unknown>): WatchFrame {
 /** Length-prefixed frames: a four-byte length, then that many bytes of `WatchEvent`. */
 class LengthPrefixFramer implements WatchFramer {
   readonly #maxFrameBytes: number;
-  readonly #form: PodForm<unknown>;
   /** What is awaited (a prefix, a whole frame), held until enough has arrived. */
   readonly #pending = new PendingBytes();
   /** The current frame's length, once its prefix is read. */
@@ -38,9 +36,8 @@ class LengthPrefixFramer implements WatchFramer {
   /** Bytes still to drop of a frame reported as too large. */
   #skipping = 0;
 
-  constructor(maxFrameBytes: number, form: PodForm<unknown>) {
+  constructor(maxFrameBytes: number) {
     this.#maxFrameBytes = maxFrameBytes;
-    this.#form = form;
   }
 
   *push(chunk: Buffer): Generator<WatchFrame, void, undefined> {
@@ -71,7 +68,7 @@ class LengthPrefixFramer implements WatchFramer {
       const frame = data.subarray(0, this.#frameLength);
       data = data.subarray(this.#frameLength);
       this.#frameLength = undefined;
-      yield decodeFrame(frame, this.#form);
+      yield decodeFrame(frame);
     }
     if (data.length > 0) this.#pending.push(data);
   }
@@ -85,13 +82,10 @@ class LengthPrefixFramer implements WatchFramer {
 
 /**
  * Frames from a protobuf watch body (`WatchFrameSplitter`, the same contract as the JSON one), a
- * change's pod read into `form`: a frame longer than `maxFrameBytes` is yielded as `garbled` once
- * its length is read, and its bytes are skipped, never held; a body that ends inside a frame (or
- * inside a length prefix) throws `TruncatedFrameError`.
+ * change's pod read as an `EncodedPod`: a frame longer than `maxFrameBytes` is yielded as
+ * `garbled` once its length is read, and its bytes are skipped, never held; a body that ends
+ * inside a frame (or inside a length prefix) throws `TruncatedFrameError`.
  */
-export function protobufWatchFrames(form: PodForm<unknown>): WatchFrameSplitter {
-  return watchFrameSplitter((maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes, form));
-}
-
-/** `protobufWatchFrames` with pods decoded into the model's `Pod`. */
-export const decodeProtobufWatchFrames = protobufWatchFrames(POD_OBJECTS);
+export const decodeProtobufWatchFrames: WatchFrameSplitter = watchFrameSplitter(
+  (maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes),
+);

@@ -5,12 +5,11 @@
  * row.
  */
 
-import { MalformedPodError, type Pod } from '../../model/pod.js';
+import { MalformedPodError, podKey } from '../../model/pod.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
 import { isRecord, readStatus } from '../client/api-errors.js';
 import type { ReflectorFailure } from '../reflector/reflector-failure.js';
-import type { PodForm } from './pod-form.js';
-import { POD_OBJECTS } from './protobuf-pod-decoder.js';
+import { type EncodedPod, readPodValue } from './encoded-pod.js';
 import type { WatchFrame } from './watch-framing.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */
@@ -24,9 +23,9 @@ export const OTHER_FRAME_TYPE = 'OTHER';
  * carry the frame's `resourceVersion`, since a frame the reflector does not apply can still move
  * its cursor; `type` is the frame's own type, for the per-type stats.
  */
-export type FrameReading<T = Pod> =
+export type FrameReading =
   /** `resourceVersion` absent: the frame is applied but the cursor stays where it was. */
-  | { kind: 'change'; type: ChangeType; event: SourceEvent<T>; resourceVersion?: string }
+  | { kind: 'change'; type: ChangeType; event: SourceEvent<EncodedPod>; resourceVersion?: string }
   /**
    * `initialEventsEnd`: the bookmark that closes a watch-list's initial events (annotated
    * `k8s.io/initial-events-end: "true"`); its version is the one the initial state is at.
@@ -71,14 +70,9 @@ export function frameTypeKey(type: string): string {
  * Reads one decoded frame without trusting its shape: a frame that is not an object, has no type or
  * holds an unreadable pod becomes a `failure` reading (with the version, when it had one, so the
  * cursor can skip it), never a throw. Only an unexpected error from the pod parser itself
- * propagates. Pods are read into `form` (default: the model's `Pod`).
+ * propagates.
  */
-export function readFrame(frame: WatchFrame): FrameReading<Pod>;
-export function readFrame<T>(frame: WatchFrame, form: PodForm<T>): FrameReading<T>;
-export function readFrame(
-  frame: WatchFrame,
-  form: PodForm<unknown> = POD_OBJECTS,
-): FrameReading<unknown> {
+export function readFrame(frame: WatchFrame): FrameReading {
   if (frame.kind === 'garbled') {
     return {
       kind: 'failure',
@@ -114,10 +108,10 @@ export function readFrame(
     case 'ADDED':
     case 'MODIFIED':
     case 'DELETED': {
-      let pod: unknown;
+      let pod: EncodedPod;
       try {
-        // A pod the protobuf decoder built was validated where its bytes were read.
-        pod = form.fromValue(object);
+        // A pod the protobuf reader built was validated where its bytes were read.
+        pod = readPodValue(object);
       } catch (error) {
         if (!(error instanceof MalformedPodError)) throw error;
         return {
@@ -129,8 +123,8 @@ export function readFrame(
           ),
         };
       }
-      const key = form.key(pod);
-      const event: SourceEvent<unknown> =
+      const key = podKey(pod);
+      const event: SourceEvent<EncodedPod> =
         type === 'DELETED'
           ? { type: 'delete', key, lastObject: pod }
           : { type: 'upsert', key, object: pod };

@@ -7,12 +7,8 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
-import { type EncodedPod, POD_JSON } from '../codec/encoded-pod.js';
-import {
-  type EncodedChange,
-  writeChangeEventsJson,
-  writeEncodedPodsJson,
-} from '../codec/pod-json-writer.js';
+import type { EncodedChange, EncodedPod } from '../codec/encoded-pod.js';
+import { writeChangeEventsJson, writeEncodedPodsJson } from '../codec/pod-json-writer.js';
 import { KubernetesReflector } from '../reflector/reflector.js';
 import { connectPodApi } from '../resources/http-pod-api.js';
 import type { PodApi } from '../resources/pod-api.js';
@@ -36,12 +32,10 @@ export class ListTooLargeError extends Error {
 }
 
 /**
- * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s
- * (`POD_JSON`): this thread only moves them on, as the JSON the main thread parses.
+ * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s: this
+ * thread only moves them on, as the JSON the main thread parses.
  */
-export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi<EncodedPod>>;
-
-const connectEncodedPodApi: ConnectPodApi = (cluster) => connectPodApi(cluster, POD_JSON);
+export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
 
 /** How a task ended: only ever because the main side closed it. */
 export interface ReflectorTaskResult {
@@ -78,7 +72,7 @@ function portLogger(port: MessagePort): Logger {
  */
 export async function runReflectorTask(
   task: ReflectorTask,
-  connect: ConnectPodApi = connectEncodedPodApi,
+  connect: ConnectPodApi = connectPodApi,
 ): Promise<ReflectorTaskResult> {
   const { port, options } = task;
   const closer = new AbortController();
@@ -191,9 +185,8 @@ export async function runReflectorTask(
       pump();
     };
 
-    const reflector = new KubernetesReflector<EncodedPod>({
+    const reflector = new KubernetesReflector({
       api,
-      form: POD_JSON,
       namespace: options.namespace,
       labelSelector: options.labelSelector,
       listPageSize: options.listPageSize,

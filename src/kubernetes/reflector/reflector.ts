@@ -1,5 +1,5 @@
 /**
- * `KubernetesReflector`: LIST, then WATCH from the cursor, forever, as a `Source<Pod>` stream.
+ * `KubernetesReflector`: LIST, then WATCH from the cursor, forever, as a stream of `EncodedPod`s (the model's `Pod` as JSON the main thread parses).
  *
  * The reflector is an explicit state machine, after kube-rs's `watcher`: each state (listing,
  * watching, backoff) is one step method that returns the next state, and the `switch` in `#run`
@@ -27,7 +27,7 @@
  * of their own.
  */
 
-import type { Pod } from '../../model/pod.js';
+import { podKey } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
   type DropReason,
@@ -42,8 +42,7 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from '../client/api-errors.js';
 import { IdleWatchdog } from '../client/idle-watchdog.js';
-import type { PodForm } from '../codec/pod-form.js';
-import { POD_OBJECTS } from '../codec/protobuf-pod-decoder.js';
+import type { EncodedPod } from '../codec/encoded-pod.js';
 import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
 import type { WatchFrame } from '../codec/watch-framing.js';
 import type { ListPodsOptions, PodApi, PodList, WatchStream } from '../resources/pod-api.js';
@@ -132,15 +131,9 @@ export const STALE_FRAMES_BEFORE_RELIST = 8;
 export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
 
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
-export interface KubernetesReflectorOptions<T = Pod> {
+export interface KubernetesReflectorOptions {
   /** LIST and WATCH for pods: `HttpPodApi` in the service, a fake in tests. */
-  api: PodApi<T>;
-  /**
-   * The form the pods are held and yielded in (../codec/pod-form.ts), the same `api` reads them
-   * into: the model's `Pod` when left out (so `T` must then be `Pod`); the worker thread holds
-   * them as the JSON it posts (`POD_JSON`).
-   */
-  form?: PodForm<T> | undefined;
+  api: PodApi;
   /** Undefined or `''`: all namespaces. */
   namespace?: string | undefined;
   /** Scopes both the LIST and the WATCH: pods it excludes never cross the wire, let alone the cache. */
@@ -201,7 +194,7 @@ export interface KubernetesReflectorOptions<T = Pod> {
    * a relist or a fallback to an unpaged LIST), voiding every page heard before it, and a LIST
    * that fails yields nothing.
    */
-  onListPage?: ((pods: readonly T[], page: number) => void) | undefined;
+  onListPage?: ((pods: readonly EncodedPod[], page: number) => void) | undefined;
   /**
    * How the whole world is read: `watch-list` (one WATCH with `sendInitialEvents`, whose
    * initial-events-end bookmark publishes the `replace` and proves the watch; it falls back to
@@ -303,7 +296,7 @@ export function failureFromError(error: unknown): ReflectorFailure {
 
 /**
  * client-go's `Reflector` for pods, without the store: it turns LIST and WATCH into a restartable
- * `Source<Pod>` stream (`watch()`) whose first event is always a `replace`, and counts what it did
+ * stream of `EncodedPod`s (`watch()`) whose first event is always a `replace`, and counts what it did
  * (`stats()`) for the control plane and the metrics.
  *
  * The store lives on the consumer's side (`ObjectStore`), so a relist is just another `replace`
@@ -311,8 +304,8 @@ export function failureFromError(error: unknown): ReflectorFailure {
  * own state machine; the stats are the reflector's, summed over its streams. The service runs it
  * in a worker thread through `WorkerPodSource`.
  */
-export class KubernetesReflector<T = Pod> {
-  readonly #api: PodApi<T>;
+export class KubernetesReflector {
+  readonly #api: PodApi;
   readonly #namespace: string | undefined;
   readonly #labelSelector: string | undefined;
   readonly #listPageSize: number | undefined;
@@ -332,8 +325,7 @@ export class KubernetesReflector<T = Pod> {
   readonly #wallClock: () => number;
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
-  readonly #onListPage: ((pods: readonly T[], page: number) => void) | undefined;
-  readonly #form: PodForm<T>;
+  readonly #onListPage: ((pods: readonly EncodedPod[], page: number) => void) | undefined;
   readonly #stats: PodSourceStats;
   /** What `listing` does now: the option, until the server shows it cannot serve watch-list. */
   #initialList: InitialListMode;
@@ -359,7 +351,7 @@ export class KubernetesReflector<T = Pod> {
   /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
   #staleTimer: AbortController | undefined;
 
-  constructor(options: KubernetesReflectorOptions<T>) {
+  constructor(options: KubernetesReflectorOptions) {
     this.#api = options.api;
     this.#namespace = options.namespace || undefined;
     this.#labelSelector = options.labelSelector || undefined;
@@ -391,7 +383,6 @@ export class KubernetesReflector<T = Pod> {
     this.#logger = options.logger ?? silentLogger;
     this.#onStatsChange = options.onStatsChange ?? (() => {});
     this.#onListPage = options.onListPage;
-    this.#form = options.form ?? (POD_OBJECTS as unknown as PodForm<T>);
     this.#initialList = options.initialList ?? DEFAULT_INITIAL_LIST;
     this.#stats = initialReflectorStats(this.#initialList);
   }
@@ -401,7 +392,7 @@ export class KubernetesReflector<T = Pod> {
    * Closing the iterator (`return()`, or `break` in `for await`) aborts whatever is in flight
    * (a request, a backoff) and closes the connection before `return()` resolves.
    */
-  watch(): AsyncIterable<SourceEvent<T>> {
+  watch(): AsyncIterable<SourceEvent<EncodedPod>> {
     return { [Symbol.asyncIterator]: () => this.#open() };
   }
 
@@ -416,7 +407,7 @@ export class KubernetesReflector<T = Pod> {
     };
   }
 
-  #open(): AsyncIterator<SourceEvent<T>> {
+  #open(): AsyncIterator<SourceEvent<EncodedPod>> {
     const closer = new AbortController();
     const run = this.#run(closer.signal);
     return {
@@ -431,7 +422,7 @@ export class KubernetesReflector<T = Pod> {
     };
   }
 
-  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<T>, void, undefined> {
+  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<EncodedPod>, void, undefined> {
     const backoff = new Backoff({ ...this.#backoffOptions, random: this.#random });
     let state: State = { kind: 'listing' };
     try {
@@ -469,12 +460,12 @@ export class KubernetesReflector<T = Pod> {
   async *#list(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
     const progress = this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
     let loggedAt = listStartedAt;
-    let list: PodList<T>;
+    let list: PodList;
     /** The API reported the LIST's pages: their strangers were dropped and counted as they came. */
     let pagesReported = false;
     try {
@@ -487,7 +478,7 @@ export class KubernetesReflector<T = Pod> {
           progress.pods = pods;
           pagesReported = true;
           this.#onListPage?.(
-            items.filter((pod) => !this.#outOfScope(this.#form.key(pod), 'list')),
+            items.filter((pod) => !this.#outOfScope(podKey(pod), 'list')),
             pages,
           );
           this.#notify();
@@ -510,9 +501,9 @@ export class KubernetesReflector<T = Pod> {
       await watchdog.release();
     }
     delete this.#stats.listProgress;
-    const objects = new Map<ObjectKey, T>();
+    const objects = new Map<ObjectKey, EncodedPod>();
     for (const pod of list.pods) {
-      const key = this.#form.key(pod);
+      const key = podKey(pod);
       const kept = pagesReported ? this.#inNamespace(key) : !this.#outOfScope(key, 'list');
       if (kept) objects.set(key, pod);
     }
@@ -539,7 +530,7 @@ export class KubernetesReflector<T = Pod> {
   async *#watchList(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
     const progress = this.#beginWholeRead();
     this.#stats.watchOpens += 1;
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -571,8 +562,8 @@ export class KubernetesReflector<T = Pod> {
       const frames = stream[Symbol.asyncIterator]();
       // `let`, let go of once handed on: the generator's frame lives on while it follows the watch,
       // and would keep every pod of the world in the worker a second time (the main side has them).
-      let objects = new Map<ObjectKey, T>();
-      let batch: T[] = [];
+      let objects = new Map<ObjectKey, EncodedPod>();
+      let batch: EncodedPod[] = [];
       let page = 0;
       const flush = (): void => {
         if (batch.length === 0) return;
@@ -588,7 +579,7 @@ export class KubernetesReflector<T = Pod> {
         if (next.done) {
           return this.#fallBack('the watch ended before its initial events did', false);
         }
-        const reading = readFrame(next.value, this.#form);
+        const reading = readFrame(next.value);
         this.#countFrame(reading.type);
         if (reading.type !== 'ADDED') initialEventsOnly = false;
         else if (initialEventsOnly) lastInitialAt = this.#clock.now();
@@ -703,7 +694,7 @@ export class KubernetesReflector<T = Pod> {
     cursor: string,
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
     this.#stats.watchOpens += 1;
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -739,7 +730,7 @@ export class KubernetesReflector<T = Pod> {
     frames: AsyncIterator<WatchFrame>,
     cursor: string,
     scope: { signal: AbortSignal; backoff: Backoff; watchdog: IdleWatchdog; proven: boolean },
-  ): AsyncGenerator<SourceEvent<T>, State, undefined> {
+  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
     const { signal, backoff, watchdog } = scope;
     let position = cursor;
     let count = 0;
@@ -805,7 +796,7 @@ export class KubernetesReflector<T = Pod> {
         if (next.done) break;
         count += 1;
         lastFrameAt = this.#clock.now();
-        const reading = readFrame(next.value, this.#form);
+        const reading = readFrame(next.value);
         if (reading.kind === 'bookmark') this.#bookmarksSeen = true;
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
@@ -1110,14 +1101,14 @@ export class KubernetesReflector<T = Pod> {
    * A watch-list's initial event for a pod already read is older than the copy held: both
    * versions comparable (KEP-5504) and the event's below the held one's. Counted as dropped.
    */
-  #olderThanHeld(event: T, held: T): boolean {
-    const eventVersion = this.#form.version(event);
-    const heldVersion = this.#form.version(held);
+  #olderThanHeld(event: EncodedPod, held: EncodedPod): boolean {
+    const eventVersion = event.metadata.resourceVersion;
+    const heldVersion = held.metadata.resourceVersion;
     if (eventVersion === undefined || heldVersion === undefined) return false;
     if (!((compareResourceVersions(eventVersion, heldVersion) ?? 0) < 0)) return false;
     this.#countDrop('stale');
     this.#logger.debug(
-      { key: this.#form.key(event), resourceVersion: eventVersion, held: heldVersion },
+      { key: podKey(event), resourceVersion: eventVersion, held: heldVersion },
       'reflector dropped an initial event older than the copy it holds',
     );
     return true;

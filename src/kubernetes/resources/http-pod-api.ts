@@ -13,7 +13,7 @@
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { MalformedPodError, type Pod } from '../../model/pod.js';
+import { MalformedPodError } from '../../model/pod.js';
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -29,17 +29,18 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from '../client/connection.js';
-import type { PodForm } from '../codec/pod-form.js';
+import { type EncodedPod, readPodValue } from '../codec/encoded-pod.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
   isProtobufContentType,
   PROTOBUF_CONTENT_TYPE,
+  type ProtobufPodPage,
   peekProtobufContinueToken,
 } from '../codec/pod-protobuf.js';
-import { decodeProtobufPodPage, POD_OBJECTS } from '../codec/protobuf-pod-decoder.js';
+import type { RefusedPodError } from '../codec/protobuf-pod-json.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
-import { protobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
+import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
 import type { WatchFrame, WatchFrameSplitter } from '../codec/watch-framing.js';
 import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
 import { isExpiredStatus } from '../reflector/reflector-failure.js';
@@ -121,29 +122,20 @@ interface PageBody {
  * connection on every path. Built by `connectPodApi` from the cluster options; the e2e tests
  * build it on a connection of their own to compare the two encodings.
  */
-export class HttpPodApi<T = Pod> implements PodApi<T> {
+export class HttpPodApi implements PodApi {
   readonly #connection: ApiConnection;
   readonly #accept: string;
   readonly #listHeaders: Record<string, string>;
-  readonly #form: PodForm<T>;
-  readonly #protobufFrames: WatchFrameSplitter;
 
-  /**
-   * `compression`: ask for gzip on LIST pages (see `ClusterOptions.apiCompression`). `form`: what
-   * pods are read into (../codec/pod-form.ts); the model's `Pod` when left out, so `T` must then
-   * be `Pod`.
-   */
+  /** `compression`: ask for gzip on LIST pages (see `ClusterOptions.apiCompression`). */
   constructor(
     connection: ApiConnection,
     contentType: ApiContentType = DEFAULT_API_CONTENT_TYPE,
     compression = false,
-    form: PodForm<T> = POD_OBJECTS as unknown as PodForm<T>,
   ) {
     this.#connection = connection;
     this.#accept = acceptHeader(contentType);
     this.#listHeaders = compression ? { 'Accept-Encoding': 'gzip' } : {};
-    this.#form = form;
-    this.#protobufFrames = protobufWatchFrames(form);
   }
 
   /**
@@ -152,7 +144,7 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
    * meanwhile), it falls back to one full, unpaged LIST, as the pager's `FullListIfExpired` does;
    * restarting the paged LIST would meet the same expiry on a large, busy collection again.
    */
-  async listPods(options: ListPodsOptions<T>): Promise<PodList<T>> {
+  async listPods(options: ListPodsOptions): Promise<PodList> {
     const limit = options.limit ?? DEFAULT_LIST_PAGE_SIZE;
     try {
       return await this.#listPaged(options, limit);
@@ -171,8 +163,8 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
    * follow the server's pace rather than the decoder's. The token is then checked against each
    * parsed page, and prefetches that do not match are abandoned.
    */
-  async #listPaged(options: ListPodsOptions<T>, limit: number): Promise<PodList<T>> {
-    const pods: T[] = [];
+  async #listPaged(options: ListPodsOptions, limit: number): Promise<PodList> {
+    const pods: EncodedPod[] = [];
     let pages = 0;
     let resourceVersion = '';
     let continueToken: string | undefined;
@@ -209,23 +201,24 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
           if (continueToken && isExpired(error)) throw new ExpiredContinueError();
           throw error;
         }
-        const page = parsePage(body, this.#form);
+        const page = parsePage(body);
         const metadata = isRecord(page.metadata) ? page.metadata : {};
         if (typeof metadata.resourceVersion !== 'string' || metadata.resourceVersion === '') {
           throw new MalformedListError('LIST response has no metadata.resourceVersion');
         }
         resourceVersion = metadata.resourceVersion;
-        let pagePods: T[];
+        let pagePods: EncodedPod[];
         if (page.pods) {
-          // Decoded from protobuf straight into pods, validated as they were read.
+          // Read from protobuf straight into pods, validated as they were read.
+          if (page.refused) throw refusedListItem(page.refused, pods.length);
           pagePods = page.pods;
         } else {
           const items = page.items ?? [];
           if (!Array.isArray(items))
             throw new MalformedListError('LIST response items is not a list');
-          pagePods = new Array<T>(items.length);
+          pagePods = new Array<EncodedPod>(items.length);
           for (let index = 0; index < items.length; index += 1) {
-            pagePods[index] = readListItem(items[index], pods.length + index, this.#form);
+            pagePods[index] = readListItem(items[index], pods.length + index);
           }
         }
         for (const pod of pagePods) pods.push(pod);
@@ -262,11 +255,7 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
    * resolves as soon as the first bytes name the page's continue token (or cannot: the first
    * `HEAD_BYTES` arrived without one, the body ended, or the request failed); it never rejects.
    */
-  #fetchPage(
-    options: ListPodsOptions<T>,
-    query: Record<string, string>,
-    token?: string,
-  ): PageFetch {
+  #fetchPage(options: ListPodsOptions, query: Record<string, string>, token?: string): PageFetch {
     const own = new AbortController();
     const signal = AbortSignal.any([options.signal, own.signal]);
     let resolveHead: (token: string | undefined) => void = () => {};
@@ -345,7 +334,7 @@ export class HttpPodApi<T = Pod> implements PodApi<T> {
       options.signal,
       options.onBytes,
       isProtobufContentType(open.response.headers['content-type'])
-        ? this.#protobufFrames
+        ? decodeProtobufWatchFrames
         : decodeWatchFrames,
     );
   }
@@ -415,18 +404,36 @@ function isExpired(error: unknown): boolean {
   return error instanceof ApiStatusError && isExpiredStatus(error.status);
 }
 
-function readListItem<T>(item: unknown, index: number, form: PodForm<T>): T {
+/** A LIST item's name in an error: `namespace/name`, or its place in the LIST without a name. */
+function itemName(metadata: Record<string, unknown>, index: number): string {
+  return typeof metadata.name === 'string'
+    ? `${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${metadata.name}`
+    : `#${index}`;
+}
+
+function readListItem(item: unknown, index: number): EncodedPod {
   try {
-    return form.fromValue(item);
+    return readPodValue(item);
   } catch (error) {
     if (!(error instanceof MalformedPodError)) throw error;
     const metadata = isRecord(item) && isRecord(item.metadata) ? item.metadata : {};
-    const name =
-      typeof metadata.name === 'string'
-        ? `${typeof metadata.namespace === 'string' ? `${metadata.namespace}/` : ''}${metadata.name}`
-        : `#${index}`;
-    throw new MalformedListError(`LIST item ${name}: ${error.message}`);
+    throw new MalformedListError(`LIST item ${itemName(metadata, index)}: ${error.message}`);
   }
+}
+
+/**
+ * The LIST error for a protobuf item the pod reader refused, named as a JSON item is (protobuf's
+ * empty strings are JSON's absent ones). `before`: pods read from earlier pages.
+ */
+function refusedListItem(
+  refused: { index: number; error: RefusedPodError },
+  before: number,
+): MalformedListError {
+  const { name, namespace } = refused.error.identity;
+  const metadata = name === '' ? {} : namespace === '' ? { name } : { name, namespace };
+  return new MalformedListError(
+    `LIST item ${itemName(metadata, before + refused.index)}: ${refused.error.message}`,
+  );
 }
 
 /**
@@ -494,20 +501,11 @@ class HttpWatchStream implements WatchStream {
 }
 
 /** A `PodApi` for the configured cluster, asking for `options.apiContentType` (protobuf by default). */
-export async function connectPodApi(options?: ClusterOptions): Promise<PodApi>;
-export async function connectPodApi<T>(
-  options: ClusterOptions,
-  form: PodForm<T>,
-): Promise<PodApi<T>>;
-export async function connectPodApi(
-  options: ClusterOptions = {},
-  form: PodForm<unknown> = POD_OBJECTS,
-): Promise<PodApi<unknown>> {
+export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
   return new HttpPodApi(
     await loadApiConnection(options),
     options.apiContentType,
     options.apiCompression ?? false,
-    form,
   );
 }
 
@@ -549,18 +547,15 @@ export function peekContinueToken(raw: Buffer): string | undefined {
 }
 
 /**
- * A page as its JSON-shaped fields; `pods` instead of `items` when a protobuf page decoded straight
- * into pods (every item readable: otherwise the page is read the JSON-shaped way, whose schema
- * names the unreadable item and field).
+ * A page as its JSON-shaped fields; `pods` (and `refused`, when an item was not a readable pod)
+ * instead of `items` when a protobuf page was read straight into pods.
  */
-function parsePage<T>(
-  { raw, protobuf }: PageBody,
-  form: PodForm<T>,
-): Record<string, unknown> & { pods?: T[] } {
+function parsePage({
+  raw,
+  protobuf,
+}: PageBody): Record<string, unknown> & Partial<ProtobufPodPage> {
   if (protobuf) {
     try {
-      const decoded = decodeProtobufPodPage(raw, form);
-      if (decoded) return { metadata: decoded.metadata, pods: decoded.pods };
       return decodeProtobufPodList(raw);
     } catch (error) {
       if (!(error instanceof ProtobufDecodeError)) throw error;

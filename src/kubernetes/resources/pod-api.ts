@@ -3,7 +3,7 @@
  * shapes. The reflector depends only on this, so its tests drive it with a fake, and the real
  * adapter (./http-pod-api.ts) is one implementation among them.
  */
-import type { Pod } from '../../model/pod.js';
+import type { EncodedPod } from '../codec/encoded-pod.js';
 import type { WatchFrame } from '../codec/watch-framing.js';
 
 export type { WatchFrame } from '../codec/watch-framing.js';
@@ -12,7 +12,7 @@ export type { WatchFrame } from '../codec/watch-framing.js';
  * One paged LIST of pods. The two hooks let the reflector count bytes and report progress while a
  * large LIST is still being read, without the adapter knowing what the numbers are for.
  */
-export interface ListPodsOptions<T = Pod> {
+export interface ListPodsOptions {
   /** Undefined or `''`: all namespaces. */
   namespace?: string | undefined;
   labelSelector?: string | undefined;
@@ -33,15 +33,15 @@ export interface ListPodsOptions<T = Pod> {
    * always means "a LIST (re)starts": a fallback to an unpaged LIST after an expired continue
    * token counts from 1 again, and whatever an earlier page 1 began is void.
    */
-  onPage?: (progress: { pages: number; pods: number }, items: readonly T[]) => void;
+  onPage?: (progress: { pages: number; pods: number }, items: readonly EncodedPod[]) => void;
 }
 
 /**
- * A complete, validated collection: every page read, every item a readable pod, in the form the
- * API was built for (../codec/pod-form.ts; the model's `Pod` by default).
+ * A complete, validated collection: every page read, every item a readable pod, as the JSON the
+ * main thread parses (../codec/encoded-pod.ts).
  */
-export interface PodList<T = Pod> {
-  pods: T[];
+export interface PodList {
+  pods: EncodedPod[];
   /** The collection's resourceVersion: where a WATCH continues from. */
   resourceVersion: string;
 }
@@ -83,7 +83,7 @@ export interface WatchStream extends AsyncIterable<WatchFrame> {
  * reflector is healthy) is a fact rather than a guess from the first frame, which on a quiet
  * namespace may be a minute away.
  */
-export interface PodApi<T = Pod> {
-  listPods(options: ListPodsOptions<T>): Promise<PodList<T>>;
+export interface PodApi {
+  listPods(options: ListPodsOptions): Promise<PodList>;
   watchPods(options: WatchPodsOptions): Promise<WatchStream>;
 }
