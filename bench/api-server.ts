@@ -10,7 +10,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify from 'fastify';
 import { buildServer } from '../src/http/app.js';
 import { LWS_LABELS } from '../src/pools/labels.js';
-import { PoolService } from '../src/service/pool-service.js';
+import { assembleService } from '../src/service/assemble.js';
 import { SimulatedPodSource } from '../src/simulated/simulated-source.js';
 
 /** The world: 1,000 cells of 4 pods. */
@@ -24,7 +24,7 @@ const sim = new SimulatedPodSource({
   story: false,
   pools: [{ name: POOL, cells: CELLS, size: SIZE }],
 });
-const service = new PoolService({
+const service = assembleService({
   podSource: sim,
   sourceKind: 'simulated',
   labels: LWS_LABELS,

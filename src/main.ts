@@ -35,6 +35,7 @@ import { buildProbeServer } from './http/probe-app.js';
 import type { KubeconfigContext } from './kubernetes/client/connection.js';
 import type { PodSource } from './model/pod-source.js';
 import { realClock } from './runtime/clock.js';
+import { type AssembleOptions, assembleService, type SinkWiring } from './service/assemble.js';
 import { buildInfo, versionLine } from './service/build-info.js';
 import {
   type Leadership,
@@ -43,7 +44,6 @@ import {
   leaderIdentity,
   SoleLeadership,
 } from './service/leadership.js';
-import { PoolService, type PoolServiceOptions, type SinkWiring } from './service/pool-service.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './simulated/simulated-source.js';
 import type { Sink } from './sinks/sink.js';
 import type { SinkBaseOptions, SinkCallRecord } from './sinks/sink-context.js';
@@ -277,7 +277,7 @@ async function createKubernetesEvents(
   choice: SourceChoice,
   env: NodeJS.ProcessEnv,
   logger: pino.Logger,
-): Promise<Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>> {
+): Promise<Pick<AssembleOptions, 'kubernetesEvents' | 'selfPod'>> {
   const enabled = config.events ?? choice.kind === 'kubernetes';
   if (!enabled) return {};
   if (choice.kind === 'simulated') {
@@ -321,7 +321,7 @@ async function createWorkloads(
   choice: SourceChoice,
   namespace: string | undefined,
   logger: pino.Logger,
-): Promise<Pick<PoolServiceOptions, 'workloads' | 'workloadsOffReason'>> {
+): Promise<Pick<AssembleOptions, 'workloads' | 'workloadsOffReason'>> {
   const enabled = config.watchLeaderWorkerSets ?? choice.kind === 'kubernetes';
   if (choice.kind === 'simulated') {
     if (config.watchLeaderWorkerSets) {
@@ -432,8 +432,8 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
   }
   let leadership: (hooks: LeadershipHooks) => Leadership;
   let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
-  let kubernetesEvents: Pick<PoolServiceOptions, 'kubernetesEvents' | 'selfPod'>;
-  let workloads: Pick<PoolServiceOptions, 'workloads' | 'workloadsOffReason'>;
+  let kubernetesEvents: Pick<AssembleOptions, 'kubernetesEvents' | 'selfPod'>;
+  let workloads: Pick<AssembleOptions, 'workloads' | 'workloadsOffReason'>;
   try {
     if (choice.kind === 'simulated') {
       namespace =
@@ -456,7 +456,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
     return usageExit(err);
   }
   const podSource = await createPodSource(config, choice, namespace, logger);
-  const service = new PoolService({
+  const service = assembleService({
     flags: config.flags,
     leadership,
     ...(sinks ? { sinks } : {}),

@@ -4,7 +4,7 @@
  * from what the routes generate, and `npm run openapi` rewrites it.
  */
 import { LWS_LABELS } from '../pools/labels.js';
-import { PoolService } from '../service/pool-service.js';
+import { assembleService } from '../service/assemble.js';
 import { SimulatedPodSource } from '../simulated/simulated-source.js';
 import { buildServer } from './app.js';
 
@@ -14,7 +14,7 @@ import { buildServer } from './app.js';
  */
 export async function renderOpenApi(): Promise<string> {
   const podSource = new SimulatedPodSource({ story: false, pools: [] });
-  const service = new PoolService({
+  const service = assembleService({
     podSource,
     sourceKind: 'simulated',
     labels: LWS_LABELS,

@@ -10,47 +10,50 @@
  */
 import type { ParentKey } from '../runtime/source-event.js';
 
-/** Tracks which cells of the initial list are still unreconciled; calls `onSynced` once. */
+/**
+ * Tracks which cells of the initial list are still unreconciled. The one call that opens it
+ * returns true, so its caller (the acting term) acts on the opening exactly once.
+ */
 export class InitialSyncGate {
-  readonly #onSynced: () => void;
   readonly #reconciledEarly = new Set<ParentKey>();
   #pending: Set<ParentKey> | undefined;
   #synced = false;
-
-  constructor(onSynced: () => void) {
-    this.#onSynced = onSynced;
-  }
 
   /** Whether every cell of the initial list has been reconciled once. */
   get synced(): boolean {
     return this.#synced;
   }
 
-  /** A cell was reconciled (whenever; after the gate opened this does nothing). */
-  reconciled(key: ParentKey): void {
-    if (this.#synced) return;
+  /**
+   * A cell was reconciled (whenever; after the gate opened this does nothing). True when this
+   * call opened the gate.
+   */
+  reconciled(key: ParentKey): boolean {
+    if (this.#synced) return false;
     if (this.#pending === undefined) {
       this.#reconciledEarly.add(key);
-      return;
+      return false;
     }
     this.#pending.delete(key);
-    if (this.#pending.size === 0) this.#open();
+    return this.#pending.size === 0 && this.#open();
   }
 
-  /** The initial list is in the store with these cells: wait for the ones not reconciled yet. */
-  listed(keys: Iterable<ParentKey>): void {
-    if (this.#synced) return;
+  /**
+   * The initial list is in the store with these cells: wait for the ones not reconciled yet. True
+   * when this call opened the gate (every one of them was reconciled already, or there are none).
+   */
+  listed(keys: Iterable<ParentKey>): boolean {
+    if (this.#synced) return false;
     const pending = new Set<ParentKey>();
     for (const key of keys) if (!this.#reconciledEarly.has(key)) pending.add(key);
     this.#reconciledEarly.clear();
     this.#pending = pending;
-    if (pending.size === 0) this.#open();
+    return pending.size === 0 && this.#open();
   }
 
-  #open(): void {
-    if (this.#synced) return;
+  #open(): true {
     this.#synced = true;
     this.#pending = undefined;
-    this.#onSynced();
+    return true;
   }
 }

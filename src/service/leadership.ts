@@ -28,11 +28,14 @@ export interface LeadershipView {
   since: string | null;
 }
 
-/** What the service does when leadership changes. Called synchronously; must not throw. */
+/**
+ * What the service does when leadership changes. Called synchronously; must not throw. `identity`
+ * is this replica's, so the hooks can be built before the leadership that calls them.
+ */
 export interface LeadershipHooks {
-  /** This replica leads until `term` aborts. */
-  onStartedLeading(term: AbortSignal): void;
-  onStoppedLeading(): void;
+  /** This replica (`identity`) leads until `term` aborts. */
+  onStartedLeading(term: AbortSignal, identity: string): void;
+  onStoppedLeading(identity: string): void;
   onNewLeader(identity: string): void;
 }
 
@@ -103,7 +106,7 @@ export class LeaseLeadership implements Leadership {
       onStartedLeading: (term) => {
         this.#since = this.#wallClock().toISOString();
         this.#logger.info({ identity: this.identity, lease: this.#lease }, 'leading');
-        hooks.onStartedLeading(term);
+        hooks.onStartedLeading(term, this.identity);
       },
       onStoppedLeading: () => {
         this.#since = null;
@@ -111,7 +114,7 @@ export class LeaseLeadership implements Leadership {
           { identity: this.identity, lease: this.#lease },
           'stopped leading; side effects stopped, campaigning again',
         );
-        hooks.onStoppedLeading();
+        hooks.onStoppedLeading(this.identity);
       },
       onNewLeader: (identity) => {
         this.#logger.info({ leader: identity, lease: this.#lease }, 'new leader observed');
@@ -190,12 +193,12 @@ export class SoleLeadership implements Leadership {
     const term = new AbortController();
     this.#since = wallClock().toISOString();
     hooks.onNewLeader(this.identity);
-    hooks.onStartedLeading(term.signal);
+    hooks.onStartedLeading(term.signal, this.identity);
     await new Promise<void>((resolve) => {
       signal.addEventListener('abort', () => resolve(), { once: true });
     });
     this.#since = null;
     term.abort(abortReason(signal));
-    hooks.onStoppedLeading();
+    hooks.onStoppedLeading(this.identity);
   }
 }

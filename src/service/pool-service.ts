@@ -1,52 +1,36 @@
 /**
- * The pool controller as one object: a pod source, the reconcile loop over it, the cell registry
- * the reconcile publishes to, the event bus, leadership and the leader-only routing controller
- * (coordinator + sinks), metrics and health checks. `main.ts` adds configuration, logging, the
- * HTTP server and signals; tests build it with a fake or simulated source and a fake clock.
+ * The running pool controller: the lifecycle order of the parts `assembleService` built (start:
+ * leadership, the watch-state poll, the workload loop, the pod loop; stop: acting, then the loops,
+ * then the sources) and the `ControlPlane` view the HTTP routes read. It builds nothing but its
+ * health checks and store views, which read its own shutdown state.
  *
  * Every replica runs the loop and serves reads; only the leader's routing controller acts, and
- * only once the cells have synced (haptic's initial-sync gate: the initial list is applied and
- * every cell in it reconciled once). After that every cell change triggers it at once.
- *
- * Start and stop order: the HTTP server may answer before `start()` (liveness passes, readiness
- * says "not synced"); `start()` begins campaigning and the loop; `stop()` ends leadership first
- * (the routing controller stops, the Lease is released so a follower takes over in about one
- * retry period), then the loop (no reconcile runs against a closing source), then the source.
- *
- * Size: the wiring of every part and the ControlPlane's delegation to them; the logic it once held
- * (sync gate, health, watch states, store views) is in files of its own.
+ * only once the cells have synced (acting-term.ts). The HTTP server may answer before `start()`
+ * (liveness passes, readiness says "not synced"); `stop()` ends leadership first (the routing
+ * controller stops, the Lease is released so a follower takes over in about one retry period),
+ * then the loop (no reconcile runs against a closing source), then the source.
  */
 
 import type { Readable } from 'node:stream';
-import { DEFAULT_DRIFT_INTERVAL_MS } from '../coordination/coordinator.js';
-import { EventBus } from '../coordination/event-bus.js';
-import type { EventObjectReference } from '../kubernetes/resources/event-api.js';
-import type { EventOccurrence } from '../kubernetes/resources/event-recorder.js';
+import type { EventBus } from '../coordination/event-bus.js';
 import type { Pod } from '../model/pod.js';
 import type { PodSource, SourceKind } from '../model/pod-source.js';
 import type { PodSourceStats } from '../model/pod-source-stats.js';
-import type { Workload, WorkloadApiStatus, WorkloadSource } from '../model/workload.js';
-import { cellKeyMap } from '../pools/cell-key.js';
-import { createCellReconciler } from '../pools/cell-reconciler.js';
-import { type Cell, CellRegistry, type CellTransition } from '../pools/cell-registry.js';
+import type { Workload, WorkloadSource } from '../model/workload.js';
+import type { CellRegistry } from '../pools/cell-registry.js';
 import type { PoolLabels } from '../pools/labels.js';
-import { type CapacityTransition, PoolCapacityTracker } from '../pools/pool-capacity.js';
-import { type Clock, realClock } from '../runtime/clock.js';
-import { type Logger, silentLogger } from '../runtime/logger.js';
-import { ReconcileLoop, type ReconcileLoopState } from '../runtime/reconcile-loop.js';
+import type { PoolCapacityTracker } from '../pools/pool-capacity.js';
+import type { Clock } from '../runtime/clock.js';
+import type { Logger } from '../runtime/logger.js';
+import type { ReconcileLoop, ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import type { ParentKey } from '../runtime/source-event.js';
-import {
-  DEFAULT_SINK_MODE,
-  type Sink,
-  type SinkEvent,
-  type SinkMode,
-  type SinkTargetStatus,
-} from '../sinks/sink.js';
-import { sinkBackoffMaxMs } from '../sinks/target-backoff.js';
+import type { SinkMode, SinkTargetStatus } from '../sinks/sink.js';
+import type { ActingTerm } from './acting-term.js';
 import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './admin-auth.js';
+import type { KubernetesEventRecorder } from './assemble.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
-import { CellBodies } from './cell-bodies.js';
-import { CellHealthMetrics, type EventDropCause } from './cell-health-metrics.js';
+import type { CellBodies } from './cell-bodies.js';
+import type { CellHealthMetrics } from './cell-health-metrics.js';
 import type {
   CellResolution,
   CellScope,
@@ -56,158 +40,57 @@ import type {
   SinkSettingsView,
   StoreSnapshot,
 } from './control-plane.js';
-import { CoordinationMetrics, type SinkOperationCount } from './coordination-metrics.js';
-import { EventStreams } from './event-stream.js';
+import type { CoordinationMetrics } from './coordination-metrics.js';
+import type { EventStreams } from './event-stream.js';
 import type { HealthEndpoint } from './health.js';
-import { InitialSyncGate } from './initial-sync-gate.js';
-import { KubernetesEvents } from './kubernetes-events.js';
-import {
-  type Leadership,
-  type LeadershipHooks,
-  type LeadershipView,
-  leaderIdentity,
-  SoleLeadership,
-} from './leadership.js';
-import { ServiceMetrics } from './metrics.js';
-import { RoutingController } from './routing-controller.js';
-import {
-  cellChangedEvent,
-  MAX_NAMED_CAPACITY_CELLS,
-  type PoolCapacityEvent,
-  type ServiceEvent,
-} from './service-events.js';
+import type { Leadership, LeadershipView } from './leadership.js';
+import type { ServiceMetrics } from './metrics.js';
+import type { RoutingController } from './routing-controller.js';
+import type { ServiceEvent } from './service-events.js';
 import { createServiceHealth } from './service-health.js';
 import { resolveCell, type StoreViewSources, storeSnapshot } from './store-views.js';
-import { publishWatchStates, WATCH_STATE_POLL_MS } from './watch-state-publisher.js';
+import { publishWatchStates } from './watch-state-publisher.js';
 
-/**
- * What the service is built from: the parsed flags in the shape the domain needs, plus the parts
- * main chooses (the pod source, the leadership, the sinks) as factories, so tests build the same
- * service with a simulated source and fake sinks. Every optional field defaults to what the flag's
- * default means.
- */
-export interface PoolServiceOptions {
-  podSource: PodSource;
+/** The finished parts the service sequences and shows; `assembleService` builds them in order. */
+export interface PoolServiceParts {
   sourceKind: SourceKind;
   labels: PoolLabels;
-  portName: string;
-  /**
-   * Loopback cell addresses are routable (`--sink-allow-loopback`): engines and routers on one
-   * host. Default false: a pod status naming loopback is never routed to.
-   */
-  sinkAllowLoopback?: boolean | undefined;
-  /**
-   * Pools a router takes as prefill workers (`--sglang-router POOL=URL,role=prefill`): their cells
-   * need a bootstrap port in `bootstrapPortAnnotation` to be routable.
-   */
-  prefillPools?: ReadonlySet<string> | undefined;
-  /** `--sglang-bootstrap-port-annotation`; needed with `prefillPools`. */
-  bootstrapPortAnnotation?: string | undefined;
-  /**
-   * The cell readiness gate's condition type when `--cell-readiness-gate` is on: pods naming it
-   * in `spec.readinessGates` are judged without their own `Ready` (cell-state.ts,
-   * `countsAsReady`). `undefined`: the gate is off.
-   */
-  readinessGate?: string | undefined;
-  /** `null` turns resync off; `undefined` keeps the loop's default (10 h). */
-  resyncPeriodMs?: number | null | undefined;
-  adminToken?: string | undefined;
-  /**
-   * Host names, besides loopback ones, a POST may name in its `Host` header in loopback-only mode
-   * (no `adminToken`): for a port-forward reached under another name.
-   */
-  adminAllowedHosts?: readonly string[] | undefined;
-  clock?: Clock | undefined;
-  /** Epoch ms for the cells' `lastTransitionTime`, events' `time` and the API's RFC 3339 times. */
-  wallClock?: (() => number) | undefined;
-  logger?: Logger | undefined;
-  /** prom-client's process metrics; main turns them on, tests leave them off. */
-  processMetrics?: boolean | undefined;
-  /**
-   * Who acts. Default: this process alone, with no Lease (what the simulated source and
-   * `--leader-elect=false` use).
-   */
-  leadership?: ((hooks: LeadershipHooks) => Leadership) | undefined;
-  /** The routing controller's deploy targets; default none (deploy logs the desired state). */
-  sinks?: ((wiring: SinkWiring) => Sink[]) | undefined;
-  /** Time between drift runs; `null` none; default the coordinator's (60 s). */
-  driftIntervalMs?: number | null | undefined;
-  /** `--sink-mode`; handed to every sink through `SinkWiring`. Default `apply`. */
-  sinkMode?: SinkMode | undefined;
-  /** `--sink-panic-threshold` (0–100); default 0, no panic. */
-  sinkPanicThresholdPercent?: number | undefined;
-  /** How often the source's stats are compared for `watch.state` events; default 1 s. */
-  watchStatePollMs?: number | undefined;
-  /** Open event streams at most; default `DEFAULT_MAX_EVENT_STREAMS` (256). */
-  maxEventStreams?: number | undefined;
-  /** The effective flags `GET /flagz` shows (main passes the parsed configuration's); default none. */
-  flags?: readonly EffectiveFlag[] | undefined;
-  /**
-   * Kubernetes Events (`--events`): the recorder, built with the service's counters. Default none.
-   */
-  kubernetesEvents?: ((hooks: KubernetesEventHooks) => KubernetesEventRecorder) | undefined;
-  /** The controller's own pod, which sink Events are about; `undefined`: no sink Events. */
-  selfPod?: EventObjectReference | undefined;
-  /**
-   * The pools' workloads (`--watch-leaderworkersets`): built with the hook that hears its API's
-   * status, and run by a reconcile loop of its own. Default none: every pool's capacity is
-   * `Unknown`, for `workloadsOffReason`.
-   */
-  workloads?: ((hooks: WorkloadHooks) => WorkloadSource) | undefined;
-  /** Why there is no workload source, for every pool's `capacityReason`; has a default. */
-  workloadsOffReason?: string | undefined;
-}
-
-/** What a workload source tells the service: each change of its API's status. */
-export interface WorkloadHooks {
-  onStatus: (status: WorkloadApiStatus) => void;
-}
-
-/** The workload API's status without a workload source, unless `workloadsOffReason` says why. */
-export const DEFAULT_WORKLOADS_OFF_REASON =
-  'no workload source: the pool is judged by its cells alone';
-
-/** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */
-export interface KubernetesEventHooks {
-  onEmitted: (reason: string) => void;
-  onDropped: (cause: EventDropCause) => void;
-}
-
-/** What the service needs of a Kubernetes Event recorder (`EventRecorder`). */
-export interface KubernetesEventRecorder {
-  record(occurrence: EventOccurrence): void;
-  stop(): void;
-}
-
-/** What the service hands a sink it builds: where its events and operation counts go. */
-export interface SinkWiring {
-  publish: (event: SinkEvent) => void;
-  onOperation: (record: SinkOperationCount) => void;
-  /**
-   * The longest per-target backoff: one minute, never longer than the drift interval
-   * (`sinkBackoffMaxMs`), so a target that came back waits no longer than a drift run would.
-   */
-  backoffMaxMs: number;
-  /** The service's clock, which the sinks' backoff must share with the routing controller. */
+  /** The cell readiness gate's condition type, when the gate is on (the store view shows it). */
+  readinessGate: string | undefined;
+  podSource: PodSource;
+  loop: ReconcileLoop<Pod>;
+  workloadSource: WorkloadSource | undefined;
+  /** The workloads' own loop, keyed `namespace/name` (the pool's key); none without a source. */
+  workloadLoop: ReconcileLoop<Workload> | undefined;
+  registry: CellRegistry;
+  capacity: PoolCapacityTracker;
+  cells: CellBodies;
+  metrics: ServiceMetrics;
+  coordinationMetrics: CoordinationMetrics;
+  cellHealthMetrics: CellHealthMetrics;
+  bus: EventBus<ServiceEvent>;
+  eventStreams: EventStreams;
+  /** The bus with the metrics and handlers beside it: what `watch.state` events go through. */
+  publish: (event: ServiceEvent) => void;
+  routing: RoutingController;
+  acting: ActingTerm;
+  leadership: Leadership;
+  eventRecorder: KubernetesEventRecorder | undefined;
+  /** `token` `undefined`: POSTs are for loopback clients only. The token never leaves the service. */
+  admin: { token: string | undefined; allowedHosts: ReadonlySet<string> };
+  sinkSettings: { mode: SinkMode; panicThresholdPercent: number };
+  flags: readonly EffectiveFlag[];
+  watchStatePollMs: number;
   clock: Clock;
-  /** `--sink-mode`: every sink must be built in it (observe: never write). */
-  mode: SinkMode;
-  /** The published cells now (the readiness gate reads their why-not). */
-  cells: () => Iterable<Cell>;
-  /** A cell's member pods as the store holds them now (the readiness gate reads their status). */
-  pods: (key: ParentKey) => readonly Pod[];
-  /** Where the readiness gate counts its condition writes. */
-  onConditionWrite?: (record: { status: string; result: 'success' | 'error' }) => void;
+  wallClock: () => number;
+  logger: Logger;
 }
-
-/** The poll of the source's stats for `watch.state` events (watch-state-publisher.ts). */
-export { WATCH_STATE_POLL_MS };
 
 /**
- * The running service: the wiring of source, loop, registry, leadership and routing, and the
- * `ControlPlane` the HTTP routes read. Lifecycle, as main sequences it: `start()`; on SIGTERM
- * `beginShutdown()` (readiness fails), `closeEventStreams()`, `stopActing()` (the Lease is
- * released while reads are still served), then `stop()` once the listeners have closed.
+ * The running service: the lifecycle of the assembled parts and the `ControlPlane` the HTTP
+ * routes read. Lifecycle, as main sequences it: `start()`; on SIGTERM `beginShutdown()`
+ * (readiness fails), `closeEventStreams()`, `stopActing()` (the Lease is released while reads are
+ * still served), then `stop()` once the listeners have closed.
  */
 export class PoolService implements ControlPlane {
   readonly sourceKind: SourceKind;
@@ -227,203 +110,52 @@ export class PoolService implements ControlPlane {
   readonly bus: EventBus<ServiceEvent>;
   /** The open `GET /api/v1/events` streams, bounded in number and bytes. */
   readonly eventStreams: EventStreams;
-  readonly #leadership: Leadership;
+  readonly #parts: PoolServiceParts;
+  readonly #loop: ReconcileLoop<Pod>;
   readonly #routing: RoutingController;
+  readonly #leadership: Leadership;
+  readonly #clock: Clock;
   readonly #lifetime = new AbortController();
-  /** Opens once every cell of the initial list was reconciled once (initial-sync-gate.ts). */
-  readonly #syncGate = new InitialSyncGate(() => this.#markCellsSynced());
   /** What the store views read (store-views.ts). */
   readonly #storeViews: StoreViewSources;
-  #leadingTerm: AbortSignal | undefined;
-  #background: Promise<unknown>[] = [];
-  /** `undefined`: POSTs are for loopback clients only. Never leaves this object. */
-  readonly #adminToken: string | undefined;
-  readonly #adminAllowedHosts: ReadonlySet<string>;
-  readonly #podSource: PodSource;
-  readonly #loop: ReconcileLoop<Pod>;
-  readonly #workloadSource: WorkloadSource | undefined;
-  /** The workloads' own loop, keyed `namespace/name` (the pool's key); none without a source. */
-  readonly #workloadLoop: ReconcileLoop<Workload> | undefined;
-  readonly #logger: Logger;
-  readonly #clock: Clock;
-  readonly #sinkMode: SinkMode;
-  readonly #panicThresholdPercent: number;
-  readonly #eventRecorder: KubernetesEventRecorder | undefined;
-  readonly #kubernetesEvents: KubernetesEvents | undefined;
-  readonly #wallClock: () => number;
+  readonly #background: Promise<unknown>[] = [];
   #shuttingDown = false;
   #stopped: Promise<void> | undefined;
   #stoppedActing: Promise<void> | undefined;
 
-  readonly #flags: readonly EffectiveFlag[];
-
-  constructor(options: PoolServiceOptions) {
-    this.sourceKind = options.sourceKind;
-    this.#flags = options.flags ?? [];
-    this.labels = options.labels;
-    this.#adminToken = options.adminToken;
-    this.#adminAllowedHosts = new Set(options.adminAllowedHosts?.map((h) => h.toLowerCase()));
-    this.#podSource = options.podSource;
-    this.#clock = options.clock ?? realClock;
-    this.#wallClock = options.wallClock ?? Date.now;
-    const logger = options.logger ?? silentLogger;
-    this.#logger = logger;
-    this.registry = new CellRegistry({ wallClock: options.wallClock });
-    this.#workloadSource = options.workloads?.({
-      onStatus: () => this.#capacityTransitions(this.capacity.workloadStatusChanged()),
-    });
-    const workloadsOff: WorkloadApiStatus = {
-      state: 'disabled',
-      message: options.workloadsOffReason ?? DEFAULT_WORKLOADS_OFF_REASON,
-    };
-    this.capacity = new PoolCapacityTracker({
-      wallClock: options.wallClock,
-      workloadStatus: () => this.#workloadSource?.status() ?? workloadsOff,
-    });
-    this.cells = new CellBodies(this.registry, { source: options.sourceKind }, this.capacity);
-    this.metrics = new ServiceMetrics({
-      clock: this.#clock,
-      processMetrics: options.processMetrics ?? false,
-    });
-    this.coordinationMetrics = new CoordinationMetrics(this.metrics.registry);
-    this.cellHealthMetrics = new CellHealthMetrics(this.metrics.registry);
-    this.bus = new EventBus<ServiceEvent>({ logger });
-    this.eventStreams = new EventStreams({
-      bus: this.bus,
-      clock: this.#clock,
-      wallClock: this.#wallClock,
-      ...(options.maxEventStreams !== undefined ? { maxStreams: options.maxEventStreams } : {}),
-      onDropped: (count) => this.coordinationMetrics.dropped('sse', count),
-    });
-    this.#watchStatePollMs = options.watchStatePollMs ?? WATCH_STATE_POLL_MS;
-    const publish = (event: ServiceEvent): void => this.#publish(event);
-    this.#sinkMode = options.sinkMode ?? DEFAULT_SINK_MODE;
-    this.#panicThresholdPercent = options.sinkPanicThresholdPercent ?? 0;
-    const driftIntervalMs =
-      options.driftIntervalMs === undefined ? DEFAULT_DRIFT_INTERVAL_MS : options.driftIntervalMs;
-    const sinks =
-      options.sinks?.({
-        publish,
-        onOperation: (record) => this.coordinationMetrics.sinkOperation(record),
-        backoffMaxMs: sinkBackoffMaxMs(driftIntervalMs),
-        clock: this.#clock,
-        mode: this.#sinkMode,
-        cells: () => this.registry.list(),
-        pods: (key) => this.#loop.getByParent(key),
-        onConditionWrite: (record) => this.cellHealthMetrics.gateWrite(record),
-      }) ?? [];
-    this.#routing = new RoutingController({
-      cells: () => this.registry.list(),
-      synced: () => this.#syncGate.synced,
-      sinks,
-      publish,
-      driftIntervalMs,
-      panicThresholdPercent: this.#panicThresholdPercent,
-      clock: this.#clock,
-      logger,
-    });
-    this.#eventRecorder = options.kubernetesEvents?.({
-      onEmitted: (reason) => this.cellHealthMetrics.eventEmitted(reason),
-      onDropped: (cause) => this.cellHealthMetrics.eventDropped(cause),
-    });
-    const recorder = this.#eventRecorder;
-    this.#kubernetesEvents = recorder
-      ? new KubernetesEvents({
-          record: (occurrence) => recorder.record(occurrence),
-          self: options.selfPod,
-          acting: () => this.#routing.acting,
-        })
-      : undefined;
-    const hooks: LeadershipHooks = {
-      onStartedLeading: (term) => this.#startedLeading(term),
-      onStoppedLeading: () => this.#stoppedLeading(),
-      onNewLeader: (identity) => this.#publish({ type: 'leader.changed', identity }),
-    };
-    this.#leadership =
-      options.leadership?.(hooks) ??
-      new SoleLeadership({
-        identity: leaderIdentity(),
-        reason: 'no Lease configured',
-        hooks,
-        logger,
-      });
-    this.coordinationMetrics.bind({
-      leaseName: this.#leadership.view().lease ?? 'pool-controller',
-      subscribers: () => this.bus.subscriberCount + this.eventStreams.count,
-      sinkStatus: () => this.#routing.sinkStatus(),
-      panicPools: () => this.#routing.panicPools(),
-    });
-    const reconcileCell = createCellReconciler({
-      labels: options.labels,
-      portName: options.portName,
-      allowLoopback: options.sinkAllowLoopback ?? false,
-      prefillPools: options.prefillPools,
-      bootstrapPortAnnotation: options.bootstrapPortAnnotation,
-      readinessGate: options.readinessGate,
-      members: (key) => this.#loop.getByParent(key),
-      registry: this.registry,
-      logger,
-      onTransition: (t) => this.#cellTransition(t),
-    });
-    this.#loop = new ReconcileLoop<Pod>({
-      source: this.metrics.informer.instrument(
-        options.podSource.source,
-        (pod) => pod.metadata.resourceVersion,
-      ),
-      keyMap: cellKeyMap(options.labels),
-      reconcile: async (key, signal) => {
-        try {
-          await reconcileCell(key, signal);
-        } finally {
-          this.#syncGate.reconciled(key);
-        }
-      },
-      ...(options.resyncPeriodMs !== undefined ? { resyncPeriodMs: options.resyncPeriodMs } : {}),
-      clock: this.#clock,
-      logger,
-      instrumentation: this.metrics.instrumentation,
-    });
-    const workloadSource = this.#workloadSource;
-    this.#workloadLoop = workloadSource
-      ? new ReconcileLoop<Workload>({
-          source: workloadSource.source,
-          keyMap: (workload) => `${workload.namespace}/${workload.name}`,
-          reconcile: async (key) => {
-            const [workload] = this.#workloadLoop?.getByParent(key) ?? [];
-            this.#capacityTransitions(this.capacity.setWorkload(key, workload));
-          },
-          ...(options.resyncPeriodMs !== undefined
-            ? { resyncPeriodMs: options.resyncPeriodMs }
-            : {}),
-          clock: this.#clock,
-          logger,
-        })
-      : undefined;
+  constructor(parts: PoolServiceParts) {
+    this.#parts = parts;
+    this.sourceKind = parts.sourceKind;
+    this.labels = parts.labels;
+    this.registry = parts.registry;
+    this.capacity = parts.capacity;
+    this.cells = parts.cells;
+    this.metrics = parts.metrics;
+    this.coordinationMetrics = parts.coordinationMetrics;
+    this.cellHealthMetrics = parts.cellHealthMetrics;
+    this.bus = parts.bus;
+    this.eventStreams = parts.eventStreams;
+    this.#loop = parts.loop;
+    this.#routing = parts.routing;
+    this.#leadership = parts.leadership;
+    this.#clock = parts.clock;
+    const { loop, podSource } = parts;
     this.#storeViews = {
-      sourceKind: options.sourceKind,
-      labels: options.labels,
-      readinessGate: options.readinessGate,
-      registry: this.registry,
-      synced: () => this.synced,
-      objectCount: () => this.#loop.objectCount,
+      sourceKind: parts.sourceKind,
+      labels: parts.labels,
+      readinessGate: parts.readinessGate,
+      registry: parts.registry,
+      synced: () => loop.synced,
+      objectCount: () => loop.objectCount,
       parents: () => this.storeParents(),
-      pods: (key) => this.#loop.getByParent(key),
+      pods: (key) => loop.getByParent(key),
     };
-    this.metrics.bind({
-      loopState: () => this.#loop.state(),
-      storeObjects: () => this.#loop.objectCount,
-      reflector: () => this.#podSource.stats(),
-      queuedItems: options.podSource.queuedItems?.bind(options.podSource),
-      cells: this.registry,
-      sourceKind: options.sourceKind,
-      pools: () => this.cells.pools(),
-    });
     this.health = createServiceHealth({
-      leadershipHealthy: () => this.#leadership.healthy(),
-      storeSynced: () => this.#loop.synced,
-      podSourceStats: () => this.#podSource.stats(),
+      leadershipHealthy: () => parts.leadership.healthy(),
+      storeSynced: () => loop.synced,
+      podSourceStats: () => podSource.stats(),
       shuttingDown: () => this.#shuttingDown,
-      logger,
+      logger: parts.logger,
     });
   }
 
@@ -437,32 +169,32 @@ export class PoolService implements ControlPlane {
       this.#leadership.run(this.#lifetime.signal),
       publishWatchStates(
         {
-          stats: () => this.#podSource.stats(),
-          publish: (event) => this.#publish(event),
+          stats: () => this.#parts.podSource.stats(),
+          publish: this.#parts.publish,
           clock: this.#clock,
-          pollMs: this.#watchStatePollMs,
+          pollMs: this.#parts.watchStatePollMs,
         },
         this.#lifetime.signal,
       ),
     );
-    const workloadLoop = this.#workloadLoop;
+    const { workloadLoop, logger } = this.#parts;
     if (workloadLoop) {
       // Not awaited: pools are served (as `Unknown`) while the workload API is slow or absent.
       this.#background.push(
         workloadLoop.start(this.#lifetime.signal).catch((err: unknown) => {
           if (!this.#lifetime.signal.aborted) {
-            this.#logger.error({ err }, 'the workload loop failed to start');
+            logger.error({ err }, 'the workload loop failed to start');
           }
         }),
       );
     }
     await this.#loop.start(signal);
-    this.#syncGate.listed(this.#loop.parentKeys());
+    this.#parts.acting.listed(this.#loop.parentKeys());
   }
 
   /** Whether the initial list is applied and every cell in it was reconciled once. */
   get cellsSynced(): boolean {
-    return this.#syncGate.synced;
+    return this.#parts.acting.cellsSynced;
   }
 
   /**
@@ -489,8 +221,8 @@ export class PoolService implements ControlPlane {
       this.#lifetime.abort(new Error('the service is stopping'));
       this.eventStreams.close();
       await Promise.allSettled(this.#background);
-      await this.#routing.stop();
-      this.#eventRecorder?.stop();
+      await this.#parts.acting.stop();
+      this.#parts.eventRecorder?.stop();
     })();
     return this.#stoppedActing;
   }
@@ -513,9 +245,9 @@ export class PoolService implements ControlPlane {
       } catch {
         // stop() before start() rejects: nothing was running, which is what stopping wants.
       }
-      await this.#workloadLoop?.stop().catch(() => {});
-      await this.#workloadSource?.close();
-      await this.#podSource.close();
+      await this.#parts.workloadLoop?.stop().catch(() => {});
+      await this.#parts.workloadSource?.close();
+      await this.#parts.podSource.close();
     })();
     return this.#stopped;
   }
@@ -527,7 +259,7 @@ export class PoolService implements ControlPlane {
   }
 
   wallTime(clockMs: number): string {
-    return new Date(this.#wallClock() + (clockMs - this.#clock.now())).toISOString();
+    return new Date(this.#parts.wallClock() + (clockMs - this.#clock.now())).toISOString();
   }
 
   get synced(): boolean {
@@ -562,14 +294,14 @@ export class PoolService implements ControlPlane {
     remoteAddress: string | undefined,
     headers: AdminRequestHeaders,
   ): AdminDecision {
-    return authorizeAdmin(this.#adminToken, authorization, remoteAddress, {
+    return authorizeAdmin(this.#parts.admin.token, authorization, remoteAddress, {
       headers,
-      allowedHosts: this.#adminAllowedHosts,
+      allowedHosts: this.#parts.admin.allowedHosts,
     });
   }
 
   reflector(): PodSourceStats {
-    return this.#podSource.stats();
+    return this.#parts.podSource.stats();
   }
 
   enqueue(parent: ParentKey): void {
@@ -585,7 +317,7 @@ export class PoolService implements ControlPlane {
     return {
       leading: this.#leadership.view().leading,
       acting: this.#routing.acting,
-      cellsSynced: this.#syncGate.synced,
+      cellsSynced: this.#parts.acting.cellsSynced,
       state,
       desired: this.#routing.desired(),
     };
@@ -597,8 +329,7 @@ export class PoolService implements ControlPlane {
 
   sinkSettings(): SinkSettingsView {
     return {
-      mode: this.#sinkMode,
-      panicThresholdPercent: this.#panicThresholdPercent,
+      ...this.#parts.sinkSettings,
       panic: this.#routing.panicEntries(),
     };
   }
@@ -620,7 +351,7 @@ export class PoolService implements ControlPlane {
   }
 
   flags(): readonly EffectiveFlag[] {
-    return this.#flags;
+    return this.#parts.flags;
   }
 
   get maxEventStreams(): number {
@@ -630,104 +361,5 @@ export class PoolService implements ControlPlane {
   /** Asks the routing controller for a run now (when this replica acts); for the control plane. */
   triggerRouting(reason: string): void {
     this.#routing.trigger(reason);
-  }
-
-  // ----- internals -----
-
-  readonly #watchStatePollMs: number;
-
-  #publish(event: ServiceEvent): void {
-    this.coordinationMetrics.observe(event);
-    this.bus.publish(event);
-    if (event.type === 'reconciliation.completed' || event.type === 'reconciliation.failed') {
-      this.#kubernetesEvents?.sinksApplied(this.#routing.sinkStatus());
-    }
-    if (event.type === 'pool.panic') this.#kubernetesEvents?.poolPanic(event);
-  }
-
-  /**
-   * Capacity changes after a pool's first judgement: a log line, a `pool.capacity` event naming
-   * the missing and not-alive cells, and (leader only) a Kubernetes Event on the LWS.
-   */
-  #capacityTransitions(transitions: readonly CapacityTransition[]): void {
-    for (const t of transitions) {
-      if (t.from === null) continue;
-      const view = this.cells.pools().find((p) => p.namespace === t.namespace && p.name === t.pool);
-      const notAlive = this.registry
-        .list({ namespace: t.namespace, pool: t.pool, alive: false })
-        .map((cell) => cell.id);
-      const missing = view?.missingCells ?? [];
-      const event: PoolCapacityEvent = {
-        type: 'pool.capacity',
-        namespace: t.namespace,
-        pool: t.pool,
-        from: t.from,
-        to: t.to,
-        aliveCells: t.aliveCells,
-        desiredCells: t.desiredCells,
-        missingCells: missing.slice(0, MAX_NAMED_CAPACITY_CELLS),
-        missingCount: missing.length,
-        notAliveCells: notAlive.slice(0, MAX_NAMED_CAPACITY_CELLS),
-        notAliveCount: notAlive.length,
-        reason: t.reason,
-      };
-      this.#publish(event);
-      this.#kubernetesEvents?.poolCapacity(
-        event,
-        this.capacity.workload(t.namespace, t.pool)?.uid ?? null,
-      );
-      this.#logger.info(
-        {
-          pool: `${t.namespace}/${t.pool}`,
-          from: t.from,
-          to: t.to,
-          aliveCells: t.aliveCells,
-          desiredCells: t.desiredCells,
-        },
-        `pool ${t.namespace}/${t.pool} capacity ${t.from} → ${t.to}: ${t.reason}`,
-      );
-    }
-  }
-
-  #cellTransition(transition: CellTransition): void {
-    this.#capacityTransitions(this.capacity.cellTransition(transition));
-    this.metrics.cellTransition(transition.type);
-    const event = cellChangedEvent(transition);
-    this.#publish(event);
-    this.#kubernetesEvents?.cellTransition(transition);
-    // The initial-sync gate: before it, the first run after sync covers every change.
-    if (this.#syncGate.synced) {
-      this.#routing.triggerForCell(`cell ${event.namespace}/${event.cell} ${transition.type}`);
-    }
-  }
-
-  #markCellsSynced(): void {
-    this.#publish({
-      type: 'store.synced',
-      objects: this.#loop.objectCount,
-      cells: this.registry.size,
-    });
-    if (this.#leadingTerm && !this.#leadingTerm.aborted) this.#routing.start();
-  }
-
-  #startedLeading(term: AbortSignal): void {
-    this.#leadingTerm = term;
-    this.coordinationMetrics.leading(true);
-    this.#publish({ type: 'leadership.acquired', identity: this.#leadership.identity });
-    if (this.#syncGate.synced) this.#routing.start();
-  }
-
-  #stoppedLeading(): void {
-    this.#leadingTerm = undefined;
-    this.coordinationMetrics.leading(false);
-    this.#publish({ type: 'leadership.lost', identity: this.#leadership.identity });
-    // Not awaited: the pipeline's signal aborts now; stop() settles it in the background.
-    // Kept only while it runs, so a flapping Lease never grows the list.
-    const stopping = this.#routing.stop();
-    this.#background.push(stopping);
-    const forget = (): void => {
-      this.#background = this.#background.filter((p) => p !== stopping);
-    };
-    stopping.then(forget, forget);
   }
 }

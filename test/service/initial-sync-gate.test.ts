@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { InitialSyncGate } from '../../src/service/initial-sync-gate.js';
 
+/** A gate whose calls count how often one of them said it opened it. */
 function gate() {
   let opened = 0;
-  const g = new InitialSyncGate(() => {
-    opened += 1;
-  });
+  const inner = new InitialSyncGate();
+  const g = {
+    get synced() {
+      return inner.synced;
+    },
+    listed(keys: string[]) {
+      if (inner.listed(keys)) opened += 1;
+    },
+    reconciled(key: string) {
+      if (inner.reconciled(key)) opened += 1;
+    },
+  };
   return { g, opened: () => opened };
 }
 

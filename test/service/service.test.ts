@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LWS_LABELS } from '../../src/pools/labels.js';
-import { PoolService } from '../../src/service/pool-service.js';
+import { assembleService } from '../../src/service/assemble.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -17,7 +17,7 @@ import { until } from '../support/until.js';
 afterEach(closeAll);
 
 function service(podSource = new DrivenPodSource(), clock = new FakeClock()) {
-  return new PoolService({
+  return assembleService({
     podSource,
     sourceKind: 'kubernetes',
     labels: LWS_LABELS,

@@ -11,12 +11,13 @@ import type { PodSource } from '../../src/model/pod-source.js';
 import type { PodSourceStats } from '../../src/model/pod-source-stats.js';
 import type { Workload, WorkloadApiStatus, WorkloadSource } from '../../src/model/workload.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
+import { assembleService, type SinkWiring } from '../../src/service/assemble.js';
 import {
   type Leadership,
   type LeadershipHooks,
   LeaseLeadership,
 } from '../../src/service/leadership.js';
-import { PoolService, type SinkWiring } from '../../src/service/pool-service.js';
+import type { PoolService } from '../../src/service/pool-service.js';
 import type { Sink } from '../../src/sinks/sink.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeLeaseLock, type FakeLeaseStore } from './fake-lease-lock.js';
@@ -181,7 +182,7 @@ export async function harness(options: HarnessOptions = {}): Promise<Harness> {
   const podSource = new DrivenPodSource();
   const sinks: Sink[] = [];
   const makeSinks = options.sinks;
-  const service = new PoolService({
+  const service = assembleService({
     podSource,
     sourceKind: 'kubernetes',
     labels: LWS_LABELS,
