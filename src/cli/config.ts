@@ -18,6 +18,7 @@ import {
 } from '../coordination/leader-elector.js';
 import { labelKeyProblem } from '../kubernetes/resources/label-selector.js';
 import { SOURCE_KINDS, type SourceKind } from '../model/pod-source.js';
+import { INITIAL_LIST_MODES, type InitialListMode } from '../model/pod-source-stats.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
 import { DEFAULT_CELL_READINESS_GATE_CONDITION } from '../pools/cell-readiness-gate.js';
 import {
@@ -48,7 +49,6 @@ import {
   envName,
   FLAGS,
   helpText,
-  INITIAL_LIST_VALUES,
   KUBE_API_CONTENT_TYPES,
   LOG_FORMATS,
   LOG_LEVELS,
@@ -102,7 +102,7 @@ export interface Config {
   /** Ask for gzip on pod LISTs. */
   kubeApiCompression: boolean;
   /** How the whole world is read: watch-list (falling back by itself) or LIST + WATCH. */
-  initialList: (typeof INITIAL_LIST_VALUES)[number];
+  initialList: InitialListMode;
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
   namespace: string | undefined;
   selector: string;
@@ -212,9 +212,9 @@ const rawSchema = z.object({
     .default('protobuf'),
   kubeApiCompression: booleanFlag.optional(),
   initialList: z
-    .enum(INITIAL_LIST_VALUES, {
+    .enum(INITIAL_LIST_MODES, {
       error: (issue) =>
-        `expected ${INITIAL_LIST_VALUES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
+        `expected ${INITIAL_LIST_MODES.join(' or ')}, got ${JSON.stringify(String(issue.input).slice(0, 80))}`,
     })
     .default(DEFAULT_INITIAL_LIST_FLAG),
   namespace: namespace.optional(),

@@ -12,6 +12,7 @@ import {
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
 } from '../coordination/leader-elector.js';
+import { INITIAL_LIST_MODES, type InitialListMode } from '../model/pod-source-stats.js';
 import { DEFAULT_BOOTSTRAP_PORT_ANNOTATION } from '../pools/bootstrap-port.js';
 import { DEFAULT_CELL_READINESS_GATE_CONDITION } from '../pools/cell-readiness-gate.js';
 import { DEFAULT_PORT_NAME, LWS_LABELS } from '../pools/labels.js';
@@ -84,16 +85,12 @@ export const KUBE_API_CONTENT_TYPES = {
 } as const;
 
 /**
- * `--initial-list` values and default: watch-list, as client-go's reflectors since 1.35 — one
- * WATCH served from the API server's watch cache instead of paged LISTs from etcd — falling back
- * to LIST + WATCH by itself on a server that cannot serve it.
+ * `--initial-list`'s default: watch-list, as client-go's reflectors since 1.35 — one WATCH served
+ * from the API server's watch cache instead of paged LISTs from etcd — falling back to LIST +
+ * WATCH by itself on a server that cannot serve it. Named so the help text and the parser's
+ * default cannot differ; its values are the model's `INITIAL_LIST_MODES`.
  */
-export const INITIAL_LIST_VALUES = ['watch-list', 'list'] as const;
-/**
- * `--initial-list`'s default (watch-list, see `INITIAL_LIST_VALUES`), named so the help text and
- * the parser's default cannot differ.
- */
-export const DEFAULT_INITIAL_LIST_FLAG: (typeof INITIAL_LIST_VALUES)[number] = 'watch-list';
+export const DEFAULT_INITIAL_LIST_FLAG: InitialListMode = 'watch-list';
 
 /**
  * The leader-election flags default to the elector's own (client-go's, which kube-controller-manager
@@ -252,7 +249,7 @@ export const FLAGS: readonly FlagSpec[] = [
     flag: 'initial-list',
     group: 'source',
     key: 'initialList',
-    valueName: INITIAL_LIST_VALUES.join('|'),
+    valueName: INITIAL_LIST_MODES.join('|'),
     description:
       "How the first sync and every relist read the pods: 'watch-list' is one WATCH that sends the current pods and goes on as the watch (client-go's default since 1.35; served from the API server's watch cache), falling back to LIST + WATCH by itself when the server cannot serve it (logged once, shown in /api/v1/reflector); 'list' is a paged LIST, then a WATCH.",
     defaultText: DEFAULT_INITIAL_LIST_FLAG,

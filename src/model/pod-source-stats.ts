@@ -59,17 +59,20 @@ export const DROP_REASONS: readonly DropReason[] = ['stale', 'out-of-scope'];
  * How a stream reads the whole world (its first sync and every relist): `watch-list`, one WATCH
  * that sends the initial state as events and then goes on as the watch (KEP-3157, client-go's
  * default since 1.35), or `list`, a paged LIST and then a WATCH from its version.
+ *
+ * The one list of both modes: the flag's parser and `--help` (src/cli/) read it; the API's
+ * response schema (routes/schemas.ts, which may import only types) spells it, and
+ * test/routes/schema-types.test.ts ties that spelling to this type.
  */
-export type InitialListMode = 'watch-list' | 'list';
+export const INITIAL_LIST_MODES = ['watch-list', 'list'] as const;
+/** One of `INITIAL_LIST_MODES`. */
+export type InitialListMode = (typeof INITIAL_LIST_MODES)[number];
 
 /**
  * The library's default: LIST + WATCH works with every API server, proxy and fake. The service's
  * `--initial-list` defaults to `watch-list` instead, as client-go does since 1.35.
  */
 export const DEFAULT_INITIAL_LIST: InitialListMode = 'list';
-
-/** Both modes, for the flag's parser and the response schema. */
-export const INITIAL_LIST_MODES: readonly InitialListMode[] = ['watch-list', 'list'];
 
 /**
  * A pod source's account of itself: counters since the source was made (they only grow, so the

@@ -19,7 +19,7 @@ import type {
   sourceKindSchema,
 } from '../../routes/schemas.js';
 import type { SourceKind } from '../../src/model/pod-source.js';
-import type { PodSourceStats } from '../../src/model/pod-source-stats.js';
+import type { InitialListMode, PodSourceStats } from '../../src/model/pod-source-stats.js';
 import type {
   CoordinatorView,
   LeadershipView,
@@ -40,6 +40,10 @@ describe('response schemas and the types they serialize', () => {
     expectTypeOf<keyof z.output<typeof reflectorSchema>>().toEqualTypeOf<
       AsRfc3339<keyof PodSourceStats> | 'source'
     >();
+    // routes/ may import only types, so the schema spells the modes; this ties it to the model's list.
+    expectTypeOf<
+      z.output<typeof reflectorSchema>['initialList']
+    >().toEqualTypeOf<InitialListMode>();
   });
 
   it('describes the leadership view, with the source every status response carries', () => {
