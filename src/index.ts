@@ -47,6 +47,7 @@ export {
   type Pipeline,
   PipelineError,
 } from './coordination/pipeline.js';
+export { ResourceApiError, type ResourceCall } from './kubernetes/client/resource-api-error.js';
 // The controller runtime (RUNTIME.md) and the Kubernetes pod source, for pointing a loop at a
 // cluster: the `./pods` entry's list, kept in one place (it re-exports the `./runtime` entry). None
 // of these import @kubernetes/client-node at load time (only src/kubernetes/client/connection.ts
@@ -56,6 +57,4 @@ export {
   connectLeaseLock,
   KubernetesLeaseLock,
   type KubernetesLeaseLockOptions,
-  LeaseApiError,
-  MalformedLeaseError,
 } from './kubernetes/resources/lease-lock.js';

@@ -1,13 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ResourceApiError } from '../../src/kubernetes/client/resource-api-error.js';
 import {
   ENDPOINTSLICE_MAX_RESPONSE_BYTES,
   ENDPOINTSLICE_REQUEST_TIMEOUT_MS,
   type EndpointSliceApi,
-  EndpointSliceApiError,
   KubernetesEndpointSliceApi,
-  MalformedEndpointSliceError,
 } from '../../src/kubernetes/resources/endpointslice-api.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeEndpointSliceApiServer } from '../support/fake-endpointslice-apiserver.js';
@@ -56,9 +55,7 @@ describe('KubernetesEndpointSliceApi', () => {
     expect(await api.list('ns', 'a=c', signal)).toEqual([]);
     expect(await api.list(undefined, 'a=b', signal)).toHaveLength(1);
 
-    await expect(api.delete('ns', 's1', 'another-uid', signal)).rejects.toThrow(
-      EndpointSliceApiError,
-    );
+    await expect(api.delete('ns', 's1', 'another-uid', signal)).rejects.toThrow(ResourceApiError);
     await expect(api.delete('ns', 's1', stored.metadata.uid, signal)).resolves.toBe(true);
     // Already gone is not an error.
     await expect(api.delete('ns', 's1', stored.metadata.uid, signal)).resolves.toBe(false);
@@ -69,8 +66,12 @@ describe('KubernetesEndpointSliceApi', () => {
     const api = new KubernetesEndpointSliceApi({ connection: server.connection('tok-123') });
     const loopback = { ...slice('s1'), endpoints: [{ addresses: ['127.0.0.1'] }] };
     const error = await api.apply(loopback, signal).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(EndpointSliceApiError);
-    expect((error as EndpointSliceApiError).statusCode).toBe(422);
+    expect(error).toBeInstanceOf(ResourceApiError);
+    expect(error).toMatchObject({
+      statusCode: 422,
+      retriable: false,
+      call: { verb: 'APPLY', resource: 'EndpointSlice', target: 'ns/s1' },
+    });
     expect((error as Error).message).toMatch(
       /^APPLY EndpointSlice ns\/s1: HTTP 422 Invalid: .*loopback/,
     );
@@ -143,11 +144,13 @@ describe('KubernetesEndpointSliceApi', () => {
         connection: { server: url, requestOptions: async () => ({}) },
         clock: new FakeClock(),
       });
-      expect(await call(api, signal).catch((e: unknown) => e)).toEqual(
-        new MalformedEndpointSliceError(
-          `${verb} EndpointSlice ${target}: response larger than ${ENDPOINTSLICE_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
-      );
+      const error = await call(api, signal).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ResourceApiError);
+      expect(error).toMatchObject({
+        statusCode: undefined,
+        reason: 'MalformedAnswer',
+        message: `${verb} EndpointSlice ${target}: response larger than ${ENDPOINTSLICE_MAX_RESPONSE_BYTES} bytes; refused`,
+      });
       expect(ENDPOINTSLICE_MAX_RESPONSE_BYTES).toBe(32 * 1024 * 1024);
       await until(() => closedConnection, { what: 'the client to close the connection' });
     },

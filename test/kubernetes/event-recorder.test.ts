@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
-  type EventApi,
-  EventApiError,
-  type KubernetesEvent,
-} from '../../src/kubernetes/resources/event-api.js';
+  ResourceApiError,
+  type ResourceCall,
+} from '../../src/kubernetes/client/resource-api-error.js';
+import type { EventApi, KubernetesEvent } from '../../src/kubernetes/resources/event-api.js';
 import {
   EVENT_BURST_PER_OBJECT,
   EVENT_REFILL_MS,
@@ -17,6 +17,10 @@ import {
 } from '../../src/kubernetes/resources/event-recorder.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { until } from '../support/until.js';
+
+function eventCall(verb: 'CREATE' | 'PATCH'): ResourceCall {
+  return { verb, resource: 'Event', target: 'ns/x' };
+}
 
 type Call =
   | { verb: 'create'; event: KubernetesEvent }
@@ -196,7 +200,11 @@ describe('EventRecorder', () => {
 
   it('retries a failed write with backoff, then drops it after the last attempt', async () => {
     const { api, clock, recorder: r, dropped } = recorder();
-    api.answer = () => new EventApiError('CREATE', 'ns/x', 500, 'InternalError', 'down');
+    api.answer = () =>
+      ResourceApiError.refused(eventCall('CREATE'), 500, {
+        reason: 'InternalError',
+        message: 'down',
+      });
     r.record(notAlive());
     for (let attempt = 1; attempt <= MAX_EVENT_WRITE_ATTEMPTS; attempt += 1) {
       await api.calledTimes(attempt);
@@ -215,7 +223,7 @@ describe('EventRecorder', () => {
     await api.calledTimes(1);
     api.answer = (call) =>
       call.verb === 'patch'
-        ? new EventApiError('PATCH', 'ns/x', 404, 'NotFound', 'gone')
+        ? ResourceApiError.refused(eventCall('PATCH'), 404, { reason: 'NotFound', message: 'gone' })
         : undefined;
     r.record(notAlive());
     await clock.advance(SERIES_UPDATE_INTERVAL_MS);

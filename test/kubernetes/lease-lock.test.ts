@@ -2,12 +2,11 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaderElector, LeaseConflictError, type LeaseRecord } from '../../src/index.js';
+import { ResourceApiError } from '../../src/kubernetes/client/resource-api-error.js';
 import {
   DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
   KubernetesLeaseLock,
   LEASE_MAX_RESPONSE_BYTES,
-  LeaseApiError,
-  MalformedLeaseError,
 } from '../../src/kubernetes/resources/lease-lock.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeLeaseApiServer } from '../support/fake-lease-apiserver.js';
@@ -125,14 +124,17 @@ describe('KubernetesLeaseLock', () => {
     });
   });
 
-  it('rejects other statuses with LeaseApiError naming the status and the server’s message', async () => {
+  it('rejects other statuses with a ResourceApiError naming the request, the status and the server’s message', async () => {
     server.next({
       status: 403,
       body: { kind: 'Status', reason: 'Forbidden', message: 'no leases for you' },
     });
     const failed = lock.get(signal);
-    await expect(failed).rejects.toBeInstanceOf(LeaseApiError);
-    await expect(failed).rejects.toThrow(/HTTP 403.*no leases for you/);
+    await expect(failed).rejects.toBeInstanceOf(ResourceApiError);
+    await expect(failed).rejects.toThrow(
+      /^GET Lease ns\/leader: HTTP 403 Forbidden: no leases for you$/,
+    );
+    await expect(failed).rejects.toMatchObject({ statusCode: 403, retriable: false });
   });
 
   it('rejects with the signal’s reason when it aborts mid-request, and sends nothing when already aborted', async () => {
@@ -221,8 +223,8 @@ describe('KubernetesLeaseLock bounds every answer', () => {
 
   const calls: Array<[string, (lock: KubernetesLeaseLock, s: AbortSignal) => Promise<unknown>]> = [
     ['GET', (l, s) => l.get(s)],
-    ['POST', (l, s) => l.create(record('a'), s)],
-    ['PUT', (l, s) => l.update(record('a'), '7', s)],
+    ['CREATE', (l, s) => l.create(record('a'), s)],
+    ['UPDATE', (l, s) => l.update(record('a'), '7', s)],
   ];
 
   it.each(calls)(
@@ -249,11 +251,12 @@ describe('KubernetesLeaseLock bounds every answer', () => {
         clock: new FakeClock(),
       });
       const error = await call(bounded, signal).catch((e: unknown) => e);
-      expect(error).toEqual(
-        new MalformedLeaseError(
-          `${method} Lease ns/leader: response larger than ${LEASE_MAX_RESPONSE_BYTES} bytes; refused`,
-        ),
-      );
+      expect(error).toBeInstanceOf(ResourceApiError);
+      expect(error).toMatchObject({
+        statusCode: undefined,
+        retriable: false,
+        message: `${method} Lease ns/leader: response larger than ${LEASE_MAX_RESPONSE_BYTES} bytes; refused`,
+      });
       expect(LEASE_MAX_RESPONSE_BYTES).toBe(1024 * 1024);
       await until(() => closedConnection, { what: 'the client to close the connection' });
     },

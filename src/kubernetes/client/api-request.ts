@@ -148,17 +148,11 @@ export function answerStatus(answer: ApiAnswer): ApiStatus {
   return statusFromResponse(answer.statusCode, answer.body, answer.retryAfter);
 }
 
-/** A 2xx body parsed, or `malformed` with `<what> response is not JSON: <why>`. */
-export function parseAnswerJson(
-  body: string,
-  what: string,
-  malformed: (message: string) => Error,
-): unknown {
+/** A 2xx body parsed, or what `malformed` makes of why it is not JSON. */
+export function parseAnswerJson(body: string, malformed: (why: string) => Error): unknown {
   try {
     return JSON.parse(body);
   } catch (error) {
-    throw malformed(
-      `${what} response is not JSON: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw malformed(error instanceof Error ? error.message : String(error));
   }
 }

@@ -1,14 +1,15 @@
 /**
  * One API resource's requests, bounded alike: the EndpointSlice, Lease, pod condition and Event
- * calls each name their own timeout, answer size and error types, and share everything else.
+ * calls each name their own timeout and answer size, and share everything else.
  *
  * Every request goes through `apiRequest` (./api-request.ts) with the resource's per-request
- * timeout and answer bound; an answer over the bound, or a 2xx body that is not JSON, becomes the
- * resource's own malformed-answer error, so a caller's `instanceof` tells whose answer was bad.
+ * timeout and answer bound; an answer over the bound, or a 2xx body that is not JSON, becomes a
+ * malformed-answer `ResourceApiError` naming the request, so a log line tells whose answer was bad.
  */
 import type { Clock } from '../../runtime/clock.js';
 import { type ApiAnswer, apiRequest, parseAnswerJson } from './api-request.js';
 import { type ApiConnection, type ClusterOptions, loadApiConnection } from './connection.js';
+import { describeCall, ResourceApiError, type ResourceCall } from './resource-api-error.js';
 
 /**
  * What a resource's API is built from: an already loaded connection (`resourceApiOptions` loads
@@ -31,10 +32,6 @@ export interface ResourceBounds {
   defaultTimeoutMs: number;
   /** A larger answer is refused unread. */
   maxBodyBytes: number;
-  /** The resource's error for an answer it refuses (too large, or a 2xx that is not JSON). */
-  malformed: new (
-    message: string,
-  ) => Error;
   /** The message of the `RangeError` a bad timeout throws; default `timeoutMs must be positive`. */
   timeoutRefusal?: string;
 }
@@ -46,8 +43,8 @@ export interface ResourceRequest {
   body?: unknown;
   contentType?: string;
   signal: AbortSignal;
-  /** The request in words, for errors: `APPLY pods/status ns/name`. Never a header. */
-  what: string;
+  /** Which request this is, for errors. */
+  call: ResourceCall;
 }
 
 /**
@@ -72,21 +69,24 @@ export class ResourceClient {
 
   /** One request; resolves with any status, rejects on transport errors and oversized answers. */
   send(request: ResourceRequest): Promise<ApiAnswer> {
-    const { maxBodyBytes, malformed: Malformed } = this.#bounds;
+    const { maxBodyBytes } = this.#bounds;
+    const { call, ...rest } = request;
     return apiRequest(this.#connection, {
-      ...request,
+      ...rest,
+      what: describeCall(call),
       timeoutMs: this.#timeoutMs,
       ...(this.#clock ? { clock: this.#clock } : {}),
       maxBodyBytes,
       tooLarge: () =>
-        new Malformed(`${request.what}: response larger than ${maxBodyBytes} bytes; refused`),
+        ResourceApiError.malformed(call, `response larger than ${maxBodyBytes} bytes; refused`),
     });
   }
 
-  /** A 2xx answer's body as JSON; the resource's malformed error names `what` when it is not. */
-  parseJson(body: string, what: string): unknown {
-    const Malformed = this.#bounds.malformed;
-    return parseAnswerJson(body, what, (message) => new Malformed(message));
+  /** A 2xx answer's body as JSON; a malformed-answer error naming `call` when it is not. */
+  parseJson(body: string, call: ResourceCall): unknown {
+    return parseAnswerJson(body, (why) =>
+      ResourceApiError.malformed(call, `response is not JSON: ${why}`),
+    );
   }
 }
 
@@ -99,20 +99,4 @@ export async function resourceApiOptions(
     connection: await loadApiConnection(cluster),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
   };
-}
-
-/**
- * The API server refused a resource's request (a status its caller does not accept). Each
- * resource's error extends it, so a caller reads `statusCode` (an Event's 404: re-create) and
- * `reason` alike, and every message says `<what>: HTTP <code> <reason>: <detail>`.
- */
-export class ResourceApiError extends Error {
-  constructor(
-    what: string,
-    readonly statusCode: number,
-    readonly reason: string | undefined,
-    detail: string | undefined,
-  ) {
-    super(`${what}: HTTP ${statusCode}${reason ? ` ${reason}` : ''}${detail ? `: ${detail}` : ''}`);
-  }
 }

@@ -11,8 +11,8 @@
 import { isRecord } from '../client/api-errors.js';
 import { type ApiAnswer, answerStatus } from '../client/api-request.js';
 import type { ClusterOptions } from '../client/connection.js';
+import { ResourceApiError, type ResourceCall } from '../client/resource-api-error.js';
 import {
-  ResourceApiError,
   type ResourceApiOptions,
   ResourceClient,
   resourceApiOptions,
@@ -96,35 +96,15 @@ export interface EndpointSliceApi {
   ): Promise<boolean>;
 }
 
-/** The API server refused an EndpointSlice request (any non-2xx answer but a DELETE's 404). */
-export class EndpointSliceApiError extends ResourceApiError {
-  override readonly name = 'EndpointSliceApiError';
-  constructor(
-    readonly verb: 'LIST' | 'APPLY' | 'DELETE',
-    readonly target: string,
-    statusCode: number,
-    reason: string | undefined,
-    detail: string | undefined,
-  ) {
-    super(`${verb} EndpointSlice ${target}`, statusCode, reason, detail);
-  }
-}
-
-/** A 2xx answer that is not what was asked for (not JSON, not a slice, not a list). */
-export class MalformedEndpointSliceError extends Error {
-  override readonly name = 'MalformedEndpointSliceError';
-}
-
 /** What bounds every EndpointSlice request (`ResourceClient`). */
 const ENDPOINTSLICE_BOUNDS = {
   defaultTimeoutMs: ENDPOINTSLICE_REQUEST_TIMEOUT_MS,
   maxBodyBytes: ENDPOINTSLICE_MAX_RESPONSE_BYTES,
-  malformed: MalformedEndpointSliceError,
 };
 
 /**
  * The `EndpointSliceApi` over the cluster's HTTP API: paged LIST, server-side apply and a
- * uid-guarded DELETE, each bounded in time and size, each failure an `EndpointSliceApiError` naming
+ * uid-guarded DELETE, each bounded in time and size, each failure a `ResourceApiError` naming
  * the verb, the slice and the server's Status. Unit tests run it against a fake HTTP server, so the
  * requests it sends are what is tested.
  */
@@ -141,7 +121,7 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
     signal: AbortSignal,
   ): Promise<EndpointSlice[]> {
     const collection = collectionPath(namespace);
-    const target = `${namespace ?? '*'}/*`;
+    const call = sliceCall('LIST', `${namespace ?? '*'}/*`);
     const slices: EndpointSlice[] = [];
     let continueToken: string | undefined;
     do {
@@ -150,19 +130,13 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
         limit: String(ENDPOINTSLICE_LIST_PAGE_SIZE),
       });
       if (continueToken) query.set('continue', continueToken);
-      const answer = await this.#request(
-        'GET',
-        `${collection}?${query}`,
-        undefined,
-        signal,
-        target,
-      );
-      expect('LIST', target, answer, [200]);
-      const list = this.#client.parseJson(answer.body, 'EndpointSliceList');
+      const answer = await this.#request('GET', `${collection}?${query}`, undefined, signal, call);
+      expect(call, answer, [200]);
+      const list = this.#client.parseJson(answer.body, call);
       if (!isRecord(list) || !Array.isArray(list.items)) {
-        throw new MalformedEndpointSliceError('EndpointSlice LIST response has no items');
+        throw ResourceApiError.malformed(call, 'the answer has no items');
       }
-      for (const item of list.items) slices.push(parseEndpointSlice(item));
+      for (const item of list.items) slices.push(parseEndpointSlice(item, call));
       const metadata = isRecord(list.metadata) ? list.metadata : {};
       continueToken =
         typeof metadata.continue === 'string' && metadata.continue ? metadata.continue : undefined;
@@ -172,7 +146,7 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
 
   async apply(slice: EndpointSlice, signal: AbortSignal): Promise<EndpointSlice> {
     const { namespace, name } = slice.metadata;
-    const target = `${namespace}/${name}`;
+    const call = sliceCall('APPLY', `${namespace}/${name}`);
     const query = new URLSearchParams({
       fieldManager: ENDPOINTSLICE_FIELD_MANAGER,
       force: 'true',
@@ -195,10 +169,10 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
       `${itemPath(namespace, name)}?${query}`,
       body,
       signal,
-      target,
+      call,
     );
-    expect('APPLY', target, answer, [200, 201]);
-    return parseEndpointSlice(this.#client.parseJson(answer.body, 'EndpointSlice'));
+    expect(call, answer, [200, 201]);
+    return parseEndpointSlice(this.#client.parseJson(answer.body, call), call);
   }
 
   async delete(
@@ -207,15 +181,15 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
     uid: string | undefined,
     signal: AbortSignal,
   ): Promise<boolean> {
-    const target = `${namespace}/${name}`;
+    const call = sliceCall('DELETE', `${namespace}/${name}`);
     const body = {
       apiVersion: 'v1',
       kind: 'DeleteOptions',
       ...(uid ? { preconditions: { uid } } : {}),
     };
-    const answer = await this.#request('DELETE', itemPath(namespace, name), body, signal, target);
+    const answer = await this.#request('DELETE', itemPath(namespace, name), body, signal, call);
     if (answer.statusCode === 404) return false;
-    expect('DELETE', target, answer, [200, 202]);
+    expect(call, answer, [200, 202]);
     return true;
   }
 
@@ -225,16 +199,15 @@ export class KubernetesEndpointSliceApi implements EndpointSliceApi {
     path: string,
     body: unknown,
     signal: AbortSignal,
-    target: string,
+    call: ResourceCall,
   ): Promise<ApiAnswer> {
-    const verb = method === 'GET' ? 'LIST' : method === 'PATCH' ? 'APPLY' : 'DELETE';
     return this.#client.send({
       method,
       path,
       body,
       ...(method === 'PATCH' ? { contentType: 'application/apply-patch+yaml' } : {}),
       signal,
-      what: `${verb} EndpointSlice ${target}`,
+      call,
     });
   }
 }
@@ -249,30 +222,36 @@ function itemPath(namespace: string, name: string): string {
   return `${collectionPath(namespace)}/${encodeURIComponent(name)}`;
 }
 
-function expect(
-  verb: 'LIST' | 'APPLY' | 'DELETE',
-  target: string,
-  answer: ApiAnswer,
-  ok: number[],
-): void {
-  if (ok.includes(answer.statusCode)) return;
-  const status = answerStatus(answer);
-  throw new EndpointSliceApiError(verb, target, answer.statusCode, status.reason, status.message);
+/** One EndpointSlice request, as its errors name it. */
+function sliceCall(verb: 'LIST' | 'APPLY' | 'DELETE', target: string): ResourceCall {
+  return { verb, resource: 'EndpointSlice', target };
 }
 
-/** One slice as the server returned it: the compared fields, leniently (absent lists are empty). */
-export function parseEndpointSlice(value: unknown): EndpointSlice {
+function expect(call: ResourceCall, answer: ApiAnswer, ok: number[]): void {
+  if (!ok.includes(answer.statusCode))
+    throw ResourceApiError.refused(call, answer.statusCode, answerStatus(answer));
+}
+
+/**
+ * One slice as the server returned it for `call`: the compared fields, leniently (absent lists
+ * are empty).
+ */
+function parseEndpointSlice(value: unknown, call: ResourceCall): EndpointSlice {
   if (!isRecord(value) || !isRecord(value.metadata)) {
-    throw new MalformedEndpointSliceError('EndpointSlice has no metadata');
+    throw ResourceApiError.malformed(call, 'a slice in the answer has no metadata');
   }
   const metadata = value.metadata;
   if (typeof metadata.name !== 'string' || typeof metadata.namespace !== 'string') {
-    throw new MalformedEndpointSliceError('EndpointSlice has no metadata.name or namespace');
+    throw ResourceApiError.malformed(
+      call,
+      'a slice in the answer has no metadata.name or namespace',
+    );
   }
   const addressType = value.addressType;
   if (addressType !== 'IPv4' && addressType !== 'IPv6' && addressType !== 'FQDN') {
-    throw new MalformedEndpointSliceError(
-      `EndpointSlice ${metadata.namespace}/${metadata.name} has addressType ${JSON.stringify(addressType)}`,
+    throw ResourceApiError.malformed(
+      call,
+      `slice ${metadata.namespace}/${metadata.name} has addressType ${JSON.stringify(addressType)}`,
     );
   }
   const labels: Record<string, string> = {};

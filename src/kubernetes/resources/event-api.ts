@@ -10,8 +10,8 @@
 import { isRecord } from '../client/api-errors.js';
 import { answerStatus } from '../client/api-request.js';
 import type { ClusterOptions } from '../client/connection.js';
+import { ResourceApiError, type ResourceCall } from '../client/resource-api-error.js';
 import {
-  ResourceApiError,
   type ResourceApiOptions,
   ResourceClient,
   resourceApiOptions,
@@ -54,7 +54,7 @@ export interface KubernetesEvent {
  */
 export interface EventApi {
   create(event: KubernetesEvent, signal: AbortSignal): Promise<void>;
-  /** Rejects with `EventApiError` of status 404 when the Event is gone (expired, deleted). */
+  /** Rejects with a `ResourceApiError` of status 404 when the Event is gone (expired, deleted). */
   patchSeries(
     namespace: string,
     name: string,
@@ -63,30 +63,10 @@ export interface EventApi {
   ): Promise<void>;
 }
 
-/** The API server refused an Event write; the recorder reads `statusCode` (404: re-create). */
-export class EventApiError extends ResourceApiError {
-  override readonly name = 'EventApiError';
-  constructor(
-    readonly verb: 'CREATE' | 'PATCH',
-    readonly target: string,
-    statusCode: number,
-    reason: string | undefined,
-    detail: string | undefined,
-  ) {
-    super(`${verb} Event ${target}`, statusCode, reason, detail);
-  }
-}
-
-/** A 2xx answer that is not an Event: a proxy or a broken server, never retried as success. */
-export class MalformedEventAnswerError extends Error {
-  override readonly name = 'MalformedEventAnswerError';
-}
-
 /** What bounds every Event request (`ResourceClient`). */
 const EVENT_BOUNDS = {
   defaultTimeoutMs: EVENT_REQUEST_TIMEOUT_MS,
   maxBodyBytes: EVENT_MAX_RESPONSE_BYTES,
-  malformed: MalformedEventAnswerError,
 };
 
 /**
@@ -139,15 +119,14 @@ export class KubernetesEventApi implements EventApi {
     contentType: string,
     signal: AbortSignal,
   ): Promise<void> {
-    const what = `${verb} Event ${target}`;
-    const answer = await this.#client.send({ method, path, body, contentType, signal, what });
+    const call: ResourceCall = { verb, resource: 'Event', target };
+    const answer = await this.#client.send({ method, path, body, contentType, signal, call });
     if (answer.statusCode !== 200 && answer.statusCode !== 201) {
-      const status = answerStatus(answer);
-      throw new EventApiError(verb, target, answer.statusCode, status.reason, status.message);
+      throw ResourceApiError.refused(call, answer.statusCode, answerStatus(answer));
     }
-    const stored = this.#client.parseJson(answer.body, 'Event');
-    if (!isRecord(stored))
-      throw new MalformedEventAnswerError(`${what}: the answer is not an Event`);
+    // A 2xx that is not an Event (a proxy, a broken server) is never counted as written.
+    const stored = this.#client.parseJson(answer.body, call);
+    if (!isRecord(stored)) throw ResourceApiError.malformed(call, 'the answer is not an Event');
   }
 }
 

@@ -22,12 +22,8 @@ import { formatMicroTime } from '../../coordination/micro-time.js';
 import { ExponentialBackoff } from '../../runtime/backoff.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type Logger, silentLogger } from '../../runtime/logger.js';
-import {
-  type EventApi,
-  EventApiError,
-  type EventObjectReference,
-  type KubernetesEvent,
-} from './event-api.js';
+import { ResourceApiError } from '../client/resource-api-error.js';
+import type { EventApi, EventObjectReference, KubernetesEvent } from './event-api.js';
 
 /** client-go's: a series not observed for 6 minutes is finished; the next occurrence is new. */
 export const SERIES_FINISH_MS = 6 * 60_000;
@@ -365,7 +361,7 @@ export class EventRecorder {
           );
         } catch (error) {
           // Gone (expired, deleted): create it again, as client-go does.
-          if (!(error instanceof EventApiError && error.statusCode === 404)) throw error;
+          if (!(error instanceof ResourceApiError && error.statusCode === 404)) throw error;
           series.name = undefined;
         }
       }

@@ -26,7 +26,9 @@ import {
   type ClusterOptions,
   loadApiConnection,
 } from '../client/connection.js';
+import { describeCall, ResourceApiError, type ResourceCall } from '../client/resource-api-error.js';
 import { type ResourceBounds, ResourceClient } from '../client/resource-client.js';
+import { redactSecrets } from '../client/safe-error.js';
 
 const LEASES_API = '/apis/coordination.k8s.io/v1';
 
@@ -54,30 +56,12 @@ export interface KubernetesLeaseLockOptions {
   clock?: Clock;
 }
 
-/** The API server answered a Lease request with an unexpected status (not 404 on GET, not 409). */
-export class LeaseApiError extends Error {
-  override readonly name = 'LeaseApiError';
-  constructor(
-    readonly method: string,
-    readonly statusCode: number,
-    detail: string,
-  ) {
-    super(`${method} Lease failed: HTTP ${statusCode}${detail ? `: ${detail}` : ''}`);
-  }
-}
-
-/** A 2xx answer that is not a readable Lease. */
-export class MalformedLeaseError extends Error {
-  override readonly name = 'MalformedLeaseError';
-}
-
 type JsonObject = Record<string, unknown>;
 
 /** What bounds every Lease request (`ResourceClient`). */
 const LEASE_BOUNDS: ResourceBounds = {
   defaultTimeoutMs: DEFAULT_LEASE_REQUEST_TIMEOUT_MS,
   maxBodyBytes: LEASE_MAX_RESPONSE_BYTES,
-  malformed: MalformedLeaseError,
   timeoutRefusal: 'KubernetesLeaseLock: requestTimeoutMs must be positive',
 };
 
@@ -111,10 +95,11 @@ export class KubernetesLeaseLock implements LeaseLock {
   }
 
   async get(signal: AbortSignal): Promise<ObservedLease | null> {
-    const answer = await this.#request('GET', this.#itemPath(), undefined, signal);
+    const call = this.#call('GET');
+    const answer = await this.#request('GET', this.#itemPath(), undefined, signal, call);
     if (answer.statusCode === 404) return null;
-    this.#expect('GET', answer, [200]);
-    return this.#read(answer.body);
+    this.#expect(call, answer, [200]);
+    return this.#read(answer.body, call);
   }
 
   async create(record: LeaseRecord, signal: AbortSignal): Promise<ObservedLease> {
@@ -124,9 +109,10 @@ export class KubernetesLeaseLock implements LeaseLock {
       metadata: { name: this.#name, namespace: this.#namespace },
       spec: specOf(record),
     };
-    const answer = await this.#request('POST', this.#collectionPath(), lease, signal);
-    this.#expect('POST', answer, [200, 201]);
-    return this.#read(answer.body);
+    const call = this.#call('CREATE');
+    const answer = await this.#request('POST', this.#collectionPath(), lease, signal, call);
+    this.#expect(call, answer, [200, 201]);
+    return this.#read(answer.body, call);
   }
 
   async update(
@@ -147,9 +133,10 @@ export class KubernetesLeaseLock implements LeaseLock {
       metadata: { ...(base.metadata as JsonObject), resourceVersion },
       spec: { ...(isRecord(base.spec) ? base.spec : {}), ...specOf(record) },
     };
-    const answer = await this.#request('PUT', this.#itemPath(), lease, signal);
-    this.#expect('PUT', answer, [200]);
-    return this.#read(answer.body);
+    const call = this.#call('UPDATE');
+    const answer = await this.#request('PUT', this.#itemPath(), lease, signal, call);
+    this.#expect(call, answer, [200]);
+    return this.#read(answer.body, call);
   }
 
   #collectionPath(): string {
@@ -160,24 +147,25 @@ export class KubernetesLeaseLock implements LeaseLock {
     return `${this.#collectionPath()}/${encodeURIComponent(this.#name)}`;
   }
 
-  #expect(method: string, answer: ApiAnswer, ok: number[]): void {
-    if (ok.includes(answer.statusCode)) return;
-    const status = answerStatus(answer);
-    if (answer.statusCode === 409) {
-      throw new LeaseConflictError(
-        `${method} Lease ${this.describe()}: conflict${status.message ? `: ${status.message}` : ''}`,
-      );
-    }
-    throw new LeaseApiError(
-      method,
-      answer.statusCode,
-      [status.reason, status.message].filter(Boolean).join(': '),
-    );
+  /** One request of this Lease, as its errors name it. */
+  #call(verb: 'GET' | 'CREATE' | 'UPDATE'): ResourceCall {
+    return { verb, resource: 'Lease', target: this.describe() };
   }
 
-  #read(body: string): ObservedLease {
-    const lease = this.#client.parseJson(body, 'Lease');
-    const observed = parseLease(lease);
+  #expect(call: ResourceCall, answer: ApiAnswer, ok: number[]): void {
+    if (ok.includes(answer.statusCode)) return;
+    if (answer.statusCode === 409) {
+      const { message } = answerStatus(answer);
+      throw new LeaseConflictError(
+        `${describeCall(call)}: conflict${message ? `: ${redactSecrets(message)}` : ''}`,
+      );
+    }
+    throw ResourceApiError.refused(call, answer.statusCode, answerStatus(answer));
+  }
+
+  #read(body: string, call: ResourceCall): ObservedLease {
+    const lease = this.#client.parseJson(body, call);
+    const observed = parseLease(lease, call);
     this.#last = lease as JsonObject;
     return observed;
   }
@@ -188,14 +176,9 @@ export class KubernetesLeaseLock implements LeaseLock {
     path: string,
     body: unknown,
     signal: AbortSignal,
+    call: ResourceCall,
   ): Promise<ApiAnswer> {
-    return this.#client.send({
-      method,
-      path,
-      body,
-      signal,
-      what: `${method} Lease ${this.describe()}`,
-    });
+    return this.#client.send({ method, path, body, signal, call });
   }
 }
 
@@ -211,16 +194,17 @@ function specOf(record: LeaseRecord): JsonObject {
 }
 
 /**
- * A Lease object into a record, as client-go's `LeaseSpecToLeaderElectionRecord` reads one:
- * absent fields are zero values (a Lease created by someone else may carry none of them).
+ * A Lease object (the answer to `call`) into a record, as client-go's
+ * `LeaseSpecToLeaderElectionRecord` reads one: absent fields are zero values (a Lease created by
+ * someone else may carry none of them).
  */
-export function parseLease(value: unknown): ObservedLease {
+function parseLease(value: unknown, call: ResourceCall): ObservedLease {
   if (!isRecord(value) || !isRecord(value.metadata)) {
-    throw new MalformedLeaseError('Lease response has no metadata');
+    throw ResourceApiError.malformed(call, 'the answer has no metadata');
   }
   const resourceVersion = value.metadata.resourceVersion;
   if (typeof resourceVersion !== 'string' || resourceVersion === '') {
-    throw new MalformedLeaseError('Lease response has no metadata.resourceVersion');
+    throw ResourceApiError.malformed(call, 'the answer has no metadata.resourceVersion');
   }
   const spec = isRecord(value.spec) ? value.spec : {};
   const text = (field: unknown): string | null =>

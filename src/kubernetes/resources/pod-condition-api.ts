@@ -14,8 +14,8 @@
 import { isRecord } from '../client/api-errors.js';
 import { answerStatus } from '../client/api-request.js';
 import type { ClusterOptions } from '../client/connection.js';
+import { ResourceApiError, type ResourceCall } from '../client/resource-api-error.js';
 import {
-  ResourceApiError,
   type ResourceApiOptions,
   ResourceClient,
   resourceApiOptions,
@@ -58,29 +58,10 @@ export interface PodConditionApi {
   ): Promise<{ resourceVersion: string | undefined }>;
 }
 
-/** The API server refused the apply (any non-2xx answer). */
-export class PodConditionApiError extends ResourceApiError {
-  override readonly name = 'PodConditionApiError';
-  constructor(
-    readonly target: string,
-    statusCode: number,
-    reason: string | undefined,
-    detail: string | undefined,
-  ) {
-    super(`APPLY pods/status ${target}`, statusCode, reason, detail);
-  }
-}
-
-/** A 2xx answer that is not a pod. */
-export class MalformedPodConditionAnswerError extends Error {
-  override readonly name = 'MalformedPodConditionAnswerError';
-}
-
 /** What bounds every condition write (`ResourceClient`). */
 const POD_CONDITION_BOUNDS = {
   defaultTimeoutMs: POD_CONDITION_REQUEST_TIMEOUT_MS,
   maxBodyBytes: POD_CONDITION_MAX_RESPONSE_BYTES,
-  malformed: MalformedPodConditionAnswerError,
 };
 
 /**
@@ -99,8 +80,11 @@ export class KubernetesPodConditionApi implements PodConditionApi {
     condition: PodConditionPatch,
     signal: AbortSignal,
   ): Promise<{ resourceVersion: string | undefined }> {
-    const target = `${pod.namespace}/${pod.name}`;
-    const what = `APPLY pods/status ${target}`;
+    const call: ResourceCall = {
+      verb: 'APPLY',
+      resource: 'pods/status',
+      target: `${pod.namespace}/${pod.name}`,
+    };
     const query = new URLSearchParams({
       fieldManager: POD_CONDITION_FIELD_MANAGER,
       // Forced, as controllers apply: a condition of this type is the gate's, whoever wrote it last.
@@ -119,15 +103,14 @@ export class KubernetesPodConditionApi implements PodConditionApi {
       body,
       contentType: 'application/apply-patch+yaml',
       signal,
-      what,
+      call,
     });
     if (answer.statusCode !== 200 && answer.statusCode !== 201) {
-      const status = answerStatus(answer);
-      throw new PodConditionApiError(target, answer.statusCode, status.reason, status.message);
+      throw ResourceApiError.refused(call, answer.statusCode, answerStatus(answer));
     }
-    const stored = this.#client.parseJson(answer.body, 'Pod');
+    const stored = this.#client.parseJson(answer.body, call);
     if (!isRecord(stored) || !isRecord(stored.metadata)) {
-      throw new MalformedPodConditionAnswerError(`${what}: the answer is not a pod`);
+      throw ResourceApiError.malformed(call, 'the answer is not a pod');
     }
     const resourceVersion = stored.metadata.resourceVersion;
     return { resourceVersion: typeof resourceVersion === 'string' ? resourceVersion : undefined };
