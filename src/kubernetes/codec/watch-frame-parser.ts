@@ -7,8 +7,7 @@
 
 import { MalformedPodError, podKey } from '../../model/pod.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
-import { isRecord, readStatus } from '../client/api-errors.js';
-import type { ReflectorFailure } from '../reflector/reflector-failure.js';
+import { type ApiStatus, isRecord, readStatus } from '../client/api-errors.js';
 import { type EncodedPod, readPodValue } from './encoded-pod.js';
 import type { WatchFrame } from './watch-framing.js';
 
@@ -17,6 +16,18 @@ export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /** The stats key for frames of any other type, or none: bounded, whatever a server sends. */
 export const OTHER_FRAME_TYPE = 'OTHER';
+
+/**
+ * What a frame can say went wrong, as plain data: one family of ../reflector/reflector-failure.ts's
+ * `ReflectorFailure`, defined here so this reader needs nothing from above it.
+ */
+export type FrameFailure =
+  /** The server refused: a non-2xx response, or an in-stream `ERROR` frame carrying a Status. */
+  | { kind: 'status'; status: ApiStatus; inStream: boolean }
+  /** A pod frame that does not validate; `resourceVersion` if the frame still carried one. */
+  | { kind: 'malformed-pod'; resourceVersion?: string; message: string }
+  /** A frame that is not JSON, not an object, or has no readable envelope: no cursor to be had. */
+  | { kind: 'malformed-frame'; message: string };
 
 /**
  * What one frame means, as a closed union the reflector switches on. Every kind but `failure` may
@@ -33,7 +44,7 @@ export type FrameReading =
   | { kind: 'bookmark'; type: 'BOOKMARK'; resourceVersion?: string; initialEventsEnd?: true }
   /** An unknown type: nothing to apply, but its resourceVersion (if any) still moves the cursor. */
   | { kind: 'ignored'; type: string; resourceVersion?: string }
-  | { kind: 'failure'; type: string; failure: ReflectorFailure };
+  | { kind: 'failure'; type: string; failure: FrameFailure };
 
 /** `object.metadata.resourceVersion` when it is a non-empty string, read without trusting shape. */
 function resourceVersionOf(object: unknown): string | undefined {

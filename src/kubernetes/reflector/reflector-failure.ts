@@ -6,19 +6,21 @@
 
 import type { RelistReason } from '../../model/pod-source-stats.js';
 import type { ApiStatus } from '../client/api-errors.js';
+import { isExpiredStatus } from '../client/expired-status.js';
 import { redactSecrets } from '../client/safe-error.js';
+import type { FrameFailure } from '../codec/watch-frame-parser.js';
 
 /** Where the reflector was: fetching the whole world, or following changes from a cursor. */
 export type RequestPhase = 'list' | 'watch';
 
 /** Everything that can interrupt a LIST or a WATCH, as plain data. */
 export type ReflectorFailure =
-  /** The server refused: a non-2xx response, or an in-stream `ERROR` frame carrying a Status. */
-  | { kind: 'status'; status: ApiStatus; inStream: boolean }
-  /** A pod frame that does not validate; `resourceVersion` if the frame still carried one. */
-  | { kind: 'malformed-pod'; resourceVersion?: string; message: string }
-  /** A frame that is not JSON, not an object, or has no readable envelope: no cursor to be had. */
-  | { kind: 'malformed-frame'; message: string }
+  /**
+   * What a watch frame can say went wrong (../codec/watch-frame-parser.ts): a Status (an
+   * in-stream `ERROR`, and here also a non-2xx response), a pod that does not validate, a frame
+   * with no readable envelope.
+   */
+  | FrameFailure
   /** A LIST whose body or some item is unreadable. */
   | { kind: 'malformed-list'; message: string }
   /**
@@ -91,10 +93,8 @@ export type ReflectorAction =
   | { kind: 'relist'; reason: RelistReason; wait: Wait };
 
 /** `StatusReason`s that mean "your resourceVersion is too old" (client-go's `isExpiredError`). */
-const EXPIRED_REASONS = new Set(['Expired', 'Gone']);
 /** The Status cause client-go's `isTooLargeResourceVersionError` looks for. */
 const TOO_LARGE_CAUSE = 'ResourceVersionTooLarge';
-const HTTP_GONE = 410;
 const HTTP_TOO_MANY_REQUESTS = 429;
 const HTTP_GATEWAY_TIMEOUT = 504;
 
@@ -107,16 +107,6 @@ function backoff(status?: ApiStatus): Wait {
   return status?.retryAfterMs !== undefined
     ? { kind: 'backoff', atLeastMs: status.retryAfterMs }
     : { kind: 'backoff' };
-}
-
-/**
- * client-go's `IsResourceExpired`: the version (a cursor, or a LIST's continue token) was compacted
- * away. The pager's fallback to one unpaged LIST (../resources/http-pod-api.ts) asks this too.
- */
-export function isExpiredStatus(status: ApiStatus): boolean {
-  return (
-    status.code === HTTP_GONE || (status.reason !== undefined && EXPIRED_REASONS.has(status.reason))
-  );
 }
 
 /** Whether a Status says the cursor is dead, and why. */

@@ -29,6 +29,7 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from '../client/connection.js';
+import { isExpiredStatus } from '../client/expired-status.js';
 import { type EncodedPod, readPodValue } from '../codec/encoded-pod.js';
 import {
   decodeProtobufObject,
@@ -43,7 +44,6 @@ import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
 import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
 import type { WatchFrame, WatchFrameSplitter } from '../codec/watch-framing.js';
 import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
-import { isExpiredStatus } from '../reflector/reflector-failure.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 
 /**
