@@ -30,12 +30,21 @@ export const SETTLE_TIMEOUT_MS = 90_000;
 /** The engine container's serving port, named `http` (the service's default --port-name). */
 export const ENGINE_PORT = 30000;
 
+/** What a scenario may change in leaderWorkerSet()'s LWS. */
+export interface LeaderWorkerSetOptions {
+  /** A readiness gate's condition type, in the (shared) pod template of leaders and workers. */
+  readonly readinessGate?: string;
+  /** LWS's restart policy; default RecreateGroupOnPodRestart. */
+  readonly restartPolicy?: 'RecreateGroupOnPodRestart' | 'None';
+}
+
 /** A LeaderWorkerSet of `replicas` groups of `size` pods, one `http` container each. */
 export function leaderWorkerSet(
   name: string,
   replicas: number,
   size: number,
   revision = 'a',
+  options: LeaderWorkerSetOptions = {},
 ): Record<string, unknown> {
   const template = {
     metadata: { labels: { app: name }, annotations: { 'e2e/revision': revision } },
@@ -47,6 +56,9 @@ export function leaderWorkerSet(
           ports: [{ name: 'http', containerPort: ENGINE_PORT }],
         },
       ],
+      ...(options.readinessGate
+        ? { readinessGates: [{ conditionType: options.readinessGate }] }
+        : {}),
     },
   };
   return {
@@ -57,7 +69,7 @@ export function leaderWorkerSet(
       replicas,
       leaderWorkerTemplate: {
         size,
-        restartPolicy: 'RecreateGroupOnPodRestart',
+        restartPolicy: options.restartPolicy ?? 'RecreateGroupOnPodRestart',
         workerTemplate: template,
       },
       rolloutStrategy: {
