@@ -1,6 +1,7 @@
 /**
- * A fake SGLang engine on 127.0.0.1: answers what real routers call on a worker, so a router
- * registers it, health-checks it and routes traffic to it.
+ * A fake SGLang engine on loopback (127.0.0.1 by default; the real-cluster lane binds one to each
+ * pod's IP in 127.0.0.0/8 and the port its template declares): answers what real routers call on
+ * a worker, so a router registers it, health-checks it and routes traffic to it.
  *
  * Measured (paths each router called on a worker it was asked to add, and then periodically):
  * - smg 1.13.0: GET /health, /v1/models, /server_info, /model_info, then /loads?model=…,
@@ -15,10 +16,17 @@ import type { AddressInfo } from 'node:net';
 
 export const fakeModel = 'fake-model';
 
+/** Where a fake engine listens; default 127.0.0.1 and a free port. */
+export interface FakeEngineOptions {
+  /** A loopback address (127.0.0.0/8): nothing here ever listens beyond this machine. */
+  readonly host?: string;
+  readonly port?: number;
+}
+
 export interface FakeEngine {
-  /** `http://127.0.0.1:<port>`: the URL a router lists. */
+  /** `http://<host>:<port>`: the URL a router lists. */
   readonly url: string;
-  /** `127.0.0.1:<port>`: the cell address in a RoutingState. */
+  /** `<host>:<port>`: the cell address in a RoutingState. */
   readonly address: string;
   readonly port: number;
   /** Requests per `METHOD /path` (query stripped). */
@@ -43,7 +51,9 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return raw;
 }
 
-export async function startFakeEngine(): Promise<FakeEngine> {
+export async function startFakeEngine(options: FakeEngineOptions = {}): Promise<FakeEngine> {
+  const host = options.host ?? '127.0.0.1';
+  if (!host.startsWith('127.')) throw new Error(`fake engine: ${host} is not a loopback address`);
   const counts = new Map<string, number>();
   const unknown: string[] = [];
   const state = { healthy: true };
@@ -135,12 +145,12 @@ export async function startFakeEngine(): Promise<FakeEngine> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, host, () => resolve());
   });
   port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
-    address: `127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
+    address: `${host}:${port}`,
     port,
     counts,
     unknown,

@@ -26,6 +26,7 @@ const LOOK_EVERY_MS = 20;
 
 export class PodTimeline {
   readonly versions: PodVersionAt[] = [];
+  readonly #listeners: Array<(version: PodVersionAt) => void> = [];
   readonly #kubeConfig: KubeConfig;
   readonly #namespace: string;
   #abort: AbortController | undefined;
@@ -42,11 +43,18 @@ export class PodTimeline {
       {},
       (type: string, pod: V1Pod) => {
         if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-          this.versions.push({ at: Date.now(), type, pod });
+          const version = { at: Date.now(), type, pod } as const;
+          this.versions.push(version);
+          for (const listener of this.#listeners) listener(version);
         }
       },
       () => {},
     );
+  }
+
+  /** Calls `listener` with every version received from now on, as it arrives. */
+  onVersion(listener: (version: PodVersionAt) => void): void {
+    this.#listeners.push(listener);
   }
 
   /**
@@ -72,18 +80,6 @@ export class PodTimeline {
       ms,
       LOOK_EVERY_MS,
     );
-  }
-
-  /** The pods as the last version of each says, deleted ones left out, after `upTo` versions. */
-  podsAt(upTo = this.versions.length): V1Pod[] {
-    const byUid = new Map<string, V1Pod>();
-    for (const { type, pod } of this.versions.slice(0, upTo)) {
-      const uid = pod.metadata?.uid;
-      if (!uid) continue;
-      if (type === 'DELETED') byUid.delete(uid);
-      else byUid.set(uid, pod);
-    }
-    return [...byUid.values()];
   }
 
   stop(): void {

@@ -36,6 +36,17 @@ export interface LeaderWorkerSetOptions {
   readonly readinessGate?: string;
   /** LWS's restart policy; default RecreateGroupOnPodRestart. */
   readonly restartPolicy?: 'RecreateGroupOnPodRestart' | 'None';
+  /** The engine's `http` containerPort; default ENGINE_PORT. */
+  readonly port?: number;
+}
+
+/** The containerPort named `http` of `pod` (the service's default --port-name), if any. */
+export function httpPort(pod: V1Pod): number | undefined {
+  for (const container of pod.spec?.containers ?? []) {
+    const port = container.ports?.find((p) => p.name === 'http');
+    if (port) return port.containerPort;
+  }
+  return undefined;
 }
 
 /** A LeaderWorkerSet of `replicas` groups of `size` pods, one `http` container each. */
@@ -53,7 +64,7 @@ export function leaderWorkerSet(
         {
           name: 'engine',
           image: 'registry.invalid/sglang:e2e',
-          ports: [{ name: 'http', containerPort: ENGINE_PORT }],
+          ports: [{ name: 'http', containerPort: options.port ?? ENGINE_PORT }],
         },
       ],
       ...(options.readinessGate
