@@ -8,10 +8,10 @@
  * flight, stop the loop (the in-flight reconcile is aborted and awaited), stop the source (the
  * reflector's worker thread); all within --shutdown-timeout, else exit anyway.
  *
- * Size: the command's whole sequence (config, source, leadership, sinks, service, HTTP, shutdown),
- * read top to bottom; each piece it calls lives elsewhere.
+ * Size: the command's whole sequence (flags, logger, the parts the flags choose, the assembly,
+ * HTTP, shutdown), read top to bottom; the parts are connected in service/configured-parts.ts and
+ * built, in order, in service/assemble.ts, which calls nothing back here.
  */
-import { hostname } from 'node:os';
 import { pino } from 'pino';
 import {
   type Config,
@@ -24,29 +24,23 @@ import { PRETTY_OPTIONS, serviceLoggerOptions } from './cli/log-options.js';
 import { loadAdminToken, loadSecretFile } from './cli/secret-file.js';
 import {
   chooseSource,
-  type HostFacts,
   realHostFacts,
-  resolveLeaseNamespace,
   resolveNamespace,
   type SourceChoice,
 } from './cli/source-choice.js';
 import { buildServer } from './http/app.js';
 import { buildProbeServer } from './http/probe-app.js';
 import type { KubeconfigContext } from './kubernetes/client/connection.js';
-import type { PodSource } from './model/pod-source.js';
 import { realClock } from './runtime/clock.js';
-import { type AssembleOptions, assembleService, type SinkWiring } from './service/assemble.js';
+import { assembleService } from './service/assemble.js';
 import { buildInfo, versionLine } from './service/build-info.js';
 import {
-  type Leadership,
-  type LeadershipHooks,
-  LeaseLeadership,
-  leaderIdentity,
-  SoleLeadership,
-} from './service/leadership.js';
-import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from './simulated/simulated-source.js';
-import type { Sink } from './sinks/sink.js';
-import type { SinkBaseOptions, SinkCallRecord } from './sinks/sink-context.js';
+  type ConfiguredParts,
+  clusterOptions,
+  connectConfiguredParts,
+  createPodSource,
+} from './service/configured-parts.js';
+import { DEFAULT_SIMULATED_NAMESPACE } from './simulated/simulated-source.js';
 
 /** Exit code for a configuration error: distinct from a crash (1), as `kubectl` and Go flag parsing use 2. */
 const EXIT_USAGE = 2;
@@ -64,14 +58,6 @@ function usageExit(err: unknown): number {
   throw err;
 }
 
-/** Where the cluster is, as the flags say: for every connection the service makes. */
-function clusterOptions(config: Config): { kubeconfigPath?: string; context?: string } {
-  return {
-    ...(config.kubeconfig !== undefined ? { kubeconfigPath: config.kubeconfig } : {}),
-    ...(config.context !== undefined ? { context: config.context } : {}),
-  };
-}
-
 function simulatedBanner(choice: SourceChoice): string {
   const line = '='.repeat(78);
   return [
@@ -82,275 +68,6 @@ function simulatedBanner(choice: SourceChoice): string {
     '  Use --source kubernetes (and --kubeconfig) to watch a real cluster.',
     line,
   ].join('\n');
-}
-
-async function createPodSource(
-  config: Config,
-  choice: SourceChoice,
-  namespace: string | undefined,
-  logger: pino.Logger,
-): Promise<PodSource> {
-  if (choice.kind === 'simulated') {
-    return new SimulatedPodSource({
-      labels: config.labels,
-      namespace: namespace ?? DEFAULT_SIMULATED_NAMESPACE,
-      portName: config.portName,
-      stepIntervalMs: config.simulationStepMs,
-      logger: logger.child({ component: 'simulation' }),
-    });
-  }
-  // Imported here, so the simulated mode never loads the reflector's module graph.
-  const { WorkerPodSource } = await import('./kubernetes/reflector-worker/main-thread-source.js');
-  return new WorkerPodSource({
-    ...(namespace !== undefined ? { namespace } : {}),
-    labelSelector: config.selector,
-    ...clusterOptions(config),
-    apiContentType: config.kubeApiContentType,
-    apiCompression: config.kubeApiCompression,
-    initialList: config.initialList,
-    logger: logger.child({ component: 'reflector' }),
-  });
-}
-
-/**
- * Leadership as configured: a Lease with the kubernetes source (unless `--leader-elect=false`),
- * this process alone otherwise. The Lease lock is prepared here, so a kubeconfig that cannot
- * reach the cluster fails at start rather than on the first campaign.
- */
-async function createLeadership(
-  config: Config,
-  choice: SourceChoice,
-  facts: HostFacts,
-  watchedNamespace: string | undefined,
-  context: KubeconfigContext | undefined,
-  logger: pino.Logger,
-): Promise<(hooks: LeadershipHooks) => Leadership> {
-  const identity = leaderIdentity(facts.env);
-  const enabled = config.leaderElection.enabled ?? choice.kind === 'kubernetes';
-  const log = logger.child({ component: 'leader-election' });
-  if (!enabled || choice.kind === 'simulated') {
-    const reason =
-      choice.kind === 'simulated'
-        ? 'the simulated source has no cluster, so no Lease'
-        : '--leader-elect=false: every replica acts; run exactly one';
-    if (choice.kind === 'simulated' && config.leaderElection.enabled) {
-      log.warn('--leader-elect has no effect with the simulated source: there is no Lease');
-    }
-    return (hooks) => new SoleLeadership({ identity, reason, hooks, logger: log });
-  }
-  const namespace = await resolveLeaseNamespace(config, facts, watchedNamespace, context);
-  const { connectLeaseLock } = await import('./kubernetes/resources/lease-lock.js');
-  const lock = await connectLeaseLock({
-    namespace,
-    name: config.leaderElection.resourceName,
-    // client-go's rule: each Lease request is bounded by half the renew deadline, at least 1 s.
-    requestTimeoutMs: Math.max(1_000, config.leaderElection.renewDeadlineMs / 2),
-    ...clusterOptions(config),
-  });
-  return (hooks) =>
-    new LeaseLeadership({
-      lock,
-      identity,
-      leaseDurationMs: config.leaderElection.leaseDurationMs,
-      renewDeadlineMs: config.leaderElection.renewDeadlineMs,
-      retryPeriodMs: config.leaderElection.retryPeriodMs,
-      hooks,
-      logger: log,
-    });
-}
-
-/**
- * What every sink takes from the service's wiring (mode, bus, operation counter, clock, backoff
- * cap), with a logger naming its component: the same for each, so no sink can be wired apart.
- */
-function wiredSinkOptions(
-  wiring: SinkWiring,
-  logger: pino.Logger,
-  component: string,
-): SinkBaseOptions<SinkCallRecord> {
-  return {
-    mode: wiring.mode,
-    logger: logger.child({ component }),
-    publish: wiring.publish,
-    onOperation: wiring.onOperation,
-    clock: wiring.clock,
-    backoffMaxMs: wiring.backoffMaxMs,
-  };
-}
-
-/**
- * The deploy targets the flags name: SGLang routers, and EndpointSlices when published (the
- * kubernetes source only: the simulated one has no cluster to write to). `namespace` is the
- * watched one, `undefined` for all namespaces.
- */
-async function createSinks(
-  config: Config,
-  choice: SourceChoice,
-  namespace: string | undefined,
-  routerApiKey: string | undefined,
-  logger: pino.Logger,
-): Promise<((wiring: SinkWiring) => Sink[]) | undefined> {
-  const factories: Array<(wiring: SinkWiring) => Sink> = [];
-  if (config.sglangRouters.length > 0) {
-    const { SglangRouterSink } = await import('./sinks/sglang-router.js');
-    // One sink per router (both roles of a prefill/decode router in one): each sink applies on
-    // its own worker, so a router that never answers holds back no other router's changes.
-    const byRouter = new Map<string, typeof config.sglangRouters>();
-    for (const target of config.sglangRouters) {
-      const url = target.url.replace(/\/+$/, '');
-      byRouter.set(url, [...(byRouter.get(url) ?? []), target]);
-    }
-    for (const targets of byRouter.values()) {
-      factories.push(
-        (wiring) =>
-          new SglangRouterSink({
-            ...wiredSinkOptions(wiring, logger, 'sglang-router'),
-            targets,
-            ownership: config.sglangRouterOwnership,
-            ...(routerApiKey !== undefined ? { apiKey: routerApiKey } : {}),
-          }),
-      );
-    }
-  }
-  if (config.eppEndpointsFiles.length > 0) {
-    const { EppEndpointsFileSink } = await import('./sinks/epp-endpoints-file.js');
-    factories.push(
-      (wiring) =>
-        new EppEndpointsFileSink({
-          ...wiredSinkOptions(wiring, logger, 'epp-endpoints-file'),
-          targets: config.eppEndpointsFiles,
-        }),
-    );
-  }
-  if (config.publishEndpointSlices && choice.kind === 'simulated') {
-    logger.warn(
-      '--publish-endpointslices has no effect with the simulated source: there is no cluster',
-    );
-  } else if (config.publishEndpointSlices) {
-    const { connectEndpointSliceApi } = await import('./kubernetes/resources/endpointslice-api.js');
-    const { EndpointSliceSink } = await import('./sinks/endpointslice.js');
-    const api = await connectEndpointSliceApi({
-      ...clusterOptions(config),
-    });
-    factories.push(
-      (wiring) =>
-        new EndpointSliceSink({
-          ...wiredSinkOptions(wiring, logger, 'endpointslice'),
-          api,
-          namespace,
-          portName: config.portName,
-          serviceSuffix: config.endpointSliceServiceSuffix,
-        }),
-    );
-  }
-  if (config.cellReadinessGate && choice.kind === 'simulated') {
-    logger.warn(
-      '--cell-readiness-gate has no effect with the simulated source: there are no pods to write to',
-    );
-  } else if (config.cellReadinessGate) {
-    const { connectPodConditionApi } = await import('./kubernetes/resources/pod-condition-api.js');
-    const { ReadinessGateSink } = await import('./sinks/readiness-gate.js');
-    const api = await connectPodConditionApi({ ...clusterOptions(config) });
-    factories.push(
-      (wiring) =>
-        new ReadinessGateSink({
-          ...wiredSinkOptions(wiring, logger, 'readiness-gate'),
-          api,
-          conditionType: config.cellReadinessGateCondition,
-          cells: wiring.cells,
-          pods: wiring.pods,
-          ...(wiring.onConditionWrite ? { onWrite: wiring.onConditionWrite } : {}),
-        }),
-    );
-  }
-  if (factories.length === 0) return undefined;
-  return (wiring) => factories.map((create) => create(wiring));
-}
-
-/**
- * The Kubernetes Event recorder when `--events` is on (its default with the kubernetes source),
- * and the controller's own pod that sink Events are about (`POD_NAME`, `POD_NAMESPACE`, as the
- * Deployment sets them; without them there are cell Events only).
- */
-async function createKubernetesEvents(
-  config: Config,
-  choice: SourceChoice,
-  env: NodeJS.ProcessEnv,
-  logger: pino.Logger,
-): Promise<Pick<AssembleOptions, 'kubernetesEvents' | 'selfPod'>> {
-  const enabled = config.events ?? choice.kind === 'kubernetes';
-  if (!enabled) return {};
-  if (choice.kind === 'simulated') {
-    logger.warn('--events has no effect with the simulated source: there is no cluster');
-    return {};
-  }
-  const { connectEventApi } = await import('./kubernetes/resources/event-api.js');
-  const { EventRecorder } = await import('./kubernetes/resources/event-recorder.js');
-  const api = await connectEventApi({ ...clusterOptions(config) });
-  const podName = env.POD_NAME?.trim();
-  const podNamespace = env.POD_NAMESPACE?.trim();
-  const log = logger.child({ component: 'events' });
-  if (!podName || !podNamespace) {
-    log.info(
-      'POD_NAME or POD_NAMESPACE unset: no SinkFailed/SinkRecovered Events (cell Events only)',
-    );
-  }
-  return {
-    kubernetesEvents: (hooks) =>
-      new EventRecorder({
-        api,
-        reportingController: 'pool-controller',
-        reportingInstance: podName || hostname(),
-        logger: log,
-        onEmitted: hooks.onEmitted,
-        onDropped: hooks.onDropped,
-      }),
-    ...(podName && podNamespace
-      ? { selfPod: { apiVersion: 'v1', kind: 'Pod', namespace: podNamespace, name: podName } }
-      : {}),
-  };
-}
-
-/**
- * The pools' workloads when `--watch-leaderworkersets` is on (its default with the kubernetes
- * source): the LeaderWorkerSets of the watched namespace (`undefined`: all). Otherwise why not,
- * for every pool's `capacityReason`.
- */
-async function createWorkloads(
-  config: Config,
-  choice: SourceChoice,
-  namespace: string | undefined,
-  logger: pino.Logger,
-): Promise<Pick<AssembleOptions, 'workloads' | 'workloadsOffReason'>> {
-  const enabled = config.watchLeaderWorkerSets ?? choice.kind === 'kubernetes';
-  if (choice.kind === 'simulated') {
-    if (config.watchLeaderWorkerSets) {
-      logger.warn(
-        '--watch-leaderworkersets has no effect with the simulated source: there is no cluster',
-      );
-    }
-    return {
-      workloadsOffReason:
-        'the simulated source has no LeaderWorkerSets: the pool is judged by its cells alone',
-    };
-  }
-  if (!enabled) {
-    return {
-      workloadsOffReason: '--watch-leaderworkersets=false: the pool is judged by its cells alone',
-    };
-  }
-  const { connectLeaderWorkerSetApi } = await import(
-    './kubernetes/resources/leaderworkerset-api.js'
-  );
-  const { LeaderWorkerSetSource } = await import(
-    './kubernetes/resources/leaderworkerset-source.js'
-  );
-  const api = await connectLeaderWorkerSetApi({ ...clusterOptions(config) });
-  const log = logger.child({ component: 'workloads' });
-  return {
-    workloads: ({ onStatus }) =>
-      new LeaderWorkerSetSource({ api, namespace, logger: log, onStatus }),
-  };
 }
 
 /**
@@ -430,10 +147,7 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
       '--sink-mode observe: a dry run; the sinks read their targets and report what they would change, and never write',
     );
   }
-  let leadership: (hooks: LeadershipHooks) => Leadership;
-  let sinks: ((wiring: SinkWiring) => Sink[]) | undefined;
-  let kubernetesEvents: Pick<AssembleOptions, 'kubernetesEvents' | 'selfPod'>;
-  let workloads: Pick<AssembleOptions, 'workloads' | 'workloadsOffReason'>;
+  let parts: ConfiguredParts;
   try {
     if (choice.kind === 'simulated') {
       namespace =
@@ -448,20 +162,22 @@ async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<nu
         `watching ${namespace === undefined ? 'all namespaces' : `namespace ${namespace}`}: ${watched.reason}`,
       );
     }
-    leadership = await createLeadership(config, choice, facts, namespace, context, logger);
-    sinks = await createSinks(config, choice, namespace, routerApiKey, logger);
-    kubernetesEvents = await createKubernetesEvents(config, choice, env, logger);
-    workloads = await createWorkloads(config, choice, namespace, logger);
+    parts = await connectConfiguredParts({
+      config,
+      choice,
+      facts,
+      namespace,
+      context,
+      routerApiKey,
+      logger,
+    });
   } catch (err) {
     return usageExit(err);
   }
   const podSource = await createPodSource(config, choice, namespace, logger);
   const service = assembleService({
     flags: config.flags,
-    leadership,
-    ...(sinks ? { sinks } : {}),
-    ...kubernetesEvents,
-    ...workloads,
+    ...parts,
     driftIntervalMs: config.driftIntervalMs,
     sinkMode: config.sinkMode,
     sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,
