@@ -10,6 +10,7 @@ import {
   LANE_POD_RANGE,
   nodePodCidr,
   podIpsOutOfRange,
+  TEST_NET_POD_RANGE,
 } from './real-cluster.js';
 
 const pod = (name: string, ips: string[]): V1Pod => ({
@@ -41,6 +42,17 @@ describe('the lane pod-IP range', () => {
     }
     expect(ipInRange('10.0.1.4', '10.0.0.0/24')).toBe(false);
     expect(ipInRange('10.0.0.255', '10.0.0.0/24')).toBe(true);
+  });
+
+  it('the TEST-NET range ends with its /24: a pod past it (kwok spilling over) is outside', () => {
+    expect(ipInRange('192.0.2.1', TEST_NET_POD_RANGE)).toBe(true);
+    expect(ipInRange('192.0.2.254', TEST_NET_POD_RANGE)).toBe(true);
+    expect(() => assertPodIpsInRange([pod('spilled', ['192.0.3.0'])], TEST_NET_POD_RANGE)).toThrow(
+      /192\.0\.3\.0/,
+    );
+    expect(() =>
+      assertPodIpsInRange([pod('loopback', ['127.16.0.1'])], TEST_NET_POD_RANGE),
+    ).toThrow();
   });
 
   it('names each pod with an IP outside the range, podIPs included', () => {

@@ -23,7 +23,10 @@
  * - kwok's pod IPs come from the node's podCIDR: every node here gets a /16 in 127.0.0.0/8, so
  *   every pod IP is a loopback address of this machine (kwok's allocator does not stop at a
  *   range's end; a /16 per node is far more than the lane's pods). `assertPodIpsInRange` checks
- *   it; no test sends traffic to any address outside it.
+ *   it; no test sends traffic to any address outside it. A sink that refuses loopback addresses
+ *   (EndpointSlices) gets TEST_NET_POD_RANGE instead (`podRange: 'test-net'`): one node, a /24
+ *   of documentation addresses no test ever connects to, at most 254 pods (the allocator would
+ *   run past the /24's end; the range check would then fail).
  *
  * Each process is a ManagedProcess in the environment's pid folder, so the environment's reaper
  * kills them if the test process dies first.
@@ -42,6 +45,11 @@ import { ensureTools } from './tools.js';
 
 /** Every pod IP of the lane is in this range: loopback, so nothing ever leaves the machine. */
 export const LANE_POD_RANGE = '127.0.0.0/8';
+/**
+ * The pod range for sinks that refuse loopback (an EndpointSlice's addresses may not be): TEST-NET-1
+ * (RFC 5737, documentation only, routed nowhere). Tests never connect to it.
+ */
+export const TEST_NET_POD_RANGE = '192.0.2.0/24';
 /** kwok manages only nodes with this annotation (kwok.yaml), so no other test's node is touched. */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
 /** The LeaderWorkerSet API group, version and the resource the manager serves. */
@@ -157,8 +165,10 @@ export function nodePodCidr(index: number): string {
 }
 
 export interface RealClusterOptions {
-  /** kwok nodes to register (default DEFAULT_NODES). */
+  /** kwok nodes to register (default DEFAULT_NODES; one with `podRange: 'test-net'`). */
   readonly nodes?: number;
+  /** Where pod IPs come from: loopback /16s (default), or TEST_NET_POD_RANGE on one node. */
+  readonly podRange?: 'loopback' | 'test-net';
   /** The binaries to run; default: ensureRealClusterBinaries() (built when missing). */
   readonly binaries?: RealClusterBinaries;
   readonly readyTimeoutMs?: number;
@@ -170,7 +180,9 @@ export interface RealCluster {
   readonly nodes: readonly string[];
   /** The lane's processes, for log tails and JSON lines. */
   readonly processes: readonly ManagedProcess[];
-  /** Lists the pods of `namespace` and asserts every pod IP is in LANE_POD_RANGE. */
+  /** The range every pod IP must be in: LANE_POD_RANGE or TEST_NET_POD_RANGE. */
+  readonly podRange: string;
+  /** Lists the pods of `namespace` and asserts every pod IP is in `podRange`. */
   assertPodIpsInRange(namespace: string): Promise<void>;
   /** The last lines of every controller's log, for failure messages. */
   logTails(): string;
@@ -267,9 +279,15 @@ export async function startRealCluster(
 
   try {
     // The nodes first: kwok takes each one's podCIDR from it, the scheduler binds to them.
+    const testNet = options.podRange === 'test-net';
+    if (testNet && (options.nodes ?? 1) !== 1) {
+      throw new Error('e2e: the TEST-NET pod range is one /24: one node');
+    }
+    const podRange = testNet ? TEST_NET_POD_RANGE : LANE_POD_RANGE;
     const nodes: string[] = [];
-    for (let i = 0; i < (options.nodes ?? DEFAULT_NODES); i += 1) {
+    for (let i = 0; i < (options.nodes ?? (testNet ? 1 : DEFAULT_NODES)); i += 1) {
       const name = `kwok-node-${i}`;
+      const podCidr = testNet ? TEST_NET_POD_RANGE : nodePodCidr(i);
       await core.createNode({
         body: {
           metadata: {
@@ -277,7 +295,7 @@ export async function startRealCluster(
             annotations: { [KWOK_NODE_ANNOTATION]: 'fake' },
             labels: { 'kubernetes.io/hostname': name, type: 'kwok' },
           },
-          spec: { podCIDR: nodePodCidr(i), podCIDRs: [nodePodCidr(i)] },
+          spec: { podCIDR: podCidr, podCIDRs: [podCidr] },
         },
       });
       nodes.push(name);
@@ -397,9 +415,10 @@ export async function startRealCluster(
       binaries,
       nodes,
       processes,
+      podRange,
       async assertPodIpsInRange(namespace) {
         const pods = await core.listNamespacedPod({ namespace });
-        assertPodIpsInRange(pods.items);
+        assertPodIpsInRange(pods.items, podRange);
       },
       logTails,
       stop,
