@@ -1,10 +1,11 @@
 /**
  * Serving a `RenderedCache`'s body: at most so many responses in flight per endpoint (a 503 with
- * `Retry-After` beyond), the `ETag`, and a 304 when the client already has the body.
+ * `Retry-After` beyond), gzip'd when the client accepts it, the `ETag`, and a 304 when the client
+ * already has the body.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from './http-error.js';
-import { matchesIfNoneMatch, type RenderedCache } from './rendered-cache.js';
+import { acceptsGzip, matchesIfNoneMatch, type RenderedCache } from './rendered-cache.js';
 
 /**
  * Responses one cached endpoint sends at once. Each pins its body until the client has read it,
@@ -48,8 +49,9 @@ export class ResponseSlots {
 
 /**
  * Answers `request` from `endpoint`'s cache: 503 when its slots are taken, 304 when the request's
- * `If-None-Match` names the current body, else the body with its `ETag`. The caller sets the
- * content type and any other headers first.
+ * `If-None-Match` names the current body, else the body with its `ETag` — gzip'd (compressed once
+ * per render) when the request's `Accept-Encoding` allows, as its own representation with its own
+ * tag. The caller sets the content type and any other headers first.
  */
 export async function sendRendered(
   request: FastifyRequest,
@@ -64,9 +66,13 @@ export async function sendRendered(
     );
   }
   const rendered = await endpoint.cache.get();
-  reply.header('etag', rendered.etag);
-  if (matchesIfNoneMatch(request.headers['if-none-match'], rendered.etag)) {
+  const gzip = acceptsGzip(request.headers['accept-encoding']);
+  const etag = gzip ? rendered.gzipEtag : rendered.etag;
+  reply.header('vary', 'accept-encoding').header('etag', etag);
+  if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) {
     return reply.code(304).send();
   }
-  return reply.send(rendered.body);
+  if (!gzip) return reply.send(rendered.body);
+  const body = await rendered.gzipped();
+  return reply.header('content-encoding', 'gzip').send(body);
 }

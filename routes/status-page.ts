@@ -19,6 +19,7 @@ import {
   statusPageCsp,
 } from './status-page/assets.js';
 import { renderStatusPage } from './status-page/document.js';
+import { DrawnRows } from './status-page/drawn-rows.js';
 import { EVENT_LOG_LENGTH, STATUS_PAGE_LOGGED_TYPES } from './status-page/live-settings.js';
 import type { StatusPageData } from './status-page/page-data.js';
 
@@ -43,13 +44,25 @@ export interface StatusPageRoutesOptions {
   assets?: StatusPageAssets;
 }
 
-/** What the page shows, read from the plane now. */
+/**
+ * What the page shows, read from the plane now. With `rows`, the Pools and Cells tables come
+ * drawn from it (each row drawn once per change) and `cells` is left empty.
+ */
 export function statusPageData(
   plane: ControlPlane,
   wallClock: () => Date = () => new Date(),
+  rows?: DrawnRows,
 ): StatusPageData {
   const reflector = plane.reflector();
   const nowMs = Date.parse(plane.wallTime(plane.now()));
+  const pools = plane.cells.pools().map((p) => poolView(p, nowMs));
+  const tables =
+    rows === undefined
+      ? { cells: plane.cells.list().map((c) => cellView(c, nowMs)) }
+      : {
+          cells: [],
+          drawn: { pools: rows.poolRows(pools), cells: rows.cellRows(plane.cells.list(), nowMs) },
+        };
   return {
     source: plane.sourceKind,
     build: plane.buildInfo,
@@ -57,8 +70,8 @@ export function statusPageData(
     eventsFrom: plane.eventReplayCursor(STATUS_PAGE_LOGGED_TYPES, EVENT_LOG_LENGTH),
     // The service's wall clock, which stamped `capacitySince` and the cells'
     // `lastTransitionTime`, says how long each state held.
-    pools: plane.cells.pools().map((p) => poolView(p, nowMs)),
-    cells: plane.cells.list().map((c) => cellView(c, nowMs)),
+    pools,
+    ...tables,
     queue: queueView(plane),
     reflector: {
       phase: reflector.phase,
@@ -82,10 +95,11 @@ export const statusPageRoutes: FastifyPluginAsyncZod<StatusPageRoutesOptions> = 
   { plane, assets = loadStatusPageAssets() },
 ) => {
   const csp = statusPageCsp(assets);
+  const rows = new DrawnRows();
   const endpoint = {
     path: '/',
     cache: new RenderedCache({
-      render: () => renderStatusPage(statusPageData(plane), assets),
+      render: () => renderStatusPage(statusPageData(plane, undefined, rows), assets),
       now: () => plane.now(),
       // Every event (a cell's transition, a sink's run, leadership) may change what it shows.
       version: () => plane.eventSequence(),

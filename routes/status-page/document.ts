@@ -98,9 +98,9 @@ ${h(
       card('queue', 'Queue', queueHtml(data.queue)),
       card('reflector', 'Reflector', reflectorHtml(data.reflector)),
     ),
-    table('pools', 'Pools', POOLS_TABLE, poolRowsHtml(data.pools)),
+    table('pools', 'Pools', POOLS_TABLE, data.drawn?.pools ?? poolRowsHtml(data.pools)),
     table('sinks', 'Sinks', SINKS_TABLE, sinkRowsHtml(data.sinks)),
-    table('cells', 'Cells', CELLS_TABLE, cellRowsHtml(data.cells)),
+    table('cells', 'Cells', CELLS_TABLE, data.drawn?.cells ?? cellRowsHtml(data.cells)),
     h(
       'section',
       { class: 'panel', id: 'activity' },

@@ -22,13 +22,18 @@ export interface Attrs {
   [name: string]: string | number | boolean | null | undefined;
 }
 
-/** An element as HTML; attribute values are escaped, `children` are HTML already (escape values). */
-export function h(tag: string, attrs: Attrs | null, ...children: string[]): string {
+/** An element's start tag; attribute values are escaped. */
+export function startTag(tag: string, attrs: Attrs | null): string {
   const attributes = Object.entries(attrs ?? {})
     .filter(([, v]) => v !== null && v !== undefined)
     .map(([k, v]) => ` ${k}="${escapeHtml(v)}"`)
     .join('');
-  return `<${tag}${attributes}>${children.join('')}</${tag}>`;
+  return `<${tag}${attributes}>`;
+}
+
+/** An element as HTML; attribute values are escaped, `children` are HTML already (escape values). */
+export function h(tag: string, attrs: Attrs | null, ...children: string[]): string {
+  return `${startTag(tag, attrs)}${children.join('')}</${tag}>`;
 }
 
 /** A `<span>` of class `cls` holding `value` as text. */

@@ -141,6 +141,11 @@ export interface StatusPageData {
   eventsFrom: string;
   pools: StatusPool[];
   cells: StatusCell[];
+  /**
+   * The Pools and Cells tables' rows, already drawn (the server's `DrawnRows`, which draws each
+   * row once per change): when present, the document uses them and `cells` may be empty.
+   */
+  drawn?: { pools: string; cells: string };
   queue: StatusQueue;
   reflector: StatusReflector;
   leader: StatusLeader;

@@ -4,7 +4,7 @@
  * the browser bundle sets the same output as each section's content when it re-fetches
  * (routes/status-page/browser/live-page.ts). So the two can never draw a row differently.
  */
-import { escapeHtml, h, span } from './markup.js';
+import { escapeHtml, h, span, startTag } from './markup.js';
 import type {
   StatusCell,
   StatusCellChange,
@@ -163,8 +163,33 @@ function poolIsFull(p: StatusPool): boolean {
   );
 }
 
+/**
+ * A table row as the HTML before and after its one part that moves with the clock (how long a
+ * state has held): the rest changes only with what the row shows, so the server draws it once per
+ * change (routes/status-page/drawn-rows.ts) and only the middle per render.
+ */
+export interface RowParts {
+  readonly before: string;
+  readonly after: string;
+}
+
+/** The Pools row's part that moves with the clock: how long the capacity state has held. */
+export function poolHeldHtml(p: Pick<StatusPool, 'capacitySince' | 'capacityForMs'>): string {
+  return text(
+    p.capacityForMs === null || p.capacityForMs === undefined
+      ? `since ${p.capacitySince}`
+      : `for ${formatMs(p.capacityForMs)}`,
+  );
+}
+
 /** One row of the Pools table: alive against desired (or against its cells), and the capacity. */
 function poolRow(p: StatusPool): string {
+  const { before, after } = poolRowParts(p);
+  return before + poolHeldHtml(p) + after;
+}
+
+/** A Pools row around its held time (`poolHeldHtml`), which `capacityForMs` does not enter. */
+export function poolRowParts(p: Omit<StatusPool, 'capacityForMs'>): RowParts {
   const cls = poolIsFull(p) ? 'ok' : p.aliveCells === 0 ? 'bad' : 'warn';
   const of = p.desiredCells ?? p.cells;
   const missing = p.missingCells.length;
@@ -176,18 +201,10 @@ function poolRow(p: StatusPool): string {
         : p.capacity === 'Empty'
           ? 'bad'
           : '';
-  const held =
-    p.capacityForMs === null || p.capacityForMs === undefined
-      ? `since ${p.capacitySince}`
-      : `for ${formatMs(p.capacityForMs)}`;
-  return h(
-    'tr',
-    {
-      'data-pool': `${p.namespace}/${p.name}`,
-      'data-capacity': p.capacity,
-    },
-    h('td', { class: 'id' }, text(p.name)),
-    h('td', null, text(p.namespace)),
+  const before =
+    startTag('tr', { 'data-pool': `${p.namespace}/${p.name}`, 'data-capacity': p.capacity }) +
+    h('td', { class: 'id' }, text(p.name)) +
+    h('td', null, text(p.namespace)) +
     h(
       'td',
       null,
@@ -199,15 +216,12 @@ function poolRow(p: StatusPool): string {
             { class: 'muted' },
             text(`desired ${p.desiredCells}${missing > 0 ? `, ${missing} without pods` : ''}`),
           ),
-    ),
-    h(
-      'td',
-      { class: 'capacity', title: p.capacityReason },
-      span(`badge ${stateCls}`, p.capacity),
-      h('div', { class: 'muted', title: p.capacitySince }, text(held)),
-    ),
-    h('td', null, text(String(p.pods))),
-  );
+    ) +
+    startTag('td', { class: 'capacity', title: p.capacityReason }) +
+    span(`badge ${stateCls}`, p.capacity) +
+    startTag('div', { class: 'muted', title: p.capacitySince });
+  const after = `</div></td>${h('td', null, text(String(p.pods)))}</tr>`;
+  return { before, after };
 }
 
 /** One row of the Sinks table. */
@@ -239,32 +253,45 @@ function changeLine(change: StatusCellChange): string {
 }
 
 /**
- * The In state for cell: how long (or, without a clock, since when), the state's start in the
- * tooltip, and the earlier changes as a compact line of marks (newest first, ▲ alive, ▼ not alive)
- * whose tooltip lists them with their times and reasons.
+ * The Cells row's part that moves with the clock: how long the cell has been in its state (or,
+ * without a clock, since when).
  */
-function inStateHtml(c: StatusCell): string {
-  const held =
-    c.inStateForMs === null || c.inStateForMs === undefined
-      ? text(`since ${c.lastTransitionTime}`)
-      : text(formatAge(c.inStateForMs));
-  const changes =
-    c.transitions.length === 0
-      ? ''
-      : h(
-          'div',
-          {
-            class: 'muted changes',
-            title: c.transitions.map(changeLine).join('\n'),
-            'data-changes': c.transitions.length,
-          },
-          text(c.transitions.map((t) => (t.alive ? '\u25b2' : '\u25bc')).join('')),
-        );
-  return h('td', { class: 'since', title: `since ${c.lastTransitionTime}` }, held, changes);
+export function cellHeldHtml(c: Pick<StatusCell, 'lastTransitionTime' | 'inStateForMs'>): string {
+  return c.inStateForMs === null || c.inStateForMs === undefined
+    ? text(`since ${c.lastTransitionTime}`)
+    : text(formatAge(c.inStateForMs));
+}
+
+/**
+ * The earlier changes of a cell, for its In state for cell (after how long it has held): a
+ * compact line of marks (newest first, ▲ alive, ▼ not alive) whose tooltip lists them with their
+ * times and reasons.
+ */
+function changesHtml(c: Omit<StatusCell, 'inStateForMs'>): string {
+  return c.transitions.length === 0
+    ? ''
+    : h(
+        'div',
+        {
+          class: 'muted changes',
+          title: c.transitions.map(changeLine).join('\n'),
+          'data-changes': c.transitions.length,
+        },
+        text(c.transitions.map((t) => (t.alive ? '\u25b2' : '\u25bc')).join('')),
+      );
 }
 
 /** One row of the Cells table. */
 function cellRow(c: StatusCell): string {
+  const { before, after } = cellRowParts(c);
+  return before + cellHeldHtml(c) + after;
+}
+
+/**
+ * A Cells row around its held time (`cellHeldHtml`), which `inStateForMs` does not enter: the In
+ * state for cell carries the state's start in its tooltip and the earlier changes after it.
+ */
+export function cellRowParts(c: Omit<StatusCell, 'inStateForMs'>): RowParts {
   const reasons = [...c.whyNotAlive, ...c.whyNotRoutable];
   const unroutable = c.alive && !c.routable;
   const why =
@@ -277,21 +304,20 @@ function cellRow(c: StatusCell): string {
             h('li', null, h('b', null, text(r.reason)), text(`: ${r.message}`)),
           ),
         );
-  return h(
-    'tr',
-    {
+  const before =
+    startTag('tr', {
       'data-cell': c.key,
       'data-alive': String(c.alive),
       'data-routable': String(c.routable),
       class: c.alive ? 'alive' : 'not-alive',
-    },
+    }) +
     h(
       'td',
       { class: 'id' },
       text(c.id),
       c.namespace ? h('div', { class: 'muted' }, text(c.namespace)) : '',
-    ),
-    h('td', null, text(c.pool)),
+    ) +
+    h('td', null, text(c.pool)) +
     h(
       'td',
       { class: 'state' },
@@ -299,13 +325,15 @@ function cellRow(c: StatusCell): string {
         `badge ${unroutable ? 'warn' : c.alive ? 'ok' : 'bad'}`,
         unroutable ? 'alive, not routable' : c.alive ? 'alive' : 'not alive',
       ),
-    ),
-    inStateHtml(c),
+    ) +
+    startTag('td', { class: 'since', title: `since ${c.lastTransitionTime}` });
+  const after = `${changesHtml(c)}</td>${[
     h('td', { class: 'why' }, why),
     h('td', { class: 'gen' }, text(c.generation)),
     h('td', { class: 'addr' }, c.address === null ? muted('none yet') : text(c.address)),
     h('td', null, text(`${c.podsReady} / ${c.pods}`)),
-  );
+  ].join('')}</tr>`;
+  return { before, after };
 }
 
 /** A table's headings and what its body says when it has no rows. */

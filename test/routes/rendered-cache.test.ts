@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
+import { gunzipSync } from 'node:zlib';
 import type { FastifyReply } from 'fastify';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { METRICS_CACHE_MS } from '../../routes/metrics.js';
-import { matchesIfNoneMatch, RenderedCache } from '../../routes/rendered-cache.js';
+import { acceptsGzip, matchesIfNoneMatch, RenderedCache } from '../../routes/rendered-cache.js';
 import { ResponseSlots } from '../../routes/rendered-response.js';
 import { STATUS_PAGE_MAX_AGE_MS, STATUS_PAGE_MIN_INTERVAL_MS } from '../../routes/status-page.js';
 import { lwsPod } from '../support/lws-pod.js';
@@ -100,6 +101,34 @@ describe('RenderedCache', () => {
     expect((await counted().cache.get()).etag).not.toBe(first.etag);
   });
 
+  it('gzips a render once however many ask, a new render anew, each with its own tag', async () => {
+    const { cache, state } = counted();
+    const first = await cache.get();
+    const [a, b] = await Promise.all([first.gzipped(), first.gzipped()]);
+    expect(b).toBe(a);
+    expect(await first.gzipped()).toBe(a);
+    expect(gunzipSync(a).toString()).toBe(first.body.toString());
+    expect(first.gzipEtag).not.toBe(first.etag);
+    state.version = 1;
+    state.now = 10_000;
+    const second = await cache.get();
+    expect(gunzipSync(await second.gzipped()).toString()).toBe('body 2 at version 1');
+    expect(second.gzipEtag).not.toBe(first.gzipEtag);
+  });
+
+  it('reads Accept-Encoding as RFC 9110 says: gzip or *, never at weight 0', () => {
+    expect(acceptsGzip(undefined)).toBe(false);
+    expect(acceptsGzip('gzip')).toBe(true);
+    expect(acceptsGzip('br, GZip;q=0.5')).toBe(true);
+    expect(acceptsGzip('x-gzip')).toBe(true);
+    expect(acceptsGzip('*')).toBe(true);
+    expect(acceptsGzip('identity')).toBe(false);
+    expect(acceptsGzip('gzip;q=0')).toBe(false);
+    expect(acceptsGzip('gzip; q=0.0, *')).toBe(false);
+    expect(acceptsGzip('*;q=0')).toBe(false);
+    expect(acceptsGzip('deflate, br')).toBe(false);
+  });
+
   it('matches If-None-Match as RFC 9110 says: a list, weak tags and *', () => {
     const tag = '"abc"';
     expect(matchesIfNoneMatch(undefined, tag)).toBe(false);
@@ -159,6 +188,35 @@ describe('GET / from the cache', () => {
     expect(changed.statusCode).toBe(200);
     expect(changed.headers.etag).not.toBe(etag);
     expect(changed.body).not.toBe(first.body);
+  });
+});
+
+describe("GET / gzip'd", () => {
+  it("serves the same page gzip'd to a client that accepts gzip, with its own ETag", async () => {
+    const { app } = await harness({ pods: [lwsPod({ group: 0, worker: 0, podIP: '10.0.0.1' })] });
+    const plain = await app.inject({ url: '/' });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('accept-encoding');
+    const zipped = await app.inject({ url: '/', headers: { 'accept-encoding': 'gzip, br' } });
+    expect(zipped.statusCode).toBe(200);
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(zipped.headers.vary).toBe('accept-encoding');
+    expect(gunzipSync(zipped.rawPayload).toString()).toBe(plain.body);
+    expect(zipped.rawPayload.length).toBeLessThan(plain.rawPayload.length);
+    expect(zipped.headers.etag).not.toBe(plain.headers.etag);
+
+    const notModified = await app.inject({
+      url: '/',
+      headers: { 'accept-encoding': 'gzip', 'if-none-match': String(zipped.headers.etag) },
+    });
+    expect(notModified.statusCode).toBe(304);
+    // The plain tag names the other representation: a client without gzip gets it in full.
+    const other = await app.inject({
+      url: '/',
+      headers: { 'if-none-match': String(zipped.headers.etag) },
+    });
+    expect(other.statusCode).toBe(200);
+    expect(other.body).toBe(plain.body);
   });
 });
 
