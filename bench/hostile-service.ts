@@ -1,6 +1,7 @@
 /**
  * The built service as both `bench:api --hostile` cases start it: its own process
- * (`service-with-gc.js`, `--expose-gc`, `BENCH_CPU_PROF=DIR` for a CPU profile), watching a
+ * (`service-with-gc.js`, `--expose-gc`, `BENCH_CPU_PROF=DIR` for a CPU profile), under the heap
+ * cap the image gives it in the chart's default memory limit (`DEPLOYED_HEAP_MIB`), watching a
  * `FakeListServer` over JSON in the namespace `inference`, without leader election, with its API
  * and its probes on two loopback ports, logging warnings only. Resolves once `/readyz` answers 200.
  */
@@ -8,6 +9,17 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { FakeListServer } from './fake-list-server.js';
 import { freePort, httpStatus, ServiceQuestions, waitFor } from './service-probe.js';
+
+/** The chart's default memory limit (charts/pool-controller/values.yaml: 512Mi). */
+export const CHART_MEMORY_LIMIT_MIB = 512;
+
+/**
+ * The main thread's heap cap as deployed: the image's `NODE_OPTIONS=--max-old-space-size-percentage=50`
+ * gives V8 half of the container's memory limit. Outside a container that flag would take half of
+ * the machine's memory and let the heap grow far past what the pod may use, so RSS measured
+ * without a cap says little about the pod; the bench passes the same cap as a size.
+ */
+export const DEPLOYED_HEAP_MIB = CHART_MEMORY_LIMIT_MIB / 2;
 
 /** A started service: its process, where it answers, and how to ask it for its own measures. */
 export interface HostileBenchService {
@@ -46,6 +58,7 @@ export async function startHostileBenchService(
     {
       execArgv: [
         '--expose-gc',
+        `--max-old-space-size=${DEPLOYED_HEAP_MIB}`,
         ...(process.env.BENCH_CPU_PROF
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
           : []),

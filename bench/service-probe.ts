@@ -61,6 +61,10 @@ export async function scrapeMetric(base: string, name: string): Promise<number> 
 export interface ServiceAnswer {
   rss: number;
   heapUsed?: number;
+  /** With `rss`: V8's heap as reserved, and memory outside it (Buffers' bytes among it). */
+  heapTotal?: number;
+  external?: number;
+  arrayBuffers?: number;
   loopP99Ms?: number;
   loopMaxMs?: number;
 }

@@ -1,6 +1,7 @@
 /**
  * The built service (`dist/src/main.js`) run under `--expose-gc` by `bench:api -- --hostile`,
- * answering its parent's IPC questions about itself: `rss` (cheap, sampled during the load),
+ * answering its parent's IPC questions about itself: `rss` (sampled during the load, with the
+ * heap's and the Buffers' share, to tell which one grows),
  * `loop` (its event-loop delay p99 and max since the last `loop`) and `gc` (a full collection
  * first, then RSS and the heap used: the heap after GC, asked only between phases, since a
  * collection pauses the process). Arguments are the service's flags.
@@ -17,7 +18,8 @@ if (!gc) throw new Error('run with node --expose-gc');
 
 process.on('message', (message) => {
   if (message === 'rss') {
-    process.send?.({ rss: memoryUsage.rss() });
+    const { rss, heapTotal, heapUsed, external, arrayBuffers } = memoryUsage();
+    process.send?.({ rss, heapTotal, heapUsed, external, arrayBuffers });
   } else if (message === 'loop') {
     process.send?.({
       rss: memoryUsage.rss(),
