@@ -23,6 +23,7 @@ import type { LoopInstrumentation, ReconcileResult } from '../runtime/instrument
 import type { ReconcileLoopState } from '../runtime/reconcile-loop.js';
 import { buildInfo } from './build-info.js';
 import { InformerMetrics } from './informer-metrics.js';
+import { renderPoolFamilies } from './pool-metric-families.js';
 
 /**
  * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
@@ -270,6 +271,8 @@ export class ServiceMetrics {
       families.push(await this.registry.getSingleMetricAsString(metric.name));
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+    // The per-pool families, written without prom-client (./pool-metric-families.ts).
+    families.push(...(await renderPoolFamilies(this.#bindings)));
     return `${families.join('\n\n')}\n`;
   }
 
@@ -402,77 +405,6 @@ export class ServiceMetrics {
       registers,
       collect() {
         this.set(bound()?.storeObjects() ?? 0);
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_cells',
-      help: 'Reconciled cells by namespace, pool and whether they are alive.',
-      labelNames: ['namespace', 'pool', 'alive'] as const,
-      registers,
-      collect() {
-        this.reset();
-        for (const pool of bound()?.cells.pools() ?? []) {
-          const labels = { namespace: pool.namespace, pool: pool.name };
-          this.set({ ...labels, alive: 'true' }, pool.aliveCells);
-          this.set({ ...labels, alive: 'false' }, pool.cells - pool.aliveCells);
-        }
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_cells_unroutable',
-      help: "Alive cells left out of every sink because their address is missing, invalid or claimed by another cell (see the cell's whyNotRoutable), by namespace and pool.",
-      labelNames: ['namespace', 'pool'] as const,
-      registers,
-      collect() {
-        // Reset first: a pool that vanished loses its series.
-        this.reset();
-        const b = bound();
-        if (!b) return;
-        for (const pool of b.cells.pools()) {
-          this.set({ namespace: pool.namespace, pool: pool.name }, 0);
-        }
-        for (const cell of b.cells.list()) {
-          if (cell.alive && !cell.routable) {
-            this.inc({ namespace: cell.namespace, pool: cell.pool });
-          }
-        }
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_pool_desired_cells',
-      help: "Cells a pool's workload asks for (its LeaderWorkerSet's spec.replicas), by namespace and pool; no series while the pool's capacity is Unknown.",
-      labelNames: ['namespace', 'pool'] as const,
-      registers,
-      collect() {
-        this.reset();
-        for (const pool of bound()?.pools?.() ?? []) {
-          if (pool.desiredCells === null) continue;
-          this.set({ namespace: pool.namespace, pool: pool.name }, pool.desiredCells);
-        }
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_pool_alive_cells',
-      help: 'Alive cells of a pool, by namespace and pool, including a pool whose LeaderWorkerSet has no pod yet (0): compare with pool_controller_pool_desired_cells.',
-      labelNames: ['namespace', 'pool'] as const,
-      registers,
-      collect() {
-        this.reset();
-        for (const pool of bound()?.pools?.() ?? []) {
-          this.set({ namespace: pool.namespace, pool: pool.name }, pool.aliveCells);
-        }
-      },
-    });
-    new Gauge({
-      name: 'pool_controller_pods',
-      help: 'Pods in reconciled cells, by namespace and pool.',
-      labelNames: ['namespace', 'pool'] as const,
-      registers,
-      collect() {
-        this.reset();
-        for (const pool of bound()?.cells.pools() ?? []) {
-          this.set({ namespace: pool.namespace, pool: pool.name }, pool.pods);
-        }
       },
     });
     const transitions = new Counter({

@@ -5,6 +5,7 @@ import { cellKeyMap } from '../../src/pools/cell-key.js';
 import { CellRegistry } from '../../src/pools/cell-registry.js';
 import { LWS_LABELS } from '../../src/pools/labels.js';
 import { DROPPED_DEFAULT_METRICS, ServiceMetrics } from '../../src/service/metrics.js';
+import { renderPoolFamilies } from '../../src/service/pool-metric-families.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { DrivenPodSource, replaceWith } from '../support/service-harness.js';
@@ -125,7 +126,7 @@ describe('ServiceMetrics with a running loop', () => {
 });
 
 describe('ServiceMetrics.render', () => {
-  it("writes exactly prom-client's exposition, one family per turn of the event loop", async () => {
+  it("writes prom-client's exposition, then the per-pool families, one family per turn", async () => {
     const { metrics } = await instrumentedLoop();
     const families = metrics.registry.getMetricsAsArray().length;
     let turns = 0;
@@ -137,7 +138,8 @@ describe('ServiceMetrics.render', () => {
     setImmediate(count);
     const text = await metrics.render();
     counting = false;
-    expect(text).toBe(await metrics.registry.metrics());
+    const pools = await renderPoolFamilies(undefined);
+    expect(text).toBe(`${await metrics.registry.metrics()}\n${pools.join('\n\n')}\n`);
     // Other callbacks (probes, requests) ran between the families, not only after them.
     expect(turns).toBeGreaterThanOrEqual(families - 1);
   });

@@ -72,7 +72,7 @@ describe('prefill cells', () => {
       routable: false,
       whyNotRoutable: [{ reason: 'NoBootstrapPort' }],
     });
-    const metrics = await h.service.metrics.registry.metrics();
+    const metrics = await h.service.metrics.render();
     expect(metrics).toContain('pool_controller_cells_unroutable{namespace="ns",pool="prefill"} 1');
 
     // The annotation arrives: the cell becomes routable and a run deploys it at once.

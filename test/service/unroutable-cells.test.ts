@@ -22,7 +22,7 @@ async function setup(options: { sinkAllowLoopback?: boolean } = {}) {
   const cellEvents = (): CellChangedEvent[] =>
     events.filter((e): e is CellChangedEvent => e.type === 'cell.changed');
   const unroutable = async (namespace: string, pool: string): Promise<number | undefined> => {
-    const text = await h.service.metrics.registry.metrics();
+    const text = await h.service.metrics.render();
     const series = `pool_controller_cells_unroutable{namespace="${namespace}",pool="${pool}"} `;
     const line = text.split('\n').find((l) => l.startsWith(series));
     return line === undefined ? undefined : Number(line.slice(series.length));
