@@ -9,6 +9,8 @@
  *   watch-list: `--initial-list` defaults to it);
  * - `worker-list`: the same with a paged LIST of 500, then WATCH (`--initial-list list`);
  * - `worker-json`: watch-list asking for JSON (`--kube-api-content-type application/json`);
+ * - `worker-gzip`, `worker-list-gzip`: `worker` and `worker-list` asking for gzip
+ *   (`--kube-api-compression`: the LIST pages and the watch-list);
  * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
@@ -47,6 +49,8 @@ const ALL_VARIANTS = [
   'worker',
   'worker-list',
   'worker-json',
+  'worker-gzip',
+  'worker-list-gzip',
   'client-go',
   'client-go-json',
   'baseline',
@@ -56,6 +60,9 @@ const USAGE =
   'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]' +
   ` [--variants a,b (all but baseline; of ${ALL_VARIANTS.join(', ')})] [--baseline DIR]` +
   " [--node-flags='--flag …' (Node/V8 flags for this build's variants, not the baseline's)]";
+/** Bytes `rawList` read off the wire (before any gzip is inflated), summed over its calls. */
+let rawWireBytes = 0;
+
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '10000' },
@@ -252,7 +259,9 @@ try {
             tailMs: 500,
             namespace: ENGINE_NAMESPACE,
             apiContentType: variant === 'worker-json' ? 'json' : 'protobuf',
-            initialList: variant === 'worker-list' ? 'list' : 'watch-list',
+            initialList:
+              variant === 'worker-list' || variant === 'worker-list-gzip' ? 'list' : 'watch-list',
+            apiCompression: variant === 'worker-gzip' || variant === 'worker-list-gzip',
           },
           variant === 'baseline' ? [] : nodeFlags,
           undefined,
@@ -262,7 +271,7 @@ try {
         synced = {
           syncedMs: result.syncedMs,
           heapBytesPerPod: result.heapBytesPerPod,
-          detail: `stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}`,
+          detail: `stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  CPU to synced ${ms(result.cpuMsAtSynced)}`,
         };
       } else {
         const result = await runClientGo(peer.binary, {
@@ -332,6 +341,8 @@ try {
     worker: '(a) WorkerPodSource → ReconcileLoop, service defaults (protobuf, watch-list)',
     'worker-list': '(a″) WorkerPodSource → ReconcileLoop, protobuf, LIST 500 + WATCH',
     'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (watch-list)',
+    'worker-gzip': '(a‴) WorkerPodSource → ReconcileLoop, defaults + gzip (--kube-api-compression)',
+    'worker-list-gzip': '(a⁗) WorkerPodSource → ReconcileLoop, LIST 500 + WATCH + gzip',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
     baseline: `(b) the --baseline build's (a), ${values.baseline ?? ''}`,
@@ -385,6 +396,7 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
       const raw: number[] = [];
       const rawPlain: number[] = [];
       let bytes = 0;
+      let gzipWire = 0;
       for (let run = 0; run < 3; run += 1) {
         let pageBytes = 0;
         const started = performance.now();
@@ -400,13 +412,15 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
         decoded.push(performance.now() - started);
         bytes = pageBytes;
         if (list.pods.length === 0) throw new Error('list probe: no pods');
+        rawWireBytes = 0;
         raw.push(await rawList(connection, contentType, labelSelector, limit, true));
+        gzipWire = rawWireBytes;
         rawPlain.push(await rawList(connection, contentType, labelSelector, limit, false));
       }
       const best = (values: number[]) => Math.min(...values);
       log(
         `list probe ${name.padEnd(8)} limit ${String(limit).padStart(3)}: listPods best ${ms(best(decoded))}` +
-          `, raw fetch best ${ms(best(raw))} (gzip) ${ms(best(rawPlain))} (identity), ${(bytes / 1e6).toFixed(1)} MB; load ${load()}`,
+          `, raw fetch best ${ms(best(raw))} (gzip) ${ms(best(rawPlain))} (identity), ${(bytes / 1e6).toFixed(1)} MB (${(gzipWire / 1e6).toFixed(1)} MB gzipped); load ${load()}`,
       );
     }
   }
@@ -414,6 +428,7 @@ async function listProbe(kubeconfigPath: string, labelSelector: string): Promise
   const watchVariants = [
     ['protobuf', new HttpPodApi(connection, 'protobuf')],
     ['json', new HttpPodApi(connection, 'json')],
+    ['protobuf+gzip', new HttpPodApi(connection, 'protobuf', true)],
   ] as const;
   for (const [name, api] of watchVariants) {
     const times: number[] = [];
@@ -493,7 +508,10 @@ async function rawList(
         },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('data', (chunk: Buffer) => {
+            chunks.push(chunk);
+            rawWireBytes += chunk.length;
+          });
           res.on('end', () => {
             const all = Buffer.concat(chunks);
             resolve(res.headers['content-encoding'] === 'gzip' ? gunzipSync(all) : all);

@@ -52,6 +52,8 @@ export interface VariantConfig {
   apiContentType?: 'protobuf' | 'json';
   /** How the worker source reads the world (default: its own, LIST + WATCH). */
   initialList?: 'watch-list' | 'list';
+  /** Ask for gzip on the LIST pages and the watch-list (`--kube-api-compression`); default off. */
+  apiCompression?: boolean;
 }
 
 /** Write → reconcile start (or → handler call) per stamped event, in ms. */
@@ -68,6 +70,11 @@ export interface VariantResult {
   /** Objects in the variant's cache once synced: must equal `pods`. */
   cached: number;
   syncedMs: number;
+  /**
+   * The process's CPU (user + system, every thread: the worker's decode and inflate included)
+   * from its start to synced.
+   */
+  cpuMsAtSynced: number;
   /**
    * From this process's start (`performance.now()` at synced): includes loading the variant's
    * modules — for the informer, importing client-node, which `syncedMs` leaves out.
@@ -272,6 +279,7 @@ async function startWorker(
     ...(config.replaceChunkSize ? { replaceChunkSize: config.replaceChunkSize } : {}),
     ...(config.apiContentType ? { apiContentType: config.apiContentType } : {}),
     ...(config.initialList ? { initialList: config.initialList } : {}),
+    ...(config.apiCompression ? { apiCompression: true } : {}),
   });
   let reconciles = 0;
   const timed = timingReplace(source.source, pulled);
@@ -380,6 +388,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
         ? await startParse(config)
         : await startInformer(config, k8s as typeof import('@kubernetes/client-node'), latency);
   const syncedAt = performance.now();
+  const cpuAtSynced = process.cpuUsage();
   const syncedMs = syncedAt - t0;
   await running.settled();
   const settledMs = performance.now() - t0;
@@ -397,6 +406,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     pods: config.pods,
     cached,
     syncedMs,
+    cpuMsAtSynced: (cpuAtSynced.user + cpuAtSynced.system) / 1000,
     startedAtMs: performance.timeOrigin + t0,
     syncedAtMs: performance.timeOrigin + syncedAt,
     fromProcessStartMs: syncedAt,

@@ -242,7 +242,7 @@ export const FLAGS: readonly FlagSpec[] = [
     valueName: '[=true|false]',
     kind: 'boolean',
     description:
-      "Ask the API server to gzip pod LIST pages. Off unless asked: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
+      "Ask the API server to gzip what reads the whole world: pod LIST pages and the watch-list (inflated as it streams; a WATCH from a cursor never asks). Off unless asked: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
     defaultText: 'false',
   },
   {

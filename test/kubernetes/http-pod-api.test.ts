@@ -560,6 +560,103 @@ describe('KubernetesReflector over HTTP: an expired continue token', () => {
   });
 });
 
+describe('--kube-api-compression: gzip on both ways of reading the world', () => {
+  /** A reflector reading `server` in `initialList` mode, compressing or not. */
+  async function reflectorOn(initialList: 'list' | 'watch-list', apiCompression: boolean) {
+    server.gzipWhenAsked = true;
+    server.pods = ['a', 'b', 'c'].map((name) => rawPod({ name }));
+    server.resourceVersion = '90';
+    const compressing = await connectPodApi({
+      kubeconfigPath: server.writeKubeconfig(),
+      apiCompression,
+    });
+    const reflector = new KubernetesReflector({
+      api: compressing,
+      clock: new FakeClock(),
+      listPageSize: 2,
+      random: () => 0,
+      initialList,
+    });
+    return { reflector, stream: drain(reflector.watch()) };
+  }
+
+  const keysOf = (event: unknown) =>
+    event && (event as { type: string }).type === 'replace'
+      ? [...(event as { objects: Map<string, unknown> }).objects.keys()].sort()
+      : [];
+
+  it('asks for gzip on every LIST page, inflates them, and not on the WATCH that follows', async () => {
+    const { stream } = await reflectorOn('list', true);
+    const watch = await server.watch(1);
+    await until(() => stream.items.length === 1, { what: 'the replace' });
+    expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
+    expect(server.requests.map((r) => [r.verb, r.headers['accept-encoding']])).toEqual([
+      ['LIST', 'gzip'],
+      ['LIST', 'gzip'],
+      ['WATCH', undefined],
+    ]);
+    watch.send({ type: 'ADDED', object: rawPod({ name: 'd', resourceVersion: '91' }) });
+    await until(() => stream.items.length === 2, { what: 'the event after it' });
+    expect(stream.items[1]).toMatchObject({ type: 'upsert', key: 'default/d' });
+    await stream.close();
+  });
+
+  it('asks for gzip on a watch-list and inflates it as a stream: the initial events, then each later event as it comes', async () => {
+    const { stream } = await reflectorOn('watch-list', true);
+    const watch = await server.watch(1);
+    expect(watch.request.query).toMatchObject({ sendInitialEvents: 'true' });
+    expect(watch.request.headers['accept-encoding']).toBe('gzip');
+    for (const name of ['a', 'b', 'c']) {
+      watch.send({ type: 'ADDED', object: rawPod({ name, resourceVersion: '90' }) });
+    }
+    watch.send({
+      type: 'BOOKMARK',
+      object: {
+        metadata: { resourceVersion: '90', annotations: { 'k8s.io/initial-events-end': 'true' } },
+      },
+    });
+    await until(() => stream.items.length === 1, { what: 'the replace' });
+    expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
+    // The gzip stream is flushed per event: one event arrives alone, not held for the next.
+    watch.send({ type: 'DELETED', object: rawPod({ name: 'b', resourceVersion: '92' }) });
+    await until(() => stream.items.length === 2, { what: 'the event after it' });
+    expect(stream.items[1]).toMatchObject({ type: 'delete', key: 'default/b' });
+    expect(server.requests.map((r) => r.verb)).toEqual(['WATCH']);
+    await stream.close();
+  });
+
+  it('asks for no gzip on either path when off, and the same world is read', async () => {
+    const { stream } = await reflectorOn('list', false);
+    await server.watch(1);
+    await until(() => stream.items.length === 1, { what: 'the replace' });
+    expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
+    expect(server.requests.every((r) => r.headers['accept-encoding'] === undefined)).toBe(true);
+    await stream.close();
+  });
+
+  it('fails a watch-list whose gzip body is corrupt as a connection error, and falls back to LIST', async () => {
+    server.script('WATCH', {
+      status: 200,
+      body: Buffer.from('not gzip at all'),
+      headers: { 'Content-Encoding': 'gzip' },
+    });
+    const { reflector, stream } = await reflectorOn('watch-list', true);
+    // The scripted answer is not an open watch: the first one is the WATCH after the LIST.
+    await server.watch(1);
+    await until(() => stream.items.length === 1, { what: 'the replace' });
+    expect(keysOf(stream.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
+    expect(server.requests.map((r) => [r.verb, r.query.sendInitialEvents])).toEqual([
+      ['WATCH', 'true'],
+      ['LIST', undefined],
+      ['LIST', undefined],
+      ['WATCH', undefined],
+    ]);
+    expect(reflector.stats()).toMatchObject({ watchListFallbacks: 1, initialList: 'watch-list' });
+    expect(reflector.stats().lastError).toMatch(/^watch-list: WATCH: /);
+    await stream.close();
+  });
+});
+
 describe('connectPodApi', () => {
   it('fails clearly for a kubeconfig that does not exist', async () => {
     await expect(connectPodApi({ kubeconfigPath: '/nonexistent/kubeconfig' })).rejects.toThrow(

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { createGzip, type Gzip, gzipSync } from 'node:zlib';
 
 export interface RecordedHttpRequest {
   verb: 'LIST' | 'WATCH';
@@ -38,11 +38,19 @@ export class ServerWatch {
   readonly closed: Promise<void>;
   #isClosed = false;
 
+  /** The body's gzip stream, when the watch is compressed: each write is flushed at once. */
+  readonly #gzip: Gzip | undefined;
+
   constructor(
     readonly request: RecordedHttpRequest,
     response: ServerResponse,
+    gzip = false,
   ) {
     this.#response = response;
+    if (gzip) {
+      this.#gzip = createGzip();
+      this.#gzip.pipe(response);
+    }
     this.closed = new Promise((resolve) =>
       response.on('close', () => {
         this.#isClosed = true;
@@ -57,19 +65,23 @@ export class ServerWatch {
 
   /** One frame, newline-terminated, as the API server writes them. */
   send(frame: unknown): this {
-    this.#response.write(`${JSON.stringify(frame)}\n`);
-    return this;
+    return this.sendRaw(`${JSON.stringify(frame)}\n`);
   }
 
   /** Raw text: partial frames, garbage, several frames in one write. */
   sendRaw(text: string): this {
-    this.#response.write(text);
+    if (this.#gzip) {
+      // As the API server's gzip writer does: flushed, so the client can inflate it at once.
+      this.#gzip.write(text);
+      this.#gzip.flush();
+    } else this.#response.write(text);
     return this;
   }
 
   /** A clean end, as when the server's timeoutSeconds runs out. */
   end(): void {
-    this.#response.end();
+    if (this.#gzip) this.#gzip.end();
+    else this.#response.end();
   }
 
   /** The connection breaks mid-response. */
@@ -84,6 +96,11 @@ export class FakeApiServer {
   /** What LIST serves, in order; `resourceVersion` is the collection's version. */
   pods: unknown[] = [];
   resourceVersion = '1';
+  /**
+   * Answer a LIST and a WATCH that ask for gzip (`Accept-Encoding: gzip`) with a gzip body, as the
+   * API server does for large LISTs and (since 1.37) watch-lists. Off: every body is identity.
+   */
+  gzipWhenAsked = false;
   /** TCP connections accepted: a client that reuses its connections opens few. */
   connections = 0;
   /**
@@ -202,17 +219,22 @@ export class FakeApiServer {
       respondScripted(response, scripted);
       return;
     }
+    const gzip = this.gzipWhenAsked && /\bgzip\b/.test(String(request.headers['accept-encoding']));
     if (verb === 'LIST') {
-      this.#list(query, response);
+      this.#list(query, response, gzip);
       return;
     }
-    response.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
+    response.writeHead(200, {
+      'Content-Type': 'application/json',
+      'Transfer-Encoding': 'chunked',
+      ...(gzip ? { 'Content-Encoding': 'gzip' } : {}),
+    });
     response.flushHeaders();
-    this.watches.push(new ServerWatch(recorded, response));
+    this.watches.push(new ServerWatch(recorded, response, gzip));
     for (const wake of this.#watchWaiters.splice(0)) wake();
   }
 
-  #list(query: Record<string, string>, response: ServerResponse): void {
+  #list(query: Record<string, string>, response: ServerResponse, gzip: boolean): void {
     const limit = query.limit ? Number(query.limit) : this.pods.length;
     const start = query.continue ? Number(query.continue) : 0;
     const end = Math.min(this.pods.length, start + limit);
@@ -225,8 +247,11 @@ export class FakeApiServer {
       },
       items: this.pods.slice(start, end),
     });
-    response.writeHead(200, { 'Content-Type': 'application/json' });
-    response.end(body);
+    response.writeHead(200, {
+      'Content-Type': 'application/json',
+      ...(gzip ? { 'Content-Encoding': 'gzip' } : {}),
+    });
+    response.end(gzip ? gzipSync(body) : body);
   }
 }
 

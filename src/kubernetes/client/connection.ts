@@ -33,9 +33,9 @@ export interface ClusterOptions {
    */
   apiContentType?: 'protobuf' | 'json';
   /**
-   * Ask for gzip on pod LISTs (`--kube-api-compression`); off when unset. Next to the API server
-   * (in the cluster) the bytes are cheap and the compression is not: it costs the API server CPU
-   * for every page and this process as much again to inflate it.
+   * Ask for gzip on pod LISTs and watch-lists (`--kube-api-compression`); off when unset. Next to
+   * the API server (in the cluster) the bytes are cheap and the compression is not: it costs the
+   * API server CPU for every page and this process as much again to inflate it.
    */
   apiCompression?: boolean;
 }

@@ -11,7 +11,7 @@
  * them would duplicate those.
  */
 import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { MalformedPodError } from '../../model/pod.js';
 import {
@@ -73,8 +73,17 @@ function podsPath(namespace: string | undefined): string {
   return namespace ? `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods` : '/api/v1/pods';
 }
 
+/**
+ * The response's body, inflated as it streams when the server gzipped it. Joined by `pipeline`,
+ * not `pipe`: a response destroyed under it (a closed watch, an abandoned page) must end the
+ * inflated stream too, or a reader of it would wait for ever.
+ */
 function bodyOf(response: IncomingMessage): Readable {
-  return response.headers['content-encoding'] === 'gzip' ? response.pipe(createGunzip()) : response;
+  if (response.headers['content-encoding'] !== 'gzip') return response;
+  const inflated = createGunzip();
+  // Errors reach the reader through `inflated` itself; the callback only keeps them handled.
+  pipeline(response, inflated, () => {});
+  return inflated;
 }
 
 /**
@@ -125,9 +134,14 @@ interface PageBody {
 export class HttpPodApi implements PodApi {
   readonly #connection: ApiConnection;
   readonly #accept: string;
-  readonly #listHeaders: Record<string, string>;
+  /** Sent with every LIST page and every watch-list: `Accept-Encoding: gzip` when compressing. */
+  readonly #wholeReadHeaders: Record<string, string>;
 
-  /** `compression`: ask for gzip on LIST pages (see `ClusterOptions.apiCompression`). */
+  /**
+   * `compression`: ask for gzip on LIST pages and on watch-lists, the two requests that read the
+   * whole world (see `ClusterOptions.apiCompression`); a WATCH from a cursor never asks, since its
+   * events are small and a gzip stream would hold each one until the server flushes.
+   */
   constructor(
     connection: ApiConnection,
     contentType: ApiContentType = DEFAULT_API_CONTENT_TYPE,
@@ -135,7 +149,7 @@ export class HttpPodApi implements PodApi {
   ) {
     this.#connection = connection;
     this.#accept = acceptHeader(contentType);
-    this.#listHeaders = compression ? { 'Accept-Encoding': 'gzip' } : {};
+    this.#wholeReadHeaders = compression ? { 'Accept-Encoding': 'gzip' } : {};
   }
 
   /**
@@ -269,7 +283,7 @@ export class HttpPodApi implements PodApi {
           podsPath(options.namespace),
           query,
           signal,
-          this.#listHeaders,
+          this.#wholeReadHeaders,
         );
         const protobuf = isProtobufContentType(open.response.headers['content-type']);
         const peek = protobuf ? peekProtobufContinueToken : peekContinueToken;
@@ -328,7 +342,15 @@ export class HttpPodApi implements PodApi {
       query.resourceVersionMatch = 'NotOlderThan';
     }
     if (options.labelSelector) query.labelSelector = options.labelSelector;
-    const open = await this.#open('WATCH', podsPath(options.namespace), query, options.signal);
+    // A watch-list's initial events are a LIST's bytes: compressed as a LIST is, when asked (the
+    // API server gzips them since 1.37, `WatchListCompression`); the body is inflated as a stream.
+    const open = await this.#open(
+      'WATCH',
+      podsPath(options.namespace),
+      query,
+      options.signal,
+      options.sendInitialEvents ? this.#wholeReadHeaders : {},
+    );
     return new HttpWatchStream(
       open,
       options.signal,
