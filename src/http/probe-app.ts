@@ -15,7 +15,8 @@ import {
 } from 'fastify-type-provider-zod';
 import { healthRoutes } from '../../routes/health.js';
 import type { ControlPlane } from '../service/control-plane.js';
-import { SERVER_TIMEOUTS, SOURCE_HEADER } from './app.js';
+import { SOURCE_HEADER } from './error-shape.js';
+import { SERVER_TIMEOUTS } from './server-limits.js';
 
 /**
  * Connections the probe listener keeps at most: the kubelet opens one per probe, a few per

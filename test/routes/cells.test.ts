@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SOURCE_HEADER } from '../../src/http/app.js';
+import { SOURCE_HEADER } from '../../src/http/error-shape.js';
 import { DEFAULT_WORKLOADS_OFF_REASON } from '../../src/service/assemble.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness, remove, upsert, WALL_CLOCK_MS } from '../support/service-harness.js';

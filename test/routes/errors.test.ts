@@ -6,7 +6,8 @@
 import { connect } from 'node:net';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BODY_LIMIT, MAX_PARAM_LENGTH, SOURCE_HEADER } from '../../src/http/app.js';
+import { SOURCE_HEADER } from '../../src/http/error-shape.js';
+import { BODY_LIMIT, MAX_PARAM_LENGTH } from '../../src/http/server-limits.js';
 import { closeAll, harness } from '../support/service-harness.js';
 
 afterEach(closeAll);

@@ -5,7 +5,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SOURCE_HEADER } from '../../src/http/app.js';
+import { SOURCE_HEADER } from '../../src/http/error-shape.js';
 import { buildProbeServer } from '../../src/http/probe-app.js';
 import { closeAll, harness } from '../support/service-harness.js';
 

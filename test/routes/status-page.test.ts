@@ -6,7 +6,7 @@ import { renderStatusPage } from '../../routes/status-page/document.js';
 import { escapeHtml } from '../../routes/status-page/markup.js';
 import type { StatusCell, StatusPageData } from '../../routes/status-page/page-data.js';
 import { formatAge } from '../../routes/status-page/sections.js';
-import { SOURCE_HEADER } from '../../src/http/app.js';
+import { SOURCE_HEADER } from '../../src/http/error-shape.js';
 import { lwsPod } from '../support/lws-pod.js';
 import { closeAll, harness } from '../support/service-harness.js';
 

@@ -4,7 +4,8 @@
  */
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SERVER_TIMEOUTS, SOURCE_HEADER } from '../../src/http/app.js';
+import { SOURCE_HEADER } from '../../src/http/error-shape.js';
+import { SERVER_TIMEOUTS } from '../../src/http/server-limits.js';
 import { closeAll, type Harness, harness } from '../support/service-harness.js';
 import { until } from '../support/until.js';
 
