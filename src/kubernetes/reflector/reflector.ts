@@ -20,11 +20,11 @@
  *   cursor, so a quiet watch resumes near the present instead of from an expiring version.
  * - `stats().healthy` is `PodSourceStats.healthy` (../../model/pod-source-stats.ts has the one
  *   definition): a WATCH that proved itself, or a synced stream recovering with progress for
- *   under 30 s.
+ *   under 30 s, as ./reflector-health.ts decides it from what this machine reports.
  *
  * Size: one state machine (list, watch-list, watch, backoff) whose states share the cursor, the
- * stats and the stream's lifetime; its pure parts (failure classification, retry policy) are files
- * of their own.
+ * stats and the stream's lifetime; the parts fed what it does are files of their own: failure
+ * classification, retry policy, health, a long read's progress lines.
  */
 
 import { podKey } from '../../model/pod.js';
@@ -47,6 +47,7 @@ import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
 import type { WatchFrame } from '../codec/watch-framing.js';
 import type { ListPodsOptions, PodApi, PodList, WatchStream } from '../resources/pod-api.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
+import { ListProgressLog } from './list-progress-log.js';
 import {
   classifyFailure,
   describeFailure,
@@ -55,6 +56,7 @@ import {
   type RequestPhase,
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
+import { ReflectorHealth } from './reflector-health.js';
 import { compareResourceVersions } from './resource-version.js';
 
 /**
@@ -126,9 +128,6 @@ export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
  * Eight: longer than any replay of a few copies, a few seconds of a busy watch's events.
  */
 export const STALE_FRAMES_BEFORE_RELIST = 8;
-
-/** A long LIST logs its progress (pages, pods) at most this often, at info level. */
-export const LIST_PROGRESS_LOG_INTERVAL_MS = 2_000;
 
 /** Options of `KubernetesReflector`; the constructor throws `RangeError` on bad numbers. */
 export interface KubernetesReflectorOptions {
@@ -333,21 +332,13 @@ export class KubernetesReflector {
   #outOfScopeLogged = false;
   /** The first fallback is logged at warn, later ones at debug: once per reflector. */
   #fallbackLogged = false;
-  readonly #unhealthyAfterMs: number;
-  /**
-   * The running stream has been in steady state: a LIST published, then a WATCH proven. From then
-   * on it serves a view, stale or not, and failures are tolerated for `unhealthyAfterMs`.
-   */
-  #established = false;
-  /** The running WATCH delivered a frame or stayed open `WATCH_HEALTHY_AFTER_MS`. */
-  #watchProven = false;
+  /** Whether the running stream is healthy (./reflector-health.ts), fed as things happen. */
+  readonly #health: ReflectorHealth;
   /**
    * A WATCH proved itself since the stream's last LIST began: its cursor was live, so a 410 on it
    * is news (a compaction, an API server restart) and is relisted at once.
    */
   #cursorProven = false;
-  /** Clock time of the last good progress: a completed LIST, a proven WATCH, a frame. */
-  #lastProgressAt: number | undefined;
   /** Aborts the pending timer that re-evaluates health when the grace after progress runs out. */
   #staleTimer: AbortController | undefined;
 
@@ -367,10 +358,11 @@ export class KubernetesReflector {
     if (!(this.#initialEventsDeadlineMs > 0)) {
       throw new RangeError('initialEventsDeadlineMs must be positive');
     }
-    this.#unhealthyAfterMs = options.unhealthyAfterMs ?? DEFAULT_UNHEALTHY_AFTER_MS;
-    if (!(this.#unhealthyAfterMs >= 0)) {
+    const unhealthyAfterMs = options.unhealthyAfterMs ?? DEFAULT_UNHEALTHY_AFTER_MS;
+    if (!(unhealthyAfterMs >= 0)) {
       throw new RangeError('unhealthyAfterMs must not be negative');
     }
+    this.#health = new ReflectorHealth(unhealthyAfterMs);
     if (this.#watchTimeoutSeconds !== undefined && !(this.#watchTimeoutSeconds >= 1)) {
       throw new RangeError('watchTimeoutSeconds must be at least 1');
     }
@@ -448,9 +440,7 @@ export class KubernetesReflector {
         }
       }
     } finally {
-      this.#established = false;
-      this.#watchProven = false;
-      this.#lastProgressAt = undefined;
+      this.#health.hear({ kind: 'stopped' }, this.#clock.now());
       this.#stats.healthy = false;
       this.#enter('stopped');
     }
@@ -463,8 +453,11 @@ export class KubernetesReflector {
   ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
     const progress = this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
-    const listStartedAt = this.#clock.now();
-    let loggedAt = listStartedAt;
+    const progressLog = new ListProgressLog(
+      this.#logger,
+      'reflector LIST in progress',
+      this.#clock.now(),
+    );
     let list: PodList;
     /** The API reported the LIST's pages: their strangers were dropped and counted as they came. */
     let pagesReported = false;
@@ -482,14 +475,7 @@ export class KubernetesReflector {
             pages,
           );
           this.#notify();
-          const now = this.#clock.now();
-          if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
-            loggedAt = now;
-            this.#logger.info(
-              { pages, pods, elapsedMs: Math.round(now - listStartedAt) },
-              'reflector LIST in progress',
-            );
-          }
+          progressLog.heard(pages, pods, this.#clock.now());
         },
       });
     } catch (error) {
@@ -535,7 +521,11 @@ export class KubernetesReflector {
     this.#stats.watchOpens += 1;
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
-    let loggedAt = listStartedAt;
+    const progressLog = new ListProgressLog(
+      this.#logger,
+      'reflector watch-list in progress',
+      listStartedAt,
+    );
     let stream: WatchStream | undefined;
     let handedOn = false;
     // The deadline for the initial-events-end bookmark: it runs from the request, and every
@@ -631,14 +621,7 @@ export class KubernetesReflector {
           batch = [...objects.values()];
           page = 0;
         }
-        const now = this.#clock.now();
-        if (now - loggedAt >= LIST_PROGRESS_LOG_INTERVAL_MS) {
-          loggedAt = now;
-          this.#logger.info(
-            { pages: page, pods: objects.size, elapsedMs: Math.round(now - listStartedAt) },
-            'reflector watch-list in progress',
-          );
-        }
+        progressLog.heard(page, objects.size, this.#clock.now());
       }
     } catch (error) {
       if (signal.aborted) return STOPPED;
@@ -783,11 +766,10 @@ export class KubernetesReflector {
       // the cursor live. An accepted WATCH alone proves nothing (a server or proxy that ends it
       // at once accepted it too), and neither does an ERROR frame.
       const proven = (): void => {
-        this.#watchProven = true;
-        this.#established = true;
+        this.#health.hear({ kind: 'watch-proven' }, this.#clock.now());
         this.#cursorProven = true;
         backoff.reset();
-        this.#progress(signal);
+        this.#updateHealth(signal);
       };
       if (scope.proven) proven();
       else this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
@@ -800,7 +782,7 @@ export class KubernetesReflector {
         if (reading.kind === 'bookmark') this.#bookmarksSeen = true;
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
-        if (!this.#watchProven && reading.kind !== 'failure') proven();
+        if (!this.#health.watchProven && reading.kind !== 'failure') proven();
         this.#countFrame(reading.type);
         switch (reading.kind) {
           case 'change':
@@ -869,8 +851,10 @@ export class KubernetesReflector {
       await watchdog.release();
       // A proven watch was good until this moment: the grace for what follows starts now. A
       // stalled one was good only until its last frame, long enough ago that readiness falls now.
-      if (this.#watchProven) this.#lastProgressAt = stalled ? lastFrameAt : this.#clock.now();
-      this.#watchProven = false;
+      this.#health.hear(
+        stalled ? { kind: 'watch-ended', lastProgressAt: lastFrameAt } : { kind: 'watch-ended' },
+        this.#clock.now(),
+      );
       this.#updateHealth(signal);
     }
   }
@@ -1029,28 +1013,22 @@ export class KubernetesReflector {
 
   /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
   #progress(signal: AbortSignal): void {
-    this.#lastProgressAt = this.#clock.now();
+    this.#health.hear({ kind: 'progress' }, this.#clock.now());
     this.#updateHealth(signal);
   }
 
   /**
-   * `healthy` = the WATCH is proven now, or the stream is established (it has been in steady
-   * state) and made good progress within `unhealthyAfterMs` — a relist or a reconnect under way.
-   * In the second case a timer re-evaluates when that grace runs out (later progress just moves
-   * the deadline, found when it fires), so health falls without any event.
+   * Publishes the health record's answer now (./reflector-health.ts). When it is healthy only by
+   * the grace after progress, a timer asks again when that grace runs out (later progress just
+   * moves the deadline, found when it fires), so health falls without any event.
    */
   #updateHealth(signal: AbortSignal): void {
-    const now = this.#clock.now();
-    const graceLeft =
-      this.#established && this.#lastProgressAt !== undefined
-        ? this.#lastProgressAt + this.#unhealthyAfterMs - now
-        : 0;
-    const healthy = this.#watchProven || graceLeft > 0;
+    const { healthy, recheckInMs } = this.#health.at(this.#clock.now());
     if (healthy !== this.#stats.healthy) {
       this.#stats.healthy = healthy;
       this.#notify();
     }
-    if (this.#watchProven || !healthy || signal.aborted) {
+    if (recheckInMs === undefined || signal.aborted) {
       this.#staleTimer?.abort();
       this.#staleTimer = undefined;
       return;
@@ -1058,7 +1036,7 @@ export class KubernetesReflector {
     if (this.#staleTimer) return;
     const timer = new AbortController();
     this.#staleTimer = timer;
-    this.#clock.sleep(graceLeft, AbortSignal.any([signal, timer.signal])).then(
+    this.#clock.sleep(recheckInMs, AbortSignal.any([signal, timer.signal])).then(
       () => {
         if (this.#staleTimer === timer) this.#staleTimer = undefined;
         this.#updateHealth(signal);

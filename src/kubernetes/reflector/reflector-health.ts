@@ -1,0 +1,84 @@
+/**
+ * Whether a reflector stream is healthy (`PodSourceStats.healthy`, whose one definition is in
+ * ../../model/pod-source-stats.ts), as a pure record fed what happened and when, like
+ * ./backoff.ts: the state machine in ./reflector.ts reports progress and the WATCH's fate, asks
+ * `at(now)`, and keeps the one timer that re-asks when the answer may change by itself.
+ *
+ * Healthy = the WATCH is proven now, or the stream is established (it has been in steady state)
+ * and made good progress within `unhealthyAfterMs` — a relist or a reconnect under way.
+ */
+
+/** What the state machine tells the health record. */
+export type HealthEvent =
+  /** Good progress: a LIST completed, a WATCH proved itself or delivered a frame. */
+  | { kind: 'progress' }
+  /** The WATCH proved itself: the stream is in steady state from now on. */
+  | { kind: 'watch-proven' }
+  /**
+   * The WATCH ended. `lastProgressAt`: when it last made progress, if it was proven (a stalled
+   * one's last frame, else now); the grace for recovery runs from there.
+   */
+  | { kind: 'watch-ended'; lastProgressAt?: number }
+  /** The stream stopped: nothing it did counts any more. */
+  | { kind: 'stopped' };
+
+/** The answer at one moment. */
+export interface HealthReading {
+  healthy: boolean;
+  /**
+   * In how long the answer falls by itself (the grace after progress runs out), when it is
+   * healthy only by that grace; absent when only an event can change it.
+   */
+  recheckInMs?: number;
+}
+
+/** One stream's health record: told what happened (`hear`), asked what it makes of it (`at`). */
+export class ReflectorHealth {
+  readonly #unhealthyAfterMs: number;
+  /** The stream has been in steady state: a LIST published, then a WATCH proven. */
+  #established = false;
+  /** The running WATCH delivered a frame or stayed open long enough. */
+  #watchProven = false;
+  /** Clock time of the last good progress. */
+  #lastProgressAt: number | undefined;
+
+  constructor(unhealthyAfterMs: number) {
+    this.#unhealthyAfterMs = unhealthyAfterMs;
+  }
+
+  /** The running WATCH proved itself and has not ended. */
+  get watchProven(): boolean {
+    return this.#watchProven;
+  }
+
+  hear(event: HealthEvent, now: number): void {
+    switch (event.kind) {
+      case 'progress':
+        this.#lastProgressAt = now;
+        return;
+      case 'watch-proven':
+        this.#watchProven = true;
+        this.#established = true;
+        this.#lastProgressAt = now;
+        return;
+      case 'watch-ended':
+        if (this.#watchProven) this.#lastProgressAt = event.lastProgressAt ?? now;
+        this.#watchProven = false;
+        return;
+      case 'stopped':
+        this.#established = false;
+        this.#watchProven = false;
+        this.#lastProgressAt = undefined;
+        return;
+    }
+  }
+
+  at(now: number): HealthReading {
+    if (this.#watchProven) return { healthy: true };
+    const graceLeft =
+      this.#established && this.#lastProgressAt !== undefined
+        ? this.#lastProgressAt + this.#unhealthyAfterMs - now
+        : 0;
+    return graceLeft > 0 ? { healthy: true, recheckInMs: graceLeft } : { healthy: false };
+  }
+}
