@@ -22,9 +22,9 @@
  *   definition): a WATCH that proved itself, or a synced stream recovering with progress for
  *   under 30 s, as ./reflector-health.ts decides it from what this machine reports.
  *
- * Size: one state machine (list, watch-list, watch, backoff) whose states share the cursor, the
- * stats and the stream's lifetime; the parts fed what it does are files of their own: failure
- * classification, retry policy, health, a long read's progress lines.
+ * Size: one state machine (list, watch-list, watch, backoff) whose states share the cursor and the
+ * stream's lifetime; the parts fed what it does are files of their own: failure classification,
+ * retry policy, health, stats, a long read's progress lines.
  */
 
 import { podKey } from '../../model/pod.js';
@@ -32,8 +32,6 @@ import {
   DEFAULT_INITIAL_LIST,
   type DropReason,
   type InitialListMode,
-  initialReflectorStats,
-  type ListProgress,
   type PodSourceStats,
   type ReflectorPhase,
 } from '../../model/pod-source-stats.js';
@@ -43,7 +41,7 @@ import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { ApiConnectionError, ApiStatusError, MalformedListError } from '../client/api-errors.js';
 import { IdleWatchdog } from '../client/idle-watchdog.js';
 import type { EncodedPod } from '../codec/encoded-pod.js';
-import { frameTypeKey, readFrame } from '../codec/watch-frame-parser.js';
+import { readFrame } from '../codec/watch-frame-parser.js';
 import type { WatchFrame } from '../codec/watch-framing.js';
 import type { ListPodsOptions, PodApi, PodList, WatchStream } from '../resources/pod-api.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
@@ -57,6 +55,7 @@ import {
   SHORT_WATCH_MS,
 } from './reflector-failure.js';
 import { ReflectorHealth } from './reflector-health.js';
+import { ReflectorStats } from './reflector-stats.js';
 import { compareResourceVersions } from './resource-version.js';
 
 /**
@@ -325,7 +324,8 @@ export class KubernetesReflector {
   readonly #logger: Logger;
   readonly #onStatsChange: () => void;
   readonly #onListPage: ((pods: readonly EncodedPod[], page: number) => void) | undefined;
-  readonly #stats: PodSourceStats;
+  /** What the stream counts (./reflector-stats.ts), fed each step. */
+  readonly #stats: ReflectorStats;
   /** What `listing` does now: the option, until the server shows it cannot serve watch-list. */
   #initialList: InitialListMode;
   /** The first out-of-scope event is logged at warn, later ones at debug: once per reflector. */
@@ -376,7 +376,7 @@ export class KubernetesReflector {
     this.#onStatsChange = options.onStatsChange ?? (() => {});
     this.#onListPage = options.onListPage;
     this.#initialList = options.initialList ?? DEFAULT_INITIAL_LIST;
-    this.#stats = initialReflectorStats(this.#initialList);
+    this.#stats = new ReflectorStats(this.#initialList, () => this.#onStatsChange());
   }
 
   /**
@@ -390,13 +390,7 @@ export class KubernetesReflector {
 
   /** A snapshot: counters since this reflector was made, the phase and cursor of its stream. */
   stats(): PodSourceStats {
-    return {
-      ...this.#stats,
-      relists: { ...this.#stats.relists },
-      events: { ...this.#stats.events },
-      droppedEvents: { ...this.#stats.droppedEvents },
-      ...(this.#stats.listProgress ? { listProgress: { ...this.#stats.listProgress } } : {}),
-    };
+    return this.#stats.snapshot();
   }
 
   #open(): AsyncIterator<SourceEvent<EncodedPod>> {
@@ -441,7 +435,7 @@ export class KubernetesReflector {
       }
     } finally {
       this.#health.hear({ kind: 'stopped' }, this.#clock.now());
-      this.#stats.healthy = false;
+      this.#stats.hear({ kind: 'healthy', healthy: false }, this.#wallClock());
       this.#enter('stopped');
     }
   }
@@ -451,7 +445,7 @@ export class KubernetesReflector {
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
-    const progress = this.#beginWholeRead();
+    this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const progressLog = new ListProgressLog(
       this.#logger,
@@ -467,26 +461,25 @@ export class KubernetesReflector {
         limit: this.#listPageSize,
         maxPageBytes: this.#maxListPageBytes,
         onPage: ({ pages, pods }, items) => {
-          progress.pages = pages;
-          progress.pods = pods;
+          // Counted before the page is handed on: what it carries (a chunk) shows it.
+          this.#stats.hear({ kind: 'pages', pages, pods }, this.#wallClock());
           pagesReported = true;
           this.#onListPage?.(
             items.filter((pod) => !this.#outOfScope(podKey(pod), 'list')),
             pages,
           );
-          this.#notify();
           progressLog.heard(pages, pods, this.#clock.now());
         },
       });
     } catch (error) {
-      delete this.#stats.listProgress;
+      this.#stats.hear({ kind: 'whole-read-ended' }, this.#wallClock());
       if (signal.aborted) return STOPPED;
       const failure = this.#requestFailure(watchdog, error);
       return this.#act('list', failure, undefined, backoff);
     } finally {
       await watchdog.release();
     }
-    delete this.#stats.listProgress;
+    this.#stats.hear({ kind: 'whole-read-ended' }, this.#wallClock());
     const objects = new Map<ObjectKey, EncodedPod>();
     for (const pod of list.pods) {
       const key = podKey(pod);
@@ -517,8 +510,8 @@ export class KubernetesReflector {
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
-    const progress = this.#beginWholeRead();
-    this.#stats.watchOpens += 1;
+    this.#beginWholeRead();
+    this.#stats.hear({ kind: 'watch-opened' }, this.#wallClock());
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const listStartedAt = this.#clock.now();
     const progressLog = new ListProgressLog(
@@ -558,11 +551,9 @@ export class KubernetesReflector {
       const flush = (): void => {
         if (batch.length === 0) return;
         page += 1;
-        progress.pages = page;
-        progress.pods = objects.size;
+        this.#stats.hear({ kind: 'pages', pages: page, pods: objects.size }, this.#wallClock());
         this.#onListPage?.(batch, page);
         batch = [];
-        this.#notify();
       };
       for (;;) {
         const next = await frames.next();
@@ -591,7 +582,7 @@ export class KubernetesReflector {
           }
           initialPhase.abort();
           flush();
-          delete this.#stats.listProgress;
+          this.#stats.hear({ kind: 'whole-read-ended' }, this.#wallClock());
           const cursor = this.#wholeReadDone(reading.resourceVersion);
           this.#logger.debug(
             { pods: objects.size, resourceVersion: cursor, pages: page },
@@ -627,7 +618,7 @@ export class KubernetesReflector {
       if (signal.aborted) return STOPPED;
       const reason: unknown = watchdog.signal.reason;
       if (reason instanceof InitialEventsTimeoutError) {
-        this.#stats.initialEventsTimeouts += 1;
+        this.#stats.hear({ kind: 'initial-events-timeout' }, this.#wallClock());
         return this.#fallBack(reason.message, false);
       }
       const failure = this.#requestFailure(watchdog, error);
@@ -641,7 +632,7 @@ export class KubernetesReflector {
     } finally {
       initialPhase.abort();
       if (!handedOn) {
-        delete this.#stats.listProgress;
+        this.#stats.hear({ kind: 'whole-read-ended' }, this.#wallClock());
         stream?.close();
         await watchdog.release();
         this.#updateHealth(signal);
@@ -655,12 +646,8 @@ export class KubernetesReflector {
    * not serve watch-list. Logged at warn once, then at debug.
    */
   #fallBack(why: string, forGood: boolean): State {
-    this.#stats.watchListFallbacks += 1;
-    this.#stats.lastError = `watch-list: ${why}`;
-    if (forGood) {
-      this.#initialList = 'list';
-      this.#stats.initialList = 'list';
-    }
+    if (forGood) this.#initialList = 'list';
+    this.#stats.hear({ kind: 'watch-list-fallback', why, forGood }, this.#wallClock());
     const entry = { error: why, forGood };
     const message = forGood
       ? 'reflector: the API server does not serve watch-list; using LIST + WATCH'
@@ -668,7 +655,6 @@ export class KubernetesReflector {
     if (this.#fallbackLogged) this.#logger.debug(entry, message);
     else this.#logger.warn(entry, message);
     this.#fallbackLogged = true;
-    this.#notify();
     return { kind: 'list-once' };
   }
 
@@ -678,7 +664,7 @@ export class KubernetesReflector {
     signal: AbortSignal,
     backoff: Backoff,
   ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
-    this.#stats.watchOpens += 1;
+    this.#stats.hear({ kind: 'watch-opened' }, this.#wallClock());
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     let stream: WatchStream;
@@ -812,7 +798,10 @@ export class KubernetesReflector {
                 { error: describeFailure(reading.failure), resourceVersion: action.advanceTo },
                 'reflector skipped an unreadable pod frame',
               );
-              this.#stats.lastError = describeFailure(reading.failure);
+              this.#stats.hear(
+                { kind: 'error', message: describeFailure(reading.failure) },
+                this.#wallClock(),
+              );
               if (!stale(action.advanceTo)) position = this.#setCursor(action.advanceTo);
               break;
             }
@@ -840,7 +829,7 @@ export class KubernetesReflector {
       const failure = this.#requestFailure(watchdog, error);
       if (failure.kind === 'stalled') {
         stalled = true;
-        this.#stats.stalledWatches += 1;
+        this.#stats.hear({ kind: 'stalled-watch' }, this.#wallClock());
       }
       return this.#act('watch', failure, position, backoff);
     } finally {
@@ -957,7 +946,7 @@ export class KubernetesReflector {
         if (failure.kind === 'ended') {
           this.#logger.debug({ resourceVersion: position }, 'reflector watch ended; reconnecting');
         } else {
-          this.#stats.lastError = description;
+          this.#stats.hear({ kind: 'error', message: description }, this.#wallClock());
           this.#logger.warn(
             { error: description, resourceVersion: position },
             'reflector watch failed; reconnecting from the cursor',
@@ -966,10 +955,8 @@ export class KubernetesReflector {
         break;
       case 'relist':
         // A LIST retried before any LIST completed is still the first LIST, not a relist.
-        if (this.#stats.lists > 0) {
-          this.#stats.relists[action.reason] = (this.#stats.relists[action.reason] ?? 0) + 1;
-        }
-        this.#stats.lastError = description;
+        this.#stats.hear({ kind: 'relist', reason: action.reason }, this.#wallClock());
+        this.#stats.hear({ kind: 'error', message: description }, this.#wallClock());
         this.#setCursor(undefined);
         this.#logger.warn({ error: description, reason: action.reason }, 'reflector will relist');
         next = { kind: 'listing' };
@@ -990,13 +977,9 @@ export class KubernetesReflector {
   }
 
   /** A LIST or a watch-list begins: no cursor, none proven, progress from zero. */
-  #beginWholeRead(): ListProgress {
-    this.#setCursor(undefined);
+  #beginWholeRead(): void {
     this.#cursorProven = false;
-    const progress: ListProgress = { pages: 0, pods: 0, startedAtMs: this.#wallClock() };
-    this.#stats.listProgress = progress;
-    this.#enter('listing');
-    return progress;
+    this.#stats.hear({ kind: 'whole-read-begun' }, this.#wallClock());
   }
 
   /**
@@ -1004,11 +987,8 @@ export class KubernetesReflector {
    * is what `..._lists_total` reports), and the cursor is its version.
    */
   #wholeReadDone(resourceVersion: string): string {
-    this.#stats.lists += 1;
-    const now = this.#wallClock();
-    this.#stats.lastSyncAtMs = now;
-    this.#stats.lastEventAtMs = now;
-    return this.#setCursor(resourceVersion);
+    this.#stats.hear({ kind: 'whole-read-done', resourceVersion }, this.#wallClock());
+    return resourceVersion;
   }
 
   /** Good progress now: a LIST completed, a WATCH proved itself or delivered a frame. */
@@ -1024,10 +1004,7 @@ export class KubernetesReflector {
    */
   #updateHealth(signal: AbortSignal): void {
     const { healthy, recheckInMs } = this.#health.at(this.#clock.now());
-    if (healthy !== this.#stats.healthy) {
-      this.#stats.healthy = healthy;
-      this.#notify();
-    }
+    this.#stats.hear({ kind: 'healthy', healthy }, this.#wallClock());
     if (recheckInMs === undefined || signal.aborted) {
       this.#staleTimer?.abort();
       this.#staleTimer = undefined;
@@ -1057,22 +1034,18 @@ export class KubernetesReflector {
   }
 
   #enter(phase: ReflectorPhase): void {
-    this.#stats.phase = phase;
-    this.#notify();
+    this.#stats.hear({ kind: 'phase', phase }, this.#wallClock());
   }
 
   #setCursor(cursor: string): string;
   #setCursor(cursor: undefined): undefined;
   #setCursor(cursor: string | undefined): string | undefined {
-    if (cursor === undefined) delete this.#stats.cursor;
-    else this.#stats.cursor = cursor;
-    this.#notify();
+    this.#stats.hear({ kind: 'cursor', cursor }, this.#wallClock());
     return cursor;
   }
 
   #countBytes(count: number): void {
-    this.#stats.bytesDecoded += count;
-    this.#notify();
+    this.#stats.hear({ kind: 'bytes', count }, this.#wallClock());
   }
 
   /**
@@ -1120,18 +1093,10 @@ export class KubernetesReflector {
   }
 
   #countDrop(reason: DropReason): void {
-    this.#stats.droppedEvents[reason] = (this.#stats.droppedEvents[reason] ?? 0) + 1;
-    this.#notify();
+    this.#stats.hear({ kind: 'dropped', reason }, this.#wallClock());
   }
 
   #countFrame(type: string): void {
-    const key = frameTypeKey(type);
-    this.#stats.events[key] = (this.#stats.events[key] ?? 0) + 1;
-    this.#stats.lastEventAtMs = this.#wallClock();
-    this.#notify();
-  }
-
-  #notify(): void {
-    this.#onStatsChange();
+    this.#stats.hear({ kind: 'frame', type }, this.#wallClock());
   }
 }
