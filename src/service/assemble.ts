@@ -32,7 +32,6 @@ import type { ParentKey } from '../runtime/source-event.js';
 import { DEFAULT_SINK_MODE, type Sink, type SinkEvent, type SinkMode } from '../sinks/sink.js';
 import { sinkBackoffMaxMs } from '../sinks/target-backoff.js';
 import { ActingTerm } from './acting-term.js';
-import { CapacityAnnouncer } from './capacity-announcer.js';
 import { CellBodies } from './cell-bodies.js';
 import { CellHealthMetrics, type EventDropCause } from './cell-health-metrics.js';
 import { ChangeFanOut } from './change-fan-out.js';
@@ -288,38 +287,31 @@ export function assembleService(options: AssembleOptions): PoolService {
         acting: () => routing.acting,
       })
     : undefined;
-  const announcer = new CapacityAnnouncer({
+  const fanOut = new ChangeFanOut({
+    capacity,
     cells,
     registry,
-    capacity,
+    metrics,
     publish,
     kubernetesEvents,
+    gate,
+    routing,
     logger,
   });
+  handlers.add(fanOut);
   const workloadLoop: ReconcileLoop<Workload> | undefined = workloadSource
     ? new ReconcileLoop<Workload>({
         source: workloadSource.source,
         keyMap: (workload) => `${workload.namespace}/${workload.name}`,
         reconcile: async (key) => {
           const [workload] = workloadLoop?.getByParent(key) ?? [];
-          announcer.announce(capacity.setWorkload(key, workload));
+          fanOut.workloadChanged(key, workload);
         },
         ...resync,
         clock,
         logger,
       })
     : undefined;
-  handlers.add(
-    new ChangeFanOut({
-      capacity,
-      announcer,
-      metrics,
-      publish,
-      kubernetesEvents,
-      gate,
-      routing,
-    }),
-  );
 
   // Who acts, and when: leadership's hooks and the sync gate both go to the acting term.
   const acting = new ActingTerm({
@@ -365,11 +357,8 @@ export function assembleService(options: AssembleOptions): PoolService {
     workloadSource,
     workloadLoop,
     registry,
-    capacity,
     cells,
     metrics,
-    coordinationMetrics,
-    cellHealthMetrics,
     bus,
     eventStreams,
     publish,

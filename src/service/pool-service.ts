@@ -19,7 +19,6 @@ import type { PodSourceStats } from '../model/pod-source-stats.js';
 import type { Workload, WorkloadSource } from '../model/workload.js';
 import type { CellRegistry } from '../pools/cell-registry.js';
 import type { PoolLabels } from '../pools/labels.js';
-import type { PoolCapacityTracker } from '../pools/pool-capacity.js';
 import type { Clock } from '../runtime/clock.js';
 import type { Logger } from '../runtime/logger.js';
 import type { ReconcileLoop, ReconcileLoopState } from '../runtime/reconcile-loop.js';
@@ -30,7 +29,6 @@ import { type AdminDecision, type AdminRequestHeaders, authorizeAdmin } from './
 import type { KubernetesEventRecorder } from './assemble.js';
 import { type BuildInfo, buildInfo } from './build-info.js';
 import type { CellBodies } from './cell-bodies.js';
-import type { CellHealthMetrics } from './cell-health-metrics.js';
 import type {
   CellResolution,
   CellScope,
@@ -40,7 +38,6 @@ import type {
   SinkSettingsView,
   StoreSnapshot,
 } from './control-plane.js';
-import type { CoordinationMetrics } from './coordination-metrics.js';
 import type { EventStreams } from './event-stream.js';
 import type { HealthEndpoint } from './health.js';
 import type { Leadership, LeadershipView } from './leadership.js';
@@ -63,11 +60,8 @@ export interface PoolServiceParts {
   /** The workloads' own loop, keyed `namespace/name` (the pool's key); none without a source. */
   workloadLoop: ReconcileLoop<Workload> | undefined;
   registry: CellRegistry;
-  capacity: PoolCapacityTracker;
   cells: CellBodies;
   metrics: ServiceMetrics;
-  coordinationMetrics: CoordinationMetrics;
-  cellHealthMetrics: CellHealthMetrics;
   bus: EventBus<ServiceEvent>;
   eventStreams: EventStreams;
   /** The bus with the metrics and handlers beside it: what `watch.state` events go through. */
@@ -95,16 +89,10 @@ export interface PoolServiceParts {
 export class PoolService implements ControlPlane {
   readonly sourceKind: SourceKind;
   readonly buildInfo: BuildInfo = buildInfo();
-  readonly labels: PoolLabels;
   /** The reconciled cells, written by the per-cell reconcile; read by the coordinator's render. */
   readonly registry: CellRegistry;
-  /** Each pool against its workload (pool-capacity.ts), fed by both loops. */
-  readonly capacity: PoolCapacityTracker;
   readonly cells: CellBodies;
   readonly metrics: ServiceMetrics;
-  readonly coordinationMetrics: CoordinationMetrics;
-  /** Readiness gate writes and Kubernetes Events. */
-  readonly cellHealthMetrics: CellHealthMetrics;
   readonly health: { healthz: HealthEndpoint; readyz: HealthEndpoint };
   /** Everything the service publishes; `GET /api/v1/events` streams it. */
   readonly bus: EventBus<ServiceEvent>;
@@ -126,13 +114,9 @@ export class PoolService implements ControlPlane {
   constructor(parts: PoolServiceParts) {
     this.#parts = parts;
     this.sourceKind = parts.sourceKind;
-    this.labels = parts.labels;
     this.registry = parts.registry;
-    this.capacity = parts.capacity;
     this.cells = parts.cells;
     this.metrics = parts.metrics;
-    this.coordinationMetrics = parts.coordinationMetrics;
-    this.cellHealthMetrics = parts.cellHealthMetrics;
     this.bus = parts.bus;
     this.eventStreams = parts.eventStreams;
     this.#loop = parts.loop;
