@@ -9,7 +9,8 @@
  * pods, with `--pool-label` set to the LWS group key so that every group is a pool of its own:
  * 5,000 pools of one cell each. One cell is touched every `CHURN_INTERVAL_MS`, so the page does
  * have changes to render. For `BENCH_DURATION_S` (30 s) the clients loop on `/` and `/metrics`
- * (as fast as they are answered, without `Accept-Encoding`, as `curl` asks), while a prober in its own process asks `/healthz` on
+ * (as fast as they are answered, without `Accept-Encoding` as `curl` asks, or with gzip under
+ * `--gzip` as browsers and Prometheus ask), while a prober in its own process asks `/healthz` on
  * the probe listener and the main one; before that, for 10 s, the same without the looping
  * clients, as a control.
  *
@@ -44,6 +45,11 @@ const POOL_LABEL = 'leaderworkerset.sigs.k8s.io/group-key';
 const RSS_TARGET_MIB = CHART_MEMORY_LIMIT_MIB;
 const PROBE_P99_TARGET_MS = 50;
 const strict = process.argv.includes('--strict');
+/**
+ * `--gzip`: the looping clients send `Accept-Encoding: gzip`, as browsers and Prometheus do; by
+ * default they do not, as `curl` without `--compressed` (the hostile case: every byte sent).
+ */
+const acceptGzip = process.argv.includes('--gzip');
 const MIB = 1024 * 1024;
 
 const fake = await FakeListServer.start({ pods: PODS });
@@ -64,7 +70,7 @@ const sizes = await Promise.all(
   ),
 );
 console.log(
-  `\nworld: ${POOLS.toLocaleString('en-US')} pools (${PODS.toLocaleString('en-US')} pods), one cell touched every ${CHURN_INTERVAL_MS} ms; ${PAGE_CLIENTS} clients looping on / (${(sizes[0]! / MIB).toFixed(1)} MiB) and ${METRICS_CLIENTS} on /metrics (${(sizes[1]! / MIB).toFixed(1)} MiB); ${DURATION_S} s; heap cap ${DEPLOYED_HEAP_MIB} MiB`,
+  `\nworld: ${POOLS.toLocaleString('en-US')} pools (${PODS.toLocaleString('en-US')} pods), one cell touched every ${CHURN_INTERVAL_MS} ms; ${PAGE_CLIENTS} clients looping on / (${(sizes[0]! / MIB).toFixed(1)} MiB) and ${METRICS_CLIENTS} on /metrics (${(sizes[1]! / MIB).toFixed(1)} MiB); ${DURATION_S} s; heap cap ${DEPLOYED_HEAP_MIB} MiB; ${acceptGzip ? 'clients accept gzip' : 'no Accept-Encoding'}`,
 );
 
 let step = 0;
@@ -128,7 +134,12 @@ const loaded = await probed(
         ['/metrics', METRICS_CLIENTS],
       ] as const
     ).map(([path, connections]) =>
-      autocannon({ url: `${base}${path}`, connections, duration: DURATION_S }),
+      autocannon({
+        url: `${base}${path}`,
+        connections,
+        duration: DURATION_S,
+        ...(acceptGzip ? { headers: { 'accept-encoding': 'gzip' } } : {}),
+      }),
     ),
   ),
 );

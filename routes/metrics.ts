@@ -48,7 +48,7 @@ export const metricsRoutes: FastifyPluginAsyncZod<MetricsRoutesOptions> = async 
       schema: {
         operationId: 'getMetrics',
         summary: 'Prometheus metrics',
-        description: `controller-runtime's controller and workqueue metrics, the reflector's and the pools' own, and process metrics. Rendered at most once every ${METRICS_CACHE_MS / 1000} s and served from that render in between, with an \`ETag\` (\`If-None-Match\` → 304); at most 16 responses are sent at once (503 with \`Retry-After\` beyond).`,
+        description: `controller-runtime's controller and workqueue metrics, the reflector's and the pools' own, and process metrics. Rendered at most once every ${METRICS_CACHE_MS / 1000} s and served from that render in between, gzipped (once per render) when \`Accept-Encoding\` allows, with an \`ETag\` (\`If-None-Match\` → 304); at most 16 responses are sent at once (503 with \`Retry-After\` beyond).`,
         tags: ['observability'],
         response: {
           200: {
