@@ -29,6 +29,8 @@ export type {
   ReflectorPhase,
   RelistReason,
 } from '../model/pod-source-stats.js';
+// The list `InitialListMode` is derived from, so the type's documentation can name it.
+export { INITIAL_LIST_MODES } from '../model/pod-source-stats.js';
 export * from '../runtime/index.js';
 export {
   type ApiConnection,
