@@ -20,7 +20,7 @@ import {
 } from './schemas.js';
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface CellsRoutesOptions {
+interface CellsRoutesOptions {
   plane: ControlPlane;
 }
 

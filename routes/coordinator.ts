@@ -49,7 +49,7 @@ export function coordinatorAnswer(plane: ControlPlane) {
 }
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface CoordinatorRoutesOptions {
+interface CoordinatorRoutesOptions {
   plane: ControlPlane;
 }
 

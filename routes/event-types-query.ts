@@ -11,12 +11,12 @@
  */
 
 /** Longest piece of a client's value quoted back in an error: enough to recognise it, bounded. */
-export const QUOTED_INPUT_LENGTH = 64;
+const QUOTED_INPUT_LENGTH = 64;
 /** Unknown entries named in one error; the rest are counted. */
 const QUOTED_ENTRIES = 3;
 
 /** `text` as a JSON string, cut to `QUOTED_INPUT_LENGTH` characters with the rest counted. */
-export function quoteInput(text: string): string {
+function quoteInput(text: string): string {
   if (text.length <= QUOTED_INPUT_LENGTH) return JSON.stringify(text);
   return `${JSON.stringify(text.slice(0, QUOTED_INPUT_LENGTH))}… (${text.length - QUOTED_INPUT_LENGTH} more characters)`;
 }
@@ -47,7 +47,7 @@ function trimSpaces(text: string): string {
  * The result of parsing `?types=`: the types in order, or a message the route sends as a 400, so a
  * typo is answered with what was wrong rather than an empty stream.
  */
-export type EventTypesParse = { ok: true; types: string[] } | { ok: false; message: string };
+type EventTypesParse = { ok: true; types: string[] } | { ok: false; message: string };
 
 /**
  * Parses `text` against `known`: the types named, in order, or a message saying what is wrong

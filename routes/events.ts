@@ -14,13 +14,13 @@ import { commonErrors, documentedPattern, errorSchema } from './schemas.js';
  * `Retry-After` seconds on the 503 beyond the stream cap: a few reconnect intervals (the
  * stream's `retry:` is 2 s), so clients waiting for a slot do not hammer the server.
  */
-export const EVENTS_RETRY_AFTER_S = 10;
+const EVENTS_RETRY_AFTER_S = 10;
 
 /** Why a stream's signal aborts: its client went away. */
 const CLIENT_GONE = new Error('the client closed the event stream');
 
 /** One message of the stream: every event the service sends has all three fields. */
-export const sseEventSchema = z.looseObject({
+const sseEventSchema = z.looseObject({
   id: z
     .string()
     .describe(
@@ -59,7 +59,7 @@ const lastEventIdQuery = z
  * The plugin's options: the control plane, and the event types `?types=` may name (the service
  * passes `SERVICE_EVENT_TYPES`, kept apart so this file imports no value from src/).
  */
-export interface EventsRoutesOptions {
+interface EventsRoutesOptions {
   plane: ControlPlane;
   /** The event types a client may ask for, for `?types=` validation. */
   eventTypes: readonly string[];

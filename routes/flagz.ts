@@ -9,7 +9,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, sourceKindSchema } from './schemas.js';
 
 /** The body of `GET /flagz`. */
-export const flagzSchema = z
+const flagzSchema = z
   .object({
     source: sourceKindSchema,
     flags: z
@@ -33,7 +33,7 @@ export const flagzSchema = z
   .describe("This process's effective flags and where each value came from.");
 
 /** The plugin's one option: the control plane, which holds the parsed flags. */
-export interface FlagzRoutesOptions {
+interface FlagzRoutesOptions {
   plane: ControlPlane;
 }
 

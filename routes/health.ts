@@ -13,7 +13,7 @@ import { HttpError } from './http-error.js';
 import { errorSchema } from './schemas.js';
 
 /** The plugin's one option: the control plane, whose health endpoints produce every report. */
-export interface HealthRoutesOptions {
+interface HealthRoutesOptions {
   plane: ControlPlane;
 }
 

@@ -4,7 +4,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { commonErrors, leaderSchema } from './schemas.js';
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface LeaderRoutesOptions {
+interface LeaderRoutesOptions {
   plane: ControlPlane;
 }
 

@@ -30,7 +30,7 @@ export function queueView(plane: ControlPlane): StatusQueue {
 }
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface QueueRoutesOptions {
+interface QueueRoutesOptions {
   plane: ControlPlane;
 }
 

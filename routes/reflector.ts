@@ -9,7 +9,7 @@ function rfc3339(epochMs: number | undefined): string | null {
 }
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface ReflectorRoutesOptions {
+interface ReflectorRoutesOptions {
   plane: ControlPlane;
 }
 

@@ -16,7 +16,7 @@ import { cellParams, commonErrors, errorSchema, namespaceQuery, requeueSchema } 
  * The plugin's one option: the control plane, which queues the reconciles and makes the admin
  * decision.
  */
-export interface RequeueRoutesOptions {
+interface RequeueRoutesOptions {
   plane: ControlPlane;
 }
 

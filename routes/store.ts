@@ -8,7 +8,7 @@ import type { ControlPlane } from '../src/service/control-plane.js';
 import { booleanQuery, commonErrors, storeSchema } from './schemas.js';
 
 /** The plugin's one option: the control plane, the only part of the service a route may read. */
-export interface StoreRoutesOptions {
+interface StoreRoutesOptions {
   plane: ControlPlane;
 }
 

@@ -163,7 +163,7 @@ export interface Config {
  * (lease > renew deadline > 1.2 × retry period), so a combination that could never work exits 2 at
  * start, naming the flags.
  */
-export interface LeaderElectionConfig {
+interface LeaderElectionConfig {
   /** `undefined`: on with the kubernetes source, off (the process leads alone) with the simulated one. */
   enabled: boolean | undefined;
   resourceName: string;

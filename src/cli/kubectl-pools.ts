@@ -14,7 +14,7 @@ import { type ApiConnection, loadApiConnection } from '../kubernetes/client/conn
 import { redactSecrets } from '../kubernetes/client/safe-error.js';
 
 /** The Service the chart and deploy/ create, and its port name. */
-export const DEFAULT_SERVICE = 'pool-controller:http';
+const DEFAULT_SERVICE = 'pool-controller:http';
 
 /** A proxied answer is a list of pools or cells: bounded like the API's own (8 MiB). */
 const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
@@ -23,7 +23,7 @@ const MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** The plugin's usage, printed by `--help` and after a usage error. */
-export const KUBECTL_POOLS_USAGE = `Usage: kubectl pools [cells] [-o wide|json] [-n NAMESPACE] [--service NAME:PORT]
+const KUBECTL_POOLS_USAGE = `Usage: kubectl pools [cells] [-o wide|json] [-n NAMESPACE] [--service NAME:PORT]
                     [--kubeconfig PATH] [--context NAME] [--url URL] [--pool POOL]
 
 Prints pool-controller's pools (or cells) as kubectl get does, read through the API server's
@@ -37,12 +37,12 @@ service proxy: GET /api/v1/namespaces/NAMESPACE/services/${DEFAULT_SERVICE}/prox
 `;
 
 /** A usage error: printed with the usage, exit 2. */
-export class PluginUsageError extends Error {
+class PluginUsageError extends Error {
   override readonly name = 'PluginUsageError';
 }
 
 /** What the command line asks for. */
-export interface PluginArgs {
+interface PluginArgs {
   what: 'pools' | 'cells';
   output: 'table' | 'wide' | 'json';
   namespace?: string | undefined;
@@ -182,7 +182,7 @@ interface ApiCell {
 }
 
 /** The table for an answer of `GET /api/v1/pools` or `/api/v1/cells`. */
-export function renderAnswer(args: PluginArgs, body: unknown, nowMs: number): string {
+function renderAnswer(args: PluginArgs, body: unknown, nowMs: number): string {
   if (args.output === 'json') return `${JSON.stringify(body, null, 2)}\n`;
   const wide = args.output === 'wide';
   if (args.what === 'pools') {
@@ -226,7 +226,7 @@ export function renderAnswer(args: PluginArgs, body: unknown, nowMs: number): st
 }
 
 /** The API path the arguments ask for. */
-export function apiPath(args: PluginArgs): string {
+function apiPath(args: PluginArgs): string {
   if (args.what === 'pools') return '/api/v1/pools';
   return args.pool === undefined
     ? '/api/v1/cells'
@@ -234,7 +234,7 @@ export function apiPath(args: PluginArgs): string {
 }
 
 /** What `runKubectlPools` reads and writes through; tests pass their own. */
-export interface PluginIo {
+interface PluginIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   /** The API server connection for the proxy path; default the kubeconfig's. */

@@ -75,7 +75,7 @@ export function serviceLoggerOptions(level: string, format: 'json' | 'pretty'): 
  * this key, which is not one of them, an error is a field like any other: JSON on the record's one
  * line, its stack's line breaks escaped as `\n`.
  */
-export const PRETTY_ERROR_KEY = 'error';
+const PRETTY_ERROR_KEY = 'error';
 
 /**
  * The pretty format's `formatters.log`: a record's `err` moves to `PRETTY_ERROR_KEY` (unless that

@@ -7,7 +7,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { ConfigError, envName } from './config.js';
 
 /** A secret read from a file, and what the caller should log about it (never the secret). */
-export interface SecretFile {
+interface SecretFile {
   secret: string;
   /** One line each, for the caller's `warn` log: e.g. a file other users may read. */
   warnings: string[];
@@ -53,7 +53,7 @@ const HEADER_SAFE = /^[\x21-\x7e]+$/;
  * Refused: an unreadable or empty file, invalid UTF-8, whitespace inside the secret, any character
  * outside visible ASCII. Warned about: a file its group or other users may read.
  */
-export async function readSecretFile(path: string, flagName: string): Promise<SecretFile> {
+async function readSecretFile(path: string, flagName: string): Promise<SecretFile> {
   const flag = `--${flagName} (${envName(flagName)})`;
   let bytes: Buffer;
   let mode: number;

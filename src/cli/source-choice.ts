@@ -43,7 +43,7 @@ export function realHostFacts(): HostFacts {
 }
 
 /** client-go's in-cluster test: the service host variable and the mounted token. */
-export function inCluster(facts: HostFacts): boolean {
+function inCluster(facts: HostFacts): boolean {
   return (
     Boolean(facts.env.KUBERNETES_SERVICE_HOST) && facts.exists(join(SERVICE_ACCOUNT_DIR, 'token'))
   );
@@ -115,10 +115,10 @@ async function ownNamespace(
 }
 
 /** Where the watched namespace came from, for the start-up log. */
-export type NamespaceOrigin = 'flag' | 'kubeconfig-context' | 'service-account' | 'default';
+type NamespaceOrigin = 'flag' | 'kubeconfig-context' | 'service-account' | 'default';
 
 /** The namespace to watch (`undefined`: all) and why, in one sentence for the start-up log. */
-export interface NamespaceChoice {
+interface NamespaceChoice {
   namespace: string | undefined;
   origin: NamespaceOrigin;
   reason: string;
@@ -135,7 +135,7 @@ function quoteContext(name: string): string {
 }
 
 /** kubectl's namespace when nothing names one. */
-export const DEFAULT_NAMESPACE = 'default';
+const DEFAULT_NAMESPACE = 'default';
 
 /**
  * The namespace to watch, by kubectl's rule: `--namespace` (`'*'`: all, only when asked), else

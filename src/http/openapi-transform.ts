@@ -21,7 +21,7 @@ import { apiSchemas } from '../../routes/schemas.js';
  * keeping what is registered there (ids, patterns). Walks zod's definitions generically (object
  * shapes, elements, options, inner types, pipes), so a new kind of wrapper needs nothing here.
  */
-export function registerDescriptions(value: unknown, seen = new Set<unknown>()): void {
+function registerDescriptions(value: unknown, seen = new Set<unknown>()): void {
   if (value === null || typeof value !== 'object' || seen.has(value)) return;
   seen.add(value);
   if (Array.isArray(value)) {

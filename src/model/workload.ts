@@ -19,7 +19,7 @@ import type { Source } from '../runtime/source-event.js';
 export const MAX_DESIRED_CELLS = 100_000;
 
 /** Conditions kept per workload: LWS sets three; more is not a LWS the controller understands. */
-export const MAX_WORKLOAD_CONDITIONS = 16;
+const MAX_WORKLOAD_CONDITIONS = 16;
 
 /** Longest condition message kept (characters): one line on a status page, not a log dump. */
 export const MAX_CONDITION_MESSAGE_LENGTH = 1_024;

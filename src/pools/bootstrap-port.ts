@@ -20,9 +20,7 @@ const PORT_PATTERN = /^[1-9][0-9]{0,4}$/;
 const MAX_PORT = 65_535;
 
 /** The port of one annotation value, or why it is not one. */
-export type BootstrapPortReading =
-  | { port: number }
-  | { port: undefined; problem: 'missing' | 'invalid' };
+type BootstrapPortReading = { port: number } | { port: undefined; problem: 'missing' | 'invalid' };
 
 /**
  * `value` as a bootstrap port: exactly the decimal digits of 1..65535, nothing around them (no

@@ -16,7 +16,7 @@ import type { PoolLabels } from './labels.js';
 import { boundPodText, MAX_POOL_NAME_LENGTH } from './pod-text.js';
 
 /** Zero-padding width of a cell index: 5 digits sorts 100,000 cells lexically in index order. */
-export const CELL_INDEX_DIGITS = 5;
+const CELL_INDEX_DIGITS = 5;
 
 /** Indices are small non-negative decimal integers; a sign, a fraction or a huge value is data corruption. */
 const INDEX_PATTERN = /^[0-9]{1,9}$/;

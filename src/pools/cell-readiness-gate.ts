@@ -13,7 +13,7 @@ import type { CellState } from './cell-state.js';
 export const DEFAULT_CELL_READINESS_GATE_CONDITION = 'pool-controller/cell-alive';
 
 /** The reason of a `True` condition. */
-export const CELL_ALIVE_REASON = 'CellAlive';
+const CELL_ALIVE_REASON = 'CellAlive';
 
 /**
  * The longest `reason`: the codes of every rule that failed, joined by commas. Seven codes of

@@ -16,7 +16,7 @@ import { type CellStateOptions, deriveCellState } from './cell-state.js';
  * holds pods of its own), `registry` is where it publishes; the cell-state options decide how the
  * members are judged.
  */
-export interface CellReconcilerOptions extends CellStateOptions {
+interface CellReconcilerOptions extends CellStateOptions {
   /** The cell's members as the store holds them now (`ReconcileLoop.getByParent`). */
   members: (key: ParentKey) => readonly Pod[];
   registry: CellRegistry;
@@ -26,7 +26,7 @@ export interface CellReconcilerOptions extends CellStateOptions {
 }
 
 /** Logs one line per transition, with the cell's identity as structured fields. */
-export function logTransition(logger: Logger, transition: CellTransition): void {
+function logTransition(logger: Logger, transition: CellTransition): void {
   if (transition.type === 'gone') {
     const { last } = transition;
     logger.info(

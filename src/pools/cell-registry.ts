@@ -57,7 +57,7 @@ export const CELL_TRANSITION_TYPES: readonly CellTransitionType[] = [
 ];
 
 /** Claimants an `AddressConflict` message names; more are counted, so a message stays short. */
-export const MAX_NAMED_CLAIMANTS = 3;
+const MAX_NAMED_CLAIMANTS = 3;
 
 /** A pool: the cells of one namespace sharing one pool label value. */
 export interface PoolSummary {
@@ -84,7 +84,7 @@ export interface CellFilter {
  * Construction options; only the wall clock, since everything else the registry holds comes from
  * publish calls.
  */
-export interface CellRegistryOptions {
+interface CellRegistryOptions {
   /** Wall clock (epoch ms) for `lastTransitionTime`; injected so tests are deterministic. */
   wallClock?: (() => number) | undefined;
 }

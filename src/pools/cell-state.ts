@@ -43,13 +43,13 @@ export interface CellMember {
 }
 
 /** The cell readiness gate's condition on one member, as read from the pod's status. */
-export interface MemberReadinessGate {
+interface MemberReadinessGate {
   status: string | null;
   reason: string | null;
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell from being alive. */
-export type NotAliveReasonCode =
+type NotAliveReasonCode =
   | 'PodsNotReady'
   | 'PodsDeleting'
   | 'IndicesMissing'
@@ -77,7 +77,7 @@ export interface NotAliveReason {
 }
 
 /** Machine-readable reason codes, one per rule that keeps a cell out of every sink. */
-export type NotRoutableReasonCode =
+type NotRoutableReasonCode =
   | 'NoServingPort'
   | 'AddressInvalid'
   | 'AddressConflict'
@@ -204,7 +204,7 @@ export function carriesReadinessGate(pod: Pod, conditionType: string): boolean {
  * readiness gate `True` (a load balancer's gate still holds it back). Deletion and restarts are
  * judged as for every pod (`PodsDeleting`, the generation).
  */
-export function countsAsReady(pod: Pod, readinessGate: string | undefined): boolean {
+function countsAsReady(pod: Pod, readinessGate: string | undefined): boolean {
   if (readinessGate === undefined || !carriesReadinessGate(pod, readinessGate)) {
     return conditionStatus(pod, 'Ready') === 'True';
   }
@@ -380,7 +380,7 @@ function staleMembers(
 }
 
 /** `ip:port`, with IPv6 addresses bracketed so the result is always a valid URL authority. */
-export function formatAddress(ip: string, port: number): string {
+function formatAddress(ip: string, port: number): string {
   return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 

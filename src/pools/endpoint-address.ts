@@ -8,10 +8,10 @@
 import { isIP } from 'node:net';
 
 /** Why an IP may not be an endpoint; `undefined` when it may. */
-export type IpRefusal = 'loopback' | 'unspecified' | 'link-local' | 'link-local multicast';
+type IpRefusal = 'loopback' | 'unspecified' | 'link-local' | 'link-local multicast';
 
 /** A parsed IP: its canonical text and family. */
-export interface ParsedIp {
+interface ParsedIp {
   /** IPv4 dotted decimal, or IPv6 compressed lowercase (the URL parser's form). */
   ip: string;
   family: 'IPv4' | 'IPv6';

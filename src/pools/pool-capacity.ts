@@ -27,11 +27,8 @@ import { GENERATION_HEX_LENGTH } from './cell-state.js';
 /** A pool's capacity against its workload (see the module comment). */
 export type CapacityState = 'Full' | 'Degraded' | 'Empty' | 'Unknown';
 
-/** Every capacity state, for metrics and documentation. */
-export const CAPACITY_STATES: readonly CapacityState[] = ['Full', 'Degraded', 'Empty', 'Unknown'];
-
 /** What a pool gains from its workload; every field is always present. */
-export interface PoolCapacity {
+interface PoolCapacity {
   /** The workload's `spec.replicas`; `null` when the capacity is `Unknown`. */
   desiredCells: number | null;
   /** Indices below `desiredCells` with no cell at all (no pod of that group exists), ascending. */
@@ -65,7 +62,7 @@ export interface CapacityTransition {
 }
 
 /** Options of `PoolCapacityTracker`. */
-export interface PoolCapacityTrackerOptions {
+interface PoolCapacityTrackerOptions {
   /** Epoch ms for `capacitySince`; default `Date.now`. */
   wallClock?: (() => number) | undefined;
   /** Where the workload API stands: the reason of every `Unknown` when it is not `available`. */
@@ -83,7 +80,7 @@ interface Tracked {
 }
 
 /** `namespace/pool`: how pools and workloads are joined. */
-export function poolKeyOf(namespace: string, pool: string): string {
+function poolKeyOf(namespace: string, pool: string): string {
   return parentKeyOf(namespace, pool);
 }
 
@@ -95,7 +92,7 @@ export function cellIndexOf(pool: string, id: string): number | undefined {
 }
 
 /** The capacity state of `alive` cells against `workload`, with its reason. */
-export function judgeCapacity(
+function judgeCapacity(
   alive: number,
   workload: Workload | undefined,
   api: WorkloadApiStatus,

@@ -6,7 +6,7 @@
  */
 
 /** One alive cell, as a consumer routes to it. */
-export interface RoutedCell {
+interface RoutedCell {
   /** The cell id, e.g. `engine-00001`. */
   cell: string;
   /** The cell's generation: changes when a consumer must reconnect. */
@@ -44,10 +44,10 @@ export interface PoolRouting {
 }
 
 /** `--sink-panic-threshold`'s default: 0, no panic ever (every removal goes ahead). */
-export const DEFAULT_PANIC_THRESHOLD_PERCENT = 0;
+const DEFAULT_PANIC_THRESHOLD_PERCENT = 0;
 
 /** How `renderRoutingState` judges capacity; without options no pool is ever in panic. */
-export interface RenderOptions {
+interface RenderOptions {
   /**
    * 0–100: a pool whose alive and routable cells are fewer than this share of its known cells
    * is in panic. 0 (the default) turns panic off.
@@ -60,7 +60,7 @@ export interface RenderOptions {
  * healthy share is under the threshold, leave it once at or above), counted in whole cells so
  * no rounding decides it: routable × 100 < threshold × known.
  */
-export function inPanic(routable: number, known: number, thresholdPercent: number): boolean {
+function inPanic(routable: number, known: number, thresholdPercent: number): boolean {
   return thresholdPercent > 0 && known > 0 && routable * 100 < thresholdPercent * known;
 }
 

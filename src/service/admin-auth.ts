@@ -33,7 +33,7 @@ export interface AdminRequestHeaders {
  * 6761; browsers resolve them to loopback themselves), and 127.0.0.0/8 and ::1 literals. A
  * rebound DNS name pointing at 127.0.0.1 still arrives with its own name, and is refused.
  */
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   const name = hostname.toLowerCase();
   if (name === 'localhost' || name.endsWith('.localhost')) return true;
   if (name === '::1' || name === '0:0:0:0:0:0:0:1') return true;
@@ -47,7 +47,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** The host name of a `Host` header value (`name:port`, `[v6]:port`), lowercased; `undefined` if malformed. */
-export function hostnameOf(host: string): string | undefined {
+function hostnameOf(host: string): string | undefined {
   if (host.startsWith('[')) {
     const end = host.indexOf(']');
     if (end < 0) return undefined;

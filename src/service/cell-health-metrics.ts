@@ -11,11 +11,7 @@ import type { EventDropCause } from '../kubernetes/resources/event-recorder.js';
 export type { EventDropCause };
 
 /** Every drop cause, so each series is exported at 0 before the first drop. */
-export const EVENT_DROP_CAUSES: readonly EventDropCause[] = [
-  'rate_limited',
-  'queue_full',
-  'failed',
-];
+const EVENT_DROP_CAUSES: readonly EventDropCause[] = ['rate_limited', 'queue_full', 'failed'];
 
 /** The gate's writes and the recorder's emitted and dropped Events, on the service's registry. */
 export class CellHealthMetrics {

@@ -79,7 +79,7 @@ export interface CoordinatorView {
 }
 
 /** One pod as `GET /api/v1/store?objects=true` shows it: its store key and its member view. */
-export interface StorePodView extends CellMember {
+interface StorePodView extends CellMember {
   key: string;
   namespace: string;
   /** The version the store holds: what a comparison with the API server's LIST needs. */

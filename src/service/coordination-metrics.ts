@@ -11,9 +11,7 @@ import type { ServiceEvent } from './service-events.js';
  * Seconds; a reconciliation is render + validate + deploy, from milliseconds (nothing to change)
  * to tens of seconds (a router that answers slowly, with its timeouts).
  */
-export const RECONCILIATION_BUCKETS = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-];
+const RECONCILIATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 const RESULTS = ['success', 'failure', 'aborted'] as const;
 
@@ -29,7 +27,7 @@ export interface SinkOperationCount {
  * What the scrape-time gauges read; bound by the service once its leadership, bus and sinks exist,
  * since the metrics are registered before them.
  */
-export interface CoordinationMetricsBindings {
+interface CoordinationMetricsBindings {
   leaseName: string;
   subscribers: () => number;
   sinkStatus: () => SinkTargetStatus[];

@@ -29,7 +29,7 @@ export interface HistoryEntry {
 }
 
 /** A client's `Last-Event-ID` read against the history. */
-export type ResumePoint =
+type ResumePoint =
   /** Everything after the id is held: `entries` is exactly what the client has not seen. */
   | { kind: 'complete'; entries: readonly HistoryEntry[] }
   /**
@@ -64,7 +64,7 @@ export function sequenceOf(id: string, epoch: string): number | undefined {
  * Options of `EventHistory`: the process's id epoch (so ids of another process are told apart)
  * and the ring's two bounds, events and bytes; both default to the service's.
  */
-export interface EventHistoryOptions {
+interface EventHistoryOptions {
   /** This process's random id prefix. */
   epoch: string;
   maxEvents?: number;

@@ -62,7 +62,7 @@ const STREAM_HIGH_WATER_MARK = 16_384;
  * What the event streams are built from. The limits default to `DEFAULT_MAX_EVENT_STREAMS`,
  * `SSE_MAX_CLIENT_BYTES` and the heartbeat constant above; the clock times the heartbeats.
  */
-export interface EventStreamsOptions {
+interface EventStreamsOptions {
   bus: EventBus<ServiceEvent>;
   clock: Clock;
   maxStreams?: number;

@@ -25,16 +25,16 @@ export interface HealthCheck {
 }
 
 /** Hears every failed check with its reason, e.g. to log it; never sent to a client. */
-export type HealthFailureHook = (endpoint: string, check: string, reason: string) => void;
+type HealthFailureHook = (endpoint: string, check: string, reason: string) => void;
 
 /** The body of a failed single check: the status says it failed, the reason stays inside. */
-export const WITHHELD_SINGLE_CHECK_BODY = 'internal server error: reason withheld\n';
+const WITHHELD_SINGLE_CHECK_BODY = 'internal server error: reason withheld\n';
 
 /**
  * One health answer as the route sends it: the status a probe acts on and the text body
  * (controller-runtime's format); never a check's reason.
  */
-export interface HealthResponse {
+interface HealthResponse {
   status: 200 | 500;
   body: string;
 }

@@ -20,10 +20,10 @@ import type { Source, SourceEvent } from '../runtime/source-event.js';
  * The `name` label: the informer's owner. kube-controller-manager labels its informers with its
  * own name, and so does this process.
  */
-export const INFORMER_NAME = 'pool-controller';
+const INFORMER_NAME = 'pool-controller';
 
 /** The group, version and resource labels of the one informer this process runs: core/v1 pods. */
-export const POD_INFORMER_RESOURCE = { group: '', version: 'v1', resource: 'pods' } as const;
+const POD_INFORMER_RESOURCE = { group: '', version: 'v1', resource: 'pods' } as const;
 
 /** client-go's `informer_processing_latency_seconds` buckets: 1 ms to 10 s. */
 export const INFORMER_PROCESSING_LATENCY_BUCKETS = [
@@ -34,7 +34,7 @@ export const INFORMER_PROCESSING_LATENCY_BUCKETS = [
  * How many of a resourceVersion's last digits the gauge carries, as client-go's: a float64 holds
  * 15 decimal digits exactly, and etcd revisions have fewer for a very long time.
  */
-export const STORE_RESOURCE_VERSION_DIGITS = 15;
+const STORE_RESOURCE_VERSION_DIGITS = 15;
 
 /**
  * The gauge's value for a resourceVersion: its 15 least significant digits as a number, as
@@ -82,7 +82,7 @@ function eventResourceVersion<T>(
 }
 
 /** What the scrape-time gauges read from the pod source; bound once the source exists. */
-export interface InformerMetricsBindings {
+interface InformerMetricsBindings {
   /**
    * Items waiting between the reflector and the store (a replace counts its objects, as client-go's
    * FIFO queues each listed item); `undefined` for a source with no such buffer, shown as 0.
@@ -97,7 +97,7 @@ export interface InformerMetricsBindings {
 }
 
 /** Where the informer metrics live and what they are timed with. */
-export interface InformerMetricsOptions {
+interface InformerMetricsOptions {
   registry: Registry;
   /** Times each event's processing (the loop's clock, so tests drive it). */
   clock: Clock;

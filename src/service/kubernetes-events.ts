@@ -15,16 +15,16 @@ import type { SinkTargetStatus } from '../sinks/sink.js';
 import type { PoolCapacityEvent, PoolPanicEvent } from './service-events.js';
 
 /** The action of cell Events: the controller judged the cell. */
-export const CELL_EVENT_ACTION = 'Reconcile';
+const CELL_EVENT_ACTION = 'Reconcile';
 /** The action of sink Events: the controller deployed to a target. */
-export const SINK_EVENT_ACTION = 'Deploy';
+const SINK_EVENT_ACTION = 'Deploy';
 /** The action of panic Events: the controller held (or released) a pool's removals. */
-export const PANIC_EVENT_ACTION = 'GuardRemovals';
+const PANIC_EVENT_ACTION = 'GuardRemovals';
 /** The action of capacity Events: the controller compared a pool with its workload. */
-export const CAPACITY_EVENT_ACTION = 'CompareCapacity';
+const CAPACITY_EVENT_ACTION = 'CompareCapacity';
 
 /** Options of `KubernetesEvents`: where occurrences go, whom sink Events regard, who acts. */
-export interface KubernetesEventsOptions {
+interface KubernetesEventsOptions {
   record: (occurrence: EventOccurrence) => void;
   /** The controller's own pod; `undefined` outside a pod (no sink Events then). */
   self: EventObjectReference | undefined;

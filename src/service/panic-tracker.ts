@@ -24,7 +24,7 @@ export interface PanicEntry extends Omit<PoolCapacity, 'panic'> {
  * Where the tracker reports: `publish` receives each `pool.panic` event, `logger` the matching
  * line; the wall clock stamps each entry's `since`.
  */
-export interface PanicTrackerOptions {
+interface PanicTrackerOptions {
   publish: (event: PoolPanicEvent) => void;
   logger: Logger;
   wallClock?: () => Date;

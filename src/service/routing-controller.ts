@@ -67,7 +67,7 @@ export const MANY_CELLS_CHANGED_REASON = `more than ${MAX_CELL_REASONS_PER_RUN} 
  * What the routing controller is built from: the published cells and the sync gate it renders from,
  * the sinks it deploys to, and the bus its coordinator's events go to.
  */
-export interface RoutingControllerOptions {
+interface RoutingControllerOptions {
   /** The published cells, read at render time. */
   cells: () => Iterable<RoutableCell>;
   /** False until the initial list is in the store and every cell in it was reconciled once. */

@@ -11,7 +11,7 @@ import type { CapacityState } from '../pools/pool-capacity.js';
 import type { SinkEvent } from '../sinks/sink.js';
 
 /** The initial list is in the store and every cell in it has been reconciled once. */
-export interface StoreSyncedEvent {
+interface StoreSyncedEvent {
   type: 'store.synced';
   objects: number;
   cells: number;
@@ -97,7 +97,7 @@ export interface WatchStateEvent {
  * This replica began leading (`identity` is its own): from now until `leadership.lost`, its
  * coordinator may write to the sinks.
  */
-export interface LeadershipAcquiredEvent {
+interface LeadershipAcquiredEvent {
   type: 'leadership.acquired';
   identity: string;
 }
@@ -106,13 +106,13 @@ export interface LeadershipAcquiredEvent {
  * This replica stopped leading (`identity` is its own): its term's signal has aborted, so its
  * running reconciliation ends and its coordinator begins no new one until it leads again.
  */
-export interface LeadershipLostEvent {
+interface LeadershipLostEvent {
   type: 'leadership.lost';
   identity: string;
 }
 
 /** The observed holder of the Lease changed (this replica included). */
-export interface LeaderChangedEvent {
+interface LeaderChangedEvent {
   type: 'leader.changed';
   identity: string;
 }

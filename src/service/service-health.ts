@@ -12,7 +12,7 @@ import type { Logger } from '../runtime/logger.js';
 import { HealthEndpoint } from './health.js';
 
 /** What the checks read; each is called on every probe, so each is cheap and synchronous. */
-export interface ServiceHealthSources {
+interface ServiceHealthSources {
   /** This replica leads and renews its Lease in time (or does not lead). */
   leadershipHealthy: () => boolean;
   /** The loop's store holds the initial list. */

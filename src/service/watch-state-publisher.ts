@@ -15,7 +15,7 @@ import type { WatchStateEvent } from './service-events.js';
 export const WATCH_STATE_POLL_MS = 1_000;
 
 /** What `publishWatchStates` reads, where it publishes, and how it waits. */
-export interface WatchStatePublisherOptions {
+interface WatchStatePublisherOptions {
   stats: () => PodSourceStats;
   publish: (event: WatchStateEvent) => void;
   clock: Clock;

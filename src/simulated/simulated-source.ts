@@ -27,7 +27,7 @@ import {
 export const DEFAULT_STEP_INTERVAL_MS = 3_000;
 
 /** Pods rendered per event-loop turn when building a `replace` (~a few ms of work each). */
-export const SNAPSHOT_SLICE_SIZE = 500;
+const SNAPSHOT_SLICE_SIZE = 500;
 
 /** The namespace simulated pods live in unless `--namespace` names one. */
 export const DEFAULT_SIMULATED_NAMESPACE = 'default';
@@ -36,7 +36,7 @@ export const DEFAULT_SIMULATED_NAMESPACE = 'default';
  * What the simulated source is built from; every field has a default, so `new SimulatedPodSource()`
  * plays the default story over the default pools on the real clock.
  */
-export interface SimulatedPodSourceOptions {
+interface SimulatedPodSourceOptions {
   clock?: Clock;
   /** Epoch ms for pod timestamps and the stats' wall-clock fields. */
   wallClock?: () => number;

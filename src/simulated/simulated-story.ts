@@ -13,7 +13,7 @@ import type { SimulatedPoolSpec, SimulatedWorld, WorldChange } from './simulated
  * One tick of the story: `run()` changes the world and returns the changes a watch would have
  * carried, in order.
  */
-export interface StoryStep {
+interface StoryStep {
   /** What happens, for the debug log and for tests to follow the story by name. */
   name: string;
   run(): WorldChange[];
@@ -35,7 +35,7 @@ export const DEFAULT_SIMULATED_POOLS: readonly SimulatedPoolSpec[] = Object.free
 ]);
 
 /** The story needs two pools with at least two cells of at least two pods. */
-export function validateStoryPools(pools: readonly SimulatedPoolSpec[]): void {
+function validateStoryPools(pools: readonly SimulatedPoolSpec[]): void {
   const [a, b] = pools;
   if (!a || !b || a.cells < 2 || b.cells < 2 || a.size < 2 || b.size < 2) {
     throw new RangeError(

@@ -29,7 +29,7 @@ export interface SimulatedPoolSpec {
 }
 
 /** The watch event type a change would arrive as, for the source's per-type counters. */
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /**
  * One change to the world as the source delivers it: the event for the loop, and the watch type it
@@ -64,7 +64,7 @@ interface SimPod {
  * What shapes the simulated pods: the labels and port name the service is configured with, so a
  * simulated pod is read by exactly the rules a real one is.
  */
-export interface SimulatedWorldOptions {
+interface SimulatedWorldOptions {
   labels: PoolLabels;
   namespace: string;
   portName: string;
@@ -73,10 +73,10 @@ export interface SimulatedWorldOptions {
 }
 
 /** Nodes the simulated pods are spread over, round robin. */
-export const SIMULATED_NODE_COUNT = 4;
+const SIMULATED_NODE_COUNT = 4;
 
 /** The port SGLang serves on by default, so a simulated engine's address looks like a real one. */
-export const DEFAULT_SIMULATED_PORT = 30000;
+const DEFAULT_SIMULATED_PORT = 30000;
 
 /** LWS's pod names: the leader is `<lws>-<group>`, worker i is `<lws>-<group>-<i>`. */
 export function simulatedPodName(pool: string, group: number, worker: number): string {

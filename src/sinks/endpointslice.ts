@@ -48,7 +48,7 @@ import {
 /**
  * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
  */
-export const ENDPOINTSLICE_SINK = 'endpointslice' as const;
+const ENDPOINTSLICE_SINK = 'endpointslice' as const;
 /** The label that ties a slice to its Service. */
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** The label naming the controller that owns a slice; the endpointslice controller skips others. */
@@ -72,7 +72,7 @@ const DNS_1035_LABEL = /^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
  * The API calls this sink makes, as the `operation` label of
  * `pool_controller_sink_operations_total`.
  */
-export type EndpointSliceOperation = 'list' | 'apply' | 'delete';
+type EndpointSliceOperation = 'list' | 'apply' | 'delete';
 
 /** One API call, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
 export interface EndpointSliceOperationRecord {

@@ -38,20 +38,20 @@ import {
 } from './sink-context.js';
 
 /** This sink's `SinkKind`: its `kind`, the `sink` label of its metrics, the `kind` of its events. */
-export const EPP_ENDPOINTS_FILE_SINK = 'epp-endpoints-file' as const;
+const EPP_ENDPOINTS_FILE_SINK = 'epp-endpoints-file' as const;
 /** The file-discovery plugin refuses a larger file (`maxEndpointsFileSize`, 1 MiB). */
 export const EPP_ENDPOINTS_FILE_MAX_BYTES = 1024 * 1024;
 /** The label naming an entry's pool. */
-export const EPP_POOL_LABEL = 'pool-controller.io/pool';
+const EPP_POOL_LABEL = 'pool-controller.io/pool';
 /** The label naming an entry's cell. */
-export const EPP_CELL_LABEL = 'pool-controller.io/cell';
+const EPP_CELL_LABEL = 'pool-controller.io/cell';
 /** The label llm-d's prefill/decode filters select by (`prefill` or `decode`). */
-export const EPP_ROLE_LABEL = 'llm-d.ai/role';
+const EPP_ROLE_LABEL = 'llm-d.ai/role';
 /** The first line of every file this sink writes. */
 const HEADER = '# Written by pool-controller (--epp-endpoints-file): every change replaces it.';
 
 /** A prefill/decode pool's role, labelled on each of its entries. */
-export type EppRole = 'prefill' | 'decode';
+type EppRole = 'prefill' | 'decode';
 
 /** One `--epp-endpoints-file POOL=PATH[,role=prefill|decode]`. */
 export interface EppEndpointsFileTarget {
@@ -62,7 +62,7 @@ export interface EppEndpointsFileTarget {
 }
 
 /** One entry of the file, as the plugin reads it. */
-export interface EppEndpoint {
+interface EppEndpoint {
   name: string;
   namespace: string;
   address: string;
@@ -94,7 +94,7 @@ interface TargetState extends PanicTargetRecord {
  * The file's text for `entries` (sorted by namespace, then name): a header comment, then one
  * flow-mapping line per entry.
  */
-export function renderEppEndpointsFile(entries: readonly EppEndpoint[]): string {
+function renderEppEndpointsFile(entries: readonly EppEndpoint[]): string {
   if (entries.length === 0) return `${HEADER}\nendpoints: []\n`;
   const lines = entries.map((entry) => `  - ${JSON.stringify(entry)}`);
   return `${HEADER}\nendpoints:\n${lines.join('\n')}\n`;

@@ -11,7 +11,7 @@ import type { SinkEvent, SinkKind } from './sink.js';
  * Who reports: the sink's kind names the log line and the event; `publish` is absent when the sink
  * was built without a bus.
  */
-export interface ObservedDiffOptions {
+interface ObservedDiffOptions {
   kind: SinkKind;
   logger: Logger;
   publish: ((event: SinkEvent) => void) | undefined;

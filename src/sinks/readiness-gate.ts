@@ -47,17 +47,17 @@ import {
 } from './sink-context.js';
 
 /** The gate's sink kind, as `/api/v1/sinks` and the sink metrics label it. */
-export const READINESS_GATE_SINK = 'readiness-gate' as const;
+const READINESS_GATE_SINK = 'readiness-gate' as const;
 
 /**
  * Condition writes in flight at once: writes to distinct pods are independent, and 8 turns a
  * rollout of hundreds of gated pods into a second or two of writes while taking only a few of
  * the API server's mutating request slots (200 by default).
  */
-export const MAX_CONCURRENT_CONDITION_WRITES = 8;
+const MAX_CONCURRENT_CONDITION_WRITES = 8;
 
 /** Failed pods a target's `lastError` names; more are counted, so the status stays short. */
-export const MAX_NAMED_FAILED_PODS = 3;
+const MAX_NAMED_FAILED_PODS = 3;
 
 /** One condition write, for the write counters. */
 export interface ConditionWriteRecord {
@@ -66,7 +66,7 @@ export interface ConditionWriteRecord {
 }
 
 /** One API call, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
-export interface ReadinessGateOperationRecord {
+interface ReadinessGateOperationRecord {
   sink: typeof READINESS_GATE_SINK;
   /** The pool's `namespace/pool`. */
   target: string;

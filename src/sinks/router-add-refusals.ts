@@ -17,7 +17,7 @@ import type { Clock } from '../runtime/clock.js';
 import { TargetBackoff, type TargetBackoffOptions } from './target-backoff.js';
 
 /** One refused add as the sink shows it: since when, why, and the clock time it may be sent. */
-export interface RefusedAdd {
+interface RefusedAdd {
   since: string;
   reason: string;
   retryAtMs: number;

@@ -13,7 +13,7 @@ import { isRecord } from '../kubernetes/client/api-errors.js';
 import { abortReason, type Clock, realClock } from '../runtime/clock.js';
 
 /** How long one call to a router may take before it counts as failed. */
-export const ROUTER_REQUEST_TIMEOUT_MS = 5_000;
+const ROUTER_REQUEST_TIMEOUT_MS = 5_000;
 /**
  * 16 MiB per answer. A worker is about 300 bytes of JSON in `GET /workers`, so even a router with
  * thousands of workers answers a few hundred KiB; a larger answer is a broken or hostile router.
@@ -77,7 +77,7 @@ export interface WorkerRegistration {
 }
 
 /** A worker looked up by id (`GET /workers/{id}`), which also shows adds still being processed. */
-export interface RouterWorkerDetail {
+interface RouterWorkerDetail {
   id: string;
   url: string;
   status?: string;
@@ -90,7 +90,7 @@ export interface RouterWorkerDetail {
  * lets the sink follow a pending add with `GET /workers/{id}`; an `exists` without one, for a URL
  * the router does not list, is a router the sink cannot believe (it backs that URL off).
  */
-export type AddResult =
+type AddResult =
   | { result: 'accepted'; id?: string }
   /** 409: the URL is already registered or being added (smg 1.13); `id` when the router named it. */
   | { result: 'exists'; id?: string };

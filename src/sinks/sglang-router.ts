@@ -79,7 +79,7 @@ import {
 /**
  * This sink's `SinkKind`: its `kind`, the `sink` label of its metrics and the `kind` of its events.
  */
-export const SGLANG_ROUTER_SINK = 'sglang-router' as const;
+const SGLANG_ROUTER_SINK = 'sglang-router' as const;
 
 /** `--sglang-router-ownership` values. */
 export type RouterOwnershipMode = SinkOwnership['mode'];
@@ -104,7 +104,7 @@ export const WORKER_MARK_VALUE = 'pool-controller';
  * The labels smg's own Kubernetes discovery sets on the workers it registers (smg >= 1.13): a
  * worker carrying either is smg's, and this sink never removes it, whatever its ownership mode.
  */
-export const SMG_DISCOVERY_LABELS: readonly string[] = ['smg.ai/pod-name', 'smg.ai/pod-uid'];
+const SMG_DISCOVERY_LABELS: readonly string[] = ['smg.ai/pod-name', 'smg.ai/pod-uid'];
 
 /** A prefill/decode router's pool: its cells are registered as workers of this type. */
 export type SglangRouterRole = 'prefill' | 'decode';
@@ -148,7 +148,7 @@ export function routerTargetClash(
  * `pool_controller_sink_operations_total`: `check` is the `GET /workers/{id}` that follows an add
  * still pending.
  */
-export type SinkOperation = 'list' | 'check' | 'add' | 'remove';
+type SinkOperation = 'list' | 'check' | 'add' | 'remove';
 
 /** One HTTP call to a target, for `pool_controller_sink_operations_total{sink,target,operation,result}`. */
 export interface SinkOperationRecord {

@@ -93,7 +93,7 @@ export function newPanicTargetRecord(pool: string): PanicTargetRecord {
 }
 
 /** What a sink says of a target beyond its record: the parts each kind of sink decides. */
-export type SinkTargetExtras = Pick<
+type SinkTargetExtras = Pick<
   SinkTargetStatus,
   'pending' | 'backoffUntil' | 'panic' | 'heldByPanic' | 'ownership'
 > & { role?: SinkTargetStatus['role']; unmarked?: string[] };

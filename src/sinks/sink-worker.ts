@@ -35,7 +35,7 @@ export type SinkApplyOutcome =
  * What a worker is built from: its sink, the clock its deadline runs on, and who hears how each
  * apply ended (the routing controller: it looks again when an apply it no longer waits for ends).
  */
-export interface SinkWorkerOptions {
+interface SinkWorkerOptions {
   sink: Sink;
   clock: Clock;
   deadlineMs?: number;

@@ -106,7 +106,7 @@ export interface SinkTargetStatus {
 }
 
 /** What one `apply` changed on one target, published on the bus as `sink.applied`. */
-export interface SinkChange {
+interface SinkChange {
   type: 'sink.applied';
   kind: SinkKind;
   target: string;
@@ -128,7 +128,7 @@ export interface SinkFailure {
  * Observe mode: what `apply` would change on one target, published as `sink.observed` whenever
  * that differs from the last one reported for the target (so a steady diff is one event).
  */
-export interface SinkObservation {
+interface SinkObservation {
   type: 'sink.observed';
   kind: SinkKind;
   target: string;

@@ -79,7 +79,7 @@ const reasonList = (reasons: EventReason[] | undefined): string =>
   (reasons ?? []).map((r) => r.reason).join(', ');
 
 /** One event in words, after its type; `runReasons` is the reasons of the run that `e` ends. */
-export function describeEvent(e: PageEvent, runReasons?: string): string {
+function describeEvent(e: PageEvent, runReasons?: string): string {
   switch (e.type) {
     case 'cell.changed': {
       const subject = `${e.namespace}/${e.cell} ${e.change}`;
@@ -121,7 +121,7 @@ export function describeEvent(e: PageEvent, runReasons?: string): string {
 }
 
 /** Events a person should notice: failures, losses, and cells that are not alive or not routed. */
-export function isBadEvent(e: PageEvent): boolean {
+function isBadEvent(e: PageEvent): boolean {
   switch (e.type) {
     case 'reconciliation.failed':
     case 'sink.failed':
@@ -140,7 +140,7 @@ export function isBadEvent(e: PageEvent): boolean {
 }
 
 /** One `<li>` of the log; `shownTime` is the event's time as the reader's locale writes it. */
-export function eventLogItemHtml(e: PageEvent, shownTime: string, runReasons?: string): string {
+function eventLogItemHtml(e: PageEvent, shownTime: string, runReasons?: string): string {
   return h(
     'li',
     { 'data-type': e.type, class: isBadEvent(e) ? 'bad' : '' },

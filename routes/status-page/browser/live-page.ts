@@ -44,7 +44,7 @@ import {
 import { EventLog, type PageEvent } from './event-log.js';
 
 /** The members of a DOM element the page uses. */
-export interface PageElement {
+interface PageElement {
   innerHTML: string;
   textContent: string | null;
   className: string;
@@ -71,7 +71,7 @@ export interface PageEventSource {
 }
 
 /** A `fetch` answer, as far as the page reads one. */
-export interface PageResponse {
+interface PageResponse {
   ok: boolean;
   status: number;
   json(): Promise<unknown>;
@@ -110,7 +110,7 @@ const REFRESH_PATHS = [
 ] as const;
 
 /** The URL of the page's event stream, resuming after `lastEventId`. */
-export function eventStreamUrl(lastEventId: string): string {
+function eventStreamUrl(lastEventId: string): string {
   return `/api/v1/events?types=${STATUS_PAGE_EVENT_TYPES.join(',')}&lastEventId=${encodeURIComponent(lastEventId)}`;
 }
 

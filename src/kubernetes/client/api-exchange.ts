@@ -39,7 +39,7 @@ function failedOnStaleConnection(request: { reusedSocket?: boolean }, error: unk
  * encoded (JSON or not) and every header is the caller's, since only the caller knows its content
  * type and what it accepts.
  */
-export interface ApiExchangeOptions {
+interface ApiExchangeOptions {
   method: string;
   /** Below the server's base URL, with an optional `?query`. */
   path: string;
@@ -52,7 +52,7 @@ export interface ApiExchangeOptions {
 }
 
 /** A request whose response head has arrived; its body is still to be read. */
-export interface ApiExchange {
+interface ApiExchange {
   request: ClientRequest;
   response: IncomingMessage;
 }

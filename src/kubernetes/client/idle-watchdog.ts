@@ -9,7 +9,7 @@
 import { abortReason, type Clock } from '../../runtime/clock.js';
 
 /** Why the watchdog aborted a request. */
-export class IdleTimeoutError extends Error {
+class IdleTimeoutError extends Error {
   override readonly name = 'IdleTimeoutError';
   constructor(readonly idleMs: number) {
     super(`no bytes received for ${idleMs} ms`);
@@ -17,7 +17,7 @@ export class IdleTimeoutError extends Error {
 }
 
 /** The reason a request is aborted when its owner is done with it (not a failure). */
-export class RequestReleasedError extends Error {
+class RequestReleasedError extends Error {
   override readonly name = 'RequestReleasedError';
   constructor() {
     super('request released');

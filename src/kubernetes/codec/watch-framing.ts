@@ -28,7 +28,7 @@ export class TruncatedFrameError extends Error {
  * does not contain (Node grants a worker 16 MiB past its limit to die gracefully; one larger
  * allocation aborts the whole process).
  */
-export const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
+const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
 
 /** The frame a splitter yields for one longer than its bound: garbled, so the reflector relists. */
 export function frameTooLarge(maxFrameBytes: number): WatchFrame {

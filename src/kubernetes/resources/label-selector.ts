@@ -15,7 +15,7 @@
  * upstream (numeric comparison), so they are accepted here too.
  */
 
-export type SelectorOperator = 'exists' | '!' | '=' | '==' | '!=' | 'in' | 'notin' | '>' | '<';
+type SelectorOperator = 'exists' | '!' | '=' | '==' | '!=' | 'in' | 'notin' | '>' | '<';
 
 /**
  * One parsed requirement, as apimachinery's `labels.Requirement` holds it: the parser returns these

@@ -30,16 +30,16 @@ import {
 import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
 
 /** The API group and version the controller reads: LWS's served and stored version. */
-export const LEADERWORKERSET_API = 'leaderworkerset.x-k8s.io/v1';
+const LEADERWORKERSET_API = 'leaderworkerset.x-k8s.io/v1';
 
 /**
  * Largest LIST answer read: 16 MiB. A LWS is a few KiB (its pod template included), so this is
  * thousands of pools; a larger answer is refused rather than buffered.
  */
-export const MAX_LEADERWORKERSET_LIST_BYTES = 16 * 1024 * 1024;
+const MAX_LEADERWORKERSET_LIST_BYTES = 16 * 1024 * 1024;
 
 /** A LIST bounded in time as the other resources' requests are: 30 s, the API server's own default. */
-export const LEADERWORKERSET_LIST_TIMEOUT_MS = 30_000;
+const LEADERWORKERSET_LIST_TIMEOUT_MS = 30_000;
 
 /** How much of a refused WATCH's body is read: a Status is small. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -103,7 +103,7 @@ function readEvent(value: unknown): LeaderWorkerSetWatchEvent {
 }
 
 /** `LeaderWorkerSetApi` over the configured cluster connection (see the module comment). */
-export class HttpLeaderWorkerSetApi implements LeaderWorkerSetApi {
+class HttpLeaderWorkerSetApi implements LeaderWorkerSetApi {
   readonly #connection: ApiConnection;
 
   constructor(connection: ApiConnection) {

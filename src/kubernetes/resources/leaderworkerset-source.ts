@@ -39,13 +39,13 @@ export const WORKLOAD_API_RECHECK_MS = 60_000;
  * How long each WATCH asks the server to keep it open (client-go's `minWatchTimeout`, 5 min):
  * the server ends it cleanly and the stream re-watches from its cursor.
  */
-export const WORKLOAD_WATCH_TIMEOUT_SECONDS = 300;
+const WORKLOAD_WATCH_TIMEOUT_SECONDS = 300;
 
 /** The permission the controller needs, as `kubectl auth can-i` and the RBAC rules spell it. */
-export const LEADERWORKERSET_RESOURCE = 'leaderworkersets.leaderworkerset.x-k8s.io';
+const LEADERWORKERSET_RESOURCE = 'leaderworkersets.leaderworkerset.x-k8s.io';
 
 /** Options of `LeaderWorkerSetSource`. */
-export interface LeaderWorkerSetSourceOptions {
+interface LeaderWorkerSetSourceOptions {
   api: LeaderWorkerSetApi;
   /** `undefined`: every namespace. */
   namespace?: string | undefined;
