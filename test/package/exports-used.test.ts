@@ -25,6 +25,9 @@ const READABLE = /\.(ts|mts|mjs|js)$/;
  * name missing here and unused fails the test.
  */
 const PENDING = new Set([
+  'src/kubernetes/reflector/reflector-health.ts HealthEvent',
+  'src/kubernetes/reflector/reflector-health.ts HealthReading',
+  'src/kubernetes/reflector/reflector-stats.ts StatsEvent',
   'routes/metrics.ts MetricsRoutesOptions',
   'routes/rendered-cache.ts GZIP_LEVEL',
   'routes/rendered-cache.ts RenderedBody',
