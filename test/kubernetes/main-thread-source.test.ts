@@ -2,8 +2,12 @@
  * The worker-backed source with a real worker thread (the compiled build, as in production) against
  * a loopback fake API server.
  */
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  defaultWorkerCompileCacheDir,
   WorkerPodSource,
   type WorkerPodSourceOptions,
 } from '../../src/kubernetes/reflector-worker/main-thread-source.js';
@@ -49,6 +53,51 @@ function replaceKeys(stream: Drain<SourceEvent<Pod>>, index: number): string[] {
   if (event?.type !== 'replace') throw new Error(`event ${index} is ${event?.type}, not a replace`);
   return [...event.objects.keys()].sort();
 }
+
+describe('WorkerPodSource: the worker compile cache', () => {
+  /** One sync by a worker, then the source closed: the thread ends, and Node writes its cache. */
+  async function syncOnce(options: Partial<WorkerPodSourceOptions>): Promise<void> {
+    server.pods = [rawPod({ name: 'a' })];
+    const source = workerSource(options);
+    const stream = drain(source.source(new AbortController().signal));
+    await server.watch();
+    await waitFor('the replace', () => stream.items.length === 1);
+    await stream.close();
+    await source.close();
+  }
+
+  it('keeps the worker thread compiled code in the directory it is given', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'pool-controller-test-')), 'cache');
+    await syncOnce({ compileCacheDir: dir });
+    // Into a folder per Node version, as the thread ends.
+    const stored = () => (existsSync(dir) ? readdirSync(dir, { recursive: true }).length : 0);
+    await waitFor('the compile cache written', () => stored() > 1);
+  });
+
+  it('writes the cache after the first sync, while the worker still runs', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'pool-controller-test-')), 'cache');
+    server.pods = [rawPod({ name: 'a' })];
+    const source = workerSource({ compileCacheDir: dir });
+    const stream = drain(source.source(new AbortController().signal));
+    await waitFor('the replace', () => stream.items.length === 1);
+    const stored = () => (existsSync(dir) ? readdirSync(dir, { recursive: true }).length : 0);
+    await waitFor('the compile cache written', () => stored() > 1);
+    await stream.close();
+  });
+
+  it('keeps none when told not to', async () => {
+    const before = new Set(readdirSync(tmpdir()));
+    await syncOnce({ compileCacheDir: false });
+    const created = readdirSync(tmpdir()).filter((name) => !before.has(name));
+    expect(created.filter((name) => name.startsWith('pool-controller-compile-cache'))).toEqual([]);
+  });
+
+  it('defaults to a folder of its own under the OS temp dir', () => {
+    expect(defaultWorkerCompileCacheDir()).toMatch(
+      new RegExp(`^${tmpdir().replace(/[/\\]/g, '.')}.pool-controller-compile-cache-\\d+$`),
+    );
+  });
+});
 
 describe('WorkerPodSource', () => {
   it('streams the LIST as one replace and WATCH frames as changes, from a worker thread', async () => {

@@ -8,6 +8,8 @@
  * task with its own `MessagePort`; a worker that crashes, runs out of memory or exits fails the
  * stream, the runtime's driver reopens it, and the new stream's LIST (a `replace`) repairs the store.
  */
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Pod } from '../../model/pod.js';
@@ -100,6 +102,28 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
   streamStartTimeoutMs?: number;
   /** Times the close grace period and the start timeout; the reflector's own timers run on the worker's real clock. */
   clock?: Clock;
+  /**
+   * Where the worker thread keeps Node's compile cache (`NODE_COMPILE_CACHE`), `false` for none.
+   * Default `defaultWorkerCompileCacheDir()`; a `NODE_COMPILE_CACHE` already set is left as it is.
+   */
+  compileCacheDir?: string | false;
+}
+
+/**
+ * The worker's compile cache by default: under the OS temp dir, the one place the image's
+ * read-only root leaves writable, named per user so that no other account's cache is loaded.
+ * Why a cache at all: a restarted process's worker then loads its bundle's compiled code instead
+ * of compiling it again, and that start is on the path to the first request (measured in
+ * docs/performance.md). A directory Node cannot create or write only leaves the cache off.
+ */
+export function defaultWorkerCompileCacheDir(): string {
+  return join(tmpdir(), `pool-controller-compile-cache-${userInfo().uid}`);
+}
+
+/** The worker thread's environment: this process's, with the compile cache where asked. */
+function workerEnvironment(dir: string | false | undefined): NodeJS.ProcessEnv {
+  if (dir === false || process.env.NODE_COMPILE_CACHE !== undefined) return process.env;
+  return { ...process.env, NODE_COMPILE_CACHE: dir ?? defaultWorkerCompileCacheDir() };
 }
 
 /**
@@ -203,6 +227,7 @@ export class WorkerPodSource {
       // every other stream still running on that thread.
       atomics: 'disabled',
       resourceLimits: options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS,
+      env: workerEnvironment(options.compileCacheDir),
     });
     // A worker that dies between tasks is reported here (one inside a task fails that task).
     this.#pool.on('error', (error: unknown) =>

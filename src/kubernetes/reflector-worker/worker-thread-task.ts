@@ -3,6 +3,7 @@
  * yields over the task's `MessagePort`. Lives here rather than in workers/ so that tests can run it
  * in-process with a fake API; workers/reflector.worker.ts only hands it to piscina.
  */
+import { flushCompileCache } from 'node:module';
 import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
@@ -20,6 +21,23 @@ import type { MainMessage, ReflectorTask, WorkerLogLevel, WorkerMessage } from '
  * for at most this many others to be decoded (~60 µs each on JSON) before it leaves.
  */
 export const MAX_EVENTS_PER_BATCH = 64;
+
+/**
+ * Writes the thread's compile cache now (when one is on, `compileCacheDir` in
+ * ./main-thread-source.ts), once per thread, after its first sync: by then the code a sync runs is
+ * compiled and goes into the cache too, and the next process's worker finds it even when this one
+ * never ends cleanly (Node writes it by itself only when the thread exits).
+ */
+let compileCacheFlushed = false;
+function flushCompileCacheOnce(): void {
+  if (compileCacheFlushed) return;
+  compileCacheFlushed = true;
+  try {
+    flushCompileCache();
+  } catch {
+    // A cache that cannot be written is only a slower next start.
+  }
+}
 
 /** A LIST held more pods' JSON in the worker than its budget allows. */
 export class ListTooLargeError extends Error {
@@ -219,6 +237,7 @@ export async function runReflectorTask(
         drained = undefined;
       }
       if (!closer.signal.aborted) post(port, endOf(objects.size));
+      flushCompileCacheOnce();
     };
     const endOf = (count: number): WorkerMessage => {
       const restart = restartPending;
