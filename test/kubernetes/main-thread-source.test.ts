@@ -6,8 +6,8 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { defaultWorkerCompileCacheDir } from '../../src/kubernetes/reflector-worker/compile-cache.js';
 import {
-  defaultWorkerCompileCacheDir,
   WorkerPodSource,
   type WorkerPodSourceOptions,
 } from '../../src/kubernetes/reflector-worker/main-thread-source.js';

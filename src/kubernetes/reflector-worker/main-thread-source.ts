@@ -8,8 +8,6 @@
  * task with its own `MessagePort`; a worker that crashes, runs out of memory or exits fails the
  * stream, the runtime's driver reopens it, and the new stream's LIST (a `replace`) repairs the store.
  */
-import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
 import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Pod } from '../../model/pod.js';
@@ -25,6 +23,7 @@ import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
 import { parseLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
+import { workerEnvironment } from './compile-cache.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
 import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
@@ -104,26 +103,9 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
   clock?: Clock;
   /**
    * Where the worker thread keeps Node's compile cache (`NODE_COMPILE_CACHE`), `false` for none.
-   * Default `defaultWorkerCompileCacheDir()`; a `NODE_COMPILE_CACHE` already set is left as it is.
+   * Default `defaultWorkerCompileCacheDir()` (./compile-cache.ts); a `NODE_COMPILE_CACHE` already set is left as it is.
    */
   compileCacheDir?: string | false;
-}
-
-/**
- * The worker's compile cache by default: under the OS temp dir, the one place the image's
- * read-only root leaves writable, named per user so that no other account's cache is loaded.
- * Why a cache at all: a restarted process's worker then loads its bundle's compiled code instead
- * of compiling it again, and that start is on the path to the first request (measured in
- * docs/performance.md). A directory Node cannot create or write only leaves the cache off.
- */
-export function defaultWorkerCompileCacheDir(): string {
-  return join(tmpdir(), `pool-controller-compile-cache-${userInfo().uid}`);
-}
-
-/** The worker thread's environment: this process's, with the compile cache where asked. */
-function workerEnvironment(dir: string | false | undefined): NodeJS.ProcessEnv {
-  if (dir === false || process.env.NODE_COMPILE_CACHE !== undefined) return process.env;
-  return { ...process.env, NODE_COMPILE_CACHE: dir ?? defaultWorkerCompileCacheDir() };
 }
 
 /**
