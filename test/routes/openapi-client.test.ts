@@ -170,7 +170,9 @@ beforeAll(async () => {
     { encoding: 'utf8', timeout: STEP_CEILING_MS },
   );
   expect(generated.status, generated.stderr).toBe(0);
-});
+  // The generator is a step like any other: vitest's 10 s hook default is shorter than its ceiling,
+  // and on a busy machine it timed out where the step itself would have passed.
+}, STEP_CEILING_MS + 10_000);
 
 afterAll(async () => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
