@@ -18,7 +18,7 @@ import { errorSchema } from './schemas.js';
 export const METRICS_CACHE_MS = 5_000;
 
 /** The plugin's options: the control plane, which renders the exposition text. */
-export interface MetricsRoutesOptions {
+interface MetricsRoutesOptions {
   plane: ControlPlane;
   /** How long a render is served; default `METRICS_CACHE_MS`. */
   cacheMs?: number;

@@ -17,10 +17,10 @@ const gzipAsync = promisify(gzip);
  * the one compression's CPU, which runs in libuv's thread pool, off the event loop. A page of a
  * few MiB of repetitive markup compresses about tenfold.
  */
-export const GZIP_LEVEL = 6;
+const GZIP_LEVEL = 6;
 
 /** One render: the bytes every request is sent, and their strong validator. */
-export interface RenderedBody {
+interface RenderedBody {
   readonly body: Buffer;
   /**
    * A strong entity tag (quoted): this cache's random prefix and the render's number, so a tag
@@ -40,7 +40,7 @@ export interface RenderedBody {
 }
 
 /** How a `RenderedCache` decides that a render is stale. */
-export interface RenderedCacheOptions {
+interface RenderedCacheOptions {
   /** Renders the body from the state now. */
   render: () => string | Promise<string>;
   /** The clock renders are timed on (the control plane's). */

@@ -13,13 +13,13 @@ import { acceptsGzip, matchesIfNoneMatch, type RenderedCache } from './rendered-
  * bounds that memory to this many bodies (16 × 3.3 MiB at 5,000 pools). Prometheus scrapes with
  * one or two servers and people open a page now and then, so 16 is never reached but by a flood.
  */
-export const MAX_RENDERED_RESPONSES = 16;
+const MAX_RENDERED_RESPONSES = 16;
 
 /** `Retry-After` on a refusal: a render is at most a second old, so a second later is worth it. */
 const RETRY_AFTER_S = 1;
 
 /** What `sendRendered` needs of an endpoint: its cache, its slots and how to label the body. */
-export interface RenderedEndpoint {
+interface RenderedEndpoint {
   cache: RenderedCache;
   slots: ResponseSlots;
   /** The path, for the refusal's message. */

@@ -54,7 +54,7 @@ export const errorSchema = named(
  * src/pools/cell-state.ts's `CellMember`, which test/service/cell-bodies.test.ts checks through
  * `Cell`.
  */
-export const cellMemberSchema = named(
+const cellMemberSchema = named(
   z.object({
     name: z.string().describe('The pod name.'),
     uid: z.string().describe("The pod's UID: a replaced pod of the same name has a new one."),
@@ -95,7 +95,7 @@ export const cellMemberSchema = named(
  * One reason a cell is not alive (`NotAliveReason`); its codes must be those of
  * `NotAliveReasonCode`, held equal through the `Cell` type test.
  */
-export const notAliveReasonSchema = named(
+const notAliveReasonSchema = named(
   z.object({
     reason: z
       .enum([
@@ -142,7 +142,7 @@ export const notAliveReasonSchema = named(
  * One reason a cell is not routed to (`NotRoutableReason`); its codes must be those of
  * `NotRoutableReasonCode`, held equal through the `Cell` type test.
  */
-export const notRoutableReasonSchema = named(
+const notRoutableReasonSchema = named(
   z.object({
     reason: z
       .enum(['NoServingPort', 'AddressInvalid', 'AddressConflict', 'NoBootstrapPort'])
@@ -155,7 +155,7 @@ export const notRoutableReasonSchema = named(
 );
 
 /** One alive/not-alive change of a cell (`CellStateChange`), tied to the type by the `Cell` test. */
-export const cellStateChangeSchema = named(
+const cellStateChangeSchema = named(
   z.object({
     at: z.string().describe('RFC 3339: when the cell entered the state.'),
     alive: z.boolean().describe('The state it entered.'),
@@ -239,7 +239,7 @@ export const cellListSchema = z.object({
 export const cellResponseSchema = z.object({ source: sourceKindSchema, cell: cellSchema });
 
 /** One status condition of a pool's workload (`WorkloadCondition`), as the API server holds it. */
-export const workloadConditionSchema = named(
+const workloadConditionSchema = named(
   z.object({
     type: z.string().describe('`Available`, `Progressing`, `UpdateInProgress`, ...'),
     status: z.string().describe('`True`, `False` or `Unknown`.'),
@@ -319,7 +319,7 @@ export const poolResponseSchema = z.object({
  * One pod as `GET /api/v1/store?objects=true` shows it (`PodView`): the member view, so the store
  * and the cells describe a pod alike.
  */
-export const podViewSchema = named(
+const podViewSchema = named(
   cellMemberSchema.extend({
     key: z.string().describe('The store key, `namespace/name`.'),
     namespace: z.string().describe("The pod's namespace."),

@@ -38,7 +38,7 @@ export const STATUS_PAGE_MIN_INTERVAL_MS = 5_000;
 export const STATUS_PAGE_MAX_AGE_MS = 30_000;
 
 /** The plugin's options: the control plane, read once per page render, and the built assets. */
-export interface StatusPageRoutesOptions {
+interface StatusPageRoutesOptions {
   plane: ControlPlane;
   /** Default: the build's, read once when the plugin is registered (`loadStatusPageAssets`). */
   assets?: StatusPageAssets;

@@ -18,7 +18,7 @@ export function escapeHtml(value: unknown): string {
 }
 
 /** An element's attributes; `null` and `undefined` leave the attribute out. */
-export interface Attrs {
+interface Attrs {
   [name: string]: string | number | boolean | null | undefined;
 }
 

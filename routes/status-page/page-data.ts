@@ -6,7 +6,7 @@
  */
 
 /** One reason a cell is not alive, as the page shows it. */
-export interface StatusReason {
+interface StatusReason {
   reason: string;
   message: string;
 }

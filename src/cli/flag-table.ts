@@ -23,7 +23,7 @@ import { DEFAULT_ROUTER_OWNERSHIP, ROUTER_OWNERSHIP_MODES } from '../sinks/sglan
 import { DEFAULT_SINK_MODE, SINK_MODES } from '../sinks/sink.js';
 
 /** Prefix of every environment variable the service reads. */
-export const ENV_PREFIX = 'POOL_CONTROLLER_';
+const ENV_PREFIX = 'POOL_CONTROLLER_';
 
 /**
  * `0.0.0.0:8080`: every interface, so `kubectl port-forward` and a Service both reach it; the
@@ -122,7 +122,7 @@ export const FLAG_GROUPS = {
   logging: 'Logging and Kubernetes Events',
 } as const;
 /** A `FLAG_GROUPS` key. */
-export type FlagGroup = keyof typeof FLAG_GROUPS;
+type FlagGroup = keyof typeof FLAG_GROUPS;
 
 /** One flag: its name, the Config key it fills, its help line and its default. */
 export interface FlagSpec {

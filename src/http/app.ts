@@ -49,7 +49,7 @@ import {
 const QUIET_PATHS = /^\/(?:healthz|readyz|metrics)(?:[/?]|$)/;
 
 /** The API's version in the OpenAPI document. */
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 
 /**
  * What `buildServer` takes besides the control plane: each field is for a caller that is not

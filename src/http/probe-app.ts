@@ -22,7 +22,7 @@ import { SERVER_TIMEOUTS } from './server-limits.js';
  * Connections the probe listener keeps at most: the kubelet opens one per probe, a few per
  * period; the cap only bounds what a stray client can hold.
  */
-export const PROBE_MAX_CONNECTIONS = 64;
+const PROBE_MAX_CONNECTIONS = 64;
 
 function errorBody(status: number, message: string) {
   return { status, error: STATUS_CODES[status] ?? 'Error', message };

@@ -30,7 +30,7 @@ export interface Backoff {
 const MAX_BACKOFF_EXPONENT = 1_000;
 
 /** The numbers of an `ExponentialBackoff`. */
-export interface ExponentialBackoffOptions {
+interface ExponentialBackoffOptions {
   /** The wait after the first failure; it doubles per further one. */
   initialMs: number;
   /** Cap of every wait, jitter included. */

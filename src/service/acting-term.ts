@@ -13,7 +13,7 @@ import type { ServiceEvent } from './service-events.js';
 import type { ServiceHandler } from './service-handlers.js';
 
 /** The parts acting starts and stops, and what `store.synced` counts; all built before it. */
-export interface ActingTermOptions {
+interface ActingTermOptions {
   gate: InitialSyncGate;
   routing: RoutingController;
   publish: (event: ServiceEvent) => void;

@@ -132,7 +132,7 @@ export interface AssembleOptions {
 }
 
 /** What a workload source tells the service: each change of its API's status. */
-export interface WorkloadHooks {
+interface WorkloadHooks {
   onStatus: (status: WorkloadApiStatus) => void;
 }
 
@@ -141,7 +141,7 @@ export const DEFAULT_WORKLOADS_OFF_REASON =
   'no workload source: the pool is judged by its cells alone';
 
 /** Where a Kubernetes Event recorder counts what it wrote and what it dropped. */
-export interface KubernetesEventHooks {
+interface KubernetesEventHooks {
   onEmitted: (reason: string) => void;
   onDropped: (cause: EventDropCause) => void;
 }

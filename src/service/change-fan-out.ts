@@ -29,7 +29,7 @@ import {
 import type { ServiceHandler } from './service-handlers.js';
 
 /** The parts a change reaches, all built before the fan-out. */
-export interface ChangeFanOutOptions {
+interface ChangeFanOutOptions {
   capacity: PoolCapacityTracker;
   /** The pools and cells now, which a `pool.capacity` event names. */
   cells: CellBodies;

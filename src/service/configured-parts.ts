@@ -307,7 +307,7 @@ async function createWorkloads(
 }
 
 /** Where the service runs and what it watches, as main resolved them from the flags. */
-export interface ConfiguredPartsInput {
+interface ConfiguredPartsInput {
   config: Config;
   choice: SourceChoice;
   facts: HostFacts;

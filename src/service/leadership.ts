@@ -66,7 +66,7 @@ export function leaderIdentity(env: NodeJS.ProcessEnv = process.env): string {
  * A Lease leadership's settings: the lock, this replica's identity (`leaderIdentity()`) and the
  * three elector durations (checked by the elector), plus the hooks the service acts on.
  */
-export interface LeaseLeadershipOptions {
+interface LeaseLeadershipOptions {
   lock: LeaseLock;
   identity: string;
   leaseDurationMs: number;
@@ -149,7 +149,7 @@ export class LeaseLeadership implements Leadership {
  * A sole leadership's settings: the identity it shows as leader and the reason there is no Lease,
  * which it logs once, so a single replica without election says so.
  */
-export interface SoleLeadershipOptions {
+interface SoleLeadershipOptions {
   identity: string;
   /** Why there is no Lease, for the log line that says so. */
   reason: string;

@@ -29,10 +29,10 @@ import { renderPoolFamilies } from './pool-metric-families.js';
  * The `controller` (and workqueue `name`) label value. controller-runtime names a controller
  * after the kind it reconciles; ours reconciles cells.
  */
-export const CONTROLLER_NAME = 'cell';
+const CONTROLLER_NAME = 'cell';
 
 /** controller-runtime's `result` label values, all pre-initialised to 0 as its `initMetrics` does. */
-export const RECONCILE_RESULTS = ['error', 'requeue_after', 'requeue', 'success'] as const;
+const RECONCILE_RESULTS = ['error', 'requeue_after', 'requeue', 'success'] as const;
 
 /** controller-runtime's `controller_runtime_reconcile_time_seconds` buckets. */
 export const RECONCILE_TIME_BUCKETS = [
@@ -41,7 +41,7 @@ export const RECONCILE_TIME_BUCKETS = [
 ];
 
 /** client-go's workqueue buckets, `ExponentialBuckets(10e-9, 10, 12)`: 10 ns to 1000 s. */
-export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000];
+const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000];
 
 /**
  * prom-client default gauges whose names end in `_total`, which the exposition format reserves for
@@ -56,7 +56,7 @@ export const DROPPED_DEFAULT_METRICS = [
 ] as const;
 
 /** What the scrape-time gauges read; bound once the service's pieces exist. */
-export interface MetricsBindings {
+interface MetricsBindings {
   loopState: () => ReconcileLoopState;
   storeObjects: () => number;
   reflector: () => PodSourceStats;
@@ -75,7 +75,7 @@ export interface MetricsBindings {
  * What the service's metrics are built from; `controller` is the `controller` label of the
  * controller-runtime series (default the product name).
  */
-export interface ServiceMetricsOptions {
+interface ServiceMetricsOptions {
   /** The loop's clock: in-flight ages are computed on it. */
   clock: Clock;
   controller?: string;

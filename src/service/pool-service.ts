@@ -49,7 +49,7 @@ import { resolveCell, type StoreViewSources, storeSnapshot } from './store-views
 import { publishWatchStates } from './watch-state-publisher.js';
 
 /** The finished parts the service sequences and shows; `assembleService` builds them in order. */
-export interface PoolServiceParts {
+interface PoolServiceParts {
   sourceKind: SourceKind;
   labels: PoolLabels;
   /** The cell readiness gate's condition type, when the gate is on (the store view shows it). */

@@ -29,7 +29,7 @@ export interface ApiAnswer {
  * One bounded JSON request. Both bounds are required fields rather than defaults, so no caller can
  * forget to bound an answer from outside in time or in size.
  */
-export interface ApiRequest {
+interface ApiRequest {
   method: string;
   /** Below the server's base URL, with an optional `?query`. */
   path: string;

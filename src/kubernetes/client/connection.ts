@@ -233,7 +233,7 @@ export function preloadClientNode(): void {
 type KubeConfigClass = typeof import('@kubernetes/client-node').KubeConfig;
 
 /** Where `KubeConfig` came from: the build's bundle, or the package (no bundle beside this file). */
-export type ClientNodeOrigin = 'bundle' | 'package';
+type ClientNodeOrigin = 'bundle' | 'package';
 
 /** dist/src/kubernetes/client/connection.js → dist/vendor/…; from the sources it names no file. */
 const BUNDLE_URL = new URL('../../../vendor/client-node-kubeconfig.js', import.meta.url);

@@ -37,7 +37,7 @@ export interface ResourceBounds {
 }
 
 /** One request of a resource: the `ApiRequest` fields that differ from call to call. */
-export interface ResourceRequest {
+interface ResourceRequest {
   method: string;
   path: string;
   body?: unknown;

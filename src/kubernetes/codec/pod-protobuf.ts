@@ -34,7 +34,7 @@ const MAGIC = [0x6b, 0x38, 0x73, 0x00] as const;
 type Json = Record<string, unknown>;
 
 /** A `runtime.Unknown`: the envelope around every protobuf object. */
-export interface Envelope {
+interface Envelope {
   apiVersion: string;
   kind: string;
   /** The object's own bytes: `[start, end)` of the buffer. */
@@ -53,12 +53,7 @@ function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
  * Opens the "k8s\0" + `runtime.Unknown` envelope. `head`: `bytes` may be only the first bytes of
  * the object (a page still arriving), so `raw` is cut at their end and the walk stops there.
  */
-export function openEnvelope(
-  bytes: Uint8Array,
-  start = 0,
-  end = bytes.length,
-  head = false,
-): Envelope {
+function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = false): Envelope {
   if (!hasMagic(bytes, start, end)) {
     throw new ProtobufDecodeError('not a Kubernetes protobuf object (no k8s magic prefix)');
   }
@@ -268,7 +263,7 @@ export function decodeProtobufPodList(bytes: Uint8Array): ProtobufPodPage {
 }
 
 /** A `ListMeta` as its JSON fields: `resourceVersion`, `continue`, `remainingItemCount`. */
-export function readListMeta(reader: ProtobufReader): Json {
+function readListMeta(reader: ProtobufReader): Json {
   const meta = reader.message();
   const out: Json = {};
   while (meta.more()) {

@@ -33,7 +33,7 @@ import { decodeUtf8, WIRE_LENGTH_DELIMITED, WIRE_VARINT, WireCursor } from './pr
 import { rfc3339Seconds } from './protobuf-time.js';
 
 /** What the reflector needs of a pod as strings: its key and its version. */
-export interface PodIdentity {
+interface PodIdentity {
   name: string;
   namespace: string;
   uid: string;

@@ -12,10 +12,10 @@ import { type EncodedPod, readPodValue } from './encoded-pod.js';
 import type { WatchFrame } from './watch-framing.js';
 
 /** Watch event types as the API server spells them (`watch.EventType`). */
-export type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
+type ChangeType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 /** The stats key for frames of any other type, or none: bounded, whatever a server sends. */
-export const OTHER_FRAME_TYPE = 'OTHER';
+const OTHER_FRAME_TYPE = 'OTHER';
 
 /**
  * What a frame can say went wrong, as plain data: one family of ../reflector/reflector-failure.ts's
@@ -54,7 +54,7 @@ function resourceVersionOf(object: unknown): string | undefined {
 }
 
 /** The annotation the API server puts on the bookmark that ends a watch-list's initial events. */
-export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
+const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
 
 function initialEventsEnd(object: unknown): boolean {
   if (!isRecord(object) || !isRecord(object.metadata)) return false;

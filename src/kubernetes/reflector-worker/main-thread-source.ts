@@ -34,19 +34,19 @@ import { requireReflectorWorker } from './script-path.js';
  * deserialized in one main-thread task, so this bounds the stall a relist causes; ~250 trimmed
  * pods take a few milliseconds.
  */
-export const DEFAULT_REPLACE_CHUNK_SIZE = 250;
+const DEFAULT_REPLACE_CHUNK_SIZE = 250;
 /**
  * Events the main side holds for a consumer that is behind before giving up on the stream (the
  * reopen relists). Far above any burst a healthy loop sees, far below a memory problem.
  */
-export const DEFAULT_MAX_BUFFERED_EVENTS = 50_000;
+const DEFAULT_MAX_BUFFERED_EVENTS = 50_000;
 /** How long closing a stream waits for the worker to close its connection before killing it. */
-export const DEFAULT_CLOSE_GRACE_MS = 5_000;
+const DEFAULT_CLOSE_GRACE_MS = 5_000;
 /**
  * The worker's heap cap: a runaway LIST (or a leak) kills the worker, which is a failed stream,
  * instead of the process. Ample for tens of thousands of trimmed pods.
  */
-export const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
+const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
 /** The worker's old generation when `resourceLimits` leaves it out: V8's default on 64-bit. */
 const DEFAULT_WORKER_HEAP_MB = 2048;
 /**
@@ -54,7 +54,7 @@ const DEFAULT_WORKER_HEAP_MB = 2048;
  * second even on a loaded machine, so one that has not taken the task by then is wedged: the
  * source terminates it, the stream fails, and the driver's reopen starts on a fresh thread.
  */
-export const DEFAULT_STREAM_START_TIMEOUT_MS = 30_000;
+const DEFAULT_STREAM_START_TIMEOUT_MS = 30_000;
 /**
  * Cap on the streams the one worker runs at once. In practice piscina gives a thread only one
  * abortable task at a time (each stream's task carries an abort signal, for the close grace), so a

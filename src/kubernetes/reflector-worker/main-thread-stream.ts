@@ -30,7 +30,7 @@ function items(event: SourceEvent<Pod>): number {
 }
 
 /** The port's main-side surface this stream uses (a `MessagePort`, or a fake in tests). */
-export interface StreamPort {
+interface StreamPort {
   on(event: 'message', listener: (message: WorkerMessage) => void): unknown;
   postMessage(message: MainMessage): void;
   close(): void;
@@ -41,7 +41,7 @@ export interface StreamPort {
  * piscina pool), the bound on events buffered for a slow consumer (past it the stream fails, and
  * the reopen relists), and how long a close waits for the worker before terminating the task.
  */
-export interface WorkerEventStreamOptions {
+interface WorkerEventStreamOptions {
   port: StreamPort;
   /** The reflector task: settles when the worker ends the stream, rejects if the worker dies. */
   task: Promise<unknown>;

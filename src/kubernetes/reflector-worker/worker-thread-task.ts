@@ -40,7 +40,7 @@ function flushCompileCacheOnce(): void {
 }
 
 /** A LIST held more pods' JSON in the worker than its budget allows. */
-export class ListTooLargeError extends Error {
+class ListTooLargeError extends Error {
   override readonly name = 'ListTooLargeError';
   constructor(maxBytes: number) {
     super(
@@ -53,7 +53,7 @@ export class ListTooLargeError extends Error {
  * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s: this
  * thread only moves them on, as the JSON the main thread parses.
  */
-export type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
+type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
 
 /** How a task ended: only ever because the main side closed it. */
 export interface ReflectorTaskResult {

@@ -25,21 +25,21 @@
 import { ExponentialBackoff } from '../../runtime/backoff.js';
 
 /** client-go's `initialBackoff` for reflectors: long enough that a flapping server gets a breather. */
-export const DEFAULT_BACKOFF_INITIAL_MS = 800;
+const DEFAULT_BACKOFF_INITIAL_MS = 800;
 /** client-go's `maxBackoff`: a server that keeps failing is still probed twice a minute. */
-export const DEFAULT_BACKOFF_MAX_MS = 30_000;
+const DEFAULT_BACKOFF_MAX_MS = 30_000;
 /** client-go's jitter factor 1.0: a wait lands anywhere in [base, 2 × base), so replicas spread out. */
-export const DEFAULT_BACKOFF_JITTER = 1.0;
+const DEFAULT_BACKOFF_JITTER = 1.0;
 /**
  * Shortest wait after an unanswered failure. With the maximum below, the mean wait is 1.5 s, so
  * a replica sends a server that is down at most one request (of each kind) per second on average.
  */
-export const DEFAULT_UNANSWERED_MIN_MS = 1_000;
+const DEFAULT_UNANSWERED_MIN_MS = 1_000;
 /**
  * Longest wait after an unanswered failure: a server that starts listening again is reached
  * within this long, which leaves room in a 5 s recovery budget for the LIST and the WATCH.
  */
-export const DEFAULT_UNANSWERED_MAX_MS = 2_000;
+const DEFAULT_UNANSWERED_MAX_MS = 2_000;
 
 /**
  * The retry policy's numbers. Partial options fill in from `defaultBackoffOptions`, and the
@@ -64,7 +64,7 @@ export interface BackoffOptions {
  * The defaults every reflector stream uses (the constants above), gathered so a test can override
  * one field and keep the rest.
  */
-export const defaultBackoffOptions: BackoffOptions = {
+const defaultBackoffOptions: BackoffOptions = {
   initialMs: DEFAULT_BACKOFF_INITIAL_MS,
   maxMs: DEFAULT_BACKOFF_MAX_MS,
   jitter: DEFAULT_BACKOFF_JITTER,

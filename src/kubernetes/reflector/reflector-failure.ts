@@ -59,7 +59,7 @@ export type ReflectorFailure =
 export const SHORT_WATCH_MS = 1_000;
 
 /** How long to wait before acting (./backoff.ts has the numbers). */
-export type Wait =
+type Wait =
   | { kind: 'none' }
   /**
    * The reflector's growing backoff step, but never less than `atLeastMs` (a server's
@@ -70,7 +70,7 @@ export type Wait =
   | { kind: 'unanswered' };
 
 /** What the classification needs to know of the stream beyond the failure itself. */
-export interface FailureContext {
+interface FailureContext {
   /**
    * A WATCH has proven itself since the last LIST: the cursor was live, so its expiry (a
    * compaction, an API server restart) is news, and relisting at once costs one LIST. Without

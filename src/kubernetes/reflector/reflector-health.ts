@@ -9,7 +9,7 @@
  */
 
 /** What the state machine tells the health record. */
-export type HealthEvent =
+type HealthEvent =
   /** Good progress: a LIST completed, a WATCH proved itself or delivered a frame. */
   | { kind: 'progress' }
   /** The WATCH proved itself: the stream is in steady state from now on. */
@@ -23,7 +23,7 @@ export type HealthEvent =
   | { kind: 'stopped' };
 
 /** The answer at one moment. */
-export interface HealthReading {
+interface HealthReading {
   healthy: boolean;
   /**
    * In how long the answer falls by itself (the grace after progress runs out), when it is

@@ -15,7 +15,7 @@ import {
 import { frameTypeKey } from '../codec/watch-frame-parser.js';
 
 /** One step of the state machine, as the stats hear it. */
-export type StatsEvent =
+type StatsEvent =
   | { kind: 'phase'; phase: ReflectorPhase }
   /** The cursor moved, or was forgotten (`undefined`). */
   | { kind: 'cursor'; cursor: string | undefined }

@@ -62,7 +62,7 @@ import { compareResourceVersions } from './resource-version.js';
  * client-go's `minWatchTimeout` (5 min): each WATCH asks the server to end it cleanly after a
  * random time in [5, 10) minutes, so many reflectors do not reconnect in lockstep.
  */
-export const MIN_WATCH_TIMEOUT_SECONDS = 300;
+const MIN_WATCH_TIMEOUT_SECONDS = 300;
 
 /** What the log says of a pod dropped for its namespace, by where it came from. */
 const OUT_OF_NAMESPACE_MESSAGES = {
@@ -71,7 +71,7 @@ const OUT_OF_NAMESPACE_MESSAGES = {
 } as const;
 
 /** Upper bound (exclusive) of the random WATCH timeout: client-go's `2 × minWatchTimeout`. */
-export const MAX_WATCH_TIMEOUT_SECONDS = 600;
+const MAX_WATCH_TIMEOUT_SECONDS = 600;
 /**
  * Longer than the API server's bookmark interval (about a minute) several times over, so a healthy
  * but quiet watch is never mistaken for a dead one; short enough that a dead connection is
@@ -82,7 +82,7 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
  * How often the API server sends a bookmark on a WATCH that asked for them: its watch cache
  * dispatches one to each watcher about every minute (`bookmarkFrequency`), quiet or not.
  */
-export const API_SERVER_BOOKMARK_INTERVAL_MS = 60_000;
+const API_SERVER_BOOKMARK_INTERVAL_MS = 60_000;
 /**
  * A WATCH that delivered no whole frame for this long is stalled, once its server has been seen
  * sending bookmarks: two bookmark intervals missed, plus 5 s for the server's once-a-second
@@ -108,7 +108,7 @@ export const DEFAULT_INITIAL_EVENTS_DEADLINE_MS = 10_000;
  * or stayed open this long — the same second after which client-go no longer calls an empty watch
  * "very short". A proven WATCH ends the backoff's failure streak and makes its cursor live.
  */
-export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
+const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
 /**
  * How long a source that has synced stays healthy without good progress (a completed LIST, a
  * proven WATCH, a frame). A replica relisting after a 410 or reconnecting after a drop still
@@ -117,7 +117,7 @@ export const WATCH_HEALTHY_AFTER_MS = SHORT_WATCH_MS;
  * minute is one maximal backoff: a source that cannot get one good request through within it is
  * failing, not recovering.
  */
-export const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
+const DEFAULT_UNHEALTHY_AFTER_MS = 30_000;
 
 /**
  * Frames in a row older than the cursor after which the WATCH is given up for a relist. One stale
@@ -267,7 +267,7 @@ class InitialEventsTimeoutError extends Error {
 }
 
 /** The reason a stream's requests are aborted when its consumer closes it. */
-export class StreamClosedError extends Error {
+class StreamClosedError extends Error {
   override readonly name = 'StreamClosedError';
   constructor() {
     super('reflector stream closed');
@@ -275,7 +275,7 @@ export class StreamClosedError extends Error {
 }
 
 /** Maps what the adapter threw onto the classification's input. */
-export function failureFromError(error: unknown): ReflectorFailure {
+function failureFromError(error: unknown): ReflectorFailure {
   if (error instanceof ApiStatusError) {
     return { kind: 'status', status: error.status, inStream: false };
   }

@@ -21,11 +21,11 @@ import {
 const ENDPOINTSLICES_API = '/apis/discovery.k8s.io/v1';
 
 /** The field manager of every apply: the owner of the fields the controller writes. */
-export const ENDPOINTSLICE_FIELD_MANAGER = 'pool-controller';
+const ENDPOINTSLICE_FIELD_MANAGER = 'pool-controller';
 /** 10 s per request: an apply or a page of slices is small; a slower answer is a stuck server. */
 export const ENDPOINTSLICE_REQUEST_TIMEOUT_MS = 10_000;
 /** Slices per LIST page: a controller's slices are few; paging only bounds a surprise. */
-export const ENDPOINTSLICE_LIST_PAGE_SIZE = 500;
+const ENDPOINTSLICE_LIST_PAGE_SIZE = 500;
 /** A page of 500 slices of a few KiB each fits easily; anything bigger is refused, not buffered. */
 export const ENDPOINTSLICE_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
 
@@ -34,7 +34,7 @@ export const ENDPOINTSLICE_MAX_RESPONSE_BYTES = 32 * 1024 * 1024;
  * and creating it again, which the sink does. `FQDN` is read (a listed slice may be one) but never
  * written.
  */
-export type EndpointSliceAddressType = 'IPv4' | 'IPv6' | 'FQDN';
+type EndpointSliceAddressType = 'IPv4' | 'IPv6' | 'FQDN';
 
 /**
  * One endpoint of a slice. The sink writes `addresses` (one IP each) and `conditions`; the index

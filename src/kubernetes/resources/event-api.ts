@@ -18,9 +18,9 @@ import {
 } from '../client/resource-client.js';
 
 /** 10 s per request: an Event is small; a slower answer is a stuck server. */
-export const EVENT_REQUEST_TIMEOUT_MS = 10_000;
+const EVENT_REQUEST_TIMEOUT_MS = 10_000;
 /** An Event is at most a few KiB; a larger answer is not one and is refused unread. */
-export const EVENT_MAX_RESPONSE_BYTES = 256 * 1024;
+const EVENT_MAX_RESPONSE_BYTES = 256 * 1024;
 
 /** The object an Event is about (`regarding`). */
 export interface EventObjectReference {
@@ -73,7 +73,7 @@ const EVENT_BOUNDS = {
  * `EventApi` over events.k8s.io/v1: POST to create, merge PATCH of `series` to count a repeat.
  * Every request is bounded in time and body, as the other resource calls are.
  */
-export class KubernetesEventApi implements EventApi {
+class KubernetesEventApi implements EventApi {
   readonly #client: ResourceClient;
 
   constructor(options: ResourceApiOptions) {

@@ -38,15 +38,15 @@ export const EVENT_BURST_PER_OBJECT = 25;
 /** client-go's spam filter refill: one new Event per object every 5 minutes past the burst. */
 export const EVENT_REFILL_MS = 5 * 60_000;
 /** Writes waiting at most: about a thousand cells flipping at once, a few MiB at worst. */
-export const MAX_PENDING_EVENTS = 1_000;
+const MAX_PENDING_EVENTS = 1_000;
 /** Series remembered at most (each a few hundred bytes); the least recently observed go first. */
-export const MAX_EVENT_SERIES = 4_096;
+const MAX_EVENT_SERIES = 4_096;
 /** Objects whose bucket is remembered at most; a forgotten one starts with a full burst again. */
-export const MAX_EVENT_BUCKETS = 4_096;
+const MAX_EVENT_BUCKETS = 4_096;
 /** Attempts of one write before it is dropped; client-go tries 12 times over about two minutes. */
 export const MAX_EVENT_WRITE_ATTEMPTS = 5;
 /** The first retry waits this long, doubling. */
-export const EVENT_RETRY_BASE_MS = 1_000;
+const EVENT_RETRY_BASE_MS = 1_000;
 /**
  * The last retry's wait (8 s): the attempts bound the doubling, so this cap only names where it
  * ends; a write is dropped rather than retried later.
@@ -55,9 +55,9 @@ const EVENT_RETRY_MAX_MS = EVENT_RETRY_BASE_MS * 2 ** (MAX_EVENT_WRITE_ATTEMPTS 
 /** The Kubernetes limits on an Event's texts (note in bytes): the API server refuses longer. */
 export const MAX_EVENT_NOTE_BYTES = 1_024;
 /** The API server's limit on `reason`. */
-export const MAX_EVENT_REASON_LENGTH = 128;
+const MAX_EVENT_REASON_LENGTH = 128;
 /** The API server's limit on `reportingInstance`. */
-export const MAX_EVENT_INSTANCE_LENGTH = 128;
+const MAX_EVENT_INSTANCE_LENGTH = 128;
 /** An object name is a DNS subdomain of at most 253 characters. */
 const MAX_NAME_LENGTH = 253;
 
@@ -74,7 +74,7 @@ export interface EventOccurrence {
 }
 
 /** Options of `EventRecorder`; `maxPending` defaults to MAX_PENDING_EVENTS. */
-export interface EventRecorderOptions {
+interface EventRecorderOptions {
   api: EventApi;
   /** `reportingController`: a qualified name. */
   reportingController: string;

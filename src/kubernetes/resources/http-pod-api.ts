@@ -52,10 +52,10 @@ import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } 
  * not every server speaks protobuf (aggregated APIs, test servers); each response is decoded by
  * the Content-Type it arrives with.
  */
-export type ApiContentType = NonNullable<ClusterOptions['apiContentType']>;
+type ApiContentType = NonNullable<ClusterOptions['apiContentType']>;
 
 /** Protobuf by default, as client-go's typed clients: on a real API server it is several times cheaper to produce and to read. */
-export const DEFAULT_API_CONTENT_TYPE: ApiContentType = 'protobuf';
+const DEFAULT_API_CONTENT_TYPE: ApiContentType = 'protobuf';
 
 function acceptHeader(contentType: ApiContentType): string {
   return contentType === 'protobuf'
@@ -546,7 +546,7 @@ interface PageFetch {
  * while the decoder works (the API server answers a page of 500 in 15–40 ms, the decoder takes
  * about as long), few enough that a LIST holds at most three pages' bytes at once.
  */
-export const MAX_PAGES_AHEAD = 2;
+const MAX_PAGES_AHEAD = 2;
 
 /** How far into a page its `metadata` (and so its continue token) is looked for. */
 const HEAD_BYTES = 4_096;

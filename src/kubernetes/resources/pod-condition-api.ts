@@ -26,17 +26,17 @@ import {
  * then say who wrote the condition, and `kubectl apply --server-side --field-manager` with this
  * name is how someone removes it (docs/operations.md).
  */
-export const POD_CONDITION_FIELD_MANAGER = 'pool-controller-cell-readiness-gate';
+const POD_CONDITION_FIELD_MANAGER = 'pool-controller-cell-readiness-gate';
 /** 10 s per request: one small patch; a slower answer is a stuck server. */
-export const POD_CONDITION_REQUEST_TIMEOUT_MS = 10_000;
+const POD_CONDITION_REQUEST_TIMEOUT_MS = 10_000;
 /**
  * The answer is the whole pod (managed fields included); the API server stores objects of up to
  * about 1.5 MiB, so 4 MiB holds any pod and refuses anything that is not one.
  */
-export const POD_CONDITION_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+const POD_CONDITION_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 /** One condition of `status.conditions`, as applied. */
-export interface PodConditionPatch {
+interface PodConditionPatch {
   type: string;
   status: 'True' | 'False' | 'Unknown';
   reason: string;
