@@ -548,8 +548,14 @@ export class KubernetesReflector {
       let objects = new Map<ObjectKey, EncodedPod>();
       let batch: EncodedPod[] = [];
       let page = 0;
+      /**
+       * Pages were heard and then voided (a DELETE): the next page must be page 1 even when no pod
+       * is left, or the consumer would keep the void pages as the world.
+       */
+      let voided = false;
       const flush = (): void => {
-        if (batch.length === 0) return;
+        if (batch.length === 0 && !voided) return;
+        voided = false;
         page += 1;
         this.#stats.hear({ kind: 'pages', pages: page, pods: objects.size }, this.#wallClock());
         this.#onListPage?.(batch, page);
@@ -610,6 +616,7 @@ export class KubernetesReflector {
         } else if (event.type === 'delete' && objects.delete(event.key)) {
           // Not sent during initial events; if it is, the pages heard so far are void: start over.
           batch = [...objects.values()];
+          if (page > 0) voided = true;
           page = 0;
         }
         progressLog.heard(page, objects.size, this.#clock.now());
