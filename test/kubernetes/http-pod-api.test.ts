@@ -333,6 +333,25 @@ describe('HttpPodApi WATCH', () => {
     stream.close();
   });
 
+  it('asks a watch-list for the initial events from the freshest state: NotOlderThan, no resourceVersion', async () => {
+    const stream = await api.watchPods({
+      namespace: 'pools',
+      resourceVersion: '',
+      sendInitialEvents: true,
+      timeoutSeconds: 377,
+      signal: signal(),
+    });
+    expect(server.requests[0]?.query).toEqual({
+      watch: 'true',
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: '377',
+      sendInitialEvents: 'true',
+      resourceVersionMatch: 'NotOlderThan',
+    });
+    expect(server.requests[0]?.headers['accept-encoding']).toBeUndefined();
+    stream.close();
+  });
+
   it('yields the frames the server writes until its clean end, counting bytes', async () => {
     let bytes = 0;
     const stream = await api.watchPods({

@@ -92,10 +92,11 @@ describe('KubernetesReflector watch-list', () => {
     expect(api.watches[0]?.released).toBe(true);
   });
 
-  it('streams the initial events to onListPage in pages of 500 before the end', async () => {
-    const { api, stream, pages, atRest } = setup();
+  it('streams the initial events to onListPage in pages of 500, numbered from 1, then publishes them all at the end bookmark', async () => {
+    const { api, reflector, stream, pages, atRest } = setup();
     await atRest();
-    for (let i = 0; i < 1_001; i += 1) api.watch.push(added(`p${i}`, String(100 + i)));
+    const sent = Array.from({ length: 1_001 }, (_, i) => `p${i}`);
+    for (const [i, name] of sent.entries()) api.watch.push(added(name, String(100 + i)));
     await atRest();
     expect(pages.map(([page, names]) => [page, names.length])).toEqual([
       [1, 500],
@@ -109,7 +110,80 @@ describe('KubernetesReflector watch-list', () => {
       [2, 500],
       [3, 1],
     ]);
-    expect(keysOf(stream.items[0])).toHaveLength(1_001);
+    // The pages are the initial events in the order they came, each pod once.
+    expect(pages.flatMap(([, keys]) => keys)).toEqual(sent.map((name) => `default/${name}`));
+    expect(stream.items).toHaveLength(1);
+    expect(keysOf(stream.items[0])).toEqual(sent.map((name) => `default/${name}`).sort());
+    expect(reflector.stats()).toMatchObject({ cursor: '2000', lists: 1, phase: 'watching' });
+    expect(api.log).toEqual(['WATCH-LIST']);
+    await stream.close();
+  });
+
+  it('goes on as a plain WATCH from its cursor when the watch-list stream ends: no LIST, no second watch-list', async () => {
+    const { api, clock, reflector, stream, atRest } = setup();
+    await atRest();
+    api.watch.push(added('a', '11')).push(added('b', '12')).push(endBookmark('20'));
+    await atRest();
+    // Quiet for two minutes (short of the stall limit): nothing else is asked of the server.
+    await clock.advance(120_000);
+    await atRest();
+    expect(api.log).toEqual(['WATCH-LIST']);
+    api.watch.push({ type: 'MODIFIED', object: rawPod({ name: 'a', resourceVersion: '25' }) });
+    api.watch.end(); // the server's timeoutSeconds ran out
+    await atRest();
+    expect(api.log).toEqual(['WATCH-LIST', 'WATCH rv=25']);
+    expect(api.requests[1]).not.toHaveProperty('sendInitialEvents');
+    expect(api.requests[1]?.at).toBe(120_000); // a clean end: at once
+    expect(stream.items.map((event) => event.type)).toEqual(['replace', 'upsert']);
+    expect(reflector.stats()).toMatchObject({ lists: 1, watchOpens: 2, watchListFallbacks: 0 });
+    await stream.close();
+  });
+
+  it('starts its pages again from 1 when a DELETE comes among the initial events, without the deleted pod', async () => {
+    const { api, reflector, stream, pages, atRest } = setup();
+    await atRest();
+    for (let i = 0; i < 600; i += 1) api.watch.push(added(`p${i}`, String(100 + i)));
+    await atRest();
+    expect(pages.map(([page, names]) => [page, names.length])).toEqual([[1, 500]]);
+    api.watch.push({ type: 'DELETED', object: rawPod({ name: 'p3', resourceVersion: '800' }) });
+    for (let i = 600; i < 610; i += 1) api.watch.push(added(`p${i}`, String(200 + i)));
+    api.watch.push(endBookmark('900'));
+    await atRest();
+    // The pages heard since the last page 1 are the world the replace publishes, pod for pod.
+    const restart = pages.map(([page]) => page).lastIndexOf(1);
+    expect(restart).toBeGreaterThan(0);
+    const current = pages.slice(restart);
+    expect(current.map(([page]) => page)).toEqual(current.map((_, index) => index + 1));
+    const heard = current.flatMap(([, keys]) => keys);
+    expect(heard).not.toContain('default/p3');
+    expect([...heard].sort()).toEqual(keysOf(stream.items[0]));
+    expect(keysOf(stream.items[0])).toHaveLength(609);
+    expect(stream.items).toHaveLength(1);
+    expect(reflector.stats()).toMatchObject({ cursor: '900', lists: 1 });
+    expect(api.log).toEqual(['WATCH-LIST']);
+    await stream.close();
+  });
+
+  it('voids the pages heard when DELETEs empty the world among the initial events: an empty page 1', async () => {
+    const { api, stream, pages, atRest } = setup();
+    await atRest();
+    for (let i = 0; i < 500; i += 1) api.watch.push(added(`p${i}`, String(100 + i)));
+    await atRest();
+    expect(pages.map(([page, names]) => [page, names.length])).toEqual([[1, 500]]);
+    for (let i = 0; i < 500; i += 1) {
+      api.watch.push({
+        type: 'DELETED',
+        object: rawPod({ name: `p${i}`, resourceVersion: String(700 + i) }),
+      });
+    }
+    api.watch.push(endBookmark('1300'));
+    await atRest();
+    expect(keysOf(stream.items[0])).toEqual([]);
+    // Without it the consumer (the worker) would keep the 500 pods of the void page 1.
+    expect(pages.map(([page, names]) => [page, names.length])).toEqual([
+      [1, 500],
+      [1, 0],
+    ]);
     await stream.close();
   });
 
