@@ -49,6 +49,9 @@
  * Every request is also recorded with its arrival time and kind (`arrivals`: LIST and WATCH of
  * pods, Lease, other), whatever the fault, so a test can count what a client sent in a window
  * (`countArrivals`): the request rate while the apiserver is down is one of the bounds checked.
+ * Each record also keeps the request's query and `Accept-Encoding`, and, once a forwarded request
+ * is answered, the apiserver's status, `Content-Encoding` and body bytes as they crossed the wire
+ * (whether they really began as gzip): what a client asked for and what it was sent.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -94,11 +97,28 @@ export interface FaultProxyOptions {
 /** What a request asked for, as the request-rate bound counts them: each kind on its own. */
 export type RequestKind = 'list' | 'watch' | 'lease' | 'other';
 
-/** One request as it reached the proxy. */
+/** One request as it reached the proxy, and how the apiserver answered it when forwarded. */
 export interface Arrival {
   /** `Date.now()` when its head was read. */
   readonly at: number;
   readonly kind: RequestKind;
+  /** The request's query (`sendInitialEvents`, `resourceVersion`, `limit`, ...). */
+  readonly query: URLSearchParams;
+  /** Its `Accept-Encoding` header, as the client sent it. */
+  readonly acceptEncoding: string | undefined;
+  /** Set once the apiserver's answer to a forwarded request began; the proxy's own answers have none. */
+  answer?: UpstreamAnswer;
+}
+
+/** What the apiserver answered, as it crossed the proxy (bodies are forwarded unchanged). */
+export interface UpstreamAnswer {
+  readonly status: number;
+  /** Its `Content-Encoding` header. */
+  readonly contentEncoding: string | undefined;
+  /** Body bytes forwarded so far, as they came on the wire (compressed when it was). */
+  bytes: number;
+  /** The body's first two bytes are gzip's magic number (0x1f 0x8b): really gzip, not only labelled. */
+  gzipMagic: boolean;
 }
 
 /** Arrivals kept; far more than any scenario sends, so a runaway client cannot grow the list. */
@@ -126,6 +146,8 @@ interface Exchange {
   protobuf?: boolean;
   /** The start of a JSON frame whose newline has not come yet, held while frames are rewritten. */
   partial?: Buffer | undefined;
+  /** The request's record, where the apiserver's answer is noted. */
+  readonly arrival: Arrival;
 }
 
 /** The faults that rewrite a JSON WATCH frame by frame. */
@@ -480,10 +502,14 @@ export class FaultProxy {
     this.counters.requests += 1;
     if (watch) this.counters.watches += 1;
     else if (req.method === 'GET') this.counters.lists += 1;
-    if (this.arrivals.length < MAX_ARRIVALS) {
-      this.arrivals.push({ at: Date.now(), kind: requestKind(req.method, url, watch) });
-    }
-    const exchange: Exchange = { socket: req.socket, watch, stalled: false, cut: false };
+    const arrival: Arrival = {
+      at: Date.now(),
+      kind: requestKind(req.method, url, watch),
+      query: url.searchParams,
+      acceptEncoding: req.headers['accept-encoding'],
+    };
+    if (this.arrivals.length < MAX_ARRIVALS) this.arrivals.push(arrival);
+    const exchange: Exchange = { socket: req.socket, watch, stalled: false, cut: false, arrival };
     const fault = this.#fault;
     if (fault?.kind === 'down') {
       this.#count('down');
@@ -617,9 +643,22 @@ export class FaultProxy {
       res.flushHeaders();
       exchange.res = res;
       exchange.protobuf = String(upstreamRes.headers['content-type'] ?? '').includes('protobuf');
+      const answer: UpstreamAnswer = {
+        status: upstreamRes.statusCode ?? 0,
+        contentEncoding: upstreamRes.headers['content-encoding'],
+        bytes: 0,
+        gzipMagic: false,
+      };
+      exchange.arrival.answer = answer;
+      let head = Buffer.alloc(0);
       // Chunks go out through one chain, so a delay never reorders them.
       let chain = Promise.resolve();
       upstreamRes.on('data', (chunk: Buffer) => {
+        answer.bytes += chunk.length;
+        if (head.length < 2) {
+          head = Buffer.concat([head, chunk]).subarray(0, 2);
+          answer.gzipMagic = head.length === 2 && head[0] === 0x1f && head[1] === 0x8b;
+        }
         chain = chain.then(() => this.#relay(chunk, res, exchange, upstreamRes));
       });
       upstreamRes.on('end', () => {
