@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { decodeProtobufWatchFrames } from '../../src/kubernetes/codec/protobuf-watch-splitter.js';
+import { protobufWatchFramer } from '../../src/kubernetes/codec/protobuf-watch-splitter.js';
 import { readFrame } from '../../src/kubernetes/codec/watch-frame-parser.js';
-import { TruncatedFrameError, type WatchFrame } from '../../src/kubernetes/codec/watch-framing.js';
+import {
+  splitWatchFrames,
+  TruncatedFrameError,
+  type WatchFrame,
+} from '../../src/kubernetes/codec/watch-framing.js';
 import {
   concatBytes,
   encodeWatchEvent,
@@ -33,7 +37,8 @@ async function decode(
 ): Promise<{ frames: WatchFrame[]; bytes: number[] }> {
   const frames: WatchFrame[] = [];
   const bytes: number[] = [];
-  for await (const frame of decodeProtobufWatchFrames(
+  for await (const frame of splitWatchFrames(
+    protobufWatchFramer,
     chunks(...parts),
     (n) => bytes.push(n),
     maxFrameBytes,
@@ -54,7 +59,7 @@ function cutAt(bytes: Uint8Array, ...cuts: number[]): Uint8Array[] {
   return bounds.slice(1).map((end, index) => bytes.subarray(bounds[index], end));
 }
 
-describe('decodeProtobufWatchFrames', () => {
+describe('the protobuf watch framer', () => {
   it('yields one decoded WatchEvent per length-prefixed frame, read as its JSON form is', async () => {
     const stream = concatBytes(encodeWatchFrame(added), encodeWatchFrame(bookmark));
     const { frames } = await decode([stream]);
@@ -119,7 +124,8 @@ describe('decodeProtobufWatchFrames', () => {
       yield frame.subarray(10);
     }
     const frames: WatchFrame[] = [];
-    for await (const f of decodeProtobufWatchFrames(parts(), (n) => heard.push(n))) frames.push(f);
+    for await (const f of splitWatchFrames(protobufWatchFramer, parts(), (n) => heard.push(n)))
+      frames.push(f);
     expect(frames).toHaveLength(1);
   });
 
@@ -192,7 +198,7 @@ describe('decodeProtobufWatchFrames', () => {
       // The end of the big frame and the whole next frame, in one chunk.
       yield concatBytes(big.subarray(100), small);
     }
-    for await (const frame of decodeProtobufWatchFrames(parts(), undefined, limit)) {
+    for await (const frame of splitWatchFrames(protobufWatchFramer, parts(), undefined, limit)) {
       // Reported before the rest of the big frame was asked for.
       if (seen.length === 0) expect(pulled).toEqual([1]);
       seen.push(frame);
@@ -220,7 +226,8 @@ describe('decodeProtobufWatchFrames', () => {
   it('takes a declared length of 4 GiB for an oversize frame, not a frame to wait for', async () => {
     const frames: WatchFrame[] = [];
     const error = await (async () => {
-      for await (const frame of decodeProtobufWatchFrames(
+      for await (const frame of splitWatchFrames(
+        protobufWatchFramer,
         chunks(Uint8Array.from([0xff, 0xff, 0xff, 0xff, 1, 2, 3])),
       )) {
         frames.push(frame);
@@ -255,7 +262,8 @@ describe('decodeProtobufWatchFrames', () => {
     const frames: WatchFrame[] = [];
     await expect(
       (async () => {
-        for await (const frame of decodeProtobufWatchFrames(
+        for await (const frame of splitWatchFrames(
+          protobufWatchFramer,
           chunks(big.subarray(0, 150)),
           undefined,
           64,

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { TruncatedFrameError, type WatchFrame } from '../../src/kubernetes/codec/watch-framing.js';
-import { decodeWatchFrames } from '../../src/kubernetes/codec/watch-line-splitter.js';
+import {
+  splitWatchFrames,
+  TruncatedFrameError,
+  type WatchFrame,
+} from '../../src/kubernetes/codec/watch-framing.js';
+import { jsonWatchFramer } from '../../src/kubernetes/codec/watch-line-splitter.js';
 
 async function* chunks(...parts: Array<string | Buffer>): AsyncGenerator<Buffer> {
   for (const part of parts) yield Buffer.isBuffer(part) ? part : Buffer.from(part, 'utf8');
@@ -11,12 +15,14 @@ async function decode(
 ): Promise<{ frames: WatchFrame[]; bytes: number[] }> {
   const frames: WatchFrame[] = [];
   const bytes: number[] = [];
-  for await (const frame of decodeWatchFrames(chunks(...parts), (n) => bytes.push(n)))
+  for await (const frame of splitWatchFrames(jsonWatchFramer, chunks(...parts), (n) =>
+    bytes.push(n),
+  ))
     frames.push(frame);
   return { frames, bytes };
 }
 
-describe('decodeWatchFrames', () => {
+describe('the JSON watch framer', () => {
   it('yields one frame per line, across chunk boundaries', async () => {
     const { frames } = await decode(
       '{"type":"ADDED","object":{"a"',
@@ -75,7 +81,8 @@ describe('decodeWatchFrames', () => {
       yield Buffer.from('"}\n{"n":2}\n');
     }
     const frames: WatchFrame[] = [];
-    for await (const frame of decodeWatchFrames(parts(), undefined, 16)) frames.push(frame);
+    for await (const frame of splitWatchFrames(jsonWatchFramer, parts(), undefined, 16))
+      frames.push(frame);
     expect(frames).toEqual([
       { kind: 'decoded', value: { n: 1 } },
       { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
@@ -86,7 +93,8 @@ describe('decodeWatchFrames', () => {
   it('reports a frame over the limit that ends in the same chunk as garbled', async () => {
     const frames: WatchFrame[] = [];
     const line = `{"big":"${'x'.repeat(40)}"}\n{"n":3}\n`;
-    for await (const frame of decodeWatchFrames(chunks(line), undefined, 16)) frames.push(frame);
+    for await (const frame of splitWatchFrames(jsonWatchFramer, chunks(line), undefined, 16))
+      frames.push(frame);
     expect(frames).toEqual([
       { kind: 'garbled', error: 'watch frame larger than 16 bytes' },
       { kind: 'decoded', value: { n: 3 } },
@@ -100,7 +108,8 @@ describe('decodeWatchFrames', () => {
     const frames: WatchFrame[] = [];
     await expect(
       (async () => {
-        for await (const frame of decodeWatchFrames(parts(), undefined, 16)) frames.push(frame);
+        for await (const frame of splitWatchFrames(jsonWatchFramer, parts(), undefined, 16))
+          frames.push(frame);
       })(),
     ).rejects.toBeInstanceOf(TruncatedFrameError);
     expect(frames).toEqual([{ kind: 'garbled', error: 'watch frame larger than 16 bytes' }]);

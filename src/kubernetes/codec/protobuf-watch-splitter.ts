@@ -7,30 +7,36 @@
  */
 import { decodeProtobufWatchEvent } from './pod-protobuf.js';
 import { ProtobufDecodeError } from './protobuf-reader.js';
-import type { WatchFrame, WatchFramer } from './watch-framing.js';
 import {
+  FrameAssembly,
   frameTooLarge,
-  PendingBytes,
-  type WatchFrameSplitter,
-  watchFrameSplitter,
+  MAX_WATCH_FRAME_BYTES,
+  type WatchFrame,
+  type WatchFramer,
+  type WatchFramerFactory,
 } from './watch-framing.js';
 
 const LENGTH_PREFIX_BYTES = 4;
+const NO_BYTES = new Uint8Array(0);
 
-function decodeFrame(frame: Uint8Array): WatchFrame {
+function decodeFrame(bytes: Uint8Array, start: number, end: number): WatchFrame {
   try {
-    return { kind: 'decoded', value: decodeProtobufWatchEvent(frame) };
+    return { kind: 'decoded', value: decodeProtobufWatchEvent(bytes.subarray(start, end)) };
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };
   }
 }
 
-/** Length-prefixed frames: a four-byte length, then that many bytes of `WatchEvent`. */
+/**
+ * Length-prefixed frames: a four-byte length, then that many bytes of `WatchEvent`. A frame that
+ * lies inside one chunk is decoded where it lies; only one cut by a chunk's end is copied, into
+ * the reused `FrameAssembly`, the prefix as much as the frame.
+ */
 class LengthPrefixFramer implements WatchFramer {
   readonly #maxFrameBytes: number;
-  /** What is awaited (a prefix, a whole frame), held until enough has arrived. */
-  readonly #pending = new PendingBytes();
+  /** What a prefix or a frame cut by a chunk's end has so far. */
+  readonly #assembly = new FrameAssembly();
   /** The current frame's length, once its prefix is read. */
   #frameLength: number | undefined;
   /** Bytes still to drop of a frame reported as too large. */
@@ -40,52 +46,66 @@ class LengthPrefixFramer implements WatchFramer {
     this.#maxFrameBytes = maxFrameBytes;
   }
 
-  *push(chunk: Buffer): Generator<WatchFrame, void, undefined> {
-    if (this.#skipping >= chunk.length) {
-      this.#skipping -= chunk.length;
+  push(chunk: Buffer, out: WatchFrame[]): void {
+    let at = 0;
+    const end = chunk.length;
+    while (at < end) {
+      if (this.#skipping > 0) {
+        const dropped = Math.min(this.#skipping, end - at);
+        this.#skipping -= dropped;
+        at += dropped;
+        continue;
+      }
+      const wanted = this.#frameLength ?? LENGTH_PREFIX_BYTES;
+      const assembly = this.#assembly;
+      if (assembly.length === 0 && end - at >= wanted) {
+        // The common case: the whole prefix, or the whole frame, is in this chunk.
+        if (this.#frameLength === undefined) this.#prefix(chunk.readUInt32BE(at), out);
+        else this.#frame(chunk, at, at + wanted, out);
+        at += wanted;
+        continue;
+      }
+      // Cut by the chunk's end: gather it, and read it once whole.
+      const taken = Math.min(wanted - assembly.length, end - at);
+      assembly.append(chunk.subarray(at, at + taken));
+      at += taken;
+      if (assembly.length < wanted) return;
+      const whole = assembly.view();
+      if (this.#frameLength === undefined) this.#prefix(whole.readUInt32BE(0), out);
+      else this.#frame(whole, 0, whole.length, out);
+      assembly.clear();
+    }
+  }
+
+  /** A length prefix read: the frame it announces is awaited, or skipped when too large. */
+  #prefix(frameLength: number, out: WatchFrame[]): void {
+    if (frameLength > this.#maxFrameBytes) {
+      this.#skipping = frameLength;
+      out.push(frameTooLarge(this.#maxFrameBytes));
       return;
     }
-    this.#pending.push(this.#skipping > 0 ? chunk.subarray(this.#skipping) : chunk);
-    this.#skipping = 0;
-    if (this.#pending.length < (this.#frameLength ?? LENGTH_PREFIX_BYTES)) return;
-    let data = this.#pending.take();
-    for (;;) {
-      if (this.#frameLength === undefined) {
-        if (data.length < LENGTH_PREFIX_BYTES) break;
-        const frameLength = data.readUInt32BE(0);
-        data = data.subarray(LENGTH_PREFIX_BYTES);
-        if (frameLength > this.#maxFrameBytes) {
-          const dropped = Math.min(frameLength, data.length);
-          this.#skipping = frameLength - dropped;
-          data = data.subarray(dropped);
-          yield frameTooLarge(this.#maxFrameBytes);
-          if (this.#skipping > 0) break;
-          continue;
-        }
-        this.#frameLength = frameLength;
-      }
-      if (data.length < this.#frameLength) break;
-      const frame = data.subarray(0, this.#frameLength);
-      data = data.subarray(this.#frameLength);
-      this.#frameLength = undefined;
-      yield decodeFrame(frame);
-    }
-    if (data.length > 0) this.#pending.push(data);
+    this.#frameLength = frameLength;
+    // An empty frame is whole with its prefix: no chunk is left to complete it.
+    if (frameLength === 0) this.#frame(NO_BYTES, 0, 0, out);
+  }
+
+  #frame(bytes: Uint8Array, start: number, end: number, out: WatchFrame[]): void {
+    this.#frameLength = undefined;
+    out.push(decodeFrame(bytes, start, end));
   }
 
   end(): string | undefined {
     if (this.#skipping > 0) return 'a frame that was too large';
-    if (this.#frameLength === undefined && this.#pending.length === 0) return undefined;
-    return `a frame (${this.#pending.length} of ${this.#frameLength ?? '?'} bytes)`;
+    if (this.#frameLength === undefined && this.#assembly.length === 0) return undefined;
+    return `a frame (${this.#assembly.length} of ${this.#frameLength ?? '?'} bytes)`;
   }
 }
 
 /**
- * Frames from a protobuf watch body (`WatchFrameSplitter`, the same contract as the JSON one), a
- * change's pod read as an `EncodedPod`: a frame longer than `maxFrameBytes` is yielded as
- * `garbled` once its length is read, and its bytes are skipped, never held; a body that ends
- * inside a frame (or inside a length prefix) throws `TruncatedFrameError`.
+ * The framer of a protobuf watch body (`WatchFramer`), a change's pod read as an `EncodedPod`: a
+ * frame longer than `maxFrameBytes` is appended as `garbled` once its length is read, and its
+ * bytes are skipped, never held; a body that ends inside a frame (or inside a length prefix) ends
+ * inside a frame.
  */
-export const decodeProtobufWatchFrames: WatchFrameSplitter = watchFrameSplitter(
-  (maxFrameBytes) => new LengthPrefixFramer(maxFrameBytes),
-);
+export const protobufWatchFramer: WatchFramerFactory = (maxFrameBytes = MAX_WATCH_FRAME_BYTES) =>
+  new LengthPrefixFramer(maxFrameBytes);

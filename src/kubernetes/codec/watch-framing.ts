@@ -1,9 +1,9 @@
 /**
- * What a WATCH response body's frames are, whichever encoding carried them, and the one loop that
- * feeds a body to an encoding's framer: the JSON line splitter (./watch-line-splitter.ts) and the
- * protobuf length-prefix splitter (./protobuf-watch-splitter.ts) differ only in where a frame
- * ends and how it decodes, so the frame type, its bound, the truncation error, the byte counting
- * and the bytes held between chunks are written once, here.
+ * What a WATCH response body's frames are, whichever encoding carried them, and what feeds a body
+ * to an encoding's framer: the JSON line splitter (./watch-line-splitter.ts) and the protobuf
+ * length-prefix splitter (./protobuf-watch-splitter.ts) differ only in where a frame ends and how
+ * it decodes, so the frame type, its bound, the truncation error, the byte counting and the bytes
+ * held between chunks are written once, here.
  */
 
 /**
@@ -28,7 +28,7 @@ export class TruncatedFrameError extends Error {
  * does not contain (Node grants a worker 16 MiB past its limit to die gracefully; one larger
  * allocation aborts the whole process).
  */
-const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
+export const MAX_WATCH_FRAME_BYTES = 16 * 1024 * 1024;
 
 /** The frame a splitter yields for one longer than its bound: garbled, so the reflector relists. */
 export function frameTooLarge(maxFrameBytes: number): WatchFrame {
@@ -36,57 +36,70 @@ export function frameTooLarge(maxFrameBytes: number): WatchFrame {
 }
 
 /**
- * A WATCH body's bytes in, its frames out: what both splitters are, so the pod API picks one by
- * content type. A frame longer than `maxFrameBytes` (default `MAX_WATCH_FRAME_BYTES`) is yielded
- * as `frameTooLarge` and its bytes are dropped, never held; a body that ends inside a frame
- * throws `TruncatedFrameError`.
- */
-export type WatchFrameSplitter = (
-  chunks: AsyncIterable<Uint8Array>,
-  onBytes?: (count: number) => void,
-  maxFrameBytes?: number,
-) => AsyncGenerator<WatchFrame, void, undefined>;
-
-/**
  * One encoding's framing, fed a body chunk by chunk and holding whatever a frame still lacks:
- * `push` yields the frames a chunk completes, as they complete; `end` hears that the body ended
- * and says what it ended inside (`a frame (12 bytes)`), `undefined` when it ended between frames.
+ * `push` appends to `out` the frames a chunk completes, in order, each decoded before `push`
+ * returns (so the framer may reuse the bytes it assembled a frame in); `end` hears that the body
+ * ended and says what it ended inside (`a frame (12 bytes)`), `undefined` when it ended between
+ * frames. A frame longer than the framer's bound is appended as `frameTooLarge` and its bytes are
+ * dropped, never held.
+ *
+ * Why synchronous: a watch-list's initial events are tens of thousands of frames cut into two or
+ * three times as many socket chunks (the API server's TLS records of a few KiB). A generator per
+ * chunk and an async step per frame cost the reader more than decoding the frames did; a LIST page
+ * pays neither, and the initial events are a LIST's bytes.
  */
 export interface WatchFramer {
-  push(chunk: Buffer): Generator<WatchFrame, void, undefined>;
+  push(chunk: Buffer, out: WatchFrame[]): void;
   end(): string | undefined;
 }
 
+/** A framer for one body, bounded by `maxFrameBytes`: what the pod API picks by content type. */
+export type WatchFramerFactory = (maxFrameBytes?: number) => WatchFramer;
+
 /**
- * The splitter of one framing (see `WatchFrameSplitter`): a fresh framer per body, fed every
- * chunk. `onBytes` hears every chunk as it arrives, before any frame in it is complete: the
- * reflector's idle detection needs "the server sent something", not "a frame finished", or one
- * slow multi-megabyte frame would look like a dead connection.
+ * A WATCH body's bytes in, its frames out, for readers that iterate the body (the LeaderWorkerSet
+ * watch, tests): a fresh framer per body, fed every chunk. `onBytes` hears every chunk as it
+ * arrives, before any frame in it is complete: idle detection needs "the server sent something",
+ * not "a frame finished", or one slow multi-megabyte frame would look like a dead connection. A
+ * body that ends inside a frame throws `TruncatedFrameError`.
  */
-export function watchFrameSplitter(
-  framer: (maxFrameBytes: number) => WatchFramer,
-): WatchFrameSplitter {
-  return async function* (chunks, onBytes, maxFrameBytes = MAX_WATCH_FRAME_BYTES) {
-    const body = framer(maxFrameBytes);
-    for await (const raw of chunks) {
-      // A Buffer over the same bytes (no copy), whatever view the stream gave.
-      const chunk = Buffer.isBuffer(raw)
-        ? raw
-        : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
-      onBytes?.(chunk.length);
-      yield* body.push(chunk);
-    }
-    const inside = body.end();
-    if (inside !== undefined) throw new TruncatedFrameError(`watch stream ended inside ${inside}`);
-  };
+export async function* splitWatchFrames(
+  framer: WatchFramerFactory,
+  chunks: AsyncIterable<Uint8Array>,
+  onBytes?: (count: number) => void,
+  maxFrameBytes = MAX_WATCH_FRAME_BYTES,
+): AsyncGenerator<WatchFrame, void, undefined> {
+  const body = framer(maxFrameBytes);
+  const frames: WatchFrame[] = [];
+  for await (const raw of chunks) {
+    const chunk = asBuffer(raw);
+    onBytes?.(chunk.length);
+    body.push(chunk, frames);
+    yield* frames;
+    frames.length = 0;
+  }
+  endOfBody(body);
+}
+
+/** A Buffer over the same bytes (no copy), whatever view the stream gave. */
+export function asBuffer(raw: Uint8Array): Buffer {
+  return Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+}
+
+/** The body ended: throws `TruncatedFrameError` when it ended inside a frame. */
+export function endOfBody(framer: WatchFramer): void {
+  const inside = framer.end();
+  if (inside !== undefined) throw new TruncatedFrameError(`watch stream ended inside ${inside}`);
 }
 
 /**
- * Bytes received and not yet consumed, as the chunks they came in: joined only once enough have
- * arrived for what a framer awaits, so a large frame is copied once, not once per chunk.
+ * A frame's bytes that arrived in more than one chunk, copied into one buffer that is reused frame
+ * after frame: a frame is decoded before the next chunk is pushed (`WatchFramer`), so nothing
+ * still reads the bytes when they are overwritten. Joining the chunks afresh per frame
+ * (`Buffer.concat`) allocated a buffer outside the heap per frame, most of the framing's cost.
  */
-export class PendingBytes {
-  #chunks: Buffer[] = [];
+export class FrameAssembly {
+  #bytes = Buffer.allocUnsafe(INITIAL_ASSEMBLY_BYTES);
   #length = 0;
 
   /** Bytes held. */
@@ -94,22 +107,37 @@ export class PendingBytes {
     return this.#length;
   }
 
-  push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#length += chunk.length;
+  /** Copies `chunk` after the bytes held, growing the buffer (doubling) when it must. */
+  append(chunk: Uint8Array): void {
+    const needed = this.#length + chunk.length;
+    if (needed > this.#bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(needed, this.#bytes.length * 2));
+      this.#bytes.copy(grown, 0, 0, this.#length);
+      this.#bytes = grown;
+    }
+    this.#bytes.set(chunk, this.#length);
+    this.#length = needed;
   }
 
-  /** Everything held, as one buffer (the chunk itself when there is one), and nothing held after. */
-  take(): Buffer {
-    const joined =
-      this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks);
-    this.clear();
-    return joined;
+  /** The bytes held, as a view valid until the next `append` or `clear`. */
+  view(): Buffer {
+    return this.#bytes.subarray(0, this.#length);
   }
 
-  /** Drops everything held (a frame found too large). */
+  /**
+   * Holds nothing after; a buffer grown for a rare large frame is let go of, so one such frame
+   * does not pin its size for the life of the stream.
+   */
   clear(): void {
-    this.#chunks = [];
     this.#length = 0;
+    if (this.#bytes.length > RETAINED_ASSEMBLY_BYTES) {
+      this.#bytes = Buffer.allocUnsafe(INITIAL_ASSEMBLY_BYTES);
+    }
   }
 }
+
+/** A few engine pods' frames: most frames fit without the buffer growing. */
+const INITIAL_ASSEMBLY_BYTES = 64 * 1024;
+
+/** Kept between frames up to this size; past it the buffer is let go of when cleared. */
+const RETAINED_ASSEMBLY_BYTES = 1024 * 1024;

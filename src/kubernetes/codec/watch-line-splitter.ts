@@ -4,8 +4,14 @@
  * the socket cut frames anywhere, including inside a multi-byte UTF-8 character, so splitting
  * happens on bytes and decoding only on whole lines.
  */
-import type { WatchFrame, WatchFramer } from './watch-framing.js';
-import { frameTooLarge, PendingBytes, watchFrameSplitter } from './watch-framing.js';
+import {
+  FrameAssembly,
+  frameTooLarge,
+  MAX_WATCH_FRAME_BYTES,
+  type WatchFrame,
+  type WatchFramer,
+  type WatchFramerFactory,
+} from './watch-framing.js';
 
 const NEWLINE = 0x0a;
 
@@ -19,11 +25,14 @@ function decodeLine(line: Buffer): WatchFrame | undefined {
   }
 }
 
-/** JSON lines: a frame ends at a newline; blank lines are no frames. */
+/**
+ * JSON lines: a frame ends at a newline; blank lines are no frames. A line inside one chunk is
+ * parsed where it lies; only one cut by a chunk's end is copied, into the reused `FrameAssembly`.
+ */
 class LineFramer implements WatchFramer {
   readonly #maxFrameBytes: number;
-  /** The start of the current line. */
-  readonly #pending = new PendingBytes();
+  /** The start of the current line, when a chunk's end cut it. */
+  readonly #assembly = new FrameAssembly();
   /** Inside a frame already reported as too large: skip to its newline. */
   #skipping = false;
 
@@ -31,8 +40,8 @@ class LineFramer implements WatchFramer {
     this.#maxFrameBytes = maxFrameBytes;
   }
 
-  *push(chunk: Buffer): Generator<WatchFrame, void, undefined> {
-    const pending = this.#pending;
+  push(chunk: Buffer, out: WatchFrame[]): void {
+    const assembly = this.#assembly;
     let start = 0;
     for (;;) {
       const end = chunk.indexOf(NEWLINE, start);
@@ -43,38 +52,44 @@ class LineFramer implements WatchFramer {
         this.#skipping = false;
         continue;
       }
-      if (pending.length + piece.length > this.#maxFrameBytes) {
-        pending.clear();
-        yield frameTooLarge(this.#maxFrameBytes);
+      if (assembly.length + piece.length > this.#maxFrameBytes) {
+        assembly.clear();
+        out.push(frameTooLarge(this.#maxFrameBytes));
         continue;
       }
-      pending.push(piece);
-      const frame = decodeLine(pending.take());
-      if (frame) yield frame;
+      let frame: WatchFrame | undefined;
+      if (assembly.length === 0) frame = decodeLine(piece);
+      else {
+        assembly.append(piece);
+        frame = decodeLine(assembly.view());
+        assembly.clear();
+      }
+      if (frame) out.push(frame);
     }
     if (start < chunk.length && !this.#skipping) {
-      pending.push(chunk.subarray(start));
-      if (pending.length > this.#maxFrameBytes) {
-        pending.clear();
+      if (assembly.length + chunk.length - start > this.#maxFrameBytes) {
+        assembly.clear();
         this.#skipping = true;
-        yield frameTooLarge(this.#maxFrameBytes);
-      }
+        out.push(frameTooLarge(this.#maxFrameBytes));
+      } else assembly.append(chunk.subarray(start));
     }
   }
 
   end(): string | undefined {
     if (this.#skipping) return 'a frame that was too large';
     // Trailing white space after the last line is no frame.
-    const rest = this.#pending.take();
-    return rest.toString('utf8').trim() === '' ? undefined : `a frame (${rest.length} bytes)`;
+    const rest = this.#assembly.view();
+    const inside =
+      rest.toString('utf8').trim() === '' ? undefined : `a frame (${rest.length} bytes)`;
+    this.#assembly.clear();
+    return inside;
   }
 }
 
 /**
- * Frames from a JSON watch body (`WatchFrameSplitter`). A frame longer than `maxFrameBytes` is
- * yielded as `garbled` as soon as it crosses the limit (an unreadable frame: the reflector
+ * The framer of a JSON watch body (`WatchFramer`). A frame longer than `maxFrameBytes` is
+ * appended as `garbled` as soon as it crosses the limit (an unreadable frame: the reflector
  * relists), and its bytes are dropped up to its newline.
  */
-export const decodeWatchFrames = watchFrameSplitter(
-  (maxFrameBytes) => new LineFramer(maxFrameBytes),
-);
+export const jsonWatchFramer: WatchFramerFactory = (maxFrameBytes = MAX_WATCH_FRAME_BYTES) =>
+  new LineFramer(maxFrameBytes);

@@ -10,7 +10,7 @@
  * Size: LIST and WATCH share the request, decoding and failure rules of one resource; splitting
  * them would duplicate those.
  */
-import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { MalformedPodError } from '../../model/pod.js';
@@ -41,9 +41,9 @@ import {
 } from '../codec/pod-protobuf.js';
 import type { RefusedPodError } from '../codec/protobuf-pod-json.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
-import { decodeProtobufWatchFrames } from '../codec/protobuf-watch-splitter.js';
-import type { WatchFrame, WatchFrameSplitter } from '../codec/watch-framing.js';
-import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
+import { protobufWatchFramer } from '../codec/protobuf-watch-splitter.js';
+import { jsonWatchFramer } from '../codec/watch-line-splitter.js';
+import { HttpWatchStream, type OpenWatch } from './http-watch-stream.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 
 /**
@@ -111,12 +111,6 @@ async function readAll(
     }
   }
   return Buffer.concat(chunks);
-}
-
-interface OpenResponse {
-  request: ClientRequest;
-  response: IncomingMessage;
-  agent: unknown;
 }
 
 /** A LIST page's bytes and the encoding the server chose for them. */
@@ -351,13 +345,15 @@ export class HttpPodApi implements PodApi {
       options.signal,
       options.sendInitialEvents ? this.#wholeReadHeaders : {},
     );
+    const framer = isProtobufContentType(open.response.headers['content-type'])
+      ? protobufWatchFramer()
+      : jsonWatchFramer();
     return new HttpWatchStream(
       open,
+      bodyOf(open.response),
       options.signal,
       options.onBytes,
-      isProtobufContentType(open.response.headers['content-type'])
-        ? decodeProtobufWatchFrames
-        : decodeWatchFrames,
+      framer,
     );
   }
 
@@ -368,7 +364,7 @@ export class HttpPodApi implements PodApi {
     query: Record<string, string>,
     signal: AbortSignal,
     headers: Record<string, string> = {},
-  ): Promise<OpenResponse> {
+  ): Promise<OpenWatch> {
     signal.throwIfAborted();
     let prepared: Awaited<ReturnType<ApiConnection['requestOptions']>>;
     try {
@@ -377,7 +373,7 @@ export class HttpPodApi implements PodApi {
       throw new ApiConnectionError(verb, error, false);
     }
     const { agent } = prepared;
-    let open: OpenResponse;
+    let open: OpenWatch;
     try {
       const exchange = await openApiExchange(this.#connection.server, prepared, {
         method: 'GET',
@@ -468,57 +464,6 @@ function decodeStatus(raw: Buffer): unknown {
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return undefined;
-  }
-}
-
-/** One open WATCH response, iterated once. */
-class HttpWatchStream implements WatchStream {
-  readonly #open: OpenResponse;
-  readonly #signal: AbortSignal;
-  readonly #onBytes: ((count: number) => void) | undefined;
-  /** The body's framing and decoding, for the encoding the server chose. */
-  readonly #splitter: WatchFrameSplitter;
-  #closed = false;
-  #iterated = false;
-
-  constructor(
-    open: OpenResponse,
-    signal: AbortSignal,
-    onBytes: ((count: number) => void) | undefined,
-    splitter: WatchFrameSplitter,
-  ) {
-    this.#open = open;
-    this.#signal = signal;
-    this.#onBytes = onBytes;
-    this.#splitter = splitter;
-    // A signal that aborts while nobody is reading still releases the connection at once.
-    signal.addEventListener('abort', () => this.close(), { once: true });
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<WatchFrame> {
-    if (this.#iterated) throw new Error('a WatchStream can be iterated only once');
-    this.#iterated = true;
-    return this.#frames();
-  }
-
-  async *#frames(): AsyncGenerator<WatchFrame, void, undefined> {
-    try {
-      const body = bodyOf(this.#open.response);
-      yield* this.#splitter(body, this.#onBytes);
-    } catch (error) {
-      if (this.#signal.aborted) throw this.#signal.reason;
-      throw new ApiConnectionError('WATCH', error);
-    } finally {
-      this.close();
-    }
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#open.response.destroy();
-    this.#open.request.destroy();
-    releaseRequestAgent(this.#open.agent);
   }
 }
 

@@ -27,7 +27,8 @@ import {
   loadApiConnection,
   releaseRequestAgent,
 } from '../client/connection.js';
-import { decodeWatchFrames } from '../codec/watch-line-splitter.js';
+import { splitWatchFrames } from '../codec/watch-framing.js';
+import { jsonWatchFramer } from '../codec/watch-line-splitter.js';
 
 /** The API group and version the controller reads: LWS's served and stored version. */
 const LEADERWORKERSET_API = 'leaderworkerset.x-k8s.io/v1';
@@ -221,7 +222,7 @@ class HttpLeaderWorkerSetApi implements LeaderWorkerSetApi {
     signal.addEventListener('abort', close, { once: true });
     async function* events(): AsyncGenerator<LeaderWorkerSetWatchEvent, void, undefined> {
       try {
-        for await (const frame of decodeWatchFrames(bodyOf(response))) {
+        for await (const frame of splitWatchFrames(jsonWatchFramer, bodyOf(response))) {
           yield frame.kind === 'garbled'
             ? { type: 'GARBLED', error: frame.error }
             : readEvent(frame.value);
