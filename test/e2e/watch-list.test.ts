@@ -1,11 +1,16 @@
 /**
  * Watch-list against a real kube-apiserver (watch cache on, as in production): the initial sync
  * and every relist as one WATCH with `sendInitialEvents`, its initial-events-end bookmark
- * publishing the world, the same stream then followed as the watch; and the built service's
- * fallback to LIST + WATCH when the fault proxy refuses watch-list as a server with it off would.
+ * publishing the world, the same stream then followed as the watch; its initial events handed on
+ * in a LIST's pages (500 pods each, numbered from 1), with gzip and without; and the built
+ * service's fallback to LIST + WATCH when the fault proxy refuses watch-list as a server with it
+ * off would.
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
+import { connectPodApi } from '../../src/kubernetes/resources/http-pod-api.js';
+import { podKey } from '../../src/model/pod.js';
 import { FaultProxy } from './fault-proxy.js';
 import {
   adminCore,
@@ -14,7 +19,12 @@ import {
   ServiceProcess,
   waitForConvergence,
 } from './fault-support.js';
-import { managed, useReflectorSuite, waitUntil } from './support-reflector.js';
+import { managed, SELECTOR, useReflectorSuite, waitUntil } from './support-reflector.js';
+
+/** Pods for the batched initial events: two full pages of 500 and one of 201. */
+const MANY_PODS = 1_201;
+/** Pod creations in flight at once: quick, without crowding the apiserver on 2 cores. */
+const CREATE_CONCURRENCY = 16;
 
 describe('watch-list on a real apiserver (watch cache on)', () => {
   const suite = useReflectorSuite({ watchCache: true }, 'watch-list');
@@ -44,6 +54,53 @@ describe('watch-list on a real apiserver (watch cache on)', () => {
     await watched.waitForMembership({ a: ['a-1'], b: ['b-0'], c: ['c-0'] });
     // Changes came on the stream the sync was read from: still one request in all.
     expect(watched.source.stats()).toMatchObject({ lists: 1, watchOpens: 1 });
+  });
+
+  it('hands 1,201 initial events on in pages of 500 numbered 1 to 3, then one replace at the end bookmark, with gzip and without', async () => {
+    const { namespace, pods } = await setUp();
+    const names = Array.from({ length: MANY_PODS }, (_, i) => `many-${i}`);
+    for (let start = 0; start < names.length; start += CREATE_CONCURRENCY) {
+      await Promise.all(
+        names
+          .slice(start, start + CREATE_CONCURRENCY)
+          .map((name) => pods.create(name, managed('many'))),
+      );
+    }
+    const before = await pods.core.listNamespacedPod({ namespace, labelSelector: SELECTOR });
+    const listedAt = BigInt(before.metadata?.resourceVersion ?? '0');
+    for (const apiCompression of [false, true]) {
+      const pages: Array<[number, number]> = [];
+      const reflector = new KubernetesReflector({
+        api: await connectPodApi({ kubeconfigPath: suite.env.kubeconfigPath, apiCompression }),
+        namespace,
+        labelSelector: SELECTOR,
+        initialList: 'watch-list',
+        onListPage: (items, page) => pages.push([page, items.length]),
+      });
+      const events = reflector.watch()[Symbol.asyncIterator]();
+      try {
+        const first = await events.next();
+        if (first.done || first.value.type !== 'replace') throw new Error('expected a replace');
+        expect(pages, `gzip ${apiCompression}`).toEqual([
+          [1, 500],
+          [2, 500],
+          [3, 201],
+        ]);
+        const keys = [...first.value.objects.values()].map(podKey).sort();
+        expect(keys).toEqual(names.map((name) => `${namespace}/${name}`).sort());
+        const stats = reflector.stats();
+        expect(stats).toMatchObject({
+          lists: 1,
+          watchOpens: 1,
+          initialList: 'watch-list',
+          watchListFallbacks: 0,
+        });
+        // The end bookmark's version: the freshest state, not older than a LIST made before.
+        expect(BigInt(stats.cursor ?? '0') >= listedAt).toBe(true);
+      } finally {
+        await events.return?.();
+      }
+    }
   });
 });
 
