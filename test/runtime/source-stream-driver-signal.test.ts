@@ -4,6 +4,7 @@
  * failed and before the reopen wait — no later than `return()`, and never while it still reads
  * the stream. A source that ignores the signal keeps working.
  */
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ObjectStore, type Source, type SourceEvent, SourceStreamDriver } from '../../src/index.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -157,6 +158,32 @@ describe('SourceStreamDriver stream signals', () => {
     await h.run;
     expect(h.fake.signals.map((s) => s.aborted)).toEqual([true, true]);
     expect(new Set(h.fake.signals).size).toBe(2);
+  });
+
+  it('holds one abort listener on run’s signal per open stream, however many events it reads', async () => {
+    const h = harness();
+    await pulling(h.fake);
+    const before = getEventListeners(h.controller.signal, 'abort').length;
+    h.fake.push(replaceOf({ a: {} }));
+    for (let i = 0; i < 50; i += 1) h.fake.push(upsertOf(`p${i}`, {}));
+    await pulling(h.fake);
+    expect(h.store.size).toBe(51);
+    expect(getEventListeners(h.controller.signal, 'abort')).toHaveLength(before);
+    h.fake.fail();
+    await until(() => h.clock.pendingTimers === 1, { what: 'the reopen wait' });
+    await h.clock.advance(1000);
+    await pulling(h.fake);
+    expect(getEventListeners(h.controller.signal, 'abort')).toHaveLength(before);
+  });
+
+  it('rejects the read waiting for an event as soon as run is aborted', async () => {
+    const h = harness();
+    await pulling(h.fake);
+    h.fake.push(replaceOf({ a: {} }));
+    await pulling(h.fake);
+    h.controller.abort();
+    await finishes(h.run, { what: 'run after an abort while it waited for an event' });
+    expect(h.fake.current.nextCallsAfterAbort).toBe(0);
   });
 
   it('keeps working with a source that ignores the signal', async () => {
