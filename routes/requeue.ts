@@ -1,7 +1,9 @@
 /**
  * Forced reconciles: `POST /api/v1/cells/{cell}/reconcile` and `POST /api/v1/reconcile`.
- * The only writes of the control plane, so the only routes behind its admin check
- * (`ControlPlane.authorizeAdmin`, src/service/admin-auth.ts).
+ * The only writes of the control plane, so the only routes that declare `adminToken` in their
+ * OpenAPI `security`: that declaration is what puts them behind the admin gate
+ * (src/http/admin-gate.ts), which alone authorises, so the documentation and the enforcement
+ * cannot drift apart.
  * A requeue is safe at any time: the reconcile is level-triggered and idempotent, and a key
  * already queued absorbs the add.
  */
@@ -9,45 +11,27 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ControlPlane } from '../src/service/control-plane.js';
 import { resolveCellKey } from './cell-lookup.js';
-import { HttpError } from './http-error.js';
 import { cellParams, commonErrors, errorSchema, namespaceQuery, requeueSchema } from './schemas.js';
 
-/**
- * The plugin's one option: the control plane, which queues the reconciles and makes the admin
- * decision.
- */
+/** The plugin's one option: the control plane, which queues the reconciles. */
 interface RequeueRoutesOptions {
   plane: ControlPlane;
 }
 
+/** What the admin gate may answer before these routes run, documented on each. */
 const authErrors = { 401: errorSchema, 403: errorSchema } as const;
 
 /**
- * Registers the two POSTs. Their `preHandler` asks the admin check again: src/http/app.ts already
- * refuses an unauthorised POST in `onRequest`, before its body, but the plugin stays guarded on
- * any server it is registered on. A 401 carries `WWW-Authenticate`.
+ * Needs the admin bearer token (or a loopback client when none is configured); the admin gate
+ * reads this to refuse the request before its body.
  */
+const adminOnly = [{ adminToken: [] }];
+
+/** Registers the two POSTs. */
 export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async (
   app,
   { plane },
 ) => {
-  app.addHook('preHandler', async (request, reply) => {
-    const decision = plane.authorizeAdmin(
-      request.headers.authorization,
-      request.socket.remoteAddress,
-      {
-        host: request.headers.host,
-        origin: request.headers.origin,
-        contentType: request.headers['content-type'],
-      },
-    );
-    if (!decision.allowed) {
-      if (decision.status === 401)
-        reply.header('www-authenticate', 'Bearer realm="pool-controller"');
-      throw new HttpError(decision.status, decision.message);
-    }
-  });
-
   app.post(
     '/api/v1/cells/:cell/reconcile',
     {
@@ -59,7 +43,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
         tags: ['reconcile'],
         params: cellParams,
         querystring: z.object({ namespace: namespaceQuery }),
-        security: [{ adminToken: [] }],
+        security: adminOnly,
         response: {
           202: requeueSchema,
           404: errorSchema,
@@ -85,7 +69,7 @@ export const requeueRoutes: FastifyPluginAsyncZod<RequeueRoutesOptions> = async 
         description:
           'Queues every key the store holds and every published cell (so a cell whose pods vanished is removed too).',
         tags: ['reconcile'],
-        security: [{ adminToken: [] }],
+        security: adminOnly,
         response: { 202: requeueSchema, ...authErrors, ...commonErrors },
       },
     },
