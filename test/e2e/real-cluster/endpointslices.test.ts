@@ -12,39 +12,20 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, DiscoveryV1Api, type V1Pod } from '@kubernetes/client-node';
+import { DiscoveryV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeEnvironment, startKubeEnvironment } from '../environment/index.js';
-import {
-  type RealCluster,
-  startRealCluster,
-  TEST_NET_POD_RANGE,
-} from '../environment/real-cluster.js';
-import {
-  bindShippedRoles,
-  ENDPOINTSLICES_ROLE,
-  kubernetesSourceArgs,
-  LEADER_ELECTION_ROLE,
-  LWS,
-  ROLE,
-  type ServiceProcess,
-  spawnService,
-  waitFor,
-} from '../support-service.js';
+import { TEST_NET_POD_RANGE } from '../environment/real-cluster.js';
+import { ENDPOINTSLICES_ROLE, LEADER_ELECTION_ROLE, ROLE, waitFor } from '../support-service.js';
 import { ConnectionWatch } from './connection-watch.js';
-import { PodTimeline } from './pod-timeline.js';
-import { aliveIntervals, auditRouter, type RouterPoll } from './router-audit.js';
+import { aliveIntervals, auditRouter, WorkerPolls } from './router-audit.js';
 import {
+  allAtRevision,
   allReady,
-  ClusterHistory,
-  deletePod,
   ENGINE_PORT,
-  expectConverged,
   httpPort,
-  LwsClient,
   leaderWorkerSet,
-  podUid,
-  waitUntilASecondOld,
+  RealClusterLane,
+  replaced,
 } from './support.js';
 
 const POOL = 'engine';
@@ -58,26 +39,18 @@ const SLICES_WITHIN_MS = 5_000;
 const POLL_EVERY_MS = 100;
 
 describe('EndpointSlices of LeaderWorkerSet leaders the real controllers make', () => {
-  let env: KubeEnvironment;
-  let cluster: RealCluster;
-  let namespace: string;
-  let core: CoreV1Api;
+  let lane: RealClusterLane;
   let discovery: DiscoveryV1Api;
-  let lws: LwsClient;
-  let timeline: PodTimeline;
-  let history: ClusterHistory;
-  let service: ServiceProcess;
-  let base = '';
+  let polls: WorkerPolls;
   const connections = new ConnectionWatch(TEST_NET_POD_RANGE);
-  const polls: RouterPoll[] = [];
-  const pollErrors: string[] = [];
-  let polling = true;
-  let poller: Promise<void> = Promise.resolve();
   const measured: string[] = [];
 
   /** Each managed slice's `ip:port` endpoints, all slices together, sorted. */
   const published = async (): Promise<string[]> => {
-    const list = await discovery.listNamespacedEndpointSlice({ namespace, labelSelector: MANAGED });
+    const list = await discovery.listNamespacedEndpointSlice({
+      namespace: lane.namespace,
+      labelSelector: MANAGED,
+    });
     return list.items
       .flatMap((slice) =>
         (slice.endpoints ?? []).flatMap((e) =>
@@ -88,13 +61,9 @@ describe('EndpointSlices of LeaderWorkerSet leaders the real controllers make', 
   };
   /** The API's leaders as `ip:port`, sorted. */
   const leaders = async (): Promise<string[]> =>
-    (await core.listNamespacedPod({ namespace, labelSelector: `${LWS}/name=${POOL}` })).items
-      .filter((p) => p.metadata?.labels?.[`${LWS}/worker-index`] === '0')
-      .map((p) => `${p.status?.podIP}:${httpPort(p)}`)
-      .sort();
+    (await lane.leaders(POOL)).map((p) => `${p.status?.podIP}:${httpPort(p)}`).sort();
   const converged = async (settled: (pods: V1Pod[]) => boolean, what: string) => {
-    const cells = await expectConverged(env.kubeConfig, namespace, base, settled);
-    await cluster.assertPodIpsInRange(namespace);
+    const cells = await lane.converged(settled);
     const started = Date.now();
     let last: string[] = [];
     let want: string[] = [];
@@ -115,95 +84,64 @@ describe('EndpointSlices of LeaderWorkerSet leaders the real controllers make', 
 
   beforeAll(async () => {
     connections.start();
-    env = await startKubeEnvironment({ watchCache: true });
-    cluster = await startRealCluster(env, { podRange: 'test-net' });
-    namespace = await env.createNamespace('rc-slices');
-    core = env.kubeConfig.makeApiClient(CoreV1Api);
-    discovery = env.kubeConfig.makeApiClient(DiscoveryV1Api);
-    await bindShippedRoles(env, namespace, [ROLE, LEADER_ELECTION_ROLE, ENDPOINTSLICES_ROLE]);
-    lws = new LwsClient(env.kubeConfig, namespace);
-    timeline = new PodTimeline(env.kubeConfig, namespace);
-    await timeline.start();
-    history = new ClusterHistory(env.kubeConfig, namespace);
-    await history.start();
-    service = spawnService([...kubernetesSourceArgs(env, namespace), '--publish-endpointslices']);
-    base = await service.listening();
-    poller = (async () => {
-      while (polling) {
-        try {
-          const endpoints = await published();
-          polls.push({ at: Date.now(), workers: endpoints.map((a) => ({ url: `http://${a}` })) });
-        } catch (error) {
-          pollErrors.push(String(error));
-        }
-        await new Promise((resolve) => setTimeout(resolve, POLL_EVERY_MS));
-      }
-    })();
+    lane = await RealClusterLane.start({
+      namespace: 'rc-slices',
+      roles: [ROLE, LEADER_ELECTION_ROLE, ENDPOINTSLICES_ROLE],
+      podRange: 'test-net',
+    });
+    discovery = lane.env.kubeConfig.makeApiClient(DiscoveryV1Api);
+    await lane.startService(['--publish-endpointslices']);
+    polls = new WorkerPolls(
+      async () => (await published()).map((a) => ({ url: `http://${a}` })),
+      POLL_EVERY_MS,
+    );
   });
 
   afterAll(async () => {
-    polling = false;
-    await poller;
+    await polls?.stop();
     connections.stop();
-    timeline?.stop();
-    history?.stop();
-    if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
-    await cluster?.stop();
-    await env?.stop();
+    await lane?.stop();
     if (measured.length > 0) console.log(`real-cluster EndpointSlices: ${measured.join('; ')}`);
   });
 
   it('publishes the leaders of an LWS’s alive groups, at TEST-NET addresses', async () => {
-    await lws.create(leaderWorkerSet(POOL, GROUPS, SIZE));
+    await lane.lws.create(leaderWorkerSet(POOL, GROUPS, SIZE));
     await converged(allReady(POOL, GROUPS, SIZE), 'create');
-    expect(cluster.podRange).toBe(TEST_NET_POD_RANGE);
+    expect(lane.cluster.podRange).toBe(TEST_NET_POD_RANGE);
     expect(await published()).toHaveLength(GROUPS);
   });
 
   it('follows a group restart and a rolling update to a new port', async () => {
-    await waitUntilASecondOld(env.kubeConfig, namespace, POOL);
-    const before = await podUid(env.kubeConfig, namespace, 'engine-1');
-    await deletePod(env.kubeConfig, namespace, 'engine-1-1');
+    await lane.waitUntilASecondOld(POOL);
+    const before = await lane.podUid('engine-1');
+    await lane.deletePod('engine-1-1');
     await converged(
-      (pods) =>
-        allReady(POOL, GROUPS, SIZE)(pods) &&
-        pods.some((p) => p.metadata?.name === 'engine-1' && p.metadata.uid !== before),
+      (pods) => allReady(POOL, GROUPS, SIZE)(pods) && replaced('engine-1', before)(pods),
       'worker deleted, group recreated',
     );
-    await waitUntilASecondOld(env.kubeConfig, namespace, POOL);
-    const next = leaderWorkerSet(POOL, GROUPS, SIZE, 'b', { port: ENGINE_PORT + 1 }) as {
-      spec: { leaderWorkerTemplate: { workerTemplate: unknown } };
-    };
-    await lws.patch(POOL, {
-      spec: {
-        leaderWorkerTemplate: { workerTemplate: next.spec.leaderWorkerTemplate.workerTemplate },
-      },
-    });
+    await lane.waitUntilASecondOld(POOL);
+    await lane.lws.roll(POOL, 'b', { port: ENGINE_PORT + 1 });
     await converged(
-      (pods) =>
-        allReady(POOL, GROUPS, SIZE)(pods) &&
-        pods
-          .filter((p) => p.metadata?.labels?.[`${LWS}/name`] === POOL)
-          .every((p) => httpPort(p) === ENGINE_PORT + 1),
+      (pods) => allReady(POOL, GROUPS, SIZE)(pods) && allAtRevision(POOL, 'b')(pods),
       'rolling update',
     );
     const slices = await discovery.listNamespacedEndpointSlice({
-      namespace,
+      namespace: lane.namespace,
       labelSelector: MANAGED,
     });
     expect(slices.items.map((s) => s.metadata?.name)).toEqual([`${POOL}-alive-${ENGINE_PORT + 1}`]);
   });
 
   it('never published a leader whose cell the API did not hold alive', async () => {
-    const intervals = aliveIntervals(timeline.versions, history.setOwners, POOL);
-    const audit = auditRouter(polls, intervals, REMOVE_WITHIN_MS);
+    const intervals = aliveIntervals(lane.timeline.versions, lane.history.setOwners, POOL);
+    const audit = auditRouter(polls.polls, intervals, REMOVE_WITHIN_MS);
     measured.push(
       `${audit.polls} polls, ${audit.judged} endpoints judged, longest published after its cell ` +
         `stopped being alive ${audit.longestRemovalMs} ms`,
     );
     expect(audit.violations).toEqual([]);
     expect(audit.judged).toBeGreaterThan(audit.polls / 2);
-    expect(pollErrors).toEqual([]);
+    expect(polls.errors).toEqual([]);
   });
 
   it('nothing on this machine ever connected to a TEST-NET pod IP', async () => {

@@ -13,30 +13,17 @@
  * The LWS restarts nothing by itself here (`restartPolicy: None`), so a deleted worker leaves the
  * leader in place, which is what a Service in front of leaders sees during a worker's loss.
  */
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type KubeEnvironment, startKubeEnvironment } from '../environment/index.js';
-import { type RealCluster, startRealCluster } from '../environment/real-cluster.js';
 import {
-  bindShippedRoles,
-  kubernetesSourceArgs,
   LEADER_ELECTION_ROLE,
   LWS,
   READINESS_GATE_ROLE,
   ROLE,
-  type ServiceProcess,
-  spawnService,
   waitFor,
 } from '../support-service.js';
-import { conditionStatus, PodTimeline } from './pod-timeline.js';
-import {
-  allReady,
-  deletePod,
-  expectConverged,
-  LwsClient,
-  leaderWorkerSet,
-  podUid,
-} from './support.js';
+import { conditionStatus } from './pod-timeline.js';
+import { allReady, leaderWorkerSet, RealClusterLane, replaced } from './support.js';
 
 const GATE = 'pool-controller/cell-alive';
 /**
@@ -61,43 +48,30 @@ function describePods(pods: readonly V1Pod[]): string {
 }
 
 describe('the readiness gate on LeaderWorkerSet pods the real controllers make', () => {
-  let env: KubeEnvironment;
-  let cluster: RealCluster;
-  let namespace: string;
-  let core: CoreV1Api;
-  let lws: LwsClient;
-  let timeline: PodTimeline;
-  let service: ServiceProcess;
-  let base = '';
+  let lane: RealClusterLane;
   const measured: string[] = [];
 
   const converged = async (settled: (pods: V1Pod[]) => boolean): Promise<void> => {
     try {
-      await expectConverged(env.kubeConfig, namespace, base, settled);
+      await lane.converged(settled);
     } catch (error) {
-      throw new Error(`${error}\n${describePods(await pods())}\n${service.output().slice(-3000)}`);
+      throw new Error(
+        `${error}\n${describePods(await lane.pods())}\n${lane.service.output().slice(-3000)}`,
+      );
     }
-    await cluster.assertPodIpsInRange(namespace);
   };
-  const pods = async (): Promise<V1Pod[]> => (await core.listNamespacedPod({ namespace })).items;
 
   beforeAll(async () => {
-    env = await startKubeEnvironment({ watchCache: true });
-    cluster = await startRealCluster(env);
-    namespace = await env.createNamespace('rc-gate');
-    core = env.kubeConfig.makeApiClient(CoreV1Api);
-    await bindShippedRoles(env, namespace, [ROLE, LEADER_ELECTION_ROLE, READINESS_GATE_ROLE]);
-    lws = new LwsClient(env.kubeConfig, namespace);
-    timeline = new PodTimeline(env.kubeConfig, namespace);
-    await timeline.start();
-    service = spawnService([
-      ...kubernetesSourceArgs(env, namespace),
+    lane = await RealClusterLane.start({
+      namespace: 'rc-gate',
+      roles: [ROLE, LEADER_ELECTION_ROLE, READINESS_GATE_ROLE],
+    });
+    const base = await lane.startService([
       '--cell-readiness-gate',
       // The lane's pod IPs are loopback (127.16.0.0/16 …): without this, every cell is alive but
       // not routable (AddressInvalid), and the gate says False.
       '--sink-allow-loopback',
     ]);
-    base = await service.listening();
     await waitFor('the service to lead', async () => {
       const body = (await (await fetch(`${base}/api/v1/leader`)).json()) as { leading: boolean };
       return body.leading ? true : undefined;
@@ -105,28 +79,25 @@ describe('the readiness gate on LeaderWorkerSet pods the real controllers make',
   });
 
   afterAll(async () => {
-    timeline?.stop();
-    if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
-    await cluster?.stop();
-    await env?.stop();
+    await lane?.stop();
     if (measured.length > 0) console.log(`real-cluster readiness gate: ${measured.join('; ')}`);
   });
 
   it('gated pods of alive cells get the condition True, and only then turn Ready', async () => {
     const created = Date.now();
-    await lws.create(
+    await lane.lws.create(
       leaderWorkerSet('gated', GROUPS, SIZE, 'a', { readinessGate: GATE, restartPolicy: 'None' }),
     );
     // allReady waits for Ready, which kwok gives a gated pod only once its gate is True.
     await converged(allReady('gated', GROUPS, SIZE));
     measured.push(`create → all ${GROUPS * SIZE} pods Ready ${Date.now() - created} ms`);
-    for (const pod of await pods()) {
+    for (const pod of await lane.pods()) {
       const gate = pod.status?.conditions?.find((c) => c.type === GATE);
       expect(gate, pod.metadata?.name).toMatchObject({ status: 'True', reason: 'CellAlive' });
     }
     // Each pod was held not Ready by the gate alone before the gate turned True.
-    for (const name of (await pods()).map((p) => p.metadata!.name!)) {
-      const held = timeline.versions.find(
+    for (const name of (await lane.pods()).map((p) => p.metadata!.name!)) {
+      const held = lane.timeline.versions.find(
         ({ pod }) =>
           pod.metadata?.name === name &&
           conditionStatus(pod, 'ContainersReady') === 'True' &&
@@ -135,7 +106,7 @@ describe('the readiness gate on LeaderWorkerSet pods the real controllers make',
       );
       expect(held, `${name} held by its gate`).toBeDefined();
     }
-    const served = (await (await fetch(`${base}/api/v1/cells?pool=gated`)).json()) as {
+    const served = (await (await fetch(`${lane.base}/api/v1/cells?pool=gated`)).json()) as {
       cells: Array<{ alive: boolean; members: Array<{ readinessGate: unknown }> }>;
     };
     expect(served.cells.map((c) => c.alive)).toEqual(Array(GROUPS).fill(true));
@@ -147,19 +118,19 @@ describe('the readiness gate on LeaderWorkerSet pods the real controllers make',
   });
 
   it('a deleted worker turns its leader’s condition (and Ready) False within the bound, then back', async () => {
-    const leaderUid = await podUid(env.kubeConfig, namespace, 'gated-1');
-    const workerUid = await podUid(env.kubeConfig, namespace, 'gated-1-1');
-    const from = timeline.versions.length;
+    const leaderUid = await lane.podUid('gated-1');
+    const workerUid = await lane.podUid('gated-1-1');
+    const from = lane.timeline.versions.length;
     const deleted = Date.now();
-    await deletePod(env.kubeConfig, namespace, 'gated-1-1');
+    await lane.deletePod('gated-1-1');
     const isLeader = (pod: V1Pod): boolean => pod.metadata?.uid === leaderUid;
-    const gateFalse = await timeline.next(
+    const gateFalse = await lane.timeline.next(
       'the leader gated-1 to get its gate False',
       ({ pod }) => isLeader(pod) && conditionStatus(pod, GATE) === 'False',
       from,
       30_000,
     );
-    const notReady = await timeline.next(
+    const notReady = await lane.timeline.next(
       'the leader gated-1 to turn not Ready',
       ({ pod }) => isLeader(pod) && conditionStatus(pod, 'Ready') === 'False',
       from,
@@ -173,20 +144,18 @@ describe('the readiness gate on LeaderWorkerSet pods the real controllers make',
     expect(gateFalse.pod.status?.conditions?.find((c) => c.type === GATE)?.reason).toBeTruthy();
     // The StatefulSet makes a new worker; the same leader's gate goes True again, then Ready.
     await converged(
-      (now) =>
-        allReady('gated', GROUPS, SIZE)(now) &&
-        now.some((p) => p.metadata?.name === 'gated-1-1' && p.metadata.uid !== workerUid),
+      (now) => allReady('gated', GROUPS, SIZE)(now) && replaced('gated-1-1', workerUid)(now),
     );
-    expect(await podUid(env.kubeConfig, namespace, 'gated-1')).toBe(leaderUid);
-    const back = await timeline.next(
+    expect(await lane.podUid('gated-1')).toBe(leaderUid);
+    const back = await lane.timeline.next(
       'the leader gated-1 Ready again',
       ({ pod }) => isLeader(pod) && conditionStatus(pod, 'Ready') === 'True',
-      timeline.versions.indexOf(notReady),
+      lane.timeline.versions.indexOf(notReady),
       5_000,
     );
     measured.push(`worker deleted → leader Ready again ${back.at - deleted} ms`);
     // The other groups' leaders never lost their gate.
-    const others = timeline.versions
+    const others = lane.timeline.versions
       .slice(from)
       .filter(
         ({ pod }) =>
@@ -202,7 +171,7 @@ describe('the readiness gate on LeaderWorkerSet pods the real controllers make',
     // False, and the next version carries Ready False.
     const wasReady = new Map<string, boolean>();
     const early: string[] = [];
-    for (const { pod } of timeline.versions) {
+    for (const { pod } of lane.timeline.versions) {
       const uid = pod.metadata!.uid!;
       const ready = conditionStatus(pod, 'Ready') === 'True';
       if (ready && !wasReady.get(uid) && conditionStatus(pod, GATE) !== 'True') {

@@ -49,6 +49,39 @@ export function aliveAddresses(
   return addresses;
 }
 
+/**
+ * Reads a worker list (a router's, or a slice's endpoints as URLs) every `everyMs` from creation
+ * until stop(), keeping each answer with its time and each failure, for auditRouter.
+ */
+export class WorkerPolls {
+  readonly polls: RouterPoll[] = [];
+  readonly errors: string[] = [];
+  #polling = true;
+  readonly #loop: Promise<void>;
+
+  constructor(read: () => Promise<readonly ListedWorker[]>, everyMs: number) {
+    this.#loop = this.#run(read, everyMs);
+  }
+
+  async #run(read: () => Promise<readonly ListedWorker[]>, everyMs: number): Promise<void> {
+    while (this.#polling) {
+      try {
+        const workers = await read();
+        this.polls.push({ at: Date.now(), workers });
+      } catch (error) {
+        this.errors.push(String(error));
+      }
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  }
+
+  /** Ends the loop after the read in flight; resolves once it has. */
+  async stop(): Promise<void> {
+    this.#polling = false;
+    await this.#loop;
+  }
+}
+
 /** When each address was alive: [from, to) in `Date.now()` ms, `to` Infinity while it still is. */
 export type AliveIntervals = Map<string, Array<[number, number]>>;
 

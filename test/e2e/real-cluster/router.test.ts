@@ -12,16 +12,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubeEnvironmentRequired } from '../environment/binaries.js';
-import { type KubeEnvironment, startKubeEnvironment } from '../environment/index.js';
-import {
-  ipInRange,
-  LANE_POD_RANGE,
-  type RealCluster,
-  startRealCluster,
-} from '../environment/real-cluster.js';
+import { ipInRange, LANE_POD_RANGE } from '../environment/real-cluster.js';
 import {
   ensureRouters,
   type RunningRouter,
@@ -29,27 +23,16 @@ import {
   startRouter,
 } from '../environment/routers.js';
 import { generate, type ListedWorker, listWorkers } from '../support-routers.js';
-import {
-  bindShippedRoles,
-  kubernetesSourceArgs,
-  LWS,
-  ROLE,
-  type ServiceProcess,
-  spawnService,
-  waitFor,
-} from '../support-service.js';
+import { ROLE, waitFor } from '../support-service.js';
 import { PodEngines } from './pod-engines.js';
-import { PodTimeline } from './pod-timeline.js';
-import { aliveIntervals, auditRouter, type RouterPoll } from './router-audit.js';
+import { aliveIntervals, auditRouter, type RouterPoll, WorkerPolls } from './router-audit.js';
 import {
+  allAtRevision,
   allReady,
-  ClusterHistory,
   ENGINE_PORT,
-  expectConverged,
   httpPort,
-  LwsClient,
   leaderWorkerSet,
-  waitUntilASecondOld,
+  RealClusterLane,
 } from './support.js';
 
 const unavailable = routersUnavailableReason();
@@ -74,29 +57,15 @@ const isClean = (w: ListedWorker): boolean => w.status === undefined || w.status
 describe.skipIf(unavailable !== undefined)(
   'a real router fed by the service while real LeaderWorkerSet groups roll',
   () => {
-    let env: KubeEnvironment;
-    let cluster: RealCluster;
-    let namespace: string;
-    let core: CoreV1Api;
-    let lws: LwsClient;
-    let timeline: PodTimeline;
-    let history: ClusterHistory;
+    let lane: RealClusterLane;
     let engines: PodEngines;
     let router: RunningRouter;
-    let service: ServiceProcess;
-    let base = '';
-    const polls: RouterPoll[] = [];
-    const pollErrors: string[] = [];
-    let polling = true;
-    let poller: Promise<void> = Promise.resolve();
+    let polls: WorkerPolls;
     const measured: string[] = [];
 
     /** The leaders' URLs as the API holds them now. */
     const leaderUrls = async (): Promise<string[]> =>
-      (await core.listNamespacedPod({ namespace, labelSelector: `${LWS}/name=${POOL}` })).items
-        .filter((p) => p.metadata?.labels?.[`${LWS}/worker-index`] === '0')
-        .map((p) => `http://${p.status?.podIP}:${httpPort(p)}`)
-        .sort();
+      (await lane.leaders(POOL)).map((p) => `http://${p.status?.podIP}:${httpPort(p)}`).sort();
     /** Waits until the router lists exactly the API's leaders, none draining; returns the ms. */
     const routerConverged = async (): Promise<number> => {
       const started = Date.now();
@@ -119,14 +88,13 @@ describe.skipIf(unavailable !== undefined)(
       } catch (error) {
         throw new Error(
           `${error}\nwant ${JSON.stringify(want)}\nlisted ${JSON.stringify(last)}\n` +
-            `--- router:\n${router.logTail()}\n--- service:\n${service.output().slice(-3000)}`,
+            `--- router:\n${router.logTail()}\n--- service:\n${lane.service.output().slice(-3000)}`,
         );
       }
       return Date.now() - started;
     };
     const converged = async (settled: (pods: V1Pod[]) => boolean, what: string): Promise<void> => {
-      const lag = await expectConverged(env.kubeConfig, namespace, base, settled);
-      await cluster.assertPodIpsInRange(namespace);
+      const lag = await lane.converged(settled);
       measured.push(
         `${what}: cells ${lag} ms, router ${await routerConverged()} ms after the API settled`,
       );
@@ -134,23 +102,16 @@ describe.skipIf(unavailable !== undefined)(
 
     beforeAll(async () => {
       ensureRouters();
-      env = await startKubeEnvironment({ watchCache: true });
-      cluster = await startRealCluster(env);
-      namespace = await env.createNamespace('rc-router');
-      core = env.kubeConfig.makeApiClient(CoreV1Api);
-      await bindShippedRoles(env, namespace, [ROLE]);
-      lws = new LwsClient(env.kubeConfig, namespace);
       engines = new PodEngines();
-      timeline = new PodTimeline(env.kubeConfig, namespace);
-      timeline.onVersion((version) => engines.follow(version));
-      await timeline.start();
-      history = new ClusterHistory(env.kubeConfig, namespace);
-      await history.start();
+      lane = await RealClusterLane.start({
+        namespace: 'rc-router',
+        roles: [ROLE],
+        onPodVersion: (version) => engines.follow(version),
+      });
       router = await startRouter({ version: 'smg-1.13.0', apiKey: API_KEY });
-      const keyFile = join(env.stateDir, 'router-api-key');
+      const keyFile = join(lane.env.stateDir, 'router-api-key');
       writeFileSync(keyFile, `${API_KEY}\n`, { mode: 0o600 });
-      service = spawnService([
-        ...kubernetesSourceArgs(env, namespace),
+      await lane.startService([
         '--leader-elect=false',
         // The router is this pool's alone: every worker that is not an alive cell goes.
         '--sglang-router-ownership=all',
@@ -161,35 +122,19 @@ describe.skipIf(unavailable !== undefined)(
         // Cell addresses are the pods' loopback IPs.
         '--sink-allow-loopback',
       ]);
-      base = await service.listening();
-      poller = (async () => {
-        while (polling) {
-          try {
-            const workers = await listWorkers(router, API_KEY);
-            polls.push({ at: Date.now(), workers });
-          } catch (error) {
-            pollErrors.push(String(error));
-          }
-          await new Promise((resolve) => setTimeout(resolve, POLL_EVERY_MS));
-        }
-      })();
+      polls = new WorkerPolls(() => listWorkers(router, API_KEY), POLL_EVERY_MS);
     });
 
     afterAll(async () => {
-      polling = false;
-      await poller;
-      timeline?.stop();
-      history?.stop();
-      if (service && service.child.exitCode === null) service.child.kill('SIGKILL');
+      await polls?.stop();
+      await lane?.stop();
       await router?.dispose();
       await engines?.stop();
-      await cluster?.stop();
-      await env?.stop();
       if (measured.length > 0) console.log(`real-cluster router: ${measured.join('; ')}`);
     });
 
     it('lists the leaders of a new LWS’s groups and routes traffic to them', async () => {
-      await lws.create(leaderWorkerSet(POOL, GROUPS, SIZE));
+      await lane.lws.create(leaderWorkerSet(POOL, GROUPS, SIZE));
       await converged(allReady(POOL, GROUPS, SIZE), 'create');
       const text = await generate(router, API_KEY);
       expect(text).toContain(`from ${ENGINE_PORT}`);
@@ -202,22 +147,11 @@ describe.skipIf(unavailable !== undefined)(
         ['b', ENGINE_PORT + 1],
         ['c', ENGINE_PORT + 2],
       ] as const) {
-        await waitUntilASecondOld(env.kubeConfig, namespace, POOL);
+        await lane.waitUntilASecondOld(POOL);
         const before = await leaderUrls();
-        const next = leaderWorkerSet(POOL, GROUPS, SIZE, revision, { port }) as {
-          spec: { leaderWorkerTemplate: { workerTemplate: unknown } };
-        };
-        await lws.patch(POOL, {
-          spec: {
-            leaderWorkerTemplate: { workerTemplate: next.spec.leaderWorkerTemplate.workerTemplate },
-          },
-        });
+        await lane.lws.roll(POOL, revision, { port });
         await converged(
-          (pods) =>
-            allReady(POOL, GROUPS, SIZE)(pods) &&
-            pods
-              .filter((p) => p.metadata?.labels?.[`${LWS}/name`] === POOL)
-              .every((p) => p.metadata?.annotations?.['e2e/revision'] === revision),
+          (pods) => allReady(POOL, GROUPS, SIZE)(pods) && allAtRevision(POOL, revision)(pods),
           `rolling update to ${revision}`,
         );
         // Every group was replaced: new leaders at new addresses.
@@ -225,12 +159,12 @@ describe.skipIf(unavailable !== undefined)(
         expect(after).toHaveLength(GROUPS);
         expect(after.filter((url) => before.includes(url))).toEqual([]);
       }
-      expect(history.leaderReplacements()).toBeGreaterThanOrEqual(2 * GROUPS);
+      expect(lane.history.leaderReplacements()).toBeGreaterThanOrEqual(2 * GROUPS);
     });
 
     it('every poll of the router held only cells the API held alive', async () => {
-      const intervals = aliveIntervals(timeline.versions, history.setOwners, POOL);
-      const audit = auditRouter(polls, intervals, REMOVE_WITHIN_MS);
+      const intervals = aliveIntervals(lane.timeline.versions, lane.history.setOwners, POOL);
+      const audit = auditRouter(polls.polls, intervals, REMOVE_WITHIN_MS);
       measured.push(
         `${audit.polls} polls, ${audit.judged} listed workers judged, longest listed after its ` +
           `cell stopped being alive ${audit.longestRemovalMs} ms, ${engines.count} engines`,
@@ -239,16 +173,16 @@ describe.skipIf(unavailable !== undefined)(
       expect(audit.polls).toBeGreaterThan(50);
       expect(audit.judged).toBeGreaterThan(audit.polls);
       // Nothing the router was ever given is off this machine.
-      const outside = polls
+      const outside = polls.polls
         .flatMap((p) => p.workers.map((w) => new URL(w.url).hostname))
         .filter((host) => !ipInRange(host, LANE_POD_RANGE));
       expect(outside).toEqual([]);
       expect(engines.errors).toEqual([]);
-      expect(pollErrors).toEqual([]);
+      expect(polls.errors).toEqual([]);
     });
 
     it('the audit fails on a group listed before it was alive, or long after', async () => {
-      const intervals = aliveIntervals(timeline.versions, history.setOwners, POOL);
+      const intervals = aliveIntervals(lane.timeline.versions, lane.history.setOwners, POOL);
       const [address, [[from, to] = [0, 0]] = []] = [...intervals].find(
         ([, spans]) => spans[0]![1] !== Infinity,
       )!;

@@ -1,6 +1,7 @@
 /**
- * What the real-cluster scenarios share: LeaderWorkerSets created and changed through the API as a
- * user would, the cells a reader of the API's own pods would expect, and an audit of every
+ * What the real-cluster scenarios share: the lane itself (RealClusterLane: the environment, the
+ * real controllers, a namespace, the watches and the built service, started and stopped in one
+ * place), LeaderWorkerSets created and changed through the API as a user would, the cells a reader of the API's own pods would expect, and an audit of every
  * `cell.changed` event the service published, against everything the API ever said about the
  * pods and their StatefulSets (which incarnation of a group each pod belongs to).
  *
@@ -19,8 +20,22 @@ import {
   type V1StatefulSet,
   Watch,
 } from '@kubernetes/client-node';
+import { type KubeEnvironment, startKubeEnvironment } from '../environment/index.js';
+import {
+  type RealCluster,
+  type RealClusterOptions,
+  startRealCluster,
+} from '../environment/real-cluster.js';
 import type { ReceivedEvent } from '../support-controller.js';
-import { LWS, waitFor } from '../support-service.js';
+import {
+  bindShippedRoles,
+  kubernetesSourceArgs,
+  LWS,
+  type ServiceProcess,
+  spawnService,
+  waitFor,
+} from '../support-service.js';
+import { PodTimeline, type PodVersionAt } from './pod-timeline.js';
 
 export const LWS_API = { group: 'leaderworkerset.x-k8s.io', version: 'v1' } as const;
 /** How long the service may lag the API once the API has settled (issue 35). */
@@ -49,15 +64,9 @@ export function httpPort(pod: V1Pod): number | undefined {
   return undefined;
 }
 
-/** A LeaderWorkerSet of `replicas` groups of `size` pods, one `http` container each. */
-export function leaderWorkerSet(
-  name: string,
-  replicas: number,
-  size: number,
-  revision = 'a',
-  options: LeaderWorkerSetOptions = {},
-): Record<string, unknown> {
-  const template = {
+/** The pod template of LWS `name`'s leaders and workers at `revision`, one `http` container. */
+function podTemplate(name: string, revision: string, options: LeaderWorkerSetOptions) {
+  return {
     metadata: { labels: { app: name }, annotations: { 'e2e/revision': revision } },
     spec: {
       containers: [
@@ -72,6 +81,17 @@ export function leaderWorkerSet(
         : {}),
     },
   };
+}
+
+/** A LeaderWorkerSet of `replicas` groups of `size` pods, one `http` container each. */
+export function leaderWorkerSet(
+  name: string,
+  replicas: number,
+  size: number,
+  revision = 'a',
+  options: LeaderWorkerSetOptions = {},
+): Record<string, unknown> {
+  const template = podTemplate(name, revision, options);
   return {
     apiVersion: `${LWS_API.group}/${LWS_API.version}`,
     kind: 'LeaderWorkerSet',
@@ -130,6 +150,16 @@ export class LwsClient {
       plural: 'leaderworkersets',
       name,
       body: merged,
+    });
+  }
+
+  /**
+   * Starts a rolling update of LWS `name` to the pod template leaderWorkerSet() makes for
+   * `revision` and `options` (a new port, say).
+   */
+  async roll(name: string, revision: string, options: LeaderWorkerSetOptions = {}): Promise<void> {
+    await this.patch(name, {
+      spec: { leaderWorkerTemplate: { workerTemplate: podTemplate(name, revision, options) } },
     });
   }
 
@@ -274,10 +304,24 @@ export function allReady(name: string, groups: number, size: number) {
   };
 }
 
+/** Every pod of LWS `name` is of template revision `revision`. */
+export function allAtRevision(name: string, revision: string) {
+  return (pods: V1Pod[]): boolean =>
+    pods
+      .filter((p) => p.metadata?.labels?.[`${LWS}/name`] === name)
+      .every((p) => p.metadata?.annotations?.['e2e/revision'] === revision);
+}
+
 /** No pod of LWS `name` is left. */
 export function noneOf(name: string) {
   return (pods: V1Pod[]): boolean =>
     !pods.some((p) => p.metadata?.labels?.[`${LWS}/name`] === name);
+}
+
+/** Pod `name` exists with a uid other than `before`: the API replaced it. */
+export function replaced(name: string, before: string | undefined) {
+  return (pods: V1Pod[]): boolean =>
+    pods.some((p) => p.metadata?.name === name && p.metadata.uid !== before);
 }
 
 interface PodVersion {
@@ -447,45 +491,170 @@ function findCombination(candidates: PodVersion[][], generation: string): PodVer
   return search(0);
 }
 
-/**
- * The membership rule tells incarnations apart by `creationTimestamp`, whose resolution is one
- * second, so it cannot see a stale worker of an incarnation that lived under a second
- * (docs/alignment.md, StaleMember): before replacing groups, wait until every pod of LWS `name` is
- * a second old, so the lane tests the guarantee the rule makes and no more.
- */
-export async function waitUntilASecondOld(kubeConfig: KubeConfig, namespace: string, name: string) {
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  await waitFor('the pods to be a second old', async () => {
-    const pods = (await core.listNamespacedPod({ namespace, labelSelector: `${LWS}/name=${name}` }))
-      .items;
-    const newest = Math.max(
-      ...pods.map((p) => new Date(p.metadata?.creationTimestamp ?? 0).getTime()),
-    );
-    return Date.now() - newest >= INCARNATION_MIN_AGE_MS ? true : undefined;
-  });
+/** The StatefulSets of `namespace` (the leader set and one worker set per group). */
+export async function statefulSets(kubeConfig: KubeConfig, namespace: string) {
+  return (await kubeConfig.makeApiClient(AppsV1Api).listNamespacedStatefulSet({ namespace })).items;
 }
 
 /** creationTimestamp's resolution, plus a margin for the two clocks' rounding. */
 const INCARNATION_MIN_AGE_MS = 1_100;
 
-/** Deletes a pod with background propagation, as `kubectl delete pod` does. */
-export async function deletePod(kubeConfig: KubeConfig, namespace: string, name: string) {
-  await kubeConfig
-    .makeApiClient(CoreV1Api)
-    .deleteNamespacedPod({ namespace, name, propagationPolicy: 'Background' });
+/** What a scenario file chooses of its lane. */
+export interface RealClusterLaneOptions {
+  /** The namespace's prefix (the environment adds a suffix). */
+  readonly namespace: string;
+  /** The shipped Roles bound to the service's account in that namespace. */
+  readonly roles: readonly URL[];
+  /** Where the kwok nodes take pod IPs from (startRealCluster's option; default loopback). */
+  readonly podRange?: RealClusterOptions['podRange'];
+  /** Called with every pod version the timeline receives, from its first. */
+  readonly onPodVersion?: (version: PodVersionAt) => void;
 }
 
-/** The uid of pod `name`, or undefined when it does not exist. */
-export async function podUid(kubeConfig: KubeConfig, namespace: string, name: string) {
-  try {
-    return (await kubeConfig.makeApiClient(CoreV1Api).readNamespacedPod({ namespace, name }))
-      .metadata?.uid;
-  } catch {
-    return undefined;
+/**
+ * One real-cluster lane for one scenario file: the e2e environment (apiserver with its watch
+ * cache, as the scenarios' watches need), the real controllers beside it, a namespace with the
+ * service's Roles bound, both watches of the namespace (PodTimeline and ClusterHistory, opened
+ * before the first LWS so no version is missed; each file judges by the one it needs, and a watch
+ * is nothing beside the controllers' own), and then — startService() — the built service.
+ * stop() undoes all of it, in reverse, whatever was reached.
+ */
+export class RealClusterLane {
+  readonly env: KubeEnvironment;
+  readonly cluster: RealCluster;
+  readonly namespace: string;
+  readonly core: CoreV1Api;
+  readonly lws: LwsClient;
+  readonly timeline: PodTimeline;
+  readonly history: ClusterHistory;
+  #service: ServiceProcess | undefined;
+  #base = '';
+
+  private constructor(env: KubeEnvironment, cluster: RealCluster, namespace: string) {
+    this.env = env;
+    this.cluster = cluster;
+    this.namespace = namespace;
+    this.core = env.kubeConfig.makeApiClient(CoreV1Api);
+    this.lws = new LwsClient(env.kubeConfig, namespace);
+    this.timeline = new PodTimeline(env.kubeConfig, namespace);
+    this.history = new ClusterHistory(env.kubeConfig, namespace);
   }
-}
 
-/** The StatefulSets of `namespace` (the leader set and one worker set per group). */
-export async function statefulSets(kubeConfig: KubeConfig, namespace: string) {
-  return (await kubeConfig.makeApiClient(AppsV1Api).listNamespacedStatefulSet({ namespace })).items;
+  /** Starts everything but the service; on a failure, stops what it started and throws. */
+  static async start(options: RealClusterLaneOptions): Promise<RealClusterLane> {
+    const env = await startKubeEnvironment({ watchCache: true });
+    let cluster: RealCluster | undefined;
+    let lane: RealClusterLane | undefined;
+    try {
+      cluster = await startRealCluster(env, options.podRange ? { podRange: options.podRange } : {});
+      const namespace = await env.createNamespace(options.namespace);
+      await bindShippedRoles(env, namespace, options.roles);
+      lane = new RealClusterLane(env, cluster, namespace);
+      if (options.onPodVersion) lane.timeline.onVersion(options.onPodVersion);
+      await lane.timeline.start();
+      await lane.history.start();
+      return lane;
+    } catch (error) {
+      lane?.timeline.stop();
+      lane?.history.stop();
+      await cluster?.stop();
+      await env.stop();
+      throw error;
+    }
+  }
+
+  /**
+   * Spawns the built service on the lane's namespace (the unprivileged kubeconfig) with `args`
+   * after the source's, and resolves with its base URL once it listens.
+   */
+  async startService(args: readonly string[] = []): Promise<string> {
+    this.#service = spawnService([...kubernetesSourceArgs(this.env, this.namespace), ...args]);
+    this.#base = await this.#service.listening();
+    return this.#base;
+  }
+
+  /** The service startService() spawned. */
+  get service(): ServiceProcess {
+    if (!this.#service) throw new Error('the lane has no service: call startService() first');
+    return this.#service;
+  }
+
+  /** The service's `http://127.0.0.1:<port>`. */
+  get base(): string {
+    return this.#base;
+  }
+
+  /**
+   * Waits until the API settled by `settled` and the service serves the cells its pods imply
+   * (expectConverged), asserts every pod IP is in the lane's range, and resolves to the service's
+   * lag (ms).
+   */
+  async converged(settled: (pods: V1Pod[]) => boolean): Promise<number> {
+    const lag = await expectConverged(this.env.kubeConfig, this.namespace, this.#base, settled);
+    await this.cluster.assertPodIpsInRange(this.namespace);
+    return lag;
+  }
+
+  /**
+   * The membership rule tells incarnations apart by `creationTimestamp`, whose resolution is one
+   * second, so it cannot see a stale worker of an incarnation that lived under a second
+   * (docs/alignment.md, StaleMember): before replacing groups, wait until every pod of LWS `name`
+   * is a second old, so the lane tests the guarantee the rule makes and no more.
+   */
+  async waitUntilASecondOld(name: string): Promise<void> {
+    await waitFor('the pods to be a second old', async () => {
+      const pods = (
+        await this.core.listNamespacedPod({
+          namespace: this.namespace,
+          labelSelector: `${LWS}/name=${name}`,
+        })
+      ).items;
+      const newest = Math.max(
+        ...pods.map((p) => new Date(p.metadata?.creationTimestamp ?? 0).getTime()),
+      );
+      return Date.now() - newest >= INCARNATION_MIN_AGE_MS ? true : undefined;
+    });
+  }
+
+  /** Deletes pod `name` with background propagation, as `kubectl delete pod` does. */
+  async deletePod(name: string): Promise<void> {
+    await this.core.deleteNamespacedPod({
+      namespace: this.namespace,
+      name,
+      propagationPolicy: 'Background',
+    });
+  }
+
+  /** The uid of pod `name`, or undefined when it does not exist. */
+  async podUid(name: string): Promise<string | undefined> {
+    try {
+      return (await this.core.readNamespacedPod({ namespace: this.namespace, name })).metadata?.uid;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The namespace's pods as the API holds them now. */
+  async pods(): Promise<V1Pod[]> {
+    return (await this.core.listNamespacedPod({ namespace: this.namespace })).items;
+  }
+
+  /** The leader pods (worker index 0) of LWS `name` as the API holds them now. */
+  async leaders(name: string): Promise<V1Pod[]> {
+    const { items } = await this.core.listNamespacedPod({
+      namespace: this.namespace,
+      labelSelector: `${LWS}/name=${name}`,
+    });
+    return items.filter((p) => p.metadata?.labels?.[`${LWS}/worker-index`] === '0');
+  }
+
+  /** Stops the watches, kills the service, then stops the controllers and the environment. */
+  async stop(): Promise<void> {
+    this.timeline.stop();
+    this.history.stop();
+    const child = this.#service?.child;
+    if (child && child.exitCode === null) child.kill('SIGKILL');
+    await this.cluster.stop();
+    await this.env.stop();
+  }
 }
