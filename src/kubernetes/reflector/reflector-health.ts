@@ -32,13 +32,20 @@ interface HealthReading {
   recheckInMs?: number;
 }
 
+/**
+ * Where the stream stands, one value rather than two flags, so that a proven WATCH on a stream
+ * never established cannot be written down:
+ * - `starting`: not yet in steady state (or stopped): nothing but a proven WATCH is healthy;
+ * - `watching`: the running WATCH delivered a frame or stayed open long enough;
+ * - `recovering`: it was in steady state (a LIST published, then a WATCH proven), and that WATCH
+ *   ended: healthy while the grace after the last progress lasts.
+ */
+type Phase = 'starting' | 'watching' | 'recovering';
+
 /** One stream's health record: told what happened (`hear`), asked what it makes of it (`at`). */
 export class ReflectorHealth {
   readonly #unhealthyAfterMs: number;
-  /** The stream has been in steady state: a LIST published, then a WATCH proven. */
-  #established = false;
-  /** The running WATCH delivered a frame or stayed open long enough. */
-  #watchProven = false;
+  #phase: Phase = 'starting';
   /** Clock time of the last good progress. */
   #lastProgressAt: number | undefined;
 
@@ -48,7 +55,7 @@ export class ReflectorHealth {
 
   /** The running WATCH proved itself and has not ended. */
   get watchProven(): boolean {
-    return this.#watchProven;
+    return this.#phase === 'watching';
   }
 
   hear(event: HealthEvent, now: number): void {
@@ -57,26 +64,25 @@ export class ReflectorHealth {
         this.#lastProgressAt = now;
         return;
       case 'watch-proven':
-        this.#watchProven = true;
-        this.#established = true;
+        this.#phase = 'watching';
         this.#lastProgressAt = now;
         return;
       case 'watch-ended':
-        if (this.#watchProven) this.#lastProgressAt = event.lastProgressAt ?? now;
-        this.#watchProven = false;
+        if (this.#phase !== 'watching') return;
+        this.#phase = 'recovering';
+        this.#lastProgressAt = event.lastProgressAt ?? now;
         return;
       case 'stopped':
-        this.#established = false;
-        this.#watchProven = false;
+        this.#phase = 'starting';
         this.#lastProgressAt = undefined;
         return;
     }
   }
 
   at(now: number): HealthReading {
-    if (this.#watchProven) return { healthy: true };
+    if (this.#phase === 'watching') return { healthy: true };
     const graceLeft =
-      this.#established && this.#lastProgressAt !== undefined
+      this.#phase === 'recovering' && this.#lastProgressAt !== undefined
         ? this.#lastProgressAt + this.#unhealthyAfterMs - now
         : 0;
     return graceLeft > 0 ? { healthy: true, recheckInMs: graceLeft } : { healthy: false };
