@@ -112,22 +112,93 @@ function name(out: JsonBuffer, key: { first: Uint8Array; next: Uint8Array }, fir
   out.raw(first ? key.first : key.next);
 }
 
-/** The string field `number` of the message at `[start, end)`, last one wins; -1 if none. */
-let foundStart = -1;
-let foundEnd = -1;
-function findString(start: number, end: number, number: number): void {
-  foundStart = -1;
-  foundEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (field === number && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      foundStart = c.at;
-      foundEnd = fieldEnd;
-      c.at = fieldEnd;
-    } else c.skip(end);
+/**
+ * The fields of one message type that its writer reads, by field number (1 to `lastField`): the
+ * last span of each length-delimited one (start -1 when absent) and the last value of each varint
+ * one (0 when absent), as Go reads a field sent twice; and, for a type with one, every span of its
+ * repeated field in order. A writer reads its message into its type's table, then writes from it;
+ * no message type nests itself, so a nested writer, reading into its own type's table, leaves its
+ * parent's intact. A field sent with another wire type than its writer reads stays absent, as
+ * protobuf skips it; every field past `lastField` is stepped over.
+ */
+class MessageFields {
+  readonly #lastField: number;
+  readonly #repeatedField: number;
+  // Plain arrays of small integers, reset by a loop: for the few fields of a message, cheaper
+  // than typed arrays and their `fill`.
+  readonly #starts: number[];
+  readonly #ends: number[];
+  /** A varint's low and high 32 bits (unsigned), as `WireCursor.varint` leaves them. */
+  readonly #lows: number[];
+  readonly #highs: number[];
+  /** The spans of field `repeatedField`, in wire order (none when it is 0). */
+  readonly repeated = new Spans();
+
+  constructor(lastField: number, repeatedField = 0) {
+    this.#lastField = lastField;
+    this.#repeatedField = repeatedField;
+    this.#starts = new Array<number>(lastField + 1).fill(-1);
+    this.#ends = new Array<number>(lastField + 1).fill(-1);
+    this.#lows = new Array<number>(lastField + 1).fill(0);
+    this.#highs = new Array<number>(lastField + 1).fill(0);
   }
+
+  /** Reads the message at `[start, end)`. */
+  read(start: number, end: number): void {
+    const starts = this.#starts;
+    const lows = this.#lows;
+    const highs = this.#highs;
+    for (let field = 1; field <= this.#lastField; field += 1) {
+      starts[field] = -1;
+      lows[field] = 0;
+      highs[field] = 0;
+    }
+    this.repeated.length = 0;
+    c.at = start;
+    while (c.at < end) {
+      const field = c.tag(end);
+      if (field > this.#lastField) c.skip(end);
+      else if (c.wire === WIRE_LENGTH_DELIMITED) {
+        const fieldEnd = c.spanEnd(end);
+        if (field === this.#repeatedField) this.repeated.push(c.at, fieldEnd);
+        else {
+          starts[field] = c.at;
+          this.#ends[field] = fieldEnd;
+        }
+        c.at = fieldEnd;
+      } else if (c.wire === WIRE_VARINT) {
+        lows[field] = c.varint(end);
+        highs[field] = c.high;
+      } else c.skip(end);
+    }
+  }
+
+  /** Where length-delimited field `field` starts, -1 when absent. */
+  start(field: number): number {
+    return this.#starts[field] as number;
+  }
+
+  /** Where it ends (meaningful when it is present). */
+  end(field: number): number {
+    return this.#ends[field] as number;
+  }
+
+  /** Varint field `field` as an `int32`, two's complement. */
+  int32(field: number): number {
+    return (this.#lows[field] as number) | 0;
+  }
+
+  /** Varint field `field` as a `bool`: anything but zero is true. */
+  bool(field: number): boolean {
+    return this.#lows[field] !== 0 || this.#highs[field] !== 0;
+  }
+}
+
+/** Field `field` as a JSON string, `""` when absent (a string whose JSON tag has no omitempty). */
+function stringField(out: JsonBuffer, fields: MessageFields, field: number): void {
+  const start = fields.start(field);
+  if (start < 0) out.raw(EMPTY_STRING);
+  else copyString(out, start, fields.end(field));
 }
 
 /**
@@ -146,12 +217,9 @@ function timeAt(start: number, end: number): string | undefined {
   return rfc3339Seconds(seconds);
 }
 
-/** An int32 varint field's value, two's complement. */
-function int32(end: number): number {
-  return c.varint(end) | 0;
-}
-
-// The key and value spans of the map entry `mapEntry` read last; -1 when absent.
+// The key and value spans of the map entry `mapEntry` read last; -1 when absent. Written out by
+// hand rather than read into a MessageFields: it runs for every label and annotation, the most
+// frequent message of a pod, and resetting a table per entry measured slower than four locals.
 let keyStart = -1;
 let keyEnd = -1;
 let valueStart = -1;
@@ -234,348 +302,158 @@ function optionalTime(
   return false;
 }
 
-const ports = new Spans();
+/** `Container`: name 1, ports 6 (repeated). */
+const CONTAINER = new MessageFields(6, 6);
 
 function writeContainer(out: JsonBuffer, start: number, end: number): void {
-  let nameStart = -1;
-  let nameEnd = -1;
-  ports.reset();
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if ((field === 1 || field === 6) && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        nameStart = c.at;
-        nameEnd = fieldEnd;
-      } else ports.push(c.at, fieldEnd);
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  CONTAINER.read(start, end);
   out.byte(0x7b);
   name(out, K.name, true);
-  if (nameStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, nameStart, nameEnd);
+  stringField(out, CONTAINER, 1);
   name(out, K.ports, false);
-  out.byte(0x5b);
-  for (let index = 0; index < ports.length; index += 2) {
-    if (index > 0) out.byte(0x2c);
-    writePort(out, ports.at[index] as number, ports.at[index + 1] as number);
-  }
-  out.byte(0x5d);
+  writeMessages(out, CONTAINER.repeated, writePort);
   out.byte(0x7d);
 }
+
+/** `ContainerPort`: name 1, containerPort 3 (varint), protocol 4. */
+const PORT = new MessageFields(4);
 
 function writePort(out: JsonBuffer, start: number, end: number): void {
-  let nameStart = -1;
-  let nameEnd = -1;
-  let protocolStart = -1;
-  let protocolEnd = -1;
-  let containerPort = 0;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if ((field === 1 || field === 4) && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        nameStart = c.at;
-        nameEnd = fieldEnd;
-      } else {
-        protocolStart = c.at;
-        protocolEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else if (field === 3 && c.wire === WIRE_VARINT) containerPort = int32(end);
-    else c.skip(end);
-  }
+  PORT.read(start, end);
   out.byte(0x7b);
-  const first = optionalString(out, K.name, nameStart, nameEnd, true);
+  const first = optionalString(out, K.name, PORT.start(1), PORT.end(1), true);
   name(out, K.containerPort, first);
-  out.number(containerPort);
-  optionalString(out, K.protocol, protocolStart, protocolEnd, false);
+  out.number(PORT.int32(3));
+  optionalString(out, K.protocol, PORT.start(4), PORT.end(4), false);
   out.byte(0x7d);
 }
 
-/** `{kind, name, uid, controller?}`: fields 1, 3, 4 and 6 (written only when true). */
+/** `OwnerReference`: kind 1, name 3, uid 4, controller 6 (varint; written only when true). */
+const OWNER_REFERENCE = new MessageFields(6);
+
 function writeOwnerReference(out: JsonBuffer, start: number, end: number): void {
-  let kindStart = -1;
-  let kindEnd = -1;
-  let nameStart = -1;
-  let nameEnd = -1;
-  let uidStart = -1;
-  let uidEnd = -1;
-  let controller = false;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if ((field === 1 || field === 3 || field === 4) && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        kindStart = c.at;
-        kindEnd = fieldEnd;
-      } else if (field === 3) {
-        nameStart = c.at;
-        nameEnd = fieldEnd;
-      } else {
-        uidStart = c.at;
-        uidEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else if (field === 6 && c.wire === WIRE_VARINT) {
-      controller = c.bool(end);
-    } else c.skip(end);
-  }
+  OWNER_REFERENCE.read(start, end);
   out.byte(0x7b);
   name(out, K.kind, true);
-  if (kindStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, kindStart, kindEnd);
+  stringField(out, OWNER_REFERENCE, 1);
   name(out, K.name, false);
-  if (nameStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, nameStart, nameEnd);
+  stringField(out, OWNER_REFERENCE, 3);
   name(out, K.uid, false);
-  if (uidStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, uidStart, uidEnd);
-  if (controller) {
+  stringField(out, OWNER_REFERENCE, 4);
+  if (OWNER_REFERENCE.bool(6)) {
     name(out, K.controller, false);
     out.boolean(true);
   }
   out.byte(0x7d);
 }
 
+/** `PodCondition`: type 1, status 2, lastTransitionTime 4, reason 5, message 6. */
+const CONDITION = new MessageFields(6);
+
 function writeCondition(out: JsonBuffer, start: number, end: number): void {
-  // type, status, lastTransitionTime, reason, message: fields 1, 2, 4, 5, 6.
-  let typeStart = -1;
-  let typeEnd = -1;
-  let statusStart = -1;
-  let statusEnd = -1;
-  let timeStart = -1;
-  let timeEnd = -1;
-  let reasonStart = -1;
-  let reasonEnd = -1;
-  let messageStart = -1;
-  let messageEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (
-      c.wire === WIRE_LENGTH_DELIMITED &&
-      (field === 1 || field === 2 || (field >= 4 && field <= 6))
-    ) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        typeStart = c.at;
-        typeEnd = fieldEnd;
-      } else if (field === 2) {
-        statusStart = c.at;
-        statusEnd = fieldEnd;
-      } else if (field === 4) {
-        timeStart = c.at;
-        timeEnd = fieldEnd;
-      } else if (field === 5) {
-        reasonStart = c.at;
-        reasonEnd = fieldEnd;
-      } else {
-        messageStart = c.at;
-        messageEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  const f = CONDITION;
+  f.read(start, end);
   out.byte(0x7b);
   name(out, K.type, true);
-  if (typeStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, typeStart, typeEnd);
+  stringField(out, f, 1);
   name(out, K.status, false);
-  if (statusStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, statusStart, statusEnd);
-  optionalString(out, K.reason, reasonStart, reasonEnd, false);
-  optionalString(out, K.message, messageStart, messageEnd, false);
-  optionalTime(out, K.lastTransitionTime, timeStart, timeEnd, false);
+  stringField(out, f, 2);
+  optionalString(out, K.reason, f.start(5), f.end(5), false);
+  optionalString(out, K.message, f.start(6), f.end(6), false);
+  optionalTime(out, K.lastTransitionTime, f.start(4), f.end(4), false);
   out.byte(0x7d);
 }
 
-/** `waiting {reason?, message?}`: fields 1 and 2 of `ContainerStateWaiting`. */
+/** `ContainerStateWaiting`: reason 1, message 2. */
+const WAITING = new MessageFields(2);
+
 function writeWaiting(out: JsonBuffer, start: number, end: number): void {
-  let reasonStart = -1;
-  let reasonEnd = -1;
-  let messageStart = -1;
-  let messageEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if ((field === 1 || field === 2) && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        reasonStart = c.at;
-        reasonEnd = fieldEnd;
-      } else {
-        messageStart = c.at;
-        messageEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  WAITING.read(start, end);
   out.byte(0x7b);
-  const first = optionalString(out, K.reason, reasonStart, reasonEnd, true);
-  optionalString(out, K.message, messageStart, messageEnd, first);
+  const first = optionalString(out, K.reason, WAITING.start(1), WAITING.end(1), true);
+  optionalString(out, K.message, WAITING.start(2), WAITING.end(2), first);
   out.byte(0x7d);
 }
 
-/** `running {startedAt?}`: field 1 of `ContainerStateRunning`, the last one. */
+/** `ContainerStateRunning`: startedAt 1, its only field. */
+const RUNNING = new MessageFields(1);
+
 function writeRunning(out: JsonBuffer, start: number, end: number): void {
-  let timeStart = -1;
-  let timeEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (field === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      timeStart = c.at;
-      timeEnd = fieldEnd;
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  RUNNING.read(start, end);
   out.byte(0x7b);
-  optionalTime(out, K.startedAt, timeStart, timeEnd, true);
+  optionalTime(out, K.startedAt, RUNNING.start(1), RUNNING.end(1), true);
   out.byte(0x7d);
 }
 
-/** `terminated {exitCode, reason?, message?, startedAt?, finishedAt?}`: fields 1, 3–6. */
+/** `ContainerStateTerminated`: exitCode 1 (varint), reason 3, message 4, startedAt 5, finishedAt 6. */
+const TERMINATED = new MessageFields(6);
+
 function writeTerminated(out: JsonBuffer, start: number, end: number): void {
-  let exitCode = 0;
-  let reasonStart = -1;
-  let reasonEnd = -1;
-  let messageStart = -1;
-  let messageEnd = -1;
-  let startedStart = -1;
-  let startedEnd = -1;
-  let finishedStart = -1;
-  let finishedEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (field === 1 && c.wire === WIRE_VARINT) exitCode = int32(end);
-    else if (field >= 3 && field <= 6 && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 3) {
-        reasonStart = c.at;
-        reasonEnd = fieldEnd;
-      } else if (field === 4) {
-        messageStart = c.at;
-        messageEnd = fieldEnd;
-      } else if (field === 5) {
-        startedStart = c.at;
-        startedEnd = fieldEnd;
-      } else {
-        finishedStart = c.at;
-        finishedEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  const f = TERMINATED;
+  f.read(start, end);
   out.byte(0x7b);
   name(out, K.exitCode, true);
-  out.number(exitCode);
-  optionalString(out, K.reason, reasonStart, reasonEnd, false);
-  optionalString(out, K.message, messageStart, messageEnd, false);
-  optionalTime(out, K.startedAt, startedStart, startedEnd, false);
-  optionalTime(out, K.finishedAt, finishedStart, finishedEnd, false);
+  out.number(f.int32(1));
+  optionalString(out, K.reason, f.start(3), f.end(3), false);
+  optionalString(out, K.message, f.start(4), f.end(4), false);
+  optionalTime(out, K.startedAt, f.start(5), f.end(5), false);
+  optionalTime(out, K.finishedAt, f.start(6), f.end(6), false);
   out.byte(0x7d);
 }
 
-/** A `ContainerState`: each of waiting (1), running (2), terminated (3) present when sent. */
+/** `ContainerState`: waiting 1, running 2, terminated 3, each written when sent. */
+const STATE = new MessageFields(3);
+
 function writeState(out: JsonBuffer, start: number, end: number): void {
-  let waitingStart = -1;
-  let waitingEnd = -1;
-  let runningStart = -1;
-  let runningEnd = -1;
-  let terminatedStart = -1;
-  let terminatedEnd = -1;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (field >= 1 && field <= 3 && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        waitingStart = c.at;
-        waitingEnd = fieldEnd;
-      } else if (field === 2) {
-        runningStart = c.at;
-        runningEnd = fieldEnd;
-      } else {
-        terminatedStart = c.at;
-        terminatedEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else c.skip(end);
-  }
+  STATE.read(start, end);
+  const waiting = STATE.start(1);
+  const running = STATE.start(2);
+  const terminated = STATE.start(3);
   out.byte(0x7b);
   let first = true;
-  if (waitingStart >= 0) {
+  if (waiting >= 0) {
     name(out, K.waiting, first);
-    writeWaiting(out, waitingStart, waitingEnd);
+    writeWaiting(out, waiting, STATE.end(1));
     first = false;
   }
-  if (runningStart >= 0) {
+  if (running >= 0) {
     name(out, K.running, first);
-    writeRunning(out, runningStart, runningEnd);
+    writeRunning(out, running, STATE.end(2));
     first = false;
   }
-  if (terminatedStart >= 0) {
+  if (terminated >= 0) {
     name(out, K.terminated, first);
-    writeTerminated(out, terminatedStart, terminatedEnd);
+    writeTerminated(out, terminated, STATE.end(3));
   }
   out.byte(0x7d);
 }
 
+/** `ContainerStatus`: name 1, state 2, lastState 3, ready 4 and restartCount 5 (varints). */
+const CONTAINER_STATUS = new MessageFields(5);
+
 function writeContainerStatus(out: JsonBuffer, start: number, end: number): void {
-  let nameStart = -1;
-  let nameEnd = -1;
-  let stateStart = -1;
-  let stateEnd = -1;
-  let lastStateStart = -1;
-  let lastStateEnd = -1;
-  let ready = false;
-  let restartCount = 0;
-  c.at = start;
-  while (c.at < end) {
-    const field = c.tag(end);
-    if (field >= 1 && field <= 3 && c.wire === WIRE_LENGTH_DELIMITED) {
-      const fieldEnd = c.spanEnd(end);
-      if (field === 1) {
-        nameStart = c.at;
-        nameEnd = fieldEnd;
-      } else if (field === 2) {
-        stateStart = c.at;
-        stateEnd = fieldEnd;
-      } else {
-        lastStateStart = c.at;
-        lastStateEnd = fieldEnd;
-      }
-      c.at = fieldEnd;
-    } else if (field === 4 && c.wire === WIRE_VARINT) {
-      ready = c.bool(end);
-    } else if (field === 5 && c.wire === WIRE_VARINT) restartCount = int32(end);
-    else c.skip(end);
-  }
+  const f = CONTAINER_STATUS;
+  f.read(start, end);
   out.byte(0x7b);
   name(out, K.name, true);
-  if (nameStart < 0) out.raw(EMPTY_STRING);
-  else copyString(out, nameStart, nameEnd);
+  stringField(out, f, 1);
   name(out, K.ready, false);
-  out.boolean(ready);
+  out.boolean(f.bool(4));
   name(out, K.restartCount, false);
-  out.number(restartCount);
-  if (stateStart >= 0) {
+  out.number(f.int32(5));
+  if (f.start(2) >= 0) {
     name(out, K.state, false);
-    writeState(out, stateStart, stateEnd);
+    writeState(out, f.start(2), f.end(2));
   }
-  if (lastStateStart >= 0) {
+  if (f.start(3) >= 0) {
     name(out, K.lastState, false);
-    writeState(out, lastStateStart, lastStateEnd);
+    writeState(out, f.start(3), f.end(3));
   }
   out.byte(0x7d);
 }
+
+/** `PodSchedulingGate` and `PodReadinessGate`: their one string, field 1. */
+const GATE = new MessageFields(1);
 
 /** `{<key>: <string field 1>}` for each span: scheduling and readiness gates. */
 function writeGates(
@@ -586,11 +464,10 @@ function writeGates(
   out.byte(0x5b);
   for (let index = 0; index < gates.length; index += 2) {
     if (index > 0) out.byte(0x2c);
-    findString(gates.at[index] as number, gates.at[index + 1] as number, 1);
+    GATE.read(gates.at[index] as number, gates.at[index + 1] as number);
     out.byte(0x7b);
     name(out, key, true);
-    if (foundStart < 0) out.raw(EMPTY_STRING);
-    else copyString(out, foundStart, foundEnd);
+    stringField(out, GATE, 1);
     out.byte(0x7d);
   }
   out.byte(0x5d);
