@@ -236,7 +236,9 @@ export const podWireSchema = z.object({
   ),
 });
 
-type Wire = z.output<typeof podWireSchema>;
+/** A pod as `JSON.parse` gives it, once checked: only the fields we read are typed. */
+export type PodWire = z.output<typeof podWireSchema>;
+type Wire = PodWire;
 type WireState = z.output<typeof stateSchema>;
 
 /** Copies the fields of `source` named in `keys` that hold a string; `null` and absent are dropped. */
@@ -284,10 +286,16 @@ function boundAnnotations(annotations: Record<string, string>): Record<string, s
     const value = annotations[key]!;
     if (value.length <= MAX_CACHED_ANNOTATION_LENGTH) continue;
     out ??= { ...annotations };
-    out[key] =
-      `${value.slice(0, MAX_CACHED_ANNOTATION_LENGTH)}… (${value.length - MAX_CACHED_ANNOTATION_LENGTH} more characters)`;
+    out[key] = boundAnnotation(value);
   }
   return out ?? annotations;
+}
+
+/** One annotation value as the cache keeps it: itself, or cut to the limit and marked. */
+export function boundAnnotation(value: string): string {
+  return value.length <= MAX_CACHED_ANNOTATION_LENGTH
+    ? value
+    : `${value.slice(0, MAX_CACHED_ANNOTATION_LENGTH)}… (${value.length - MAX_CACHED_ANNOTATION_LENGTH} more characters)`;
 }
 
 type WireOwnerReference = NonNullable<Wire['metadata']['ownerReferences']>[number];
@@ -313,7 +321,7 @@ function shape(wire: Wire): Pod {
       namespace: metadata.namespace ?? '',
       uid: metadata.uid,
       ...strings(metadata, ['resourceVersion', 'creationTimestamp', 'deletionTimestamp']),
-      // Copies: the value may be the caller's own (see `conforms`), and a pod must not change
+      // Copies: the value may be the caller's own (see `conformsToPodWire`), and a pod must not change
       // with it.
       labels: metadata.labels ? { ...metadata.labels } : {},
       annotations: metadata.annotations ? boundAnnotations({ ...metadata.annotations }) : {},
@@ -412,7 +420,12 @@ function isState(value: unknown): boolean {
   );
 }
 
-function conforms(value: unknown): value is Wire {
+/**
+ * Whether `value` is a pod the hand-written check accepts (see above): such a pod can be read
+ * straight from `value`, as `parsePod` would keep it (../kubernetes/codec/pod-json-writer.ts
+ * writes its JSON so, without building the `Pod`). False means only "ask `parsePod`".
+ */
+export function conformsToPodWire(value: unknown): value is Wire {
   if (!isObject(value)) return false;
   const { metadata, spec, status } = value;
   if (
@@ -501,7 +514,7 @@ export function parsePod(value: unknown): Pod {
   // Nearly every pod conforms: checked by hand (no copy), it goes straight to `shape()`, which
   // copies only the fields it keeps. Anything the check is unsure of goes through zod, whose
   // verdict and error text are the rule.
-  if (conforms(value)) return shape(value);
+  if (conformsToPodWire(value)) return shape(value);
   const result = podWireSchema.safeParse(value);
   if (!result.success) {
     const where = result.error.issues

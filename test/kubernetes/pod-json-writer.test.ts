@@ -1,12 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { type EncodedChange, encodePod } from '../../src/kubernetes/codec/encoded-pod.js';
+import {
+  type EncodedChange,
+  encodePod,
+  readPodValue,
+} from '../../src/kubernetes/codec/encoded-pod.js';
 import {
   writeChangeEventsJson,
   writeEncodedPodsJson,
   writePodsJson,
 } from '../../src/kubernetes/codec/pod-json-writer.js';
 import type { ChangeEvent } from '../../src/kubernetes/reflector-worker/protocol.js';
-import { type Pod, parsePod } from '../../src/model/pod.js';
+import {
+  conformsToPodWire,
+  MAX_CACHED_ANNOTATION_LENGTH,
+  type Pod,
+  parsePod,
+} from '../../src/model/pod.js';
 import { AWKWARD_STRINGS } from '../support/awkward-strings.js';
 
 const stringified = (value: unknown): string => JSON.stringify(value);
@@ -14,8 +23,9 @@ const written = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
 
 const AWKWARD = AWKWARD_STRINGS;
 
-function podWith(text: string, index: number): Pod {
-  return parsePod({
+/** A pod as the API server's JSON might spell it: nulls, absent fields, awkward strings. */
+function wireWith(text: string, index: number): Record<string, unknown> {
+  return {
     metadata: {
       name: `p-${index}`,
       namespace: index % 2 ? 'ns' : undefined,
@@ -62,7 +72,11 @@ function podWith(text: string, index: number): Pod {
         { name: 'c', restartCount: 0 },
       ],
     },
-  });
+  };
+}
+
+function podWith(text: string, index: number): Pod {
+  return parsePod(wireWith(text, index));
 }
 
 describe('writePodsJson: the hop JSON.stringify would have written, byte for byte', () => {
@@ -143,5 +157,82 @@ describe('writeEncodedPodsJson', () => {
     encoded.forEach((pod, index) => {
       expect(written(pod.json)).toBe(stringified(pods[index]));
     });
+  });
+});
+
+describe('readPodValue: a JSON pod written straight from its value', () => {
+  /** Wire pods that take the direct path, each with something `shape` treats specially. */
+  const wires: Record<string, unknown>[] = [
+    ...AWKWARD.map(wireWith),
+    {
+      metadata: {
+        name: 'bare',
+        uid: 'u',
+        resourceVersion: '',
+        creationTimestamp: null,
+        ownerReferences: [],
+      },
+    },
+    {
+      metadata: {
+        name: 'owned',
+        namespace: 'ns',
+        uid: 'u',
+        labels: null,
+        annotations: { long: 'x'.repeat(MAX_CACHED_ANNOTATION_LENGTH + 7), short: 'y' },
+        ownerReferences: [
+          { kind: 'LeaderWorkerSet', name: 'lws', uid: 'o', controller: true },
+          { controller: false },
+          { kind: null, name: 'n', controller: null },
+        ],
+      },
+      spec: { readinessGates: [{ conditionType: null }], containers: null, nodeSelector: null },
+      status: null,
+    },
+    {
+      metadata: { name: 'states', namespace: '', uid: 'u', labels: { 2: 'b', a: 'x', 1: 'a' } },
+      spec: {},
+      status: {
+        phase: null,
+        containerStatuses: [
+          { name: 'x', ready: null, restartCount: 3, state: null, lastState: {} },
+          {
+            name: 'y',
+            restartCount: 0,
+            state: { waiting: {}, running: { startedAt: null }, terminated: null },
+            lastState: { terminated: { exitCode: 0, reason: null, finishedAt: 'f' } },
+          },
+        ],
+      },
+    },
+  ];
+
+  it('writes what writing the Pod that parsePod keeps would, byte for byte', () => {
+    for (const [index, wire] of wires.entries()) {
+      expect(conformsToPodWire(wire), `case ${index}`).toBe(true);
+      const pod = parsePod(wire);
+      const encoded = readPodValue(wire);
+      expect(written(encoded.json), `case ${index}`).toBe(stringified(pod));
+      expect(encoded.metadata, `case ${index}`).toEqual({
+        name: pod.metadata.name,
+        namespace: pod.metadata.namespace,
+        uid: pod.metadata.uid,
+        ...(pod.metadata.resourceVersion === undefined
+          ? {}
+          : { resourceVersion: pod.metadata.resourceVersion }),
+      });
+    }
+  });
+
+  it('cuts a long annotation as parsePod does, and leaves the caller’s value as it was', () => {
+    const long = 'x'.repeat(MAX_CACHED_ANNOTATION_LENGTH + 7);
+    const wire = { metadata: { name: 'p', uid: 'u', annotations: { long } } };
+    const read = JSON.parse(written(readPodValue(wire).json)) as Pod;
+    expect(read.metadata.annotations.long).toMatch(/… \(7 more characters\)$/);
+    expect(wire.metadata.annotations.long).toBe(long);
+  });
+
+  it('still refuses what parsePod refuses', () => {
+    expect(() => readPodValue({ metadata: { name: 'no-uid' } })).toThrow(/malformed pod/);
   });
 });

@@ -8,9 +8,9 @@
  * that thread. From protobuf (the default against a real API server) a pod is transcoded straight
  * into its JSON (./protobuf-pod-json.ts); from JSON it is validated by the schema and written once.
  */
-import { type Pod, parsePod } from '../../model/pod.js';
+import { conformsToPodWire, type Pod, parsePod } from '../../model/pod.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
-import { JsonBuffer, writePodJson } from './pod-json-writer.js';
+import { JsonBuffer, writePodJson, writeWirePodJson } from './pod-json-writer.js';
 import { type RefusedPodError, transcodeProtobufPod } from './protobuf-pod-json.js';
 
 /** A pod in the worker thread: what the reflector reads of it, and its JSON for the hop. */
@@ -112,6 +112,16 @@ export class RefusedPod {
 export function readPodValue(value: unknown): EncodedPod {
   if (value instanceof EncodedPod) return value;
   if (value instanceof RefusedPod) throw value.error;
+  if (conformsToPodWire(value)) {
+    // Nearly every pod: its JSON written straight from the value, no `Pod` built in between.
+    const start = blocks.length;
+    writeWirePodJson(blocks, value);
+    const { name, namespace, uid, resourceVersion } = value.metadata;
+    return new EncodedPod(
+      identity(name, namespace ?? '', uid, resourceVersion ?? undefined),
+      sealed(start),
+    );
+  }
   return encodePod(parsePod(value));
 }
 
