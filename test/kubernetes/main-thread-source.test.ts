@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { defaultWorkerCompileCacheDir } from '../../src/kubernetes/reflector-worker/compile-cache.js';
+import { defaultCompileCacheDir } from '../../src/kubernetes/reflector-worker/compile-cache.js';
 import {
   WorkerPodSource,
   type WorkerPodSourceOptions,
@@ -93,7 +93,7 @@ describe('WorkerPodSource: the worker compile cache', () => {
   });
 
   it('defaults to a folder of its own under the OS temp dir', () => {
-    expect(defaultWorkerCompileCacheDir()).toMatch(
+    expect(defaultCompileCacheDir()).toMatch(
       new RegExp(`^${tmpdir().replace(/[/\\]/g, '.')}.pool-controller-compile-cache-\\d+$`),
     );
   });

@@ -103,7 +103,7 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
   clock?: Clock;
   /**
    * Where the worker thread keeps Node's compile cache (`NODE_COMPILE_CACHE`), `false` for none.
-   * Default `defaultWorkerCompileCacheDir()` (./compile-cache.ts); a `NODE_COMPILE_CACHE` already set is left as it is.
+   * Default `defaultCompileCacheDir()` (./compile-cache.ts); a `NODE_COMPILE_CACHE` already set is left as it is.
    */
   compileCacheDir?: string | false;
 }
