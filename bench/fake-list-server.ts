@@ -333,7 +333,11 @@ export class FakeListServer {
     const events = this.#items.map(
       (item) => `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1",${item.slice(1)}}\n`,
     );
-    this.#initialEvents = Buffer.from(`${events.join('')}${bookmark}\n`);
+    // Joined as bytes, not as one string: 150,000 pods' events are past V8's longest string.
+    this.#initialEvents = Buffer.concat([
+      ...events.map((event) => Buffer.from(event)),
+      Buffer.from(`${bookmark}\n`),
+    ]);
     return this.#initialEvents;
   }
 
