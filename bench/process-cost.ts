@@ -46,6 +46,16 @@ function statusKib(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return Number(match[1]);
 }
 
+/** The CPU seconds (user + system, every thread) `pid` has spent since it started. */
+export function processCpuSeconds(pid: number): number {
+  return cpuTicks(pid) / USER_HZ;
+}
+
+/** `pid`'s resident memory now, bytes. */
+export function processRssBytes(pid: number): number {
+  return statusKib(pid, 'VmRSS') * 1024;
+}
+
 /** Opens a window on `pid` now; `stop()` closes it and answers what the process spent in it. */
 export function startProcessCost(pid: number): { stop(): ProcessCostResult } {
   const ticksBefore = cpuTicks(pid);

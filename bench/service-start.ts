@@ -7,14 +7,12 @@
  * is compared with.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { processCpuSeconds, processRssBytes } from './process-cost.js';
 import { freePort, httpStatus, waitFor } from './service-probe.js';
 
 /** How often `/readyz` is asked: the measurement's resolution. */
 const READY_POLL_MS = 2;
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
-const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface ServiceStart {
   /** Spawn → the first `/readyz` 200. */
@@ -23,17 +21,6 @@ export interface ServiceStart {
   cpuMs: number;
   /** Its resident memory when ready. */
   rssBytes: number;
-}
-
-function cpuMsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-}
-
-function rssBytesOf(pid: number): number {
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return Number(match?.[1] ?? 0) * 1024;
 }
 
 /** Starts the built service on `namespace`, waits for it to be ready, measures, stops it. */
@@ -74,8 +61,8 @@ export async function timeServiceToReady(
     );
     return {
       readyMs: performance.now() - started,
-      cpuMs: cpuMsOf(pid),
-      rssBytes: rssBytesOf(pid),
+      cpuMs: processCpuSeconds(pid) * 1000,
+      rssBytes: processRssBytes(pid),
     };
   } finally {
     service.kill('SIGTERM');
