@@ -19,9 +19,9 @@ import {
 const LENGTH_PREFIX_BYTES = 4;
 const NO_BYTES = new Uint8Array(0);
 
-function decodeFrame(bytes: Uint8Array, start: number, end: number): WatchFrame {
+function decodeFrame(frame: Uint8Array): WatchFrame {
   try {
-    return { kind: 'decoded', value: decodeProtobufWatchEvent(bytes.subarray(start, end)) };
+    return { kind: 'decoded', value: decodeProtobufWatchEvent(frame) };
   } catch (error) {
     if (!(error instanceof ProtobufDecodeError)) throw error;
     return { kind: 'garbled', error: `watch frame is not a protobuf WatchEvent: ${error.message}` };
@@ -61,7 +61,7 @@ class LengthPrefixFramer implements WatchFramer {
       if (assembly.length === 0 && end - at >= wanted) {
         // The common case: the whole prefix, or the whole frame, is in this chunk.
         if (this.#frameLength === undefined) this.#prefix(chunk.readUInt32BE(at), out);
-        else this.#frame(chunk, at, at + wanted, out);
+        else this.#frame(chunk.subarray(at, at + wanted), out);
         at += wanted;
         continue;
       }
@@ -72,7 +72,7 @@ class LengthPrefixFramer implements WatchFramer {
       if (assembly.length < wanted) return;
       const whole = assembly.view();
       if (this.#frameLength === undefined) this.#prefix(whole.readUInt32BE(0), out);
-      else this.#frame(whole, 0, whole.length, out);
+      else this.#frame(whole, out);
       assembly.clear();
     }
   }
@@ -86,12 +86,12 @@ class LengthPrefixFramer implements WatchFramer {
     }
     this.#frameLength = frameLength;
     // An empty frame is whole with its prefix: no chunk is left to complete it.
-    if (frameLength === 0) this.#frame(NO_BYTES, 0, 0, out);
+    if (frameLength === 0) this.#frame(NO_BYTES, out);
   }
 
-  #frame(bytes: Uint8Array, start: number, end: number, out: WatchFrame[]): void {
+  #frame(frame: Uint8Array, out: WatchFrame[]): void {
     this.#frameLength = undefined;
-    out.push(decodeFrame(bytes, start, end));
+    out.push(decodeFrame(frame));
   }
 
   end(): string | undefined {
