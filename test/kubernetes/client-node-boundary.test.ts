@@ -98,4 +98,33 @@ describe('the client-node boundary', () => {
       "KubeConfig.makeApiClient is not available in pool-controller's client-node bundle",
     ]);
   });
+
+  it("runs the bundle's undici only when client-node makes a fetch dispatcher, which then works", () => {
+    // The witness: undici is the bundle's one module that loads Node's web streams at its start.
+    const { status, stdout, stderr } = runDenied(
+      `const webStreams = () => process.moduleLoadList.includes('NativeModule stream/web');
+       const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.js');
+       const config = new KubeConfig();
+       config.loadFromString(JSON.stringify({
+         apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
+         clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
+         contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+         users: [{ name: 'u', user: { token: 't' } }],
+       }));
+       const options = {};
+       await config.applyToHTTPSOptions(options);
+       console.log('after HTTPS options: ' + webStreams());
+       const agent = config.createDispatcher(config.getCurrentCluster(), { ca: 'pem' });
+       const proxy = config.createDispatcher({ ...config.getCurrentCluster(), proxyUrl: 'http://127.0.0.1:1' }, {});
+       console.log('after dispatchers: ' + webStreams() + ' ' + typeof agent.dispatch + ' ' + typeof proxy.dispatch);
+       await Promise.all([agent.close(), proxy.close()]);`,
+      { ALLOW_CLIENT_NODE_BUNDLE: '1' },
+    );
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(stdout.trim().split('\n')).toEqual([
+      'after HTTPS options: false',
+      'after dispatchers: true function function',
+    ]);
+  });
 });
