@@ -12,7 +12,27 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEPLOYED_SEMI_SPACE_MIB } from './hostile-service.js';
 import type { LatencyResult, VariantConfig, VariantName, VariantResult } from './sync-variant.js';
+
+/**
+ * The V8 flags of the image's `NODE_OPTIONS` that change what a sync costs the main thread: the
+ * young generation's size sets how long each scavenge of the just-parsed pods takes. Our variants
+ * run with them unless `--node-flags` says otherwise, so a bench measures the stalls as deployed.
+ * (The heap share, `--max-old-space-size-percentage=50`, is left out: outside a container it
+ * would take half of the machine.)
+ */
+export const DEPLOYED_NODE_FLAGS: readonly string[] = [
+  `--max-semi-space-size=${DEPLOYED_SEMI_SPACE_MIB}`,
+];
+
+/**
+ * `--node-flags` as given (split on spaces; `--node-flags=` for V8's own defaults), or the
+ * deployed flags when it was not given.
+ */
+export function variantNodeFlags(given: string | undefined): readonly string[] {
+  return given === undefined ? DEPLOYED_NODE_FLAGS : given.split(/\s+/).filter(Boolean);
+}
 
 /** What the client-go peer prints (bench/peers/client-go/main.go). */
 export interface ClientGoResult {
@@ -56,7 +76,7 @@ function runLines<R>(
 export function runNodeVariant(
   name: VariantName,
   config: VariantConfig,
-  nodeFlags: string[],
+  nodeFlags: readonly string[],
   onReady?: () => void,
   /** Another build's sync-variant.js (bench:peers' `--baseline`); default this build's. */
   script = fileURLToPath(new URL('./sync-variant.js', import.meta.url)),

@@ -31,7 +31,10 @@
  * `--variants a,b` (run only these), `--baseline DIR` (adds variant `baseline`: the `worker`
  * variant of another build, alternated with this one's on the same server, for an A/B),
  * `--node-flags='…'` (Node/V8 flags for this build's variants: with `--baseline` naming this
- * build's own folder, an A/B of the flags). Needs the
+ * build's own folder, an A/B of the flags; `--node-flags=` for V8's defaults). Without it every
+ * Node variant, the baseline's too, runs with the image's `NODE_OPTIONS` semi-space
+ * (`DEPLOYED_NODE_FLAGS`: `--max-semi-space-size=8`), so its stall is measured as deployed; the
+ * stall shown beside it is the main thread's CPU in its busiest gap (bench/sync-variant.ts). Needs the
  * e2e binaries (built from the Go module proxy on first use, like `npm run test:e2e`) and `go` for
  * the peer.
  */
@@ -45,7 +48,13 @@ import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { startKubeEnvironment } from '../test/e2e/environment/kube-environment.js';
 import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE, enginePod } from './engine-pod.js';
-import { clientGoPeer, runClientGo, runNodeVariant } from './peer-runner.js';
+import {
+  clientGoPeer,
+  DEPLOYED_NODE_FLAGS,
+  runClientGo,
+  runNodeVariant,
+  variantNodeFlags,
+} from './peer-runner.js';
 import { environmentPid, type ProcessCostResult, startProcessCost } from './process-cost.js';
 import { timeServiceToReady } from './service-start.js';
 
@@ -64,7 +73,7 @@ type Variant = (typeof ALL_VARIANTS)[number];
 const USAGE =
   'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]' +
   ` [--variants a,b (all but baseline; of ${ALL_VARIANTS.join(', ')})] [--baseline DIR]` +
-  " [--node-flags='--flag …' (Node/V8 flags for this build's variants, not the baseline's)]";
+  " [--node-flags='--flag …' (Node/V8 flags for this build's variants, not the baseline's; default --max-semi-space-size=8)]";
 /** Bytes `rawList` read off the wire (before any gzip is inflated), summed over its calls. */
 let rawWireBytes = 0;
 
@@ -93,7 +102,7 @@ if (baselineScript && !existsSync(baselineScript)) {
   process.exit(2);
 }
 /** `--node-flags`: e.g. V8 heap or JIT flags, tried on this build with `--baseline` its own folder. */
-const nodeFlags = values['node-flags']?.split(' ').filter((flag) => flag !== '') ?? [];
+const nodeFlags = variantNodeFlags(values['node-flags']);
 const variants: readonly Variant[] = values.variants
   ? (values.variants.split(',') as Variant[])
   : ALL_VARIANTS.filter((variant) => variant !== 'baseline' || baselineScript);
@@ -276,7 +285,7 @@ try {
               variant === 'worker-list' || variant === 'worker-list-gzip' ? 'list' : 'watch-list',
             apiCompression: variant === 'worker-gzip' || variant === 'worker-list-gzip',
           },
-          variant === 'baseline' ? [] : nodeFlags,
+          variant === 'baseline' ? DEPLOYED_NODE_FLAGS : nodeFlags,
           undefined,
           variant === 'baseline' ? baselineScript : undefined,
         );
@@ -284,7 +293,10 @@ try {
         synced = {
           syncedMs: result.syncedMs,
           heapBytesPerPod: result.heapBytesPerPod,
-          detail: `stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}  CPU to synced ${ms(result.cpuMsAtSynced)}`,
+          detail:
+            `stall ${ms(Math.max(result.maxGapMs, result.eldMaxMs))}` +
+            ` (main-thread CPU in the busiest gap ${ms(result.busiestGaps?.[0]?.cpuMs ?? 0)})` +
+            `  CPU to synced ${ms(result.cpuMsAtSynced)}`,
         };
       } else {
         const result = await runClientGo(peer.binary, {

@@ -82,12 +82,23 @@ export interface VariantResult {
   fromProcessStartMs: number;
   /** Start and synced instants in ms since the epoch, to line up with the server's request log. */
   startedAtMs: number;
+  /**
+   * The start on the monotonic clock (`process.hrtime`, in ms), which V8's CPU profiles and
+   * `--trace-gc` lines are stamped on: a gap's `endedAtMs` plus this is its place in a profile.
+   */
+  startedAtMonotonicMs: number;
   syncedAtMs: number;
   /** For the loop: until every queued cell was reconciled (equals `syncedMs` elsewhere). */
   settledMs: number;
   maxGapMs: number;
   /** The longest gaps (over 10 ms), longest first, at most five. */
   gaps: Gap[];
+  /**
+   * The gaps (over 10 ms) in which the main thread itself was busiest, most CPU first, at most
+   * five: the stalls our own code or GC made, whatever the machine's load added to them. Absent
+   * from builds older than it (bench:peers' `--baseline`).
+   */
+  busiestGaps?: Gap[];
   eldMaxMs: number;
   eldP99Ms: number;
   heapBytesPerPod: number;
@@ -173,30 +184,44 @@ async function fullGc(): Promise<void> {
   }
 }
 
-/** A gap between ticks: how long, and when it ended (ms after the variant started). */
+/**
+ * A gap between ticks: how long, when it ended (ms after the variant started), and how much CPU
+ * the main thread itself used meanwhile. A gap the main thread spent on the CPU is its own work
+ * (code or GC); one it did not is the thread waiting for a core (two cores, shared with the
+ * worker thread, the bench's server and anything else on the machine), which no code can help.
+ */
 export interface Gap {
   ms: number;
   endedAtMs: number;
+  cpuMs: number;
 }
 
 /** Gaps above this are kept (with their time), so a run can say which task stalled. */
 const NOTABLE_GAP_MS = 10;
 
+/** The main thread's CPU time so far (user + system), in ms. */
+function threadCpuMs(): number {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
 /**
  * The gaps between ticks of a 1 ms timer: the longest is what a request arriving then would have
- * waited. Gaps over `NOTABLE_GAP_MS` are kept with their time, longest first.
+ * waited. Gaps over `NOTABLE_GAP_MS` are kept with their time and CPU, longest first.
  */
 function startTicker(t0: number): { stop: () => Gap[] } {
   let last = performance.now();
+  let lastCpu = threadCpuMs();
   const gaps: Gap[] = [];
   const note = (now: number): void => {
-    if (now - last > NOTABLE_GAP_MS) gaps.push({ ms: now - last, endedAtMs: now - t0 });
-  };
-  const timer = setInterval(() => {
-    const now = performance.now();
-    note(now);
+    const cpu = threadCpuMs();
+    if (now - last > NOTABLE_GAP_MS) {
+      gaps.push({ ms: now - last, endedAtMs: now - t0, cpuMs: cpu - lastCpu });
+    }
     last = now;
-  }, 1);
+    lastCpu = cpu;
+  };
+  const timer = setInterval(() => note(performance.now()), 1);
   return {
     stop: () => {
       clearInterval(timer);
@@ -377,6 +402,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
   const eld = monitorEventLoopDelay({ resolution: 1 });
   eld.enable();
   const t0 = performance.now();
+  const t0Monotonic = Number(process.hrtime.bigint()) / 1e6;
   const ticker = startTicker(t0);
   const gcs = startGcObserver();
   const latency = new LatencyRecorder();
@@ -408,11 +434,13 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     syncedMs,
     cpuMsAtSynced: (cpuAtSynced.user + cpuAtSynced.system) / 1000,
     startedAtMs: performance.timeOrigin + t0,
+    startedAtMonotonicMs: t0Monotonic,
     syncedAtMs: performance.timeOrigin + syncedAt,
     fromProcessStartMs: syncedAt,
     settledMs,
     maxGapMs: gaps[0]?.ms ?? 0,
     gaps: gaps.slice(0, 5),
+    busiestGaps: [...gaps].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 5),
     eldMaxMs: eld.max / 1e6,
     eldP99Ms: eld.percentile(99) / 1e6,
     heapBytesPerPod: (heapAfter - heapBefore) / Math.max(1, cached),
