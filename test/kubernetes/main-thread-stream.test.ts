@@ -129,13 +129,14 @@ describe('WorkerEventStream', () => {
     expect(seenStats.at(-1)?.droppedEvents).toEqual({});
   });
 
-  it('assembles replace chunks into one replace, acknowledging each chunk as it arrives', async () => {
+  it('assembles replace chunks into one replace, acknowledging each chunk', async () => {
     const { port, events } = setup();
     port.deliver({
       kind: 'replace-chunk',
       pods: json([pod({ name: 'a' }), pod({ name: 'b' })]),
       stats: stats(),
     });
+    await until(() => port.sent.length === 1, { what: 'the first ack' });
     expect(port.sent).toEqual([{ kind: 'ack' }]);
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'c' })]), stats: stats() });
     expect(events.items).toEqual([]);
@@ -150,6 +151,27 @@ describe('WorkerEventStream', () => {
       'default/b',
       'default/c',
     ]);
+  });
+
+  it('acknowledges a chunk only after the task that decoded it, so chunks are read one per turn', async () => {
+    const { port } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
+    // Not in the decoding task: a worker answering at once would queue its next chunk before that
+    // task ended, and Node delivers a port's queued messages back to back, timers waiting.
+    expect(port.sent).toEqual([]);
+    await until(() => port.sent.length === 1, { what: 'the ack' });
+    expect(port.sent).toEqual([{ kind: 'ack' }]);
+  });
+
+  it('sends no ack for a chunk once the stream is closing', async () => {
+    const { port, stream, settleTask } = setup();
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
+    const closing = stream.return();
+    settleTask();
+    await closing;
+    // The ack's turn has come and gone (it was queued before the close).
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(port.sent).toEqual([{ kind: 'close' }]);
   });
 
   it('publishes an empty LIST as an empty replace', async () => {

@@ -247,7 +247,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
           if (this.#inScope(pod, 'list')) this.#assembling.pods.set(podKey(pod), pod);
           else this.#assembling.outOfScope += 1;
         }
-        this.#port.postMessage({ kind: 'ack' });
+        this.#ackOnNextTurn();
         this.#onStats(message.stats);
         return;
       }
@@ -308,6 +308,20 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     if (this.#outOfSelector === 1) this.#logger.warn(entry, message);
     else this.#logger.debug(entry, message);
     return false;
+  }
+
+  /**
+   * Acknowledges a replace chunk on the next turn of the event loop, not in the task that decoded
+   * it. Node's `MessagePort` hands on every message already queued (up to 1,000) in one task, and
+   * a worker with chunks waiting answers an ack within microseconds: acknowledged at once, its
+   * next chunk was often queued before that task ended, so the last chunks of a 50,000-pod LIST
+   * were decoded back to back (287 ms, main thread busy, no timer or HTTP request in between).
+   * One turn per chunk bounds the stall at one chunk's decode; the worker loses a turn's wait.
+   */
+  #ackOnNextTurn(): void {
+    void this.#clock.sleep(0).then(() => {
+      if (!this.#closing && !this.#finished) this.#port.postMessage({ kind: 'ack' });
+    });
   }
 
   #push(event: SourceEvent<Pod>): void {
