@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `pool-controller` command's entry: turns on Node's compile cache for this process, then
- * loads and runs the command (./cli/service-command.ts).
+ * The `pool-controller` command's entry: turns on Node's compile cache for this process, starts
+ * the reflector's thread, then loads and runs the command (./cli/service-command.ts).
  *
  * Why a separate entry: ES modules are all compiled before any of them runs, so the cache must be
  * on before the service's modules are imported, which only a dynamic import after it can ensure.
@@ -18,5 +18,17 @@ import { defaultCompileCacheDir } from './kubernetes/reflector-worker/compile-ca
 // cannot create or write only leaves the cache off.
 if (process.env.NODE_COMPILE_CACHE === undefined) enableCompileCache(defaultCompileCacheDir());
 
+/** Flags that only print a text: the command then runs no reflector, so no thread is started. */
+const TEXT_ONLY_FLAGS = new Set(['--help', '-h', '--version']);
+
+const argv = process.argv.slice(2);
+// The reflector's thread starts before the service's modules are loaded, so its start overlaps
+// that loading and the reading of the flags (./kubernetes/reflector-worker/reflector-threads.ts).
+// A build without the worker starts none here; the source then says what is missing.
+const reflectorThreads = argv.some((arg) => TEXT_ONLY_FLAGS.has(arg))
+  ? undefined
+  : await import('./kubernetes/reflector-worker/reflector-threads.js')
+      .then(({ ReflectorThreads }) => new ReflectorThreads())
+      .catch(() => undefined);
 const { runServiceCommand } = await import('./cli/service-command.js');
-process.exitCode = await runServiceCommand(process.argv.slice(2), process.env);
+process.exitCode = await runServiceCommand(argv, process.env, reflectorThreads);

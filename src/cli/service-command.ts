@@ -14,6 +14,7 @@
  */
 import { pino } from 'pino';
 import type { KubeconfigContext } from '../kubernetes/client/connection.js';
+import type { ReflectorThreads } from '../kubernetes/reflector-worker/reflector-threads.js';
 import { realClock } from '../runtime/clock.js';
 import { buildInfo, versionLine } from '../service/build-info.js';
 import {
@@ -83,10 +84,33 @@ async function createLogger(config: Config): Promise<pino.Logger> {
   );
 }
 
-/** Runs the command to its end: its exit code (0, 1 for a failed start, 2 for a usage error). */
+/**
+ * Runs the command to its end: its exit code (0, 1 for a failed start, 2 for a usage error).
+ * `reflectorThreads`: the reflector's thread, started by the entry before this module loaded
+ * (../main.ts); the kubernetes source takes it over, and any other ending closes it.
+ */
 export async function runServiceCommand(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
+  reflectorThreads?: ReflectorThreads,
+): Promise<number> {
+  let unclaimed = reflectorThreads;
+  const claim = (): ReflectorThreads | undefined => {
+    const threads = unclaimed;
+    unclaimed = undefined;
+    return threads;
+  };
+  try {
+    return await runCommand(argv, env, claim);
+  } finally {
+    await unclaimed?.close();
+  }
+}
+
+async function runCommand(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  claimReflectorThreads: () => ReflectorThreads | undefined,
 ): Promise<number> {
   let config: Config;
   let adminToken: string | undefined;
@@ -169,7 +193,16 @@ export async function runServiceCommand(
   // The reflector's thread starts now, so that loading its modules, reading the kubeconfig and
   // warming up overlap with loading the rest of the service (the HTTP server, the assembly, the
   // sinks: imported below, not at the top) rather than following it.
-  const podSource = await createPodSource(config, choice, namespace, logger);
+  const reflectorThreads = claimReflectorThreads();
+  // The simulated source runs no reflector: its early thread is ended now, not at exit.
+  if (choice.kind !== 'kubernetes') void reflectorThreads?.close();
+  const podSource = await createPodSource(
+    config,
+    choice,
+    namespace,
+    logger,
+    choice.kind === 'kubernetes' ? reflectorThreads : undefined,
+  );
   try {
     parts = await connectConfiguredParts({
       config,

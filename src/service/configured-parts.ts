@@ -11,6 +11,7 @@ import type { pino } from 'pino';
 import type { Config } from '../cli/config.js';
 import { type HostFacts, resolveLeaseNamespace, type SourceChoice } from '../cli/source-choice.js';
 import type { KubeconfigContext } from '../kubernetes/client/connection.js';
+import type { ReflectorThreads } from '../kubernetes/reflector-worker/reflector-threads.js';
 import type { PodSource } from '../model/pod-source.js';
 import { DEFAULT_SIMULATED_NAMESPACE, SimulatedPodSource } from '../simulated/simulated-source.js';
 import type { Sink } from '../sinks/sink.js';
@@ -41,6 +42,8 @@ export async function createPodSource(
   choice: SourceChoice,
   namespace: string | undefined,
   logger: pino.Logger,
+  /** The reflector's thread if already started (the command's entry starts it early). */
+  reflectorThreads?: ReflectorThreads,
 ): Promise<PodSource> {
   if (choice.kind === 'simulated') {
     return new SimulatedPodSource({
@@ -60,6 +63,7 @@ export async function createPodSource(
     apiCompression: config.kubeApiCompression,
     initialList: config.initialList,
     logger: logger.child({ component: 'reflector' }),
+    ...(reflectorThreads ? { threads: reflectorThreads } : {}),
   });
 }
 

@@ -8,8 +8,7 @@
  * task with its own `MessagePort`; a worker that crashes, runs out of memory or exits fails the
  * stream, the runtime's driver reopens it, and the new stream's LIST (a `replace`) repairs the store.
  */
-import { MessageChannel, type ResourceLimits } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import { MessageChannel } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';
 import {
   DEFAULT_INITIAL_LIST,
@@ -23,11 +22,14 @@ import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
 import { parseLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
-import { workerEnvironment } from './compile-cache.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
-import type { ReflectorSettings, ReflectorTask, ReflectorTaskOptions } from './protocol.js';
-import { requireReflectorWorker } from './script-path.js';
+import type { ReflectorSettings, ReflectorTaskOptions } from './protocol.js';
+import {
+  type ReflectorPool,
+  type ReflectorThreadOptions,
+  ReflectorThreads,
+} from './reflector-threads.js';
 
 /**
  * Pods per message of a `replace` (the first LIST's and every relist's). Each message is
@@ -42,11 +44,6 @@ const DEFAULT_REPLACE_CHUNK_SIZE = 250;
 const DEFAULT_MAX_BUFFERED_EVENTS = 50_000;
 /** How long closing a stream waits for the worker to close its connection before killing it. */
 const DEFAULT_CLOSE_GRACE_MS = 5_000;
-/**
- * The worker's heap cap: a runaway LIST (or a leak) kills the worker, which is a failed stream,
- * instead of the process. Ample for tens of thousands of trimmed pods.
- */
-const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
 /** The worker's old generation when `resourceLimits` leaves it out: V8's default on 64-bit. */
 const DEFAULT_WORKER_HEAP_MB = 2048;
 /**
@@ -55,19 +52,16 @@ const DEFAULT_WORKER_HEAP_MB = 2048;
  * source terminates it, the stream fails, and the driver's reopen starts on a fresh thread.
  */
 const DEFAULT_STREAM_START_TIMEOUT_MS = 30_000;
-/**
- * Cap on the streams the one worker runs at once. In practice piscina gives a thread only one
- * abortable task at a time (each stream's task carries an abort signal, for the close grace), so a
- * reopen's stream waits in the queue until the previous stream's task has ended: at most the close
- * grace, since a task that outlives it is terminated.
- */
-const CONCURRENT_STREAMS_PER_WORKER = 4;
 
 /**
  * The reflector's settings (see `KubernetesReflectorOptions`) and where the cluster is (see
- * `ClusterOptions`), plus what only the main-thread side has: the thread's limits and the buffer.
+ * `ClusterOptions`), how its thread starts (see `ReflectorThreadOptions`), plus what only the
+ * main-thread side has: the buffer and the timeouts.
  */
-export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOptions {
+export interface WorkerPodSourceOptions
+  extends ReflectorSettings,
+    ClusterOptions,
+    ReflectorThreadOptions {
   /** Receives the main side's messages and the worker's log lines, which travel over the port. */
   logger?: Logger;
   /**
@@ -75,8 +69,12 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
    * left out. One LIST may hold at most a quarter of it (./memory-budget.ts).
    */
   containerMemoryBytes?: number;
-  /** The worker thread's V8 limits; default `DEFAULT_WORKER_RESOURCE_LIMITS`. */
-  resourceLimits?: ResourceLimits;
+  /**
+   * A thread started already (the command's entry starts it before loading the service, so the
+   * two overlap: ./reflector-threads.ts), which this source then owns and closes. Its own
+   * `resourceLimits` and compile cache apply; giving either here as well is an error.
+   */
+  threads?: ReflectorThreads;
   /**
    * Pods per message of a `replace`: smaller means shorter main-thread stalls during a relist but
    * more messages. Each chunk is acknowledged before the next is sent. Default
@@ -101,11 +99,6 @@ export interface WorkerPodSourceOptions extends ReflectorSettings, ClusterOption
   streamStartTimeoutMs?: number;
   /** Times the close grace period and the start timeout; the reflector's own timers run on the worker's real clock. */
   clock?: Clock;
-  /**
-   * Where the worker thread keeps Node's compile cache (`NODE_COMPILE_CACHE`), `false` for none.
-   * Default `defaultCompileCacheDir()` (./compile-cache.ts); a `NODE_COMPILE_CACHE` already set is left as it is.
-   */
-  compileCacheDir?: string | false;
 }
 
 /**
@@ -143,7 +136,7 @@ function positive(name: string, value: number | undefined): void {
 export class WorkerPodSource {
   /** Hand to `ReconcileLoop`: each call opens a fresh reflector stream, starting with a LIST. */
   readonly source: Source<Pod>;
-  readonly #pool: Piscina<ReflectorTask, unknown>;
+  readonly #pool: ReflectorPool;
   readonly #taskOptions: ReflectorTaskOptions;
   readonly #maxBufferedEvents: number;
   /** The label selector, parsed once: each stream drops watch events for pods it does not select. */
@@ -172,6 +165,19 @@ export class WorkerPodSource {
     this.#finished = initialReflectorStats(options.initialList ?? DEFAULT_INITIAL_LIST);
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#streamStartTimeoutMs = options.streamStartTimeoutMs ?? DEFAULT_STREAM_START_TIMEOUT_MS;
+    if (options.threads && (options.resourceLimits || options.compileCacheDir !== undefined)) {
+      throw new RangeError(
+        'resourceLimits and compileCacheDir belong to the threads given (new ReflectorThreads(…)), not to the source',
+      );
+    }
+    const threads =
+      options.threads ??
+      new ReflectorThreads({
+        ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
+        ...(options.compileCacheDir !== undefined
+          ? { compileCacheDir: options.compileCacheDir }
+          : {}),
+      });
     this.#taskOptions = {
       cluster: {
         ...(options.kubeconfigPath ? { kubeconfigPath: options.kubeconfigPath } : {}),
@@ -191,28 +197,15 @@ export class WorkerPodSource {
       // heap when its pods were objects stays too large now that they are bytes off the heap),
       // and never more than a share of the container's memory (./memory-budget.ts).
       maxListBytes: listMemoryBudget(
-        ((options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS).maxOldGenerationSizeMb ??
-          DEFAULT_WORKER_HEAP_MB) *
-          1024 *
-          1024,
+        (threads.resourceLimits.maxOldGenerationSizeMb ?? DEFAULT_WORKER_HEAP_MB) * 1024 * 1024,
         options.containerMemoryBytes === undefined
           ? containerMemoryLimit()
           : options.containerMemoryBytes || undefined,
       ),
     };
-    this.#pool = new Piscina<ReflectorTask, unknown>({
-      filename: requireReflectorWorker(),
-      minThreads: 1,
-      maxThreads: 1,
-      concurrentTasksPerWorker: CONCURRENT_STREAMS_PER_WORKER,
-      // Piscina's default parks a worker that finished a task in Atomics.wait, which would freeze
-      // every other stream still running on that thread.
-      atomics: 'disabled',
-      resourceLimits: options.resourceLimits ?? DEFAULT_WORKER_RESOURCE_LIMITS,
-      env: workerEnvironment(options.compileCacheDir),
-    });
+    this.#pool = threads.pool;
     // A worker that dies between tasks is reported here (one inside a task fails that task).
-    this.#pool.on('error', (error: unknown) =>
+    threads.adopt((error: unknown) =>
       this.#logger.error({ error: safeErrorMessage(error) }, 'reflector worker failed'),
     );
     // Piscina fails the tasks running on a thread that exits, but not the ones queued for it: a
