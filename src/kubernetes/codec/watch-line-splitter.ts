@@ -4,6 +4,7 @@
  * the socket cut frames anywhere, including inside a multi-byte UTF-8 character, so splitting
  * happens on bytes and decoding only on whole lines.
  */
+import { parseWithoutManagedFields } from './managed-fields-skip.js';
 import {
   FrameAssembly,
   frameTooLarge,
@@ -15,12 +16,13 @@ import {
 
 const NEWLINE = 0x0a;
 
+/** A line's frame: its JSON (managedFields skipped, ./managed-fields-skip.ts), or none if blank. */
 function decodeLine(line: Buffer): WatchFrame | undefined {
-  const text = line.toString('utf8');
-  if (text.trim() === '') return undefined;
   try {
-    return { kind: 'decoded', value: JSON.parse(text) };
+    return { kind: 'decoded', value: parseWithoutManagedFields(line) };
   } catch (error) {
+    // Only a line that does not parse can be blank: the check stays off the path of every frame.
+    if (line.toString('utf8').trim() === '') return undefined;
     return { kind: 'garbled', error: error instanceof Error ? error.message : String(error) };
   }
 }
