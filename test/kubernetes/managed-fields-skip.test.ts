@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { enginePod } from '../../bench/engine-pod.js';
-import { parseWithoutManagedFields } from '../../src/kubernetes/codec/managed-fields-skip.js';
+import {
+  parseListWithoutManagedFields,
+  parseWithoutManagedFields,
+} from '../../src/kubernetes/codec/managed-fields-skip.js';
 import type { WatchFrame } from '../../src/kubernetes/codec/watch-framing.js';
 import { jsonWatchFramer } from '../../src/kubernetes/codec/watch-line-splitter.js';
 
@@ -89,5 +92,48 @@ describe('parsing a watch line without its managedFields', () => {
       frames,
     );
     expect(frames).toEqual([{ kind: 'decoded', value: podFrame({ name: 'p', managedFields: 0 }) }]);
+  });
+});
+
+describe("parsing a LIST body without its items' managedFields", () => {
+  function podList(items: unknown[]): unknown {
+    return { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '9' }, items };
+  }
+  const pod = (name: string, fields: unknown): unknown => ({
+    metadata: { name, managedFields: fields },
+    spec: { nodeName: 'n' },
+  });
+
+  it('reads every item with its managedFields as 0 and all else as JSON.parse does', () => {
+    const body = line(podList([pod('a', managedFields), pod('b', managedFields), pod('c', [])]));
+    expect(parseListWithoutManagedFields(body)).toEqual(
+      podList([pod('a', 0), pod('b', 0), pod('c', 0)]),
+    );
+  });
+
+  it("parses the body as it is when one cut is not in an item's metadata", () => {
+    const list = podList([
+      pod('a', managedFields),
+      { metadata: { name: 'b' }, spec: { managedFields: [1] } },
+    ]);
+    expect(parseListWithoutManagedFields(line(list))).toEqual(list);
+  });
+
+  it('parses a body without managedFields, or an items-less one, as it is', () => {
+    const plain = podList([{ metadata: { name: 'a' } }]);
+    expect(parseListWithoutManagedFields(line(plain))).toEqual(plain);
+    const status = { kind: 'Status', details: { managedFields: [1] } };
+    expect(parseListWithoutManagedFields(line(status))).toEqual(status);
+  });
+
+  it("throws JSON.parse's own error for a body that is not JSON", () => {
+    const broken = Buffer.from('{"items":[{"metadata":{"managedFields":[{}]}}],}');
+    let expected = '';
+    try {
+      JSON.parse(broken.toString());
+    } catch (error) {
+      expected = (error as Error).message;
+    }
+    expect(() => parseListWithoutManagedFields(broken)).toThrow(expected);
   });
 });

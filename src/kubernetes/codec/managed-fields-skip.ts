@@ -1,5 +1,5 @@
 /**
- * Parses one JSON watch line without building its object's `metadata.managedFields`: the
+ * Parses a JSON watch line or LIST body without building its pods' `metadata.managedFields`: the
  * server's field-ownership bookkeeping, which nothing here reads, and on an engine pod a third of
  * the line's bytes and most of its objects (~1.9 of 5.7 KB, a nested tree of `f:` keys). The
  * protobuf reader skips it by length; JSON has no lengths, so its value is found by a bracket
@@ -9,14 +9,14 @@
  * the thread's time and its garbage most of the rest of the collector's; a scan of the skipped
  * bytes costs a fraction of building them.
  *
- * Exact by construction: the first `"managedFields":[` in the line is replaced by
- * `"managedFields":0`, and the result is kept only when the parsed line's
- * `object.metadata.managedFields` is that placeholder, so the replaced value was the one in the
- * object's metadata (a key of that name elsewhere, or inside a string, fails the check). Any other
- * outcome (no such key, a scan that finds no end, a line that does not parse once cut) parses
- * the whole line as it is, with `JSON.parse`'s own error for one that is not JSON. The one
- * difference from parsing the whole line: the skipped value's tokens are only counted, not
- * checked, so a line whose managedFields alone is not valid JSON is read (docs/alignment.md).
+ * Exact by construction: every `"managedFields":[…]` in the bytes is replaced by
+ * `"managedFields":0`, and the result is kept only when each placeholder is found in a pod's
+ * metadata (the watch line's object, the LIST's items), so every value replaced was one there (a
+ * key of that name elsewhere, or inside a string, fails the check). Any other outcome (no such
+ * key, a scan that finds no end, bytes that do not parse once cut) parses the bytes as they are,
+ * with `JSON.parse`'s own error for bytes that are not JSON. The one difference from parsing them
+ * whole: a skipped value's tokens are only counted, not checked, so a pod whose managedFields
+ * alone is not valid JSON is read (docs/alignment.md).
  */
 
 const MANAGED_FIELDS_KEY = Buffer.from('"managedFields":[');
@@ -61,36 +61,77 @@ function endOfValue(bytes: Buffer, start: number): number {
   return -1;
 }
 
-/** `value.object.metadata.managedFields` is the placeholder. */
-function cutInMetadata(value: unknown): boolean {
+/** `value.metadata.managedFields` is the placeholder. */
+function holdsPlaceholder(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return false;
-  const object = (value as { object?: unknown }).object;
-  if (typeof object !== 'object' || object === null) return false;
-  const metadata = (object as { metadata?: unknown }).metadata;
+  const metadata = (value as { metadata?: unknown }).metadata;
   if (typeof metadata !== 'object' || metadata === null) return false;
   return (metadata as { managedFields?: unknown }).managedFields === PLACEHOLDER;
 }
 
 /**
- * The line as `JSON.parse` reads it, except that `object.metadata.managedFields`, when it is a
- * list, is the number 0. Throws what `JSON.parse` throws for the whole line.
+ * The bytes as text with every `"managedFields":[…]` value replaced by the placeholder, and how
+ * many were; `undefined` when there is none, or a value whose end the bytes do not hold.
+ */
+function cutEvery(bytes: Buffer): { text: string; cuts: number } | undefined {
+  let key = bytes.indexOf(MANAGED_FIELDS_KEY);
+  if (key === -1) return undefined;
+  const parts: string[] = [];
+  let kept = 0;
+  while (key !== -1) {
+    const valueStart = key + VALUE_OFFSET;
+    const valueEnd = endOfValue(bytes, valueStart);
+    if (valueEnd === -1) return undefined;
+    parts.push(bytes.toString('utf8', kept, valueStart), PLACEHOLDER_TEXT);
+    kept = valueEnd;
+    key = bytes.indexOf(MANAGED_FIELDS_KEY, kept);
+  }
+  parts.push(bytes.toString('utf8', kept));
+  return { text: parts.join(''), cuts: parts.length >> 1 };
+}
+
+/** `JSON.parse` of `text`, or `undefined` for text that is not JSON. */
+function parseOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A watch line as `JSON.parse` reads it, except that `object.metadata.managedFields`, when it is
+ * a list, is the number 0. Throws what `JSON.parse` throws for the whole line.
  */
 export function parseWithoutManagedFields(line: Buffer): unknown {
-  const key = line.indexOf(MANAGED_FIELDS_KEY);
-  if (key !== -1) {
-    const valueStart = key + VALUE_OFFSET;
-    const valueEnd = endOfValue(line, valueStart);
-    if (valueEnd !== -1) {
-      const cut =
-        line.toString('utf8', 0, valueStart) + PLACEHOLDER_TEXT + line.toString('utf8', valueEnd);
-      let value: unknown;
-      try {
-        value = JSON.parse(cut);
-      } catch {
-        value = undefined;
-      }
-      if (cutInMetadata(value)) return value;
+  const cut = cutEvery(line);
+  if (cut?.cuts === 1) {
+    const value = parseOrUndefined(cut.text);
+    if (typeof value === 'object' && value !== null) {
+      if (holdsPlaceholder((value as { object?: unknown }).object)) return value;
     }
   }
   return JSON.parse(line.toString('utf8'));
+}
+
+/**
+ * A LIST response body as `JSON.parse` reads it, except that each item's
+ * `metadata.managedFields`, when it is a list, is the number 0: every value cut must be found
+ * in an item's metadata, else the whole body is parsed as it is. Throws what `JSON.parse` throws
+ * for the whole body.
+ */
+export function parseListWithoutManagedFields(body: Buffer): unknown {
+  const cut = cutEvery(body);
+  if (cut) {
+    const value = parseOrUndefined(cut.text);
+    if (typeof value === 'object' && value !== null) {
+      const items = (value as { items?: unknown }).items;
+      if (Array.isArray(items)) {
+        let found = 0;
+        for (const item of items) if (holdsPlaceholder(item)) found += 1;
+        if (found === cut.cuts) return value;
+      }
+    }
+  }
+  return JSON.parse(body.toString('utf8'));
 }

@@ -31,6 +31,7 @@ import {
 } from '../client/connection.js';
 import { isExpiredStatus } from '../client/expired-status.js';
 import { type EncodedPod, readPodValue } from '../codec/encoded-pod.js';
+import { parseListWithoutManagedFields } from '../codec/managed-fields-skip.js';
 import {
   decodeProtobufObject,
   decodeProtobufPodList,
@@ -531,7 +532,8 @@ function parsePage({
   }
   let page: unknown;
   try {
-    page = JSON.parse(raw.toString('utf8'));
+    // Each item's managedFields is never read: skipped, not built (../codec/managed-fields-skip.ts).
+    page = parseListWithoutManagedFields(raw);
   } catch (error) {
     throw new MalformedListError(
       `LIST response is not JSON: ${error instanceof Error ? error.message : error}`,
