@@ -32,12 +32,12 @@ const NAME = '@pool-controller/runtime';
 /** Entry points, as the `exports` map names them, and the compiled module each one is. */
 const ENTRIES = { '.': 'src/runtime/index', './pods': 'src/kubernetes/pods' };
 /** Loaded by path at run time, not imported: the worker thread's script and the KubeConfig loader. */
-const LOADED_BY_PATH = ['workers/reflector.worker.js', 'vendor/client-node-kubeconfig.js'];
+const LOADED_BY_PATH = ['workers/reflector.worker.cjs', 'vendor/client-node-kubeconfig.cjs'];
 /** The only packages the shipped files may import: the pod source's, so optional peers. */
 const OPTIONAL_PEERS = ['piscina', 'zod'];
 /**
  * Named by a dynamic import that never runs from a build: connection.js imports client-node only
- * when dist/vendor/client-node-kubeconfig.js is absent (under the test runner), and the vendored
+ * when dist/vendor/client-node-kubeconfig.cjs is absent (under the test runner), and the vendored
  * file ships in this package.
  */
 const FALLBACK_ONLY = ['@kubernetes/client-node'];
@@ -56,11 +56,14 @@ for (const entry of Object.values(ENTRIES)) {
 
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 const IMPORT =
-  /(?:^|[;\s])(?:import|export)\s*(?:type\s+)?(?:[\w*{}\s,$]+from\s*)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+  /(?:^|[;\s])(?:import|export)\s*(?:type\s+)?(?:[\w*{}\s,$]+from\s*)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|\brequire\(\s*['"]([^'"]+)['"]\s*\)/g;
 
-/** Every import specifier of a compiled file (a regular expression suffices for tsc's output). */
+/**
+ * Every import specifier of a compiled file, `require` calls included (the worker's bundle is
+ * CommonJS); a regular expression suffices for tsc's and esbuild's output.
+ */
 function specifiers(file) {
-  return [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1] ?? m[2]);
+  return [...readFileSync(file, 'utf8').matchAll(IMPORT)].map((m) => m[1] ?? m[2] ?? m[3]);
 }
 
 /** The package a bare specifier names (`zod/mini` → `zod`, `@scope/x/y` → `@scope/x`). */

@@ -1,6 +1,6 @@
 /**
  * The reflector's worker-thread entry point, loaded by piscina from the compiled build
- * (dist/workers/reflector.worker.js; see src/kubernetes/reflector-worker/script-path.ts). Each piscina task is
+ * (dist/workers/reflector.worker.cjs, bundled as CommonJS; see src/kubernetes/reflector-worker/script-path.ts). Each piscina task is
  * one reflector stream: network, JSON decoding and validation all happen on this thread.
  */
 import { preloadClientNode } from '../src/kubernetes/client/connection.js';

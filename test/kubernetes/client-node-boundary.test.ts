@@ -79,7 +79,7 @@ describe('the client-node boundary', () => {
 
   it('bundles KubeConfig without the generated API client, whose one user (makeApiClient) says so', () => {
     const { status, stdout, stderr } = runDenied(
-      `const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.js');
+      `const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.cjs');
        const config = new KubeConfig();
        config.loadFromString(JSON.stringify({
          apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
@@ -103,7 +103,7 @@ describe('the client-node boundary', () => {
     // The witness: undici is the bundle's one module that loads Node's web streams at its start.
     const { status, stdout, stderr } = runDenied(
       `const webStreams = () => process.moduleLoadList.includes('NativeModule stream/web');
-       const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.js');
+       const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.cjs');
        const config = new KubeConfig();
        config.loadFromString(JSON.stringify({
          apiVersion: 'v1', kind: 'Config', 'current-context': 'x',

@@ -18,24 +18,24 @@ describe('reflectorWorkerUrl', () => {
   it('points TypeScript source (the test runner) at the compiled worker in dist/', () => {
     expect(
       reflectorWorkerUrl('file:///app/src/kubernetes/reflector-worker/script-path.ts').href,
-    ).toBe('file:///app/dist/workers/reflector.worker.js');
+    ).toBe('file:///app/dist/workers/reflector.worker.cjs');
   });
 
   it('points compiled code at the worker beside it in dist/', () => {
     expect(
       reflectorWorkerUrl('file:///app/dist/src/kubernetes/reflector-worker/script-path.js').href,
-    ).toBe('file:///app/dist/workers/reflector.worker.js');
+    ).toBe('file:///app/dist/workers/reflector.worker.cjs');
   });
 
   it('finds the built worker from here', () => {
     expect(fileURLToPath(reflectorWorkerUrl())).toBe(
-      join(root, 'dist/workers/reflector.worker.js'),
+      join(root, 'dist/workers/reflector.worker.cjs'),
     );
     expect(existsSync(requireReflectorWorker())).toBe(true);
   });
 
   it('says how to build the worker when it is missing', () => {
-    expect(() => requireReflectorWorker(new URL('file:///nowhere/reflector.worker.js'))).toThrow(
+    expect(() => requireReflectorWorker(new URL('file:///nowhere/reflector.worker.cjs'))).toThrow(
       'run "npm run build"',
     );
   });

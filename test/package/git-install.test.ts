@@ -65,8 +65,8 @@ describe('the package installed from git', () => {
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/src/main.js',
-      'dist/workers/reflector.worker.js',
-      'dist/vendor/client-node-kubeconfig.js',
+      'dist/workers/reflector.worker.cjs',
+      'dist/vendor/client-node-kubeconfig.cjs',
     ]) {
       expect(existsSync(join(installed, file)), file).toBe(true);
     }

@@ -111,7 +111,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
           within(r, 'src/runtime', 'src/coordination', 'src/model', 'src/kubernetes'),
       ).filter(
         // The one computed import: connection.ts loading the build's bundle of client-node
-        // (dist/vendor/client-node-kubeconfig.js), which has no source file to name.
+        // (dist/vendor/client-node-kubeconfig.cjs), which has no source file to name.
         (violation) => violation !== "src/kubernetes/client/connection.ts: import '<computed>'",
       ),
     ).toEqual([]);

@@ -34,7 +34,7 @@ function npm(args: string[], cwd: string): string {
 
 /** The folders and files a package may ship: what runs, and what describes it. */
 const SHIPPED =
-  /^(dist\/(src|routes|workers|vendor)\/.+\.(js|d\.ts)|dist\/routes\/status-page\/assets\.json|dist\/build-info\.json|README\.md|LICENSE|openapi\.yaml|package\.json)$/;
+  /^(dist\/(src|routes|workers|vendor)\/.+\.(js|cjs|d\.ts)|dist\/routes\/status-page\/assets\.json|dist\/build-info\.json|README\.md|LICENSE|openapi\.yaml|package\.json)$/;
 
 describe('the packed package, installed into a fresh project', () => {
   let work: string;
@@ -81,8 +81,8 @@ describe('the packed package, installed into a fresh project', () => {
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/src/main.js',
-      'dist/workers/reflector.worker.js',
-      'dist/vendor/client-node-kubeconfig.js',
+      'dist/workers/reflector.worker.cjs',
+      'dist/vendor/client-node-kubeconfig.cjs',
       'dist/routes/status-page/assets.json',
       'dist/build-info.json',
       'README.md',

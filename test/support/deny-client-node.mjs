@@ -1,5 +1,5 @@
 // Node `--import` hook: any import of @kubernetes/client-node fails, and so does the build's bundle
-// of it (dist/vendor/client-node-kubeconfig.js) unless ALLOW_CLIENT_NODE_BUNDLE=1, so a test can
+// of it (dist/vendor/client-node-kubeconfig.cjs, `require`d) unless ALLOW_CLIENT_NODE_BUNDLE=1, so a test can
 // prove a module graph loads without client-node (only src/kubernetes/client/connection.ts may import it,
 // and only lazily), or that a build loads the bundle and never the package. In-thread hooks
 // (`registerHooks`, Node ≥ 22.15): `module.register` is deprecated from Node 26 (DEP0205), and the
@@ -10,7 +10,7 @@ const allowBundle = process.env.ALLOW_CLIENT_NODE_BUNDLE === '1';
 registerHooks({
   resolve(specifier, context, nextResolve) {
     if (specifier.startsWith('@kubernetes/')) throw new Error(`import of ${specifier} denied`);
-    if (!allowBundle && specifier.endsWith('/vendor/client-node-kubeconfig.js')) {
+    if (!allowBundle && specifier.endsWith('/vendor/client-node-kubeconfig.cjs')) {
       throw new Error(`import of ${specifier} denied`);
     }
     return nextResolve(specifier, context);

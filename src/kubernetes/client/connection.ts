@@ -10,7 +10,7 @@
  * callers control bytes, decoding and closing, over connections kept alive here
  * (`sharedAgentCache`).
  *
- * In a build, client-node's `KubeConfig` is loaded from dist/vendor/client-node-kubeconfig.js, the
+ * In a build, client-node's `KubeConfig` is loaded from dist/vendor/client-node-kubeconfig.cjs, the
  * same pinned package bundled into one file by scripts/bundle-client-node.mjs at build time: the
  * package's ~970 modules take 300–500 ms to load on 2 cores, the bundle about 60 ms, and that time
  * comes before the reflector's first LIST. Where the bundle is absent (the sources run by the test
@@ -19,6 +19,8 @@
 import { stat } from 'node:fs/promises';
 import http from 'node:http';
 import https, { type RequestOptions } from 'node:https';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
@@ -235,8 +237,14 @@ type KubeConfigClass = typeof import('@kubernetes/client-node').KubeConfig;
 /** Where `KubeConfig` came from: the build's bundle, or the package (no bundle beside this file). */
 type ClientNodeOrigin = 'bundle' | 'package';
 
-/** dist/src/kubernetes/client/connection.js → dist/vendor/…; from the sources it names no file. */
-const BUNDLE_URL = new URL('../../../vendor/client-node-kubeconfig.js', import.meta.url);
+/**
+ * dist/src/kubernetes/client/connection.js → dist/vendor/…; from the sources it names no file.
+ * CommonJS, `require`d: the reflector's worker thread then loads it without starting Node's ESM
+ * loader (scripts/bundle-client-node.mjs).
+ */
+const BUNDLE_PATH = fileURLToPath(
+  new URL('../../../vendor/client-node-kubeconfig.cjs', import.meta.url),
+);
 
 let loading: Promise<{ KubeConfig: KubeConfigClass; origin: ClientNodeOrigin }> | undefined;
 
@@ -251,10 +259,10 @@ function loadKubeConfigClass(): Promise<{
 }> {
   loading ??= (async () => {
     try {
-      const bundle = (await import(BUNDLE_URL.href)) as { KubeConfig: KubeConfigClass };
+      const bundle = createRequire(import.meta.url)(BUNDLE_PATH) as { KubeConfig: KubeConfigClass };
       return { KubeConfig: bundle.KubeConfig, origin: 'bundle' as const };
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+      if ((error as { code?: unknown }).code !== 'MODULE_NOT_FOUND') throw error;
     }
     const clientNode = await import('@kubernetes/client-node');
     return { KubeConfig: clientNode.KubeConfig, origin: 'package' as const };

@@ -2,7 +2,7 @@
  * The one place that knows where the reflector's worker script is.
  *
  * Worker threads run JavaScript from disk, so the worker always runs the compiled build,
- * `dist/workers/reflector.worker.js`, whether its caller is compiled JS in plain Node (this module
+ * `dist/workers/reflector.worker.cjs` (CommonJS: see scripts/bundle-reflector-worker.mjs), whether its caller is compiled JS in plain Node (this module
  * is then `dist/src/kubernetes/reflector-worker/script-path.js`) or TypeScript source under the test runner
  * (this module is `src/kubernetes/reflector-worker/script-path.ts`; `npm test` builds first, so dist exists).
  */
@@ -16,8 +16,8 @@ export function reflectorWorkerUrl(moduleUrl: string = import.meta.url): URL {
   // dist/src/kubernetes/reflector-worker/ → dist/workers/
   return new URL(
     fromSource
-      ? '../../../dist/workers/reflector.worker.js'
-      : '../../../workers/reflector.worker.js',
+      ? '../../../dist/workers/reflector.worker.cjs'
+      : '../../../workers/reflector.worker.cjs',
     moduleUrl,
   );
 }
