@@ -127,4 +127,29 @@ describe('the client-node boundary', () => {
       'after dispatchers: true function function',
     ]);
   });
+
+  it("makes a kubeconfig's proxy agents through the bundle's stand-ins for its proxy packages", () => {
+    const { status, stdout, stderr } = runDenied(
+      `const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.cjs');
+       const agentFor = async (proxyUrl) => {
+         const config = new KubeConfig();
+         config.loadFromString(JSON.stringify({
+           apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
+           clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443', 'proxy-url': proxyUrl } }],
+           contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+           users: [{ name: 'u', user: { token: 't' } }],
+         }));
+         const options = {};
+         await config.applyToHTTPSOptions(options);
+         // esbuild may suffix a class name it renamed (HttpsProxyAgent2)
+         return options.agent.constructor.name.replace(/\\d+$/, '') + ' ' + (options.agent instanceof (await import('node:http')).Agent);
+       };
+       console.log(await agentFor('http://127.0.0.1:3128'));
+       console.log(await agentFor('socks5://127.0.0.1:1080'));`,
+      { ALLOW_CLIENT_NODE_BUNDLE: '1' },
+    );
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    expect(stdout.trim().split('\n')).toEqual(['HttpsProxyAgent true', 'SocksProxyAgent true']);
+  });
 });
