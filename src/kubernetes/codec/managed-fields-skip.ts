@@ -9,7 +9,7 @@
  * the thread's time and its garbage most of the rest of the collector's; a scan of the skipped
  * bytes costs a fraction of building them.
  *
- * Exact by construction: every `"managedFields":[…]` in the bytes is replaced by
+ * Exact by construction: each `"managedFields":[…]` in the bytes (a watch line's first) is replaced by
  * `"managedFields":0`, and the result is kept only when each placeholder is found in a pod's
  * metadata (the watch line's object, the LIST's items), so every value replaced was one there (a
  * key of that name elsewhere, or inside a string, fails the check). Any other outcome (no such
@@ -70,24 +70,27 @@ function holdsPlaceholder(value: unknown): boolean {
 }
 
 /**
- * The bytes as text with every `"managedFields":[…]` value replaced by the placeholder, and how
- * many were; `undefined` when there is none, or a value whose end the bytes do not hold.
+ * The bytes as text with the first `most` `"managedFields":[…]` values replaced by the
+ * placeholder, and how many were; `undefined` when there is none, or a value whose end the bytes
+ * do not hold. A watch line asks for one: no search of the rest of its bytes for another.
  */
-function cutEvery(bytes: Buffer): { text: string; cuts: number } | undefined {
+function cutUpTo(bytes: Buffer, most: number): { text: string; cuts: number } | undefined {
   let key = bytes.indexOf(MANAGED_FIELDS_KEY);
   if (key === -1) return undefined;
   const parts: string[] = [];
   let kept = 0;
+  let cuts = 0;
   while (key !== -1) {
     const valueStart = key + VALUE_OFFSET;
     const valueEnd = endOfValue(bytes, valueStart);
     if (valueEnd === -1) return undefined;
     parts.push(bytes.toString('utf8', kept, valueStart), PLACEHOLDER_TEXT);
     kept = valueEnd;
-    key = bytes.indexOf(MANAGED_FIELDS_KEY, kept);
+    cuts += 1;
+    key = cuts < most ? bytes.indexOf(MANAGED_FIELDS_KEY, kept) : -1;
   }
   parts.push(bytes.toString('utf8', kept));
-  return { text: parts.join(''), cuts: parts.length >> 1 };
+  return { text: parts.join(''), cuts };
 }
 
 /** `JSON.parse` of `text`, or `undefined` for text that is not JSON. */
@@ -104,8 +107,8 @@ function parseOrUndefined(text: string): unknown {
  * a list, is the number 0. Throws what `JSON.parse` throws for the whole line.
  */
 export function parseWithoutManagedFields(line: Buffer): unknown {
-  const cut = cutEvery(line);
-  if (cut?.cuts === 1) {
+  const cut = cutUpTo(line, 1);
+  if (cut) {
     const value = parseOrUndefined(cut.text);
     if (typeof value === 'object' && value !== null) {
       if (holdsPlaceholder((value as { object?: unknown }).object)) return value;
@@ -121,7 +124,7 @@ export function parseWithoutManagedFields(line: Buffer): unknown {
  * for the whole body.
  */
 export function parseListWithoutManagedFields(body: Buffer): unknown {
-  const cut = cutEvery(body);
+  const cut = cutUpTo(body, Number.POSITIVE_INFINITY);
   if (cut) {
     const value = parseOrUndefined(cut.text);
     if (typeof value === 'object' && value !== null) {
