@@ -139,6 +139,31 @@ describe('WorkQueue', () => {
     expect(queue.length).toBe(0);
   });
 
+  it('keeps queue order and dedup through thousands of takes and re-adds', async () => {
+    // A reference with the same contract, checked step by step: an array that skips queued keys.
+    const queue = new WorkQueue<number>();
+    const reference: number[] = [];
+    let seed = 42;
+    const random = (below: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % below;
+    };
+    for (let step = 0; step < 20_000; step += 1) {
+      if (random(3) === 0 && reference.length > 0) {
+        expect(await queue.get()).toBe(reference.shift());
+      } else {
+        const key = random(5_000);
+        const added = !reference.includes(key);
+        if (added) reference.push(key);
+        expect(queue.add(key)).toBe(added);
+      }
+      expect(queue.length).toBe(reference.length);
+    }
+    expect(queue.keys()).toEqual(reference);
+    while (reference.length > 0) expect(await queue.get()).toBe(reference.shift());
+    expect(queue.keys()).toEqual([]);
+  });
+
   it('works with non-string keys', async () => {
     const queue = new WorkQueue<number>();
     queue.add(2);
