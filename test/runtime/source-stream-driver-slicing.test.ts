@@ -193,6 +193,24 @@ describe('SourceStreamDriver: a large replace is applied in slices', () => {
     await h.running;
   });
 
+  it('sweeps the synthesised deletions in a turn of their own, after the last upsert slice', async () => {
+    const h = start(scripted([{ type: 'replace', objects: world(SIZE) }], []));
+    // One mark per turn of the event loop, in the same log as the store's writes.
+    const tick = (): void => {
+      if (h.driver.synced) return;
+      h.store.log.push('turn');
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    await h.driver.waitForSync();
+    const writes = h.store.log;
+    const lastUpsert = writes.lastIndexOf('upsert 500');
+    expect(lastUpsert).toBeGreaterThan(0);
+    expect(writes.slice(lastUpsert + 1, writes.indexOf('finish'))).toContain('turn');
+    h.controller.abort();
+    await h.running;
+  });
+
   it('a relist that deletes, re-parents, keeps and unmaps: upserts first, deletions last, the atomic result', async () => {
     let release: () => void = () => {};
     const released = new Promise<void>((resolve) => {
