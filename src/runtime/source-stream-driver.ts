@@ -308,6 +308,10 @@ export class SourceStreamDriver<T> {
       await this.#clock.sleep(0, signal);
     }
     this.#handOn(replace.finish());
+    // Synced on a turn of its own too: the loop's worker starts its first slice of reconciles
+    // (up to `WORKER_SLICE_MS`) in the task that marks the first sync, which would add it to the
+    // sweep's.
+    await this.#clock.sleep(0, signal);
     this.#markSynced();
   }
 

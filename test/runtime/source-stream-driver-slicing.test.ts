@@ -193,7 +193,7 @@ describe('SourceStreamDriver: a large replace is applied in slices', () => {
     await h.running;
   });
 
-  it('sweeps the synthesised deletions in a turn of their own, after the last upsert slice', async () => {
+  it('sweeps the synthesised deletions in a turn of their own, then marks the sync in another', async () => {
     const h = start(scripted([{ type: 'replace', objects: world(SIZE) }], []));
     // One mark per turn of the event loop, in the same log as the store's writes.
     const tick = (): void => {
@@ -207,6 +207,8 @@ describe('SourceStreamDriver: a large replace is applied in slices', () => {
     const lastUpsert = writes.lastIndexOf('upsert 500');
     expect(lastUpsert).toBeGreaterThan(0);
     expect(writes.slice(lastUpsert + 1, writes.indexOf('finish'))).toContain('turn');
+    // And synced a turn after the sweep, so what wakes on the sync does not run in its task.
+    expect(writes.slice(writes.indexOf('finish') + 1)).toContain('turn');
     h.controller.abort();
     await h.running;
   });
