@@ -12,6 +12,18 @@ import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
+/** A kubeconfig with one token user, as the scripts below load it (JSON text in a JS literal). */
+const MINIMAL_KUBECONFIG = JSON.stringify(
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': 'x',
+    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+  }),
+);
+
 function runDenied(code: string, env: Record<string, string> = {}) {
   return spawnSync(
     process.execPath,
@@ -81,12 +93,7 @@ describe('the client-node boundary', () => {
     const { status, stdout, stderr } = runDenied(
       `const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.cjs');
        const config = new KubeConfig();
-       config.loadFromString(JSON.stringify({
-         apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
-         clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
-         contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-         users: [{ name: 'u', user: { token: 't' } }],
-       }));
+       config.loadFromString(${MINIMAL_KUBECONFIG});
        console.log(config.getCurrentCluster().server);
        try { config.makeApiClient(class {}); } catch (e) { console.log(e.message); }`,
       { ALLOW_CLIENT_NODE_BUNDLE: '1' },
@@ -105,12 +112,7 @@ describe('the client-node boundary', () => {
       `const webStreams = () => process.moduleLoadList.includes('NativeModule stream/web');
        const { KubeConfig } = await import('./dist/vendor/client-node-kubeconfig.cjs');
        const config = new KubeConfig();
-       config.loadFromString(JSON.stringify({
-         apiVersion: 'v1', kind: 'Config', 'current-context': 'x',
-         clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443' } }],
-         contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-         users: [{ name: 'u', user: { token: 't' } }],
-       }));
+       config.loadFromString(${MINIMAL_KUBECONFIG});
        const options = {};
        await config.applyToHTTPSOptions(options);
        console.log('after HTTPS options: ' + webStreams());
