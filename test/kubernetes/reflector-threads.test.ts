@@ -80,6 +80,23 @@ describe('ReflectorThreads', () => {
     ).toThrow(/belong to the threads given/);
   });
 
+  it('is closed by a source that refuses its options, which would otherwise leave it running', async () => {
+    const threads = startThreads();
+    await threadUp(threads);
+    expect(
+      () =>
+        new WorkerPodSource({
+          kubeconfigPath: server.writeKubeconfig(),
+          threads,
+          labelSelector: 'app in (',
+        }),
+    ).toThrow();
+    await until(() => threads.pool.threads.length === 0, {
+      what: 'the thread closed',
+      withinMs: 15_000,
+    });
+  });
+
   it('keeps the errors its pool reports before anyone listens, and hands them to its adopter', async () => {
     const threads = startThreads();
     // What piscina does for a thread that dies between tasks: an `error` of the pool, which with

@@ -124,6 +124,33 @@ function positive(name: string, value: number | undefined): void {
 }
 
 /**
+ * The options' label selector, parsed, once every option is checked: throws `RangeError` for a
+ * nonsensical tunable and `LabelSelectorError`, naming where, for a selector the API server would
+ * refuse. A thread handed in is closed before it throws: the source owns it from the call on, and
+ * one that is never built would otherwise leave it running.
+ */
+function checkedSelector(options: WorkerPodSourceOptions): readonly SelectorRequirement[] {
+  try {
+    positive('listPageSize', options.listPageSize);
+    positive('watchTimeoutSeconds', options.watchTimeoutSeconds);
+    positive('idleTimeoutMs', options.idleTimeoutMs);
+    positive('replaceChunkSize', options.replaceChunkSize);
+    positive('maxBufferedEvents', options.maxBufferedEvents);
+    positive('closeGraceMs', options.closeGraceMs);
+    positive('streamStartTimeoutMs', options.streamStartTimeoutMs);
+    if (options.threads && (options.resourceLimits || options.compileCacheDir !== undefined)) {
+      throw new RangeError(
+        'resourceLimits and compileCacheDir belong to the threads given (new ReflectorThreads(…)), not to the source',
+      );
+    }
+    return parseLabelSelector(options.labelSelector ?? '');
+  } catch (error) {
+    void options.threads?.close();
+    throw error;
+  }
+}
+
+/**
  * The service's Kubernetes pod source: a `KubernetesReflector` per stream, run in one worker
  * thread, seen from the main thread as a plain `Source<Pod>` plus `stats()` and `close()`.
  *
@@ -150,26 +177,13 @@ export class WorkerPodSource {
   #closing: Promise<void> | undefined;
 
   constructor(options: WorkerPodSourceOptions = {}) {
-    positive('listPageSize', options.listPageSize);
-    positive('watchTimeoutSeconds', options.watchTimeoutSeconds);
-    positive('idleTimeoutMs', options.idleTimeoutMs);
-    positive('replaceChunkSize', options.replaceChunkSize);
-    positive('maxBufferedEvents', options.maxBufferedEvents);
-    positive('closeGraceMs', options.closeGraceMs);
-    positive('streamStartTimeoutMs', options.streamStartTimeoutMs);
+    this.#labelSelector = checkedSelector(options);
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? realClock;
     this.#maxBufferedEvents = options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS;
-    // Throws LabelSelectorError, naming where, for a selector the API server would refuse.
-    this.#labelSelector = parseLabelSelector(options.labelSelector ?? '');
     this.#finished = initialReflectorStats(options.initialList ?? DEFAULT_INITIAL_LIST);
     this.#closeGraceMs = options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS;
     this.#streamStartTimeoutMs = options.streamStartTimeoutMs ?? DEFAULT_STREAM_START_TIMEOUT_MS;
-    if (options.threads && (options.resourceLimits || options.compileCacheDir !== undefined)) {
-      throw new RangeError(
-        'resourceLimits and compileCacheDir belong to the threads given (new ReflectorThreads(…)), not to the source',
-      );
-    }
     const threads =
       options.threads ??
       new ReflectorThreads({
