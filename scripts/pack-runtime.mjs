@@ -19,7 +19,7 @@
 //   --pack DEST  also run `npm pack` into DEST and print its JSON report
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { isBuiltin } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -54,7 +54,6 @@ for (const entry of Object.values(ENTRIES)) {
   }
 }
 
-const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
 const IMPORT =
   /(?:^|[;\s])(?:import|export)\s*(?:type\s+)?(?:[\w*{}\s,$]+from\s*)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|\brequire\(\s*['"]([^'"]+)['"]\s*\)/g;
 
@@ -75,7 +74,9 @@ function packageOf(specifier) {
 const files = new Set();
 const problems = [];
 function checkBare(file, specifier) {
-  if (builtins.has(specifier) || OPTIONAL_PEERS.includes(packageOf(specifier))) return;
+  // `isBuiltin`, not `builtinModules`: Node 22 leaves the builtins loadable only with the `node:`
+  // prefix (`node:sqlite`, which client-node's bundle requires) out of that list.
+  if (isBuiltin(specifier) || OPTIONAL_PEERS.includes(packageOf(specifier))) return;
   if (FALLBACK_ONLY.includes(specifier)) return;
   problems.push(`${relative(root, file)} imports ${specifier}`);
 }
