@@ -44,3 +44,7 @@ export {
   WorkerPodSource,
   type WorkerPodSourceOptions,
 } from './reflector-worker/main-thread-source.js';
+export {
+  type ReflectorThreadOptions,
+  ReflectorThreads,
+} from './reflector-worker/reflector-threads.js';

@@ -89,6 +89,7 @@ export class ReflectorThreads {
     });
   }
 
+  /** @internal The pool itself: for the source that adopts it, and tests. */
   readonly pool: ReflectorPool;
   /** The thread's V8 limits: a source sizes the most a LIST may hold by them. */
   readonly resourceLimits: ResourceLimits;
