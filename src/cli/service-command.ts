@@ -190,19 +190,14 @@ async function runCommand(
   } catch (err) {
     return usageExit(err);
   }
-  // The reflector's thread starts now, so that loading its modules, reading the kubeconfig and
-  // warming up overlap with loading the rest of the service (the HTTP server, the assembly, the
-  // sinks: imported below, not at the top) rather than following it.
+  // The pod source is made now, its first stream handed to the thread the entry started, so
+  // that the first request overlaps with loading the rest of the service (the HTTP server, the
+  // assembly, the sinks: imported below, not at the top) rather than following it. The simulated
+  // source runs no reflector: the entry's thread is ended now, not at exit.
   const reflectorThreads = claimReflectorThreads();
-  // The simulated source runs no reflector: its early thread is ended now, not at exit.
-  if (choice.kind !== 'kubernetes') void reflectorThreads?.close();
-  const podSource = await createPodSource(
-    config,
-    choice,
-    namespace,
-    logger,
-    choice.kind === 'kubernetes' ? reflectorThreads : undefined,
-  );
+  const ownThreads = choice.kind === 'kubernetes' ? reflectorThreads : undefined;
+  if (!ownThreads) void reflectorThreads?.close();
+  const podSource = await createPodSource(config, choice, namespace, logger, ownThreads);
   try {
     parts = await connectConfiguredParts({
       config,
