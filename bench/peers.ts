@@ -11,6 +11,8 @@
  * - `worker-json`: watch-list asking for JSON (`--kube-api-content-type application/json`);
  * - `worker-gzip`, `worker-list-gzip`: `worker` and `worker-list` asking for gzip
  *   (`--kube-api-compression`: the LIST pages and the watch-list);
+ * - `worker-http1`: `worker` over HTTP/1.1 (`--kube-api-http2=false`; client-go's counterpart is
+ *   `DISABLE_HTTP2=1` in this process's environment, which its child inherits);
  * - `client-go`: client-go's defaults as Kubernetes' own controllers run them: protobuf, and
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
@@ -64,6 +66,7 @@ const ALL_VARIANTS = [
   'worker-json',
   'worker-gzip',
   'worker-list-gzip',
+  'worker-http1',
   'client-go',
   'client-go-json',
   'baseline',
@@ -284,6 +287,7 @@ try {
             initialList:
               variant === 'worker-list' || variant === 'worker-list-gzip' ? 'list' : 'watch-list',
             apiCompression: variant === 'worker-gzip' || variant === 'worker-list-gzip',
+            ...(variant === 'worker-http1' ? { apiHttp2: false } : {}),
           },
           variant === 'baseline' ? DEPLOYED_NODE_FLAGS : nodeFlags,
           undefined,
@@ -368,6 +372,7 @@ try {
     'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (watch-list)',
     'worker-gzip': '(a‴) WorkerPodSource → ReconcileLoop, defaults + gzip (--kube-api-compression)',
     'worker-list-gzip': '(a⁗) WorkerPodSource → ReconcileLoop, LIST 500 + WATCH + gzip',
+    'worker-http1': '(a⁽⁵⁾) WorkerPodSource → ReconcileLoop, defaults over HTTP/1.1 (--kube-api-http2=false)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
     baseline: `(b) the --baseline build's (a), ${values.baseline ?? ''}`,

@@ -54,6 +54,8 @@ export interface VariantConfig {
   initialList?: 'watch-list' | 'list';
   /** Ask for gzip on the LIST pages and the watch-list (`--kube-api-compression`); default off. */
   apiCompression?: boolean;
+  /** Read over HTTP/2 when the server offers it (`--kube-api-http2`); default the source's own, on. */
+  apiHttp2?: boolean;
 }
 
 /** Write → reconcile start (or → handler call) per stamped event, in ms. */
@@ -305,6 +307,7 @@ async function startWorker(
     ...(config.apiContentType ? { apiContentType: config.apiContentType } : {}),
     ...(config.initialList ? { initialList: config.initialList } : {}),
     ...(config.apiCompression ? { apiCompression: true } : {}),
+    ...(config.apiHttp2 === false ? { apiHttp2: false } : {}),
   });
   let reconciles = 0;
   const timed = timingReplace(source.source, pulled);

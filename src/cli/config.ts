@@ -101,6 +101,8 @@ export interface Config {
   kubeApiContentType: 'protobuf' | 'json';
   /** Ask for gzip on pod LISTs. */
   kubeApiCompression: boolean;
+  /** Read pod LISTs and watches over HTTP/2 when the server offers it. */
+  kubeApiHttp2: boolean;
   /** How the whole world is read: watch-list (falling back by itself) or LIST + WATCH. */
   initialList: InitialListMode;
   /** `undefined`: the default rule (own namespace in a cluster, all outside); `'*'`: all. */
@@ -211,6 +213,7 @@ const rawSchema = z.object({
     })
     .default('protobuf'),
   kubeApiCompression: booleanFlag.optional(),
+  kubeApiHttp2: booleanFlag.optional(),
   initialList: z
     .enum(INITIAL_LIST_MODES, {
       error: (issue) =>
@@ -452,6 +455,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv = {}
     context: r.context,
     kubeApiContentType: r.kubeApiContentType,
     kubeApiCompression: r.kubeApiCompression ?? false,
+    kubeApiHttp2: r.kubeApiHttp2 ?? true,
     initialList: r.initialList,
     namespace: r.namespace,
     selector: r.selector ?? defaultSelector(labels),

@@ -156,6 +156,7 @@ export type RawConfig = Record<
   | 'context'
   | 'kubeApiContentType'
   | 'kubeApiCompression'
+  | 'kubeApiHttp2'
   | 'initialList'
   | 'namespace'
   | 'selector'
@@ -244,6 +245,16 @@ export const FLAGS: readonly FlagSpec[] = [
     description:
       "Ask the API server to gzip what reads the whole world: pod LIST pages and the watch-list (inflated as it streams; a WATCH from a cursor never asks). Off unless asked: next to the API server the bytes are cheap and gzip is not (it costs the API server CPU per page, and this process as much to inflate); turn it on across a slow link (kubectl's --disable-compression is the same switch, inverted).",
     defaultText: 'false',
+  },
+  {
+    flag: 'kube-api-http2',
+    group: 'source',
+    key: 'kubeApiHttp2',
+    valueName: '[=true|false]',
+    kind: 'boolean',
+    description:
+      "Read pod LIST pages and watches over HTTP/2 when the API server offers it (TLS, no proxy; one connection carries them all, as client-go's transport does). A server or proxy that speaks only HTTP/1.1 is read over HTTP/1.1 either way; false keeps to HTTP/1.1 (client-go's DISABLE_HTTP2). The API server serves a watch-list's initial events over HTTP/2 for about half the CPU.",
+    defaultText: 'true',
   },
   {
     flag: 'initial-list',

@@ -61,6 +61,7 @@ export async function createPodSource(
     ...clusterOptions(config),
     apiContentType: config.kubeApiContentType,
     apiCompression: config.kubeApiCompression,
+    apiHttp2: config.kubeApiHttp2,
     initialList: config.initialList,
     logger: logger.child({ component: 'reflector' }),
     ...(reflectorThreads ? { threads: reflectorThreads } : {}),

@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   checkClusterConfig,
-  IDLE_CONNECTION_TIMEOUT_MS,
   KubeConfigError,
   loadApiConnection,
-  releaseRequestAgent,
 } from '../../src/kubernetes/client/connection.js';
+import {
+  IDLE_CONNECTION_TIMEOUT_MS,
+  releaseRequestAgent,
+} from '../../src/kubernetes/client/shared-agents.js';
 
 const PASSWORD = 'hunter2-very-secret';
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.tok-SECRET-payload';

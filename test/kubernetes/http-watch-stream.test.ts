@@ -1,4 +1,3 @@
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ApiConnectionError } from '../../src/kubernetes/client/api-errors.js';
@@ -28,9 +27,13 @@ function openWatch(framer: WatchFramer, signal = new AbortController().signal) {
   const heard: number[] = [];
   const stream = new HttpWatchStream(
     {
-      request: request as unknown as ClientRequest,
-      response: body as unknown as IncomingMessage,
-      agent: undefined,
+      status: 200,
+      header: () => undefined,
+      body,
+      close: () => {
+        body.destroy();
+        request.destroy();
+      },
     },
     body,
     signal,

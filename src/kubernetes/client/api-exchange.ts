@@ -12,7 +12,8 @@ import http, {
   type OutgoingHttpHeaders,
 } from 'node:http';
 import https, { type RequestOptions } from 'node:https';
-import { TCP_KEEPALIVE_MS } from './connection.js';
+import type { Readable } from 'node:stream';
+import { releaseRequestAgent, TCP_KEEPALIVE_MS } from './shared-agents.js';
 
 /**
  * Methods sent again when a kept-alive connection turns out closed under them, as Go's transport
@@ -57,8 +58,47 @@ interface ApiExchange {
   response: IncomingMessage;
 }
 
+/**
+ * A response whose head has arrived, over HTTP/1.1 (`http1Response`) or HTTP/2
+ * (./http2-sessions.ts): what a reader of LIST pages and watches needs of either, so it reads both
+ * alike.
+ */
+export interface ApiResponse {
+  readonly status: number;
+  /** A response header by its lower-case name; the first value when repeated. */
+  header(name: string): string | undefined;
+  /** The body as it arrives, not inflated. */
+  readonly body: Readable;
+  /** Ends the exchange, read or not: the request (or stream) closes and its connection is released. */
+  close(): void;
+}
+
+/** A header's first value, as a string. */
+export function firstHeaderValue(
+  value: string | string[] | number | undefined,
+): string | undefined {
+  if (value === undefined) return undefined;
+  if (Array.isArray(value)) return value[0];
+  return String(value);
+}
+
+/** An HTTP/1.1 exchange as an `ApiResponse`; closing it releases `agent` (./connection.ts). */
+export function http1Response(exchange: ApiExchange, agent: unknown): ApiResponse {
+  const { request, response } = exchange;
+  return {
+    status: response.statusCode ?? 0,
+    header: (name) => firstHeaderValue(response.headers[name]),
+    body: response,
+    close: () => {
+      response.destroy();
+      request.destroy();
+      releaseRequestAgent(agent);
+    },
+  };
+}
+
 /** `server` + `path` + `query`, keeping any path prefix of the server's URL (a proxy's). */
-function requestUrl(server: string, path: string, query: Record<string, string> = {}): URL {
+export function requestUrl(server: string, path: string, query: Record<string, string> = {}): URL {
   const url = new URL(server);
   const [pathname, search] = path.split('?', 2) as [string, string | undefined];
   url.pathname = `${url.pathname.replace(/\/+$/, '')}${pathname}`;

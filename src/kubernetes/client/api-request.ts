@@ -15,8 +15,9 @@ import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:h
 import { type Clock, realClock } from '../../runtime/clock.js';
 import { type ApiStatus, statusFromResponse } from './api-errors.js';
 import { openApiExchange } from './api-exchange.js';
-import { type ApiConnection, releaseRequestAgent } from './connection.js';
+import type { ApiConnection } from './connection.js';
 import { safeErrorMessage } from './safe-error.js';
+import { releaseRequestAgent } from './shared-agents.js';
 
 /** What the server answered: any status, the whole (bounded) body. */
 export interface ApiAnswer {

@@ -7,8 +7,7 @@
  * fake API load without it. client-node is used for what it is good at — kubeconfig, in-cluster
  * service accounts, exec/OIDC/token-file auth, TLS — while the requests themselves go over plain
  * `node:http(s)` (./api-exchange.ts, for ../resources/http-pod-api.ts and ./api-request.ts), so the
- * callers control bytes, decoding and closing, over connections kept alive here
- * (`sharedAgentCache`).
+ * callers control bytes, decoding and closing, over connections kept alive by ./shared-agents.ts.
  *
  * In a build, client-node's `KubeConfig` is loaded from dist/vendor/client-node-kubeconfig.cjs, the
  * same pinned package bundled into one file by scripts/bundle-client-node.mjs at build time: the
@@ -17,11 +16,11 @@
  * runner), the package itself is imported.
  */
 import { stat } from 'node:fs/promises';
-import http from 'node:http';
-import https, { type RequestOptions } from 'node:https';
+import type { RequestOptions } from 'node:https';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { kubeconfigErrorSummary, safeErrorMessage } from './safe-error.js';
+import { releaseRequestAgent, sharedAgentCache } from './shared-agents.js';
 
 /** Where to find the cluster. Plain strings, so they cross to the worker thread. */
 export interface ClusterOptions {
@@ -40,6 +39,12 @@ export interface ClusterOptions {
    * API server CPU for every page and this process as much again to inflate it.
    */
   apiCompression?: boolean;
+  /**
+   * Read pod LISTs and watches over HTTP/2 when the server offers it (`--kube-api-http2`); on
+   * when unset, as Go's transport (so client-go) is. The API server serves a watch-list's
+   * initial events over HTTP/2 for about half the CPU (./http2-sessions.ts).
+   */
+  apiHttp2?: boolean;
 }
 
 /**
@@ -62,111 +67,6 @@ export interface ApiConnection {
    * client-node refreshes them in here.
    */
   requestOptions(): Promise<RequestOptions>;
-}
-
-/**
- * How long a kept-alive connection may sit unused before it is closed: below kube-apiserver's own
- * idle timeout (90 s, as client-go's transport `IdleConnTimeout`), so a reused connection is not
- * one the server is closing at the same moment.
- */
-export const IDLE_CONNECTION_TIMEOUT_MS = 30_000;
-
-/**
- * TCP keepalive on API connections, as client-node's `Watch` sets: finds half-dead peers. Set on
- * each request's socket (./api-exchange.ts) and kept by the agent when a socket goes back to its
- * pool.
- */
-export const TCP_KEEPALIVE_MS = 30_000;
-
-/**
- * The TLS options client-node copies into each request's agent (`applyToHTTPSOptions`): two
- * requests whose values are all equal may share connections. Anything else in the options
- * (headers with a rotating token) is per request and does not touch the connection.
- */
-const AGENT_FIELDS = [
-  'ca',
-  'cert',
-  'key',
-  'pfx',
-  'passphrase',
-  'rejectUnauthorized',
-  'servername',
-  'ciphers',
-  'honorCipherOrder',
-  'ecdhCurve',
-  'crl',
-  'dhparam',
-  'secureOptions',
-  'secureProtocol',
-  'sessionIdContext',
-] as const;
-
-type AgentField = (typeof AGENT_FIELDS)[number];
-type AgentMaterial = Partial<Record<AgentField, unknown>>;
-
-function sameValue(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((item, index) => sameValue(item, b[index]));
-  }
-  return false;
-}
-
-function sameMaterial(a: AgentMaterial, b: AgentMaterial): boolean {
-  return AGENT_FIELDS.every((field) => sameValue(a[field], b[field]));
-}
-
-/** Agents this module shares between requests: a caller must not destroy them. */
-const sharedAgents = new WeakSet<object>();
-
-/**
- * Ends what a request's agent holds once the request is done: an agent made for that one request
- * (a proxy's) is destroyed; a shared keep-alive agent is left to its other requests and its idle
- * timeout.
- */
-export function releaseRequestAgent(agent: unknown): void {
-  if (typeof agent !== 'object' || agent === null || sharedAgents.has(agent)) return;
-  (agent as { destroy?: () => void }).destroy?.();
-}
-
-/**
- * client-node makes a new agent for every request, so every LIST page, watch, Lease renewal and
- * EndpointSlice write would open a new TCP connection and do a new TLS handshake (on both sides:
- * the API server pays too). This keeps one keep-alive agent per connection and TLS material and
- * swaps it in, as client-go's transport reuses its connections. A rotated client certificate
- * (exec plugins) gives a new agent; the old one's idle connections close on their own. A proxy
- * agent (a subclass) is left as client-node made it.
- */
-function sharedAgentCache(): (prepared: RequestOptions) => void {
-  let current: { material: AgentMaterial; kind: 'http' | 'https'; agent: http.Agent } | undefined;
-  return (prepared) => {
-    const fresh = prepared.agent as unknown;
-    if (typeof fresh !== 'object' || fresh === null) return;
-    const proto = Object.getPrototypeOf(fresh) as unknown;
-    const kind =
-      proto === https.Agent.prototype ? 'https' : proto === http.Agent.prototype ? 'http' : null;
-    if (kind === null) return;
-    // The material is read from the request's options, which client-node fills from the files
-    // on every call: its own agent may be one it cached before a certificate was rotated.
-    const material: AgentMaterial = {};
-    const options = prepared as Record<string, unknown>;
-    for (const field of AGENT_FIELDS) material[field] = options[field];
-    if (!current || current.kind !== kind || !sameMaterial(current.material, material)) {
-      const agentOptions = {
-        ...material,
-        keepAlive: true,
-        // node resets a pooled socket's TCP keepalive to this (1 s by default) when it is freed.
-        keepAliveMsecs: TCP_KEEPALIVE_MS,
-        timeout: IDLE_CONNECTION_TIMEOUT_MS,
-      } as https.AgentOptions;
-      const agent = kind === 'https' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-      sharedAgents.add(agent);
-      current = { material, kind, agent };
-    }
-    (fresh as http.Agent).destroy();
-    prepared.agent = current.agent;
-  };
 }
 
 /**

@@ -198,6 +198,7 @@ export class WorkerPodSource {
         ...(options.context ? { context: options.context } : {}),
         ...(options.apiContentType ? { apiContentType: options.apiContentType } : {}),
         ...(options.apiCompression ? { apiCompression: true } : {}),
+        ...(options.apiHttp2 === false ? { apiHttp2: false } : {}),
       },
       ...(options.namespace ? { namespace: options.namespace } : {}),
       ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),

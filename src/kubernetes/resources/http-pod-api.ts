@@ -10,10 +10,11 @@
  * Size: LIST and WATCH share the request, decoding and failure rules of one resource; splitting
  * them would duplicate those.
  */
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { MalformedPodError } from '../../model/pod.js';
+import { realClock } from '../../runtime/clock.js';
 import {
   ApiConnectionError,
   ApiStatusError,
@@ -22,14 +23,20 @@ import {
   statusFromDecodedResponse,
   statusFromResponse,
 } from '../client/api-errors.js';
-import { openApiExchange } from '../client/api-exchange.js';
+import {
+  type ApiResponse,
+  http1Response,
+  openApiExchange,
+  requestUrl,
+} from '../client/api-exchange.js';
 import {
   type ApiConnection,
   type ClusterOptions,
   loadApiConnection,
-  releaseRequestAgent,
 } from '../client/connection.js';
 import { isExpiredStatus } from '../client/expired-status.js';
+import { Http2Sessions } from '../client/http2-sessions.js';
+import { goesDirectOverTls, releaseRequestAgent } from '../client/shared-agents.js';
 import { type EncodedPod, readPodValue } from '../codec/encoded-pod.js';
 import { parseListWithoutManagedFields } from '../codec/managed-fields-skip.js';
 import {
@@ -44,7 +51,7 @@ import type { RefusedPodError } from '../codec/protobuf-pod-json.js';
 import { ProtobufDecodeError } from '../codec/protobuf-reader.js';
 import { protobufWatchFramer } from '../codec/protobuf-watch-splitter.js';
 import { jsonWatchFramer } from '../codec/watch-line-splitter.js';
-import { HttpWatchStream, type OpenWatch } from './http-watch-stream.js';
+import { HttpWatchStream } from './http-watch-stream.js';
 import type { ListPodsOptions, PodApi, PodList, WatchPodsOptions, WatchStream } from './pod-api.js';
 
 /**
@@ -79,11 +86,11 @@ function podsPath(namespace: string | undefined): string {
  * not `pipe`: a response destroyed under it (a closed watch, an abandoned page) must end the
  * inflated stream too, or a reader of it would wait for ever.
  */
-function bodyOf(response: IncomingMessage): Readable {
-  if (response.headers['content-encoding'] !== 'gzip') return response;
+function bodyOf(response: ApiResponse): Readable {
+  if (response.header('content-encoding') !== 'gzip') return response.body;
   const inflated = createGunzip();
   // Errors reach the reader through `inflated` itself; the callback only keeps them handled.
-  pipeline(response, inflated, () => {});
+  pipeline(response.body, inflated, () => {});
   return inflated;
 }
 
@@ -131,20 +138,26 @@ export class HttpPodApi implements PodApi {
   readonly #accept: string;
   /** Sent with every LIST page and every watch-list: `Accept-Encoding: gzip` when compressing. */
   readonly #wholeReadHeaders: Record<string, string>;
+  /** LIST pages and watches go over HTTP/2 when set and the server agrees (`ClusterOptions.apiHttp2`). */
+  readonly #http2: Http2Sessions | undefined;
 
   /**
    * `compression`: ask for gzip on LIST pages and on watch-lists, the two requests that read the
    * whole world (see `ClusterOptions.apiCompression`); a WATCH from a cursor never asks, since its
    * events are small and a gzip stream would hold each one until the server flushes.
+   * `http2`: the sessions to read over when the server speaks HTTP/2 (see `connectPodApi`);
+   * HTTP/1.1 only when undefined.
    */
   constructor(
     connection: ApiConnection,
     contentType: ApiContentType = DEFAULT_API_CONTENT_TYPE,
     compression = false,
+    http2: Http2Sessions | undefined = undefined,
   ) {
     this.#connection = connection;
     this.#accept = acceptHeader(contentType);
     this.#wholeReadHeaders = compression ? { 'Accept-Encoding': 'gzip' } : {};
+    this.#http2 = http2;
   }
 
   /**
@@ -280,12 +293,12 @@ export class HttpPodApi implements PodApi {
           signal,
           this.#wholeReadHeaders,
         );
-        const protobuf = isProtobufContentType(open.response.headers['content-type']);
+        const protobuf = isProtobufContentType(open.header('content-type'));
         const peek = protobuf ? peekProtobufContinueToken : peekContinueToken;
         try {
           const maxPageBytes = options.maxPageBytes ?? Number.POSITIVE_INFINITY;
           const raw = await readAll(
-            bodyOf(open.response),
+            bodyOf(open),
             options.onBytes,
             maxPageBytes,
             (head) => {
@@ -306,8 +319,7 @@ export class HttpPodApi implements PodApi {
             ? options.signal.reason
             : new ApiConnectionError('LIST', error);
         } finally {
-          open.request.destroy();
-          releaseRequestAgent(open.agent);
+          open.close();
         }
       } finally {
         resolveHead(undefined);
@@ -346,16 +358,10 @@ export class HttpPodApi implements PodApi {
       options.signal,
       options.sendInitialEvents ? this.#wholeReadHeaders : {},
     );
-    const framer = isProtobufContentType(open.response.headers['content-type'])
+    const framer = isProtobufContentType(open.header('content-type'))
       ? protobufWatchFramer()
       : jsonWatchFramer();
-    return new HttpWatchStream(
-      open,
-      bodyOf(open.response),
-      options.signal,
-      options.onBytes,
-      framer,
-    );
+    return new HttpWatchStream(open, bodyOf(open), options.signal, options.onBytes, framer);
   }
 
   /** Sends a GET and resolves with a 200 response; anything else becomes an error here. */
@@ -365,7 +371,7 @@ export class HttpPodApi implements PodApi {
     query: Record<string, string>,
     signal: AbortSignal,
     headers: Record<string, string> = {},
-  ): Promise<OpenWatch> {
+  ): Promise<ApiResponse> {
     signal.throwIfAborted();
     let prepared: Awaited<ReturnType<ApiConnection['requestOptions']>>;
     try {
@@ -374,37 +380,52 @@ export class HttpPodApi implements PodApi {
       throw new ApiConnectionError(verb, error, false);
     }
     const { agent } = prepared;
-    let open: OpenWatch;
+    const allHeaders = {
+      ...(prepared.headers as OutgoingHttpHeaders),
+      Accept: this.#accept,
+      ...headers,
+    };
+    let open: ApiResponse;
     try {
-      const exchange = await openApiExchange(this.#connection.server, prepared, {
-        method: 'GET',
-        path,
-        query,
-        headers: { ...(prepared.headers as OutgoingHttpHeaders), Accept: this.#accept, ...headers },
-        signal,
-      });
-      open = { ...exchange, agent };
+      const overHttp2 =
+        this.#http2 && goesDirectOverTls(prepared)
+          ? await this.#http2.open(prepared, {
+              url: requestUrl(this.#connection.server, path, query),
+              headers: allHeaders,
+              signal,
+            })
+          : undefined;
+      if (overHttp2) {
+        releaseRequestAgent(agent);
+        open = overHttp2;
+      } else {
+        const exchange = await openApiExchange(this.#connection.server, prepared, {
+          method: 'GET',
+          path,
+          query,
+          headers: allHeaders,
+          signal,
+        });
+        open = http1Response(exchange, agent);
+      }
     } catch (error) {
       releaseRequestAgent(agent);
       throw signal.aborted ? signal.reason : new ApiConnectionError(verb, error, false);
     }
-    const { response } = open;
-    if (response.statusCode === 200) return open;
+    if (open.status === 200) return open;
     let body = '';
     let decoded: unknown;
     try {
-      const raw = await readAll(bodyOf(response), undefined, MAX_ERROR_BODY_BYTES);
-      if (isProtobufContentType(response.headers['content-type'])) decoded = decodeStatus(raw);
+      const raw = await readAll(bodyOf(open), undefined, MAX_ERROR_BODY_BYTES);
+      if (isProtobufContentType(open.header('content-type'))) decoded = decodeStatus(raw);
       else body = raw.toString('utf8');
     } catch {
       // The status code alone still classifies the failure.
     } finally {
-      open.request.destroy();
-      releaseRequestAgent(agent);
+      open.close();
     }
-    const retryAfter = response.headers['retry-after'];
-    const header = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
-    const code = response.statusCode ?? 0;
+    const header = open.header('retry-after');
+    const code = open.status;
     throw new ApiStatusError(
       verb,
       decoded === undefined
@@ -468,12 +489,16 @@ function decodeStatus(raw: Buffer): unknown {
   }
 }
 
-/** A `PodApi` for the configured cluster, asking for `options.apiContentType` (protobuf by default). */
+/**
+ * A `PodApi` for the configured cluster, asking for `options.apiContentType` (protobuf by
+ * default), over HTTP/2 unless `options.apiHttp2` is false.
+ */
 export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
   return new HttpPodApi(
     await loadApiConnection(options),
     options.apiContentType,
     options.apiCompression ?? false,
+    options.apiHttp2 === false ? undefined : new Http2Sessions(realClock),
   );
 }
 

@@ -13,10 +13,9 @@
  * `MAX_UNREAD_BYTES` of the body, and resumed once the reader has taken them all, so a reader that
  * stops reading holds at most that much plus a frame (TCP's own flow control does the rest).
  */
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import { finished, type Readable } from 'node:stream';
 import { ApiConnectionError } from '../client/api-errors.js';
-import { releaseRequestAgent } from '../client/connection.js';
+import type { ApiResponse } from '../client/api-exchange.js';
 import { asBuffer, endOfBody, type WatchFrame, type WatchFramer } from '../codec/watch-framing.js';
 import type { WatchStream } from './pod-api.js';
 
@@ -27,20 +26,13 @@ import type { WatchStream } from './pod-api.js';
  */
 export const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
 
-/** The request, its response and the agent to hand back, as the pod API opened them. */
-export interface OpenWatch {
-  request: ClientRequest;
-  response: IncomingMessage;
-  agent: unknown;
-}
-
 /** How the body ended: cleanly (the server's timeout), or with what went wrong. */
 type Ending = { readonly failure: false } | { readonly failure: true; readonly error: unknown };
 
 /** One open WATCH response (`WatchStream`), iterated once. */
 export class HttpWatchStream implements WatchStream {
-  readonly #open: OpenWatch;
-  /** The body as the frames come in: the response, or its inflating stream when gzipped. */
+  readonly #open: ApiResponse;
+  /** The body as the frames come in: the response's, or its inflating stream when gzipped. */
   readonly #body: Readable;
   readonly #signal: AbortSignal;
   readonly #onBytes: ((count: number) => void) | undefined;
@@ -58,7 +50,7 @@ export class HttpWatchStream implements WatchStream {
   #iterated = false;
 
   constructor(
-    open: OpenWatch,
+    open: ApiResponse,
     body: Readable,
     signal: AbortSignal,
     onBytes: ((count: number) => void) | undefined,
@@ -90,9 +82,7 @@ export class HttpWatchStream implements WatchStream {
     if (this.#closed) return;
     this.#closed = true;
     this.#end({ failure: true, error: new Error('the watch was closed') });
-    this.#open.response.destroy();
-    this.#open.request.destroy();
-    releaseRequestAgent(this.#open.agent);
+    this.#open.close();
   }
 
   /** Starts the body flowing into the framer. */
@@ -122,7 +112,7 @@ export class HttpWatchStream implements WatchStream {
     } catch (error) {
       // A decoder's own fault (not a garbled frame, which is a frame): the stream fails with it.
       this.#end({ failure: true, error });
-      this.#open.response.destroy();
+      this.#open.close();
       return;
     }
     this.#unreadBytes += chunk.length;

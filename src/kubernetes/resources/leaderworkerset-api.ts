@@ -25,8 +25,8 @@ import {
   type ApiConnection,
   type ClusterOptions,
   loadApiConnection,
-  releaseRequestAgent,
 } from '../client/connection.js';
+import { releaseRequestAgent } from '../client/shared-agents.js';
 import { splitWatchFrames } from '../codec/watch-framing.js';
 import { jsonWatchFramer } from '../codec/watch-line-splitter.js';
 
