@@ -372,7 +372,8 @@ try {
     'worker-json': '(a′) WorkerPodSource → ReconcileLoop, JSON (watch-list)',
     'worker-gzip': '(a‴) WorkerPodSource → ReconcileLoop, defaults + gzip (--kube-api-compression)',
     'worker-list-gzip': '(a⁗) WorkerPodSource → ReconcileLoop, LIST 500 + WATCH + gzip',
-    'worker-http1': '(a⁽⁵⁾) WorkerPodSource → ReconcileLoop, defaults over HTTP/1.1 (--kube-api-http2=false)',
+    'worker-http1':
+      '(a⁽⁵⁾) WorkerPodSource → ReconcileLoop, defaults over HTTP/1.1 (--kube-api-http2=false)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
     baseline: `(b) the --baseline build's (a), ${values.baseline ?? ''}`,
