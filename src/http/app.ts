@@ -9,11 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import {
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { cellsRoutes } from '../../routes/cells.js';
 import { coordinatorRoutes } from '../../routes/coordinator.js';
 import { eventsRoutes } from '../../routes/events.js';
@@ -44,6 +40,7 @@ import {
   SERVER_TIMEOUTS,
   type ServerTimeouts,
 } from './server-limits.js';
+import { zodSchemaController } from './zod-compilers.js';
 
 /** Requests not logged one by one: liveness/readiness probes and Prometheus scrapes. */
 const QUIET_PATHS = /^\/(?:healthz|readyz|metrics)(?:[/?]|$)/;
@@ -108,6 +105,7 @@ export async function buildServer(
     return503OnClosing: false,
     bodyLimit: BODY_LIMIT,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    schemaController: zodSchemaController,
     // Probes and scrapes arrive every few seconds; logging each would drown the cell transitions.
     logController: new DebugRequestLog({
       disableRequestLogging: (request) => QUIET_PATHS.test(request.url),
@@ -152,8 +150,6 @@ export async function buildServer(
     );
   });
   app.server.maxConnections = timeouts.maxConnections;
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
 
   await app.register(swagger, {
     openapi: {

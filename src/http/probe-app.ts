@@ -8,15 +8,12 @@
  */
 import { STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
-import {
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { healthRoutes } from '../../routes/health.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { SOURCE_HEADER } from './error-shape.js';
 import { SERVER_TIMEOUTS } from './server-limits.js';
+import { zodSchemaController } from './zod-compilers.js';
 
 /**
  * Connections the probe listener keeps at most: the kubelet opens one per probe, a few per
@@ -39,10 +36,9 @@ export async function buildProbeServer(plane: ControlPlane): Promise<FastifyInst
     return503OnClosing: false,
     // No route takes a body.
     bodyLimit: 1_024,
+    schemaController: zodSchemaController,
   }).withTypeProvider<ZodTypeProvider>();
   app.server.maxConnections = PROBE_MAX_CONNECTIONS;
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (_request, reply) => {
     reply.header(SOURCE_HEADER, plane.sourceKind);
   });
