@@ -7,7 +7,6 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { cellsRoutes } from '../../routes/cells.js';
@@ -31,7 +30,6 @@ import { closeOnShutdown } from './close-on-shutdown.js';
 import { clientErrorResponse, errorShape, rawErrorResponse, sendError } from './error-shape.js';
 import { hostHeader } from './host-header.js';
 import { methodNotAllowed } from './method-not-allowed.js';
-import { openApiObjectTransform, openApiRouteTransform } from './openapi-transform.js';
 import { DebugRequestLog } from './request-log.js';
 import { requestTarget } from './request-target.js';
 import {
@@ -45,9 +43,6 @@ import { zodSchemaController } from './zod-compilers.js';
 /** Requests not logged one by one: liveness/readiness probes and Prometheus scrapes. */
 const QUIET_PATHS = /^\/(?:healthz|readyz|metrics)(?:[/?]|$)/;
 
-/** The API's version in the OpenAPI document. */
-const API_VERSION = '1.0.0';
-
 /**
  * What `buildServer` takes besides the control plane: each field is for a caller that is not
  * production (tests, the OpenAPI generator), so the defaults are what the service runs with.
@@ -59,6 +54,12 @@ export interface ServerOptions {
   clock?: Clock;
   /** Overrides of `SERVER_TIMEOUTS`, for tests. */
   timeouts?: Partial<ServerTimeouts>;
+  /**
+   * Describe the routes for `app.swagger()` (the OpenAPI generator, ./openapi.ts). Off by
+   * default: the service serves no document, and @fastify/swagger with its YAML writer costs its
+   * start some 30 ms of main-thread CPU (./openapi-plugin.ts).
+   */
+  openApi?: boolean;
 }
 
 /**
@@ -151,37 +152,11 @@ export async function buildServer(
   });
   app.server.maxConnections = timeouts.maxConnections;
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'pool-controller control plane',
-        description:
-          "Pools and cells of processes as reconciled from pods, the controller's store, queue and source, forced reconciles, health and metrics. Every JSON status response carries `source` (`kubernetes` or `simulated`); every response carries the `X-Pool-Controller-Source` header. Errors are `{status, error, message}`.",
-        version: API_VERSION,
-      },
-      components: {
-        securitySchemes: {
-          adminToken: {
-            type: 'http',
-            scheme: 'bearer',
-            description:
-              'The token in --admin-token-file. Without that flag, POSTs are accepted from loopback clients only (403 otherwise).',
-          },
-        },
-      },
-      tags: [
-        { name: 'pools', description: 'Pools: cells sharing a pool label value in one namespace.' },
-        { name: 'cells', description: 'Cells as reconciled.' },
-        { name: 'reconcile', description: 'Forced reconciles (admin).' },
-        { name: 'debug', description: "The controller's internals, for port-forward debugging." },
-        { name: 'health', description: 'controller-runtime style health checks.' },
-        { name: 'observability', description: 'Prometheus.' },
-      ],
-    },
-    transform: openApiRouteTransform,
-    transformObject: openApiObjectTransform,
-  });
+  // The generator's document only: the service never serves it, so it does not load it.
+  if (options.openApi) {
+    const { registerOpenApi } = await import('./openapi-plugin.js');
+    await registerOpenApi(app);
+  }
 
   // Hooks in the order they must run: the source header first, then the refusals that need no
   // route (shutdown, Host, wrong method), the admin gate, and the body's timeout after all of them.

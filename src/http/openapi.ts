@@ -20,7 +20,7 @@ export async function renderOpenApi(): Promise<string> {
     labels: LWS_LABELS,
     portName: 'http',
   });
-  const app = await buildServer(service);
+  const app = await buildServer(service, { openApi: true });
   try {
     await app.ready();
     return app.swagger({ yaml: true });

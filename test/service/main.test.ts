@@ -228,6 +228,22 @@ describe('pool-controller (the built command)', () => {
     expect(messages).toContain('stopped');
   });
 
+  it('starts and answers its routes, a refused query too, without loading Ajv, @fastify/swagger or YAML', async () => {
+    const hook = fileURLToPath(new URL('../support/deny-document-compilers.mjs', import.meta.url));
+    const env = { ...(await clusterFreeEnv()), NODE_OPTIONS: `--import=${hook}` };
+    const { running, base } = await startService([...FAST_STEPS, ...NO_GRACE], env);
+    await waitFor(running, 'readiness', async () =>
+      (await fetch(`${base}/readyz`)).status === 200 ? true : undefined,
+    );
+    expect((await fetch(`${base}/api/v1/cells`)).status).toBe(200);
+    expect((await fetch(`${base}/api/v1/cells?alive=maybe`)).status).toBe(400);
+    expect(await (await fetch(`${base}/metrics`)).text()).toContain('process_cpu_seconds_total');
+    expect((await fetch(`${base}/`)).status).toBe(200);
+    running.child.kill('SIGTERM');
+    expect(await running.exited).toEqual({ code: 0, signal: null });
+    expect(running.stderr.join('')).not.toContain('denied');
+  });
+
   it('writes an --epp-endpoints-file of the alive cells and shows it in /api/v1/sinks', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'pool-controller-epp-'));
     const path = join(dir, 'engine.yaml');
