@@ -34,6 +34,7 @@ function openWatch(framer: WatchFramer, signal = new AbortController().signal) {
         body.destroy();
         request.destroy();
       },
+      truncation: () => undefined,
     },
     body,
     signal,

@@ -1,5 +1,6 @@
 import type { ServerHttp2Stream } from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ApiConnectionError } from '../../src/kubernetes/client/api-errors.js';
 import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
 import {
   HTTP2_PING_TIMEOUT_MS,
@@ -238,6 +239,48 @@ describe('Http2Sessions under the pod API', () => {
     watch.close();
     await api.listPods({ namespace: 'pools', signal: signal() });
     expect(server.connections).toBe(1);
+  });
+
+  it('fails a watch whose connection breaks as a connection error, and reconnects for the next request', async () => {
+    const server = await serve();
+    server.onStream = (stream) => {
+      if (!stream.path.includes('watch=true')) return answerLists(stream);
+      stream.stream?.respond({ ':status': 200, ...JSON_TYPE });
+      stream.stream?.write(
+        `${JSON.stringify({ type: 'ADDED', object: rawPod({ name: 'c', resourceVersion: '12' }) })}\n`,
+      );
+    };
+    const api = await podApiOn(server);
+    const watch = await api.watchPods({
+      namespace: 'pools',
+      resourceVersion: '10',
+      timeoutSeconds: 30,
+      signal: signal(),
+    });
+    const frames = watch[Symbol.asyncIterator]();
+    expect((await frames.next()).done).toBe(false);
+    server.dropConnections();
+    await expect(frames.next()).rejects.toBeInstanceOf(ApiConnectionError);
+    const list = await api.listPods({ namespace: 'pools', signal: signal() });
+    expect(list.pods).toHaveLength(2);
+    expect(server.connections).toBe(2);
+  });
+
+  it('fails a LIST page cut off by a lost connection as a connection error, not a malformed page', async () => {
+    const server = await serve();
+    const page = listPage(['a', 'b'], '10');
+    server.onStream = (stream) => {
+      stream.stream?.respond({ ':status': 200, ...JSON_TYPE });
+      stream.stream?.write(page.slice(0, page.length / 2));
+    };
+    const api = await podApiOn(server);
+    const list = api.listPods({
+      namespace: 'pools',
+      signal: signal(),
+      // The first bytes are in: the connection goes with the rest of the page.
+      onBytes: () => server.dropConnections(),
+    });
+    await expect(list).rejects.toBeInstanceOf(ApiConnectionError);
   });
 
   it('opens a new connection for the requests after the server says GOAWAY', async () => {

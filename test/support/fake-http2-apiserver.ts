@@ -183,6 +183,14 @@ export class FakeHttp2ApiServer {
     for (const session of this.#sessions) if (!session.closed) session.goaway();
   }
 
+  /** Breaks every connection open now, as a server restart or a reset does. */
+  dropConnections(): void {
+    for (const { client, upstream } of this.#relayed) {
+      client.resetAndDestroy();
+      upstream.destroy();
+    }
+  }
+
   /**
    * Stops relaying on the connections open now, in both directions, without closing them: the
    * client's connection looks alive and never answers. Connections made later relay as usual.

@@ -71,6 +71,13 @@ export interface ApiResponse {
   readonly body: Readable;
   /** Ends the exchange, read or not: the request (or stream) closes and its connection is released. */
   close(): void;
+  /**
+   * Once the body has ended: why it ended before the server finished it, or undefined. Node ends
+   * an HTTP/2 stream's body without an error when its connection is lost or it is reset, where an
+   * HTTP/1.1 response fails instead (so undefined for those); a reader must not take such an
+   * end for the server's.
+   */
+  truncation(): Error | undefined;
 }
 
 /** A header's first value, as a string. */
@@ -94,6 +101,7 @@ export function http1Response(exchange: ApiExchange, agent: unknown): ApiRespons
       request.destroy();
       releaseRequestAgent(agent);
     },
+    truncation: () => undefined,
   };
 }
 

@@ -315,6 +315,12 @@ export class Http2Sessions {
           header: (name) => firstHeaderValue(head[name]),
           body: stream,
           close,
+          truncation: () => {
+            const code = stream.rstCode;
+            if (code === undefined || code === http2.constants.NGHTTP2_NO_ERROR) return undefined;
+            const lost = session.destroyed ? ', its connection lost' : '';
+            return new Error(`the HTTP/2 stream was reset before its end (code ${code}${lost})`);
+          },
         });
       });
       // After the head, the body's reader meets the failure; before it, the request fails.

@@ -312,6 +312,8 @@ export class HttpPodApi implements PodApi {
                 `LIST page larger than ${maxPageBytes} bytes (the server ignored limit?); refused`,
               ),
           );
+          const cut = open.truncation();
+          if (cut) throw cut;
           return { raw, protobuf };
         } catch (error) {
           if (error instanceof MalformedListError) throw error;

@@ -90,8 +90,9 @@ export class HttpWatchStream implements WatchStream {
     const body = this.#body;
     body.on('data', (raw: Uint8Array) => this.#chunk(raw));
     finished(body, (error) => {
-      if (error) {
-        this.#end({ failure: true, error });
+      const cut = error ?? this.#open.truncation();
+      if (cut) {
+        this.#end({ failure: true, error: cut });
         return;
       }
       try {
