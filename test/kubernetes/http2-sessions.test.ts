@@ -1,4 +1,7 @@
+import { appendFileSync, mkdtempSync } from 'node:fs';
 import type { ServerHttp2Stream } from 'node:http2';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiConnectionError } from '../../src/kubernetes/client/api-errors.js';
 import { loadApiConnection } from '../../src/kubernetes/client/connection.js';
@@ -34,9 +37,11 @@ async function serve(options: { http1Only?: boolean } = {}): Promise<FakeHttp2Ap
 
 async function podApiOn(
   server: FakeHttp2ApiServer,
-  options: { http2?: boolean; clock?: Clock } = {},
+  options: { http2?: boolean; clock?: Clock; caFile?: string } = {},
 ): Promise<HttpPodApi> {
-  const connection = await loadApiConnection({ kubeconfigPath: server.writeKubeconfig() });
+  const connection = await loadApiConnection({
+    kubeconfigPath: server.writeKubeconfig('h2-token', options.caFile),
+  });
   let sessions: Http2Sessions | undefined;
   if (options.http2 !== false) {
     sessions = new Http2Sessions(options.clock ?? realClock);
@@ -281,6 +286,37 @@ describe('Http2Sessions under the pod API', () => {
       onBytes: () => server.dropConnections(),
     });
     await expect(list).rejects.toBeInstanceOf(ApiConnectionError);
+  });
+
+  it('opens a new connection when the CA changes, and closes the old one once its watch ends', async () => {
+    const server = await serve();
+    const watches: ServerStream[] = [];
+    server.onStream = (stream) => {
+      if (!stream.path.includes('watch=true')) return answerLists(stream);
+      stream.stream?.respond({ ':status': 200, ...JSON_TYPE });
+      watches.push(stream);
+    };
+    const caFile = join(mkdtempSync(join(tmpdir(), 'pool-controller-ca-')), 'ca.crt');
+    const api = await podApiOn(server, { caFile });
+    const watch = await api.watchPods({
+      namespace: 'pools',
+      resourceVersion: '10',
+      timeoutSeconds: 30,
+      signal: signal(),
+    });
+    const frames = watch[Symbol.asyncIterator]();
+    // The same certificate with another line after it: other bytes, so other TLS material.
+    appendFileSync(caFile, '\n');
+    await api.listPods({ namespace: 'pools', signal: signal() });
+    expect(server.streams.map((stream) => stream.connection)).toEqual([1, 2]);
+
+    const oldSession = watches[0]?.stream?.session;
+    const oldClosed = new Promise<void>((resolve) => oldSession?.on('close', () => resolve()));
+    watches[0]?.stream?.end();
+    expect((await frames.next()).done).toBe(true);
+    await oldClosed;
+    await api.listPods({ namespace: 'pools', signal: signal() });
+    expect(server.streams.at(-1)?.connection).toBe(2);
   });
 
   it('opens a new connection for the requests after the server says GOAWAY', async () => {

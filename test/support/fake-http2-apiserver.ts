@@ -204,10 +204,14 @@ export class FakeHttp2ApiServer {
     }
   }
 
-  /** A kubeconfig for this server that trusts its certificate, with a bearer token. */
-  writeKubeconfig(token = 'h2-token'): string {
+  /**
+   * A kubeconfig for this server that trusts its certificate, with a bearer token; with
+   * `caFile`, the certificate is read from that file on every request (as a rotated CA would be).
+   */
+  writeKubeconfig(token = 'h2-token', caFile?: string): string {
     const dir = mkdtempSync(join(tmpdir(), 'pool-controller-kubeconfig-'));
     const path = join(dir, 'config');
+    if (caFile) writeFileSync(caFile, this.#cert);
     writeFileSync(
       path,
       JSON.stringify({
@@ -219,7 +223,9 @@ export class FakeHttp2ApiServer {
             name: 'fake',
             cluster: {
               server: this.url,
-              'certificate-authority-data': this.#cert.toString('base64'),
+              ...(caFile
+                ? { 'certificate-authority': caFile }
+                : { 'certificate-authority-data': this.#cert.toString('base64') }),
             },
           },
         ],

@@ -144,15 +144,14 @@ export class Http2Sessions {
   destroy(): void {
     const entry = this.#current;
     this.#current = undefined;
-    if (entry) {
-      entry.retired = true;
-      void entry.negotiated.then(
-        (negotiated) => {
-          if (negotiated.protocol === 'h2') negotiated.session.destroy();
-        },
-        () => {},
-      );
-    }
+    if (!entry) return;
+    entry.retired = true;
+    entry.negotiated.then(
+      (negotiated) => {
+        if (negotiated.protocol === 'h2') negotiated.session.destroy();
+      },
+      () => {},
+    );
   }
 
   /** The current entry when it fits the request, else a new one (connecting). */
@@ -167,7 +166,8 @@ export class Http2Sessions {
     ) {
       return current;
     }
-    if (current) this.#retire(current, undefined, false);
+    // Rotated material or another server: the old session finishes its streams, then closes.
+    if (current) this.#retireWhenOpen(current);
     const entry: Entry = {
       origin: url.origin,
       material,
@@ -237,6 +237,18 @@ export class Http2Sessions {
         resolve({ protocol: 'h2', session });
       });
     });
+  }
+
+  /** `#retire`, once the entry's connection is made (or at once, when it failed). */
+  #retireWhenOpen(entry: Entry): void {
+    entry.retired = true;
+    if (this.#current === entry) this.#current = undefined;
+    entry.negotiated.then(
+      (negotiated) => {
+        if (negotiated.protocol === 'h2') this.#retire(entry, negotiated.session, false);
+      },
+      () => {},
+    );
   }
 
   /** No new streams on the entry's session; `now` also ends the ones it has. */
