@@ -29,8 +29,18 @@ COPY --from=build /app/dist ./dist
 # RSS before any request against 393 MiB with this flag (`npm run bench:api -- --hostile=reads`;
 # `bench:sync`'s time to synced unchanged). Set NODE_OPTIONS in the pod to choose otherwise.
 ENV NODE_OPTIONS="--max-old-space-size-percentage=50 --max-semi-space-size=8"
+# Node's compile cache of the image's own modules, filled now and only read at run time: without
+# it the cache starts empty in every new pod's /tmp, and the start compiles some 500 modules on the
+# way to /readyz (about 80 ms more of the main thread's CPU and 25 ms more of the reflector's:
+# scripts/fill-compile-cache.mjs). Filled after NODE_OPTIONS and as the user that runs the service:
+# Node keys the cache by V8's flags and keeps one directory per uid, so a pod run as another uid or
+# with other V8 flags only finds it empty (and, on the read-only root, runs without a cache).
+ENV NODE_COMPILE_CACHE=/app/compile-cache
+COPY --chown=1000:1000 scripts/fill-compile-cache.mjs /tmp/fill-compile-cache.mjs
+RUN mkdir /app/compile-cache && chown 1000:1000 /app/compile-cache
 # The `node` user of the official image, by number so Kubernetes can verify runAsNonRoot.
 USER 1000:1000
+RUN node /tmp/fill-compile-cache.mjs && rm /tmp/fill-compile-cache.mjs
 # The control plane: REST API, /healthz, /readyz and /metrics (--listen, default 0.0.0.0:8080).
 EXPOSE 8080
 ENTRYPOINT ["node", "dist/src/main.js"]

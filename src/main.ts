@@ -9,7 +9,9 @@
  * its ~300 modules (Fastify, zod, pino, prom-client, client-node's bundle, ours) instead of
  * compiling them again: that is on the path from process start to the first request to the API
  * server, and so to readiness (docs/performance.md). The reflector's worker thread uses the same
- * directory (./kubernetes/reflector-worker/compile-cache.ts).
+ * directory (./kubernetes/reflector-worker/compile-cache.ts). The image sets `NODE_COMPILE_CACHE`
+ * to a cache filled when it was built (Dockerfile, scripts/fill-compile-cache.mjs), so that a new
+ * pod's first start, whose temp dir is empty, loads compiled code too.
  */
 import { enableCompileCache } from 'node:module';
 import { defaultCompileCacheDir } from './kubernetes/reflector-worker/compile-cache.js';
