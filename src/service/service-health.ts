@@ -9,7 +9,7 @@
  */
 import type { PodSourceStats } from '../model/pod-source-stats.js';
 import type { Logger } from '../runtime/logger.js';
-import { HealthEndpoint } from './health.js';
+import { type HealthCheck, HealthEndpoint } from './health.js';
 
 /** What the checks read; each is called on every probe, so each is cheap and synchronous. */
 interface ServiceHealthSources {
@@ -22,26 +22,41 @@ interface ServiceHealthSources {
   logger: Logger;
 }
 
-/** The two endpoints' checks; failures are logged (a new reason warns, a repeat is debug). */
+/**
+ * The two endpoints' checks; failures are logged: a check's new reason warns, the same reason
+ * again (the next probe) is debug, and a check that passed warns again when it next fails.
+ */
 export function createServiceHealth(sources: ServiceHealthSources): {
   healthz: HealthEndpoint;
   readyz: HealthEndpoint;
 } {
   const { logger } = sources;
   // The reasons never reach a probe's response (they may quote an error's text); the log has them.
-  let lastFailure = '';
+  // Remembered per check: before the first sync two readiness checks fail on every probe, and one
+  // remembered reason for all of them warned twice per probe.
+  const lastFailures = new Map<string, string>();
   const onHealthFailure = (endpoint: string, check: string, reason: string): void => {
-    const key = `${endpoint}/${check}: ${reason}`;
+    const key = `${endpoint}/${check}`;
     // Probes repeat every few seconds: a new reason is worth a warning, a repeated one debug.
-    const level = key === lastFailure ? 'debug' : 'warn';
-    lastFailure = key;
+    const level = lastFailures.get(key) === reason ? 'debug' : 'warn';
+    lastFailures.set(key, reason);
     logger[level]({ endpoint, check, reason }, 'health check failed');
   };
+  /** The checks, each forgetting its last failure when it passes. */
+  const remembering = (endpoint: string, checks: HealthCheck[]): HealthCheck[] =>
+    checks.map(({ name, check }) => ({
+      name,
+      check: () => {
+        const reason = check();
+        if (reason === undefined) lastFailures.delete(`${endpoint}/${name}`);
+        return reason;
+      },
+    }));
   return {
     // Liveness asks only "is this process serving": restarting us cannot fix the API server.
     healthz: new HealthEndpoint(
       'healthz',
-      [
+      remembering('healthz', [
         { name: 'ping', check: () => undefined },
         {
           // client-go's healthz adaptor: a leader whose renew loop is wedged must be restarted.
@@ -51,12 +66,12 @@ export function createServiceHealth(sources: ServiceHealthSources): {
               ? undefined
               : 'this replica leads but has not renewed its Lease for longer than the lease duration',
         },
-      ],
+      ]),
       onHealthFailure,
     ),
     readyz: new HealthEndpoint(
       'readyz',
-      [
+      remembering('readyz', [
         {
           name: 'store-synced',
           check: () =>
@@ -75,7 +90,7 @@ export function createServiceHealth(sources: ServiceHealthSources): {
           name: 'shutdown',
           check: () => (sources.shuttingDown() ? 'the process is shutting down' : undefined),
         },
-      ],
+      ]),
       onHealthFailure,
     ),
   };
