@@ -41,8 +41,8 @@ export interface ClusterOptions {
   apiCompression?: boolean;
   /**
    * Read pod LISTs and watches over HTTP/2 when the server offers it (`--kube-api-http2`); on
-   * when unset, as Go's transport (so client-go) is. The API server serves a watch-list's
-   * initial events over HTTP/2 for about half the CPU (./http2-sessions.ts).
+   * when unset, as Go's transport (so client-go) is. The initial events arrive in fewer, larger
+   * reads, and the sync takes 10-15 % less time and CPU here (./http2-sessions.ts).
    */
   apiHttp2?: boolean;
 }

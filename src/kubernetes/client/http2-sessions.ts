@@ -3,12 +3,14 @@
  * watches (../resources/http-pod-api.ts). One TLS connection per server and TLS material carries
  * them all as streams, as Go's transport (so client-go) does by default.
  *
- * Why: over HTTP/1.1 the API server flushes each of a watch-list's initial events as a write of its
- * own, and over HTTP/2 it fills DATA frames. Measured against kube-apiserver v1.37.2 with 10,000
- * engine pods (a raw watch-list, 49.6 MB protobuf, three alternated runs each): the last initial
- * event arrived after 342–434 ms against 414–530 ms over HTTP/1.1, in 12,000 socket reads against
- * 32,000, and the API server spent 0.39–0.48 CPU s against 0.94–1.05 s. With Node's default
- * 64 KiB stream window the same read took 581–830 ms: the windows below are what makes it pay.
+ * Why: over HTTP/1.1 the API server flushes each of a watch-list's initial events as a chunk and a
+ * TLS record of its own, and Node's HTTP parser pays per record; over HTTP/2 the same bytes arrive
+ * in DATA frames that fill larger reads (10,000 engine pods, 49.6 MB of protobuf: 12,000 socket
+ * reads against 32,000). Measured against kube-apiserver v1.37.2 (bench:peers, quiet, three runs
+ * each, docs/performance.md): time to synced 850 against 941 ms at 10,000 pods and 2,856 against
+ * 3,307 ms at 50,000, this process's CPU 10-15 % lower, the API server's within 10 % either way.
+ * With Node's default 64 KiB stream window a raw watch-list read was slower than over HTTP/1.1
+ * (581–830 against 414–530 ms): the windows below are what makes it pay.
  *
  * ALPN offers `h2` and `http/1.1`, so a server or a proxy in front of it that speaks only
  * HTTP/1.1 answers as such; that is remembered for the material, and the caller goes over its
