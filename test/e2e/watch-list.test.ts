@@ -2,7 +2,9 @@
  * Watch-list against a real kube-apiserver (watch cache on, as in production): the initial sync
  * and every relist as one WATCH with `sendInitialEvents`, its initial-events-end bookmark
  * publishing the world, the same stream then followed as the watch; its initial events handed on
- * in a LIST's pages (500 pods each, numbered from 1), with gzip and without; and the built
+ * in a LIST's pages (500 pods each, numbered from 1), with gzip and without; a restart of the
+ * apiserver under a sync read over HTTP/2 (no proxy between: the fault matrix's proxy speaks
+ * HTTP/1.1 only); and the built
  * service's fallback to LIST + WATCH when the fault proxy refuses watch-list as a server with it
  * off would.
  */
@@ -54,6 +56,22 @@ describe('watch-list on a real apiserver (watch cache on)', () => {
     await watched.waitForMembership({ a: ['a-1'], b: ['b-0'], c: ['c-0'] });
     // Changes came on the stream the sync was read from: still one request in all.
     expect(watched.source.stats()).toMatchObject({ lists: 1, watchOpens: 1 });
+  });
+
+  it('over HTTP/2 straight to the apiserver, follows changes across its restart and is healthy again', async () => {
+    const { pods } = await setUp();
+    await pods.create('r-0', managed('r'));
+    const watched = await startLoop(pods.namespace, { source: { initialList: 'watch-list' } });
+    await waitUntil('the watch is healthy', () => watched.source.stats().healthy);
+    const opensBefore = watched.source.stats().watchOpens;
+
+    await suite.env.restartApiserver();
+    // Only a stream on a new connection can see this: the old session went with the process.
+    await pods.create('r-1', managed('r'));
+    await pods.delete('r-0');
+    await watched.waitForMembership({ r: ['r-1'] });
+    await waitUntil('the watch is healthy again', () => watched.source.stats().healthy);
+    expect(watched.source.stats().watchOpens).toBeGreaterThan(opensBefore);
   });
 
   it('hands 1,201 initial events on in pages of 500 numbered 1 to 3, then one replace at the end bookmark, with gzip and without', async () => {
