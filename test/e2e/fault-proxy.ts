@@ -53,13 +53,13 @@
  * is answered, the apiserver's status, `Content-Encoding` and body bytes as they crossed the wire
  * (whether they really began as gzip): what a client asked for and what it was sent.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeSelfSignedCertificate } from '../support/self-signed-certificate.js';
 
 export type ProxyFault =
   | { readonly kind: 'reset' }
@@ -281,31 +281,11 @@ export class FaultProxy {
   /** Makes a certificate, listens on 127.0.0.1 (a free port) and resolves once listening. */
   static async start(options: FaultProxyOptions): Promise<FaultProxy> {
     const dir = mkdtempSync(join(tmpdir(), 'pool-fault-proxy-'));
-    const certPath = join(dir, 'proxy.crt');
-    const keyPath = join(dir, 'proxy.key');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        '/CN=pool-fault-proxy',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1',
-        '-keyout',
-        keyPath,
-        '-out',
-        certPath,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const { certPath, keyPath } = writeSelfSignedCertificate(dir, 'proxy', {
+      commonName: 'pool-fault-proxy',
+      subjectAltName: 'IP:127.0.0.1',
+      days: 2,
+    });
     const server = https.createServer({
       key: readFileSync(keyPath),
       cert: readFileSync(certPath),

@@ -67,6 +67,16 @@ function answerLists(stream: ServerStream): void {
 
 const signal = (): AbortSignal => AbortSignal.timeout(10_000);
 
+/** A WATCH of the test namespace from `resourceVersion`. */
+function watchFrom(api: HttpPodApi, resourceVersion: string) {
+  return api.watchPods({
+    namespace: 'pools',
+    resourceVersion,
+    timeoutSeconds: 30,
+    signal: signal(),
+  });
+}
+
 describe('Http2Sessions under the pod API', () => {
   it('reads LIST pages and a watch as streams of one HTTP/2 connection, with the same headers', async () => {
     const server = await serve();
@@ -85,12 +95,7 @@ describe('Http2Sessions under the pod API', () => {
     const api = await podApiOn(server);
     const list = await api.listPods({ namespace: 'pools', limit: 1, signal: signal() });
     expect(list.pods.map((pod) => pod.metadata.name)).toEqual(['a', 'b']);
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: list.resourceVersion,
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, list.resourceVersion);
     const frames: WatchFrame[] = [];
     for await (const frame of watch) frames.push(frame);
     expect(
@@ -164,12 +169,7 @@ describe('Http2Sessions under the pod API', () => {
       pump();
     };
     const api = await podApiOn(server);
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: '1',
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, '1');
     const frames = watch[Symbol.asyncIterator]();
     // Stalled: the server waits for a window update across a LIST on the same connection and
     // back, so any update sent before that LIST has arrived.
@@ -207,12 +207,7 @@ describe('Http2Sessions under the pod API', () => {
     };
     const api = await podApiOn(server, { clock });
     await api.listPods({ namespace: 'pools', signal: signal() });
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: '10',
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, '10');
     // The reader gives up on a silent watch (as the idle watchdog does): the session is suspect.
     watch.close();
     server.freeze();
@@ -235,12 +230,7 @@ describe('Http2Sessions under the pod API', () => {
       else answerLists(stream);
     };
     const api = await podApiOn(server);
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: '10',
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, '10');
     watch.close();
     await api.listPods({ namespace: 'pools', signal: signal() });
     expect(server.connections).toBe(1);
@@ -256,12 +246,7 @@ describe('Http2Sessions under the pod API', () => {
       );
     };
     const api = await podApiOn(server);
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: '10',
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, '10');
     const frames = watch[Symbol.asyncIterator]();
     expect((await frames.next()).done).toBe(false);
     server.dropConnections();
@@ -298,12 +283,7 @@ describe('Http2Sessions under the pod API', () => {
     };
     const caFile = join(mkdtempSync(join(tmpdir(), 'pool-controller-ca-')), 'ca.crt');
     const api = await podApiOn(server, { caFile });
-    const watch = await api.watchPods({
-      namespace: 'pools',
-      resourceVersion: '10',
-      timeoutSeconds: 30,
-      signal: signal(),
-    });
+    const watch = await watchFrom(api, '10');
     const frames = watch[Symbol.asyncIterator]();
     // The same certificate with another line after it: other bytes, so other TLS material.
     appendFileSync(caFile, '\n');

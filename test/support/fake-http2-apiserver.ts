@@ -5,7 +5,6 @@
  * certificate is made by openssl (Node cannot issue X.509 certificates) and is trusted through the
  * kubeconfig it writes. Unit tests only: the e2e layer talks to a real kube-apiserver.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http2, {
   type Http2SecureServer,
@@ -17,37 +16,18 @@ import https from 'node:https';
 import net, { type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeSelfSignedCertificate } from './self-signed-certificate.js';
 
 /** A self-signed certificate for 127.0.0.1, made once per test process. */
 let certificate: { key: Buffer; cert: Buffer } | undefined;
 function loopbackCertificate(): { key: Buffer; cert: Buffer } {
   if (certificate) return certificate;
   const dir = mkdtempSync(join(tmpdir(), 'pool-controller-h2-'));
-  const keyPath = join(dir, 'key.pem');
-  const certPath = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      keyPath,
-      '-out',
-      certPath,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
+  const { certPath, keyPath } = writeSelfSignedCertificate(dir, 'loopback', {
+    commonName: '127.0.0.1',
+    subjectAltName: 'IP:127.0.0.1',
+    days: 2,
+  });
   certificate = { key: readFileSync(keyPath), cert: readFileSync(certPath) };
   return certificate;
 }

@@ -6,10 +6,10 @@
  *
  * Generated per environment, never committed: nothing here is a secret worth keeping.
  */
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeSelfSignedCertificate } from '../../support/self-signed-certificate.js';
 
 /** The user every test talks as: in `system:masters`, so it may do anything, like a cluster admin. */
 export const adminUser = 'pool-e2e-admin';
@@ -43,36 +43,11 @@ function newToken(): string {
  * certificates, so openssl does it).
  */
 export function writeCredentials(dir: string): Credentials {
-  const certFile = join(dir, 'serving.crt');
-  const keyFile = join(dir, 'serving.key');
-  try {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        String(certificateValidityDays),
-        '-subj',
-        '/CN=127.0.0.1',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1,DNS:localhost',
-        '-keyout',
-        keyFile,
-        '-out',
-        certFile,
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-  } catch (error) {
-    const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
-    throw new Error(`e2e: openssl could not create the serving certificate: ${stderr || error}`);
-  }
+  const { certPath: certFile, keyPath: keyFile } = writeSelfSignedCertificate(dir, 'serving', {
+    commonName: '127.0.0.1',
+    subjectAltName: 'IP:127.0.0.1,DNS:localhost',
+    days: certificateValidityDays,
+  });
 
   const serviceAccount = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const serviceAccountPrivateKeyFile = join(dir, 'service-account.key');
