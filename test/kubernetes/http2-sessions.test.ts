@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { ServerHttp2Stream } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -297,6 +297,40 @@ describe('Http2Sessions under the pod API', () => {
     await oldClosed;
     await api.listPods({ namespace: 'pools', signal: signal() });
     expect(server.streams.at(-1)?.connection).toBe(2);
+  });
+
+  it('fails a request whose TLS connection is refused, and connects again for the next one', async () => {
+    const server = await serve();
+    server.onStream = answerLists;
+    // A kubeconfig that trusts only the system's CAs: the server's self-signed certificate fails.
+    const kubeconfig = join(mkdtempSync(join(tmpdir(), 'pool-controller-kubeconfig-')), 'config');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'fake',
+        clusters: [{ name: 'fake', cluster: { server: server.url } }],
+        users: [{ name: 'fake', user: { token: 'h2-token' } }],
+        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+      }),
+    );
+    const sessions = new Http2Sessions(realClock);
+    sessionsMade.push(sessions);
+    const api = new HttpPodApi(
+      await loadApiConnection({ kubeconfigPath: kubeconfig }),
+      'json',
+      false,
+      sessions,
+    );
+    for (const attempt of [1, 2]) {
+      await expect(
+        api.listPods({ namespace: 'pools', signal: signal() }),
+        `attempt ${attempt}`,
+      ).rejects.toMatchObject({ name: 'ApiConnectionError', answered: false });
+    }
+    expect(server.tcpConnections).toBe(2);
+    expect(server.connections).toBe(0);
   });
 
   it('opens a new connection for the requests after the server says GOAWAY', async () => {

@@ -55,6 +55,8 @@ export class FakeHttp2ApiServer {
   onStream: ((stream: ServerStream) => void) | undefined;
   readonly #server: Http2SecureServer | https.Server;
   readonly #relay: NetServer;
+  /** TCP connections the relay accepted, whether or not TLS then succeeded. */
+  readonly #tcp: { accepted: number };
   /** The relay's connection pairs open now. */
   readonly #relayed: Set<{ client: Socket; upstream: Socket }>;
   readonly #sessions: ServerHttp2Session[] = [];
@@ -66,12 +68,14 @@ export class FakeHttp2ApiServer {
     server: Http2SecureServer | https.Server,
     relay: NetServer,
     relayed: Set<{ client: Socket; upstream: Socket }>,
+    tcp: { accepted: number },
     url: string,
     cert: Buffer,
   ) {
     this.#server = server;
     this.#relay = relay;
     this.#relayed = relayed;
+    this.#tcp = tcp;
     this.url = url;
     this.#cert = cert;
   }
@@ -85,10 +89,12 @@ export class FakeHttp2ApiServer {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const upstreamPort = (server.address() as AddressInfo).port;
     const relayed = new Set<{ client: Socket; upstream: Socket }>();
+    const tcp = { accepted: 0 };
     const relay = net.createServer((client) => {
       const upstream = net.connect(upstreamPort, '127.0.0.1');
       const pair = { client, upstream };
       relayed.add(pair);
+      tcp.accepted += 1;
       client.pipe(upstream).pipe(client);
       const drop = (): void => {
         client.destroy();
@@ -100,7 +106,7 @@ export class FakeHttp2ApiServer {
     });
     await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
     const url = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`;
-    const fake = new FakeHttp2ApiServer(server, relay, relayed, url, cert);
+    const fake = new FakeHttp2ApiServer(server, relay, relayed, tcp, url, cert);
     fake.#listen(options.http1Only === true);
     return fake;
   }
@@ -153,9 +159,14 @@ export class FakeHttp2ApiServer {
     else stream.answer(404, '{"kind":"Status","code":404}', { 'content-type': 'application/json' });
   }
 
-  /** TCP connections accepted so far. */
+  /** HTTP/2 sessions made; on an HTTP/1.1-only server, TCP connections accepted. */
   get connections(): number {
     return this.#connections;
+  }
+
+  /** TCP connections accepted so far, a failed TLS handshake's included. */
+  get tcpConnections(): number {
+    return this.#tcp.accepted;
   }
 
   /** Sends GOAWAY on every session: clients must open a new one for their next request. */

@@ -220,15 +220,23 @@ export class Http2Sessions {
           resolve({ protocol: 'http/1.1' });
           return;
         }
-        socket.setKeepAlive(true, TCP_KEEPALIVE_MS);
-        const session = http2.connect(url.origin, {
-          createConnection: () => socket,
-          settings: { initialWindowSize: HTTP2_STREAM_WINDOW_BYTES },
-        });
-        session.setLocalWindowSize(HTTP2_SESSION_WINDOW_BYTES);
-        // Without a listener, a session's error would be an uncaught exception; its streams
-        // report it to their own readers.
-        session.on('error', () => this.#retire(entry, session, true));
+        let session: ClientHttp2Session;
+        try {
+          socket.setKeepAlive(true, TCP_KEEPALIVE_MS);
+          session = http2.connect(url.origin, {
+            createConnection: () => socket,
+            settings: { initialWindowSize: HTTP2_STREAM_WINDOW_BYTES },
+          });
+          // Without a listener, a session's error would be an uncaught exception; its streams
+          // report it to their own readers.
+          session.on('error', () => this.#retire(entry, session, true));
+          session.setLocalWindowSize(HTTP2_SESSION_WINDOW_BYTES);
+        } catch (error) {
+          // Thrown inside a socket event, it would otherwise be uncaught: the request fails.
+          socket.destroy();
+          reject(error);
+          return;
+        }
         session.on('goaway', () => this.#retire(entry, session, false));
         session.on('close', () => this.#retire(entry, session, false));
         // Idle: closed below the API server's own idle timeout, as the HTTP/1.1 agent's sockets are.
