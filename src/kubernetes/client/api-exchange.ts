@@ -89,7 +89,7 @@ export function firstHeaderValue(
   return String(value);
 }
 
-/** An HTTP/1.1 exchange as an `ApiResponse`; closing it releases `agent` (./connection.ts). */
+/** An HTTP/1.1 exchange as an `ApiResponse`; closing it releases `agent` (./shared-agents.ts). */
 export function http1Response(exchange: ApiExchange, agent: unknown): ApiResponse {
   const { request, response } = exchange;
   return {

@@ -118,7 +118,21 @@ export class Http2Sessions {
    * when the server answered ALPN with HTTP/1.1, for the caller to send it that way. Rejects with
    * the transport's error, or the signal's reason.
    */
-  async open(prepared: RequestOptions, request: Http2Request): Promise<ApiResponse | undefined> {
+  open(prepared: RequestOptions, request: Http2Request): Promise<ApiResponse | undefined> {
+    return this.#open(prepared, request, true);
+  }
+
+  /** Closes every session now; streams still open fail. */
+  destroy(): void {
+    if (this.#current) this.#retireWhenOpen(this.#current, true);
+  }
+
+  /** `open`; `resendIfRefused`: a stream refused before any work goes once more, on a fresh session. */
+  async #open(
+    prepared: RequestOptions,
+    request: Http2Request,
+    resendIfRefused: boolean,
+  ): Promise<ApiResponse | undefined> {
     const entry = this.#entryFor(request.url, prepared);
     const negotiated = await raceSignal(entry.negotiated, request.signal);
     if (negotiated.protocol !== 'h2') return undefined;
@@ -126,34 +140,17 @@ export class Http2Sessions {
       entry.suspect = false;
       if (!(await this.#answersPing(negotiated.session, request.signal))) {
         this.#retire(entry, negotiated.session, true);
-        return this.open(prepared, request);
+        return this.#open(prepared, request, resendIfRefused);
       }
     }
     try {
       return await this.#stream(entry, negotiated.session, prepared, request);
     } catch (error) {
-      if (request.signal.aborted || !wasRefused(error)) throw error;
-      // Refused before any work (a GOAWAY crossing the request): once more, on a fresh session.
+      if (!resendIfRefused || request.signal.aborted || !wasRefused(error)) throw error;
+      // Refused before any work (a GOAWAY crossing the request): its session takes no more.
       this.#retire(entry, negotiated.session, false);
-      const again = this.#entryFor(request.url, prepared);
-      const fresh = await raceSignal(again.negotiated, request.signal);
-      if (fresh.protocol !== 'h2') return undefined;
-      return this.#stream(again, fresh.session, prepared, request);
+      return this.#open(prepared, request, false);
     }
-  }
-
-  /** Closes every session now; streams still open fail. */
-  destroy(): void {
-    const entry = this.#current;
-    this.#current = undefined;
-    if (!entry) return;
-    entry.retired = true;
-    entry.negotiated.then(
-      (negotiated) => {
-        if (negotiated.protocol === 'h2') negotiated.session.destroy();
-      },
-      () => {},
-    );
   }
 
   /** The current entry when it fits the request, else a new one (connecting). */
@@ -169,7 +166,7 @@ export class Http2Sessions {
       return current;
     }
     // Rotated material or another server: the old session finishes its streams, then closes.
-    if (current) this.#retireWhenOpen(current);
+    if (current) this.#retireWhenOpen(current, false);
     const entry: Entry = {
       origin: url.origin,
       material,
@@ -250,12 +247,12 @@ export class Http2Sessions {
   }
 
   /** `#retire`, once the entry's connection is made (or at once, when it failed). */
-  #retireWhenOpen(entry: Entry): void {
+  #retireWhenOpen(entry: Entry, now: boolean): void {
     entry.retired = true;
     if (this.#current === entry) this.#current = undefined;
     entry.negotiated.then(
       (negotiated) => {
-        if (negotiated.protocol === 'h2') this.#retire(entry, negotiated.session, false);
+        if (negotiated.protocol === 'h2') this.#retire(entry, negotiated.session, now);
       },
       () => {},
     );
