@@ -2,9 +2,12 @@
  * The `pool-controller` command (run by ../main.ts): configuration → pod source → service → HTTP
  * control plane, and an orderly shutdown on SIGTERM/SIGINT.
  *
- * Order at start: start the loop (its reflector's thread started before the rest of the service
- * was loaded), then build the HTTP server and listen (liveness answers, readiness says "not
- * synced" until the loop's start resolves). Order at shutdown: fail readiness, stop accepting requests and finish those in
+ * Order at start: make the pod source, whose first stream (the first LIST) leaves at once on the
+ * reflector's thread the entry started before this module loaded; connect, load and assemble the
+ * rest of the service meanwhile; start the loop, which takes that stream over; then build the HTTP
+ * server and listen (liveness answers, readiness says "not synced" until the loop's start
+ * resolves). Whatever fails once the source is made closes it (the service's `stop()` does, once
+ * there is a service). Order at shutdown: fail readiness, stop accepting requests and finish those in
  * flight, stop the loop (the in-flight reconcile is aborted and awaited), stop the source (the
  * reflector's worker thread); all within --shutdown-timeout, else exit anyway.
  *
@@ -12,6 +15,7 @@
  * HTTP, shutdown), read top to bottom; the parts are connected in service/configured-parts.ts and
  * built, in order, in service/assemble.ts, which calls nothing back here.
  */
+import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { KubeconfigContext } from '../kubernetes/client/connection.js';
 import type { ReflectorThreads } from '../kubernetes/reflector-worker/reflector-threads.js';
@@ -23,6 +27,7 @@ import {
   connectConfiguredParts,
   createPodSource,
 } from '../service/configured-parts.js';
+import type { PoolService } from '../service/pool-service.js';
 import { DEFAULT_SIMULATED_NAMESPACE } from '../simulated/simulated-source.js';
 import {
   type Config,
@@ -190,10 +195,13 @@ async function runCommand(
   } catch (err) {
     return usageExit(err);
   }
-  // The pod source is made now, its first stream handed to the thread the entry started, so
-  // that the first request overlaps with loading the rest of the service (the HTTP server, the
-  // assembly, the sinks: imported below, not at the top) rather than following it. The simulated
-  // source runs no reflector: the entry's thread is ended now, not at exit.
+  // The pod source is made now and the kubernetes one opens its first stream at once, as a task
+  // for the thread the entry started (createPodSource): the first LIST leaves while the rest of
+  // the service (the parts, the assembly, the HTTP server: imported below, not at the top) loads,
+  // rather than after it, and the loop's first stream takes it over. From here every failure
+  // closes the source, which would otherwise keep the process alive with its thread and its
+  // connection. The simulated source runs no reflector: the entry's thread is ended now, not at
+  // exit.
   const reflectorThreads = claimReflectorThreads();
   const ownThreads = choice.kind === 'kubernetes' ? reflectorThreads : undefined;
   if (!ownThreads) void reflectorThreads?.close();
@@ -212,43 +220,57 @@ async function runCommand(
     await podSource.close();
     return usageExit(err);
   }
-  const { assembleService } = await import('../service/assemble.js');
-  const service = assembleService({
-    flags: config.flags,
-    ...parts,
-    driftIntervalMs: config.driftIntervalMs,
-    sinkMode: config.sinkMode,
-    sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,
-    podSource,
-    sourceKind: choice.kind,
-    labels: config.labels,
-    portName: config.portName,
-    sinkAllowLoopback: config.sinkAllowLoopback,
-    prefillPools: new Set(
-      config.sglangRouters.filter((t) => t.role === 'prefill').map((t) => t.pool),
-    ),
-    bootstrapPortAnnotation: config.sglangBootstrapPortAnnotation,
-    ...(config.cellReadinessGate && choice.kind === 'kubernetes'
-      ? { readinessGate: config.cellReadinessGateCondition }
-      : {}),
-    resyncPeriodMs: config.resyncPeriodMs,
-    adminToken,
-    adminAllowedHosts: config.adminAllowedHosts,
-    maxEventStreams: config.maxEventStreams,
-    logger: logger.child({ component: 'reconcile' }),
-    processMetrics: true,
-  });
-  // The loop starts now, its first request leaving as soon as the reflector's thread is up; the
-  // HTTP server is loaded and built meanwhile. Liveness answers once it listens, readiness says
-  // "not synced" until the start below resolves.
+  let service: PoolService;
+  try {
+    const { assembleService } = await import('../service/assemble.js');
+    service = assembleService({
+      flags: config.flags,
+      ...parts,
+      driftIntervalMs: config.driftIntervalMs,
+      sinkMode: config.sinkMode,
+      sinkPanicThresholdPercent: config.sinkPanicThresholdPercent,
+      podSource,
+      sourceKind: choice.kind,
+      labels: config.labels,
+      portName: config.portName,
+      sinkAllowLoopback: config.sinkAllowLoopback,
+      prefillPools: new Set(
+        config.sglangRouters.filter((t) => t.role === 'prefill').map((t) => t.pool),
+      ),
+      bootstrapPortAnnotation: config.sglangBootstrapPortAnnotation,
+      ...(config.cellReadinessGate && choice.kind === 'kubernetes'
+        ? { readinessGate: config.cellReadinessGateCondition }
+        : {}),
+      resyncPeriodMs: config.resyncPeriodMs,
+      adminToken,
+      adminAllowedHosts: config.adminAllowedHosts,
+      maxEventStreams: config.maxEventStreams,
+      logger: logger.child({ component: 'reconcile' }),
+      processMetrics: true,
+    });
+  } catch (err) {
+    await podSource.close();
+    throw err;
+  }
+  // The loop starts now, taking over the stream the source opened when it was made; the HTTP
+  // server is loaded and built meanwhile. Liveness answers once it listens, readiness says "not
+  // synced" until the start below resolves.
   const starting = service.start();
   starting.catch(() => {});
-  const [{ buildServer }, { buildProbeServer }] = await Promise.all([
-    import('../http/app.js'),
-    import('../http/probe-app.js'),
-  ]);
-  const app = await buildServer(service, { logger: logger.child({ component: 'http' }) });
-  const probes = config.healthProbeListen ? await buildProbeServer(service) : undefined;
+  let app: FastifyInstance;
+  let probes: FastifyInstance | undefined;
+  try {
+    const [{ buildServer }, { buildProbeServer }] = await Promise.all([
+      import('../http/app.js'),
+      import('../http/probe-app.js'),
+    ]);
+    app = await buildServer(service, { logger: logger.child({ component: 'http' }) });
+    probes = config.healthProbeListen ? await buildProbeServer(service) : undefined;
+  } catch (err) {
+    // The service owns the source now: stopping it stops the loop and closes the source.
+    await service.stop();
+    throw err;
+  }
 
   let exitCode = 0;
   let shutdown: Promise<void> | undefined;

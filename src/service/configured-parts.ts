@@ -35,7 +35,8 @@ export function clusterOptions(config: Config): { kubeconfigPath?: string; conte
 
 /**
  * The pod source `--source` chose: the simulated world, or the reflector in its worker thread
- * (imported only then, so the simulated mode never loads its module graph).
+ * (imported only then, so the simulated mode never loads its module graph), its first stream
+ * already open.
  */
 export async function createPodSource(
   config: Config,
@@ -55,7 +56,7 @@ export async function createPodSource(
     });
   }
   const { WorkerPodSource } = await import('../kubernetes/reflector-worker/main-thread-source.js');
-  return new WorkerPodSource({
+  const source = new WorkerPodSource({
     ...(namespace !== undefined ? { namespace } : {}),
     labelSelector: config.selector,
     ...clusterOptions(config),
@@ -66,6 +67,11 @@ export async function createPodSource(
     logger: logger.child({ component: 'reflector' }),
     ...(reflectorThreads ? { threads: reflectorThreads } : {}),
   });
+  // The first LIST leaves now, while the caller loads and builds the rest of the service; the
+  // loop's first stream takes it over. The caller owns the source from here: it must close it on
+  // any failure, as it now holds a connection.
+  source.openFirstStream();
+  return source;
 }
 
 /**

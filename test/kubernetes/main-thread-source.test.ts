@@ -11,6 +11,7 @@ import {
   WorkerPodSource,
   type WorkerPodSourceOptions,
 } from '../../src/kubernetes/reflector-worker/main-thread-source.js';
+import { ReflectorThreads } from '../../src/kubernetes/reflector-worker/reflector-threads.js';
 import type { Pod } from '../../src/model/pod.js';
 import { ReconcileLoop } from '../../src/runtime/reconcile-loop.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
@@ -339,5 +340,137 @@ describe('WorkerPodSource', () => {
     expect(() => new WorkerPodSource({ replaceChunkSize: 0 })).toThrow(RangeError);
     expect(() => new WorkerPodSource({ idleTimeoutMs: -1 })).toThrow(RangeError);
     expect(() => new WorkerPodSource({ streamStartTimeoutMs: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('WorkerPodSource: the first stream, opened before the loop asks for it', () => {
+  /**
+   * A source on threads whose tasks are counted as they are handed to piscina: one task is one
+   * stream, so the count says whether a consumer took a stream over or had one opened for it.
+   */
+  function countingSource(options: Partial<WorkerPodSourceOptions> = {}): {
+    source: WorkerPodSource;
+    tasks: () => number;
+  } {
+    const threads = new ReflectorThreads({ compileCacheDir: false });
+    const run = threads.pool.run.bind(threads.pool);
+    let tasks = 0;
+    threads.pool.run = (task, runOptions) => {
+      tasks += 1;
+      return run(task, runOptions);
+    };
+    return { source: workerSource({ ...options, threads }), tasks: () => tasks };
+  }
+
+  const lists = (): number => server.requests.filter((r) => r.verb === 'LIST').length;
+
+  it('hands the first consumer the early stream, with what arrived before it, in order', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    server.resourceVersion = '5';
+    const { source, tasks } = countingSource();
+    source.openFirstStream();
+    const watch = await server.watch();
+    await waitFor('the replace buffered', () => source.queuedItems() === 1);
+    watch.send({ type: 'ADDED', object: rawPod({ name: 'b', resourceVersion: '6' }) });
+    watch.send({ type: 'DELETED', object: rawPod({ name: 'a', resourceVersion: '7' }) });
+    await waitFor('both changes buffered', () => source.queuedItems() === 3);
+
+    const stream = drain(source.source(new AbortController().signal));
+    await waitFor('the buffered events', () => stream.items.length === 3);
+    expect(replaceKeys(stream, 0)).toEqual(['default/a']);
+    expect(stream.items.slice(1).map((e) => [e.type, 'key' in e ? e.key : ''])).toEqual([
+      ['upsert', 'default/b'],
+      ['delete', 'default/a'],
+    ]);
+    expect(tasks()).toBe(1);
+    expect(server.requests.map((r) => r.verb)).toEqual(['LIST', 'WATCH']);
+    await stream.close();
+    await watch.closed;
+  });
+
+  it('opens one stream however often it is called', async () => {
+    const { source, tasks } = countingSource();
+    source.openFirstStream();
+    source.openFirstStream();
+    const stream = drain(source.source(new AbortController().signal));
+    source.openFirstStream();
+    await server.watch();
+    expect(tasks()).toBe(1);
+    await stream.close();
+  });
+
+  it('closes the adopted stream when the consumer’s signal aborts', async () => {
+    const { source, tasks } = countingSource();
+    source.openFirstStream();
+    const opened = new AbortController();
+    const stream = drain(source.source(opened.signal));
+    const watch = await server.watch();
+    opened.abort();
+    await watch.closed;
+    await waitFor('the stream to end', () => stream.done);
+    expect(stream.error).toBeUndefined();
+    expect(tasks()).toBe(1);
+    await waitFor('the idle phase', () => source.stats().phase === 'idle');
+  });
+
+  it('closes the early stream when the first consumer’s signal is already aborted', async () => {
+    const { source, tasks } = countingSource();
+    source.openFirstStream();
+    const watch = await server.watch();
+    const aborted = new AbortController();
+    aborted.abort();
+    const stream = drain(source.source(aborted.signal));
+    await watch.closed;
+    await waitFor('the stream to fail', () => stream.done);
+    expect(String(stream.error)).toContain('aborted');
+    await waitFor('the idle phase', () => source.stats().phase === 'idle');
+    expect(source.stats().lastError).toBeUndefined();
+    expect(tasks()).toBe(1);
+  });
+
+  it('gives the next consumer a new stream, which relists', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    const { source, tasks } = countingSource();
+    source.openFirstStream();
+    const first = drain(source.source(new AbortController().signal));
+    await server.watch(1);
+    await waitFor('the first replace', () => first.items.length === 1);
+    await first.close();
+
+    server.pods = [rawPod({ name: 'b' })];
+    const second = drain(source.source(new AbortController().signal));
+    await server.watch(2);
+    await waitFor('the second replace', () => second.items.length === 1);
+    expect(replaceKeys(second, 0)).toEqual(['default/b']);
+    expect(tasks()).toBe(2);
+    expect(lists()).toBe(2);
+    await second.close();
+  });
+
+  it('ends the early stream and its task when closed before anyone took it', async () => {
+    // The close grace runs on a clock that never moves: close() resolves only if the task ended
+    // by itself, the worker closing its connection when asked.
+    const clock = new FakeClock();
+    const logger = new RecordingLogger();
+    const { source } = countingSource({ clock, logger });
+    source.openFirstStream();
+    const watch = await server.watch();
+    await source.close();
+    await watch.closed;
+    expect(source.stats().phase).toBe('stopped');
+    expect(source.stats().lastError).toBeUndefined();
+    expect(logger.mentioning('did not close its stream in time')).toEqual([]);
+    source.openFirstStream();
+    expect(lists()).toBe(1);
+  });
+
+  it('hands a failure from before the first consumer to it, as a rejected next()', async () => {
+    const { source, tasks } = countingSource({ kubeconfigPath: '/nonexistent/kubeconfig' });
+    source.openFirstStream();
+    await waitFor('the early stream to fail', () => source.stats().lastError !== undefined);
+    const stream = drain(source.source(new AbortController().signal));
+    await waitFor('the stream to fail', () => stream.done);
+    expect(String(stream.error)).toContain('cannot read kubeconfig /nonexistent/kubeconfig');
+    expect(tasks()).toBe(1);
   });
 });

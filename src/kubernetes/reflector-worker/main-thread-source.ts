@@ -7,6 +7,10 @@
  * plane) only receives the trimmed pods, a chunk at a time. Each `source()` stream is one piscina
  * task with its own `MessagePort`; a worker that crashes, runs out of memory or exits fails the
  * stream, the runtime's driver reopens it, and the new stream's LIST (a `replace`) repairs the store.
+ *
+ * Size: one class over one set of open streams, whose every way to open, adopt, fail and retire a
+ * stream reads and writes that set and the pool; split, each piece would reach into the others'
+ * state.
  */
 import { MessageChannel } from 'node:worker_threads';
 import type { Pod } from '../../model/pod.js';
@@ -113,6 +117,8 @@ interface OpenStream {
   abandonedBecause: string | undefined;
   events: WorkerEventStream;
   iterator: AsyncIterator<SourceEvent<Pod>>;
+  /** The piscina task: settles when the worker is done with the stream. */
+  task: Promise<unknown>;
   /** Cancels the start timeout. */
   startWait: AbortController;
 }
@@ -161,7 +167,10 @@ function checkedSelector(options: WorkerPodSourceOptions): readonly SelectorRequ
  * and the new stream's LIST repairs the store.
  */
 export class WorkerPodSource {
-  /** Hand to `ReconcileLoop`: each call opens a fresh reflector stream, starting with a LIST. */
+  /**
+   * Hand to `ReconcileLoop`: each call opens a fresh reflector stream, starting with a LIST; the
+   * first takes over the one `openFirstStream` opened, if it did.
+   */
   readonly source: Source<Pod>;
   readonly #pool: ReflectorPool;
   readonly #taskOptions: ReflectorTaskOptions;
@@ -173,6 +182,10 @@ export class WorkerPodSource {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #open = new Set<OpenStream>();
+  /** The stream `openFirstStream` opened, until the first `source()` call takes it over. */
+  #early: OpenStream | undefined;
+  /** A stream was opened early or asked for: opening one early now would be a second. */
+  #firstAsked = false;
   #finished: PodSourceStats;
   #closing: Promise<void> | undefined;
 
@@ -265,10 +278,29 @@ export class WorkerPodSource {
     return queued;
   }
 
+  /**
+   * Opens the stream the first `source()` call will take over, now rather than when the loop asks
+   * for it: the command calls this as soon as the source is made, so the first LIST (and with it
+   * readiness) leaves while the rest of the service is still loading instead of after it. What
+   * arrives meanwhile waits in the stream's buffer; a failure waits there too, for the loop's
+   * first `next()`, so its driver reopens as for any failed stream. Does nothing once a stream was
+   * opened or asked for, or the source closed.
+   */
+  openFirstStream(): void {
+    if (this.#closing || this.#firstAsked) return;
+    this.#firstAsked = true;
+    this.#early = this.#startStream();
+  }
+
   /** Closes every open stream (each closes its connection in the worker), then the pool. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      await Promise.all([...this.#open].map((stream) => stream.iterator.return?.()));
+      // An early stream no one took over is closed too, even one whose task already ended: its
+      // port is released only by closing it.
+      const streams = new Set(this.#open);
+      if (this.#early) streams.add(this.#early);
+      this.#early = undefined;
+      await Promise.all([...streams].map((stream) => stream.iterator.return?.()));
       await this.#pool.destroy();
     })();
     return this.#closing;
@@ -283,18 +315,35 @@ export class WorkerPodSource {
   }
 
   /**
-   * One reflector task. `signal` is the stream's own (RUNTIME.md, amendment 2): when it aborts,
-   * the stream closes at once, as `return()` would, so the worker closes its connection even if
-   * the consumer never gets to call `return()`.
+   * The stream a `source()` call gets: the one opened early if it is the first call, else a new
+   * reflector task. `signal` is the stream's own (RUNTIME.md, amendment 2): when it aborts, the
+   * stream closes at once, as `return()` would, so the worker closes its connection even if the
+   * consumer never gets to call `return()`.
    */
   #openStream(signal: AbortSignal | undefined): AsyncIterator<SourceEvent<Pod>> {
+    this.#firstAsked = true;
+    const early = this.#early;
+    this.#early = undefined;
     if (this.#closing || signal?.aborted) {
+      if (early) void early.iterator.return?.();
       const why = this.#closing ? 'WorkerPodSource is closed' : 'the stream was aborted';
       return {
         next: () => Promise.reject(new Error(why)),
         return: async () => ({ done: true, value: undefined }),
       };
     }
+    const stream = early ?? this.#startStream();
+    const closeOnAbort = (): void => {
+      void stream.iterator.return?.();
+    };
+    signal?.addEventListener('abort', closeOnAbort, { once: true });
+    // Whatever ends the task, the listener goes with it: a long-lived signal keeps nothing alive.
+    stream.task.finally(() => signal?.removeEventListener('abort', closeOnAbort)).catch(() => {});
+    return stream.iterator;
+  }
+
+  /** One reflector task, running (or queued for a thread) from now, its events buffered. */
+  #startStream(): OpenStream {
     const { port1, port2 } = new MessageChannel();
     const abort = new AbortController();
     const task = this.#pool.run(
@@ -308,6 +357,7 @@ export class WorkerPodSource {
       abandonedBecause: undefined,
       events: undefined as unknown as WorkerEventStream,
       iterator: undefined as unknown as AsyncIterator<SourceEvent<Pod>>,
+      task,
       startWait: new AbortController(),
     };
     const events = new WorkerEventStream({
@@ -340,17 +390,11 @@ export class WorkerPodSource {
       },
     };
     this.#open.add(stream);
-    const closeOnAbort = (): void => {
-      void stream.iterator.return?.();
-    };
-    signal?.addEventListener('abort', closeOnAbort, { once: true });
     task.then(
       () => this.#retire(stream, undefined),
       (error: unknown) => this.#retire(stream, error),
     );
-    // Whatever ends the task, the listener goes with it: a long-lived signal keeps nothing alive.
-    task.finally(() => signal?.removeEventListener('abort', closeOnAbort)).catch(() => {});
-    return stream.iterator;
+    return stream;
   }
 
   /** A thread is gone and none is left: fail every stream that no thread had picked up. */
