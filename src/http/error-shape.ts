@@ -4,10 +4,10 @@
  * for the person who sent the request), an unexpected throw (a 5xx whose details stay in the log),
  * and requests that never became one (written raw to the socket).
  */
-import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { HttpError } from '../../routes/http-error.js';
+import { nodeHttp } from '../kubernetes/client/node-http.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { rootPlugin } from './root-plugin.js';
 import { BODY_LIMIT, MAX_PARAM_LENGTH } from './server-limits.js';
@@ -17,7 +17,7 @@ export const SOURCE_HEADER = 'x-pool-controller-source';
 
 /** The one JSON error shape of the API: `{status, error, message}`. */
 export function errorBody(status: number, message: string) {
-  return { status, error: STATUS_CODES[status] ?? 'Error', message };
+  return { status, error: nodeHttp.STATUS_CODES[status] ?? 'Error', message };
 }
 
 /**
@@ -84,7 +84,7 @@ export function clientErrorResponse(error: NodeJS.ErrnoException, source: string
 export function rawErrorResponse(status: number, message: string, source: string): string {
   const body = JSON.stringify(errorBody(status, message));
   return [
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    `HTTP/1.1 ${status} ${nodeHttp.STATUS_CODES[status]}`,
     'Content-Type: application/json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `${SOURCE_HEADER}: ${source}`,

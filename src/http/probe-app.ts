@@ -6,10 +6,10 @@
  * make the liveness probe fail and the pod restart. The main listener keeps serving the probes
  * too, for whatever already points at it.
  */
-import { STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { healthRoutes } from '../../routes/health.js';
+import { nodeHttp } from '../kubernetes/client/node-http.js';
 import type { ControlPlane } from '../service/control-plane.js';
 import { SOURCE_HEADER } from './error-shape.js';
 import { SERVER_TIMEOUTS } from './server-limits.js';
@@ -22,7 +22,7 @@ import { zodSchemaController } from './zod-compilers.js';
 const PROBE_MAX_CONNECTIONS = 64;
 
 function errorBody(status: number, message: string) {
-  return { status, error: STATUS_CODES[status] ?? 'Error', message };
+  return { status, error: nodeHttp.STATUS_CODES[status] ?? 'Error', message };
 }
 
 /** The probe app; `main.ts` listens on it beside the main app. */

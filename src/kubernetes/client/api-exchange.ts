@@ -6,13 +6,10 @@
  * body, and what a status or an error means, stay with the callers: ./api-request.ts reads a
  * bounded body (Lease, EndpointSlice), ../resources/http-pod-api.ts streams LIST pages and watches.
  */
-import http, {
-  type ClientRequest,
-  type IncomingMessage,
-  type OutgoingHttpHeaders,
-} from 'node:http';
+import type { ClientRequest, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import https, { type RequestOptions } from 'node:https';
 import type { Readable } from 'node:stream';
+import { nodeHttp } from './node-http.js';
 import { releaseRequestAgent, TCP_KEEPALIVE_MS } from './shared-agents.js';
 
 /**
@@ -126,7 +123,7 @@ export function openApiExchange(
   options: ApiExchangeOptions,
 ): Promise<ApiExchange> {
   const url = requestUrl(server, options.path, options.query);
-  const transport = url.protocol === 'http:' ? http : https;
+  const transport = url.protocol === 'http:' ? nodeHttp : https;
   const { method, headers, payload, signal } = options;
   const send = (resendIfStale: boolean): Promise<ApiExchange> =>
     new Promise((resolve, reject) => {

@@ -4,8 +4,9 @@
  * what decides that two requests may share one, and how a request's agent is handed back. HTTP/2
  * (./http2-sessions.ts) shares by the same material.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import https, { type RequestOptions } from 'node:https';
+import { nodeHttp } from './node-http.js';
 
 /**
  * How long a kept-alive connection may sit unused before it is closed: below kube-apiserver's own
@@ -119,7 +120,11 @@ export function sharedAgentCache(): (prepared: RequestOptions) => void {
     if (typeof fresh !== 'object' || fresh === null) return;
     const proto = Object.getPrototypeOf(fresh) as unknown;
     const kind =
-      proto === https.Agent.prototype ? 'https' : proto === http.Agent.prototype ? 'http' : null;
+      proto === https.Agent.prototype
+        ? 'https'
+        : proto === nodeHttp.Agent.prototype
+          ? 'http'
+          : null;
     if (kind === null) return;
     const material = agentMaterial(prepared);
     if (!current || current.kind !== kind || !sameMaterial(current.material, material)) {
@@ -130,7 +135,8 @@ export function sharedAgentCache(): (prepared: RequestOptions) => void {
         keepAliveMsecs: TCP_KEEPALIVE_MS,
         timeout: IDLE_CONNECTION_TIMEOUT_MS,
       } as https.AgentOptions;
-      const agent = kind === 'https' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+      const agent =
+        kind === 'https' ? new https.Agent(agentOptions) : new nodeHttp.Agent(agentOptions);
       sharedAgents.add(agent);
       current = { material, kind, agent };
     }
