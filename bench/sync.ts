@@ -36,13 +36,13 @@
  * waiting for a core on this 2-core machine (its worker thread, the server, other processes),
  * which the idle control process beside it sees too.
  */
-import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { DEFAULT_LIST_PAGE_SIZE } from '../src/kubernetes/resources/http-pod-api.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { parseBenchArgs } from './bench-args.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { FakeListServer } from './fake-list-server.js';
+import { startIdleControl } from './idle-control.js';
 import {
   clientGoPeer,
   latencyOf,
@@ -187,36 +187,8 @@ const optionalMedian = (list: RunResult[], pick: (r: RunResult) => number | unde
 };
 const optMs = (value: number | undefined): string => (value === undefined ? '—' : ms(value));
 
-/**
- * The machine's noise floor for the stall: an idle Node process running the same 1 ms ticker
- * beside the measurements. Gaps it sees are the OS not scheduling it (other processes, other
- * agents on a shared machine), which no code in a measured variant can avoid either.
- */
-function startIdleControl(): { stop: () => Promise<{ gaps: number; longestMs: number[] }> } {
-  const code = `let last = performance.now(); const gaps = [];
-setInterval(() => { const now = performance.now(); if (now - last > 10) gaps.push(now - last); last = now; }, 1);
-process.stdin.on('data', () => {}).on('end', () => { gaps.sort((a, b) => b - a);
-process.stdout.write(JSON.stringify({ gaps: gaps.length, longestMs: gaps.slice(0, 5) })); process.exit(0); });`;
-  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (text: string) => {
-    out += text;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    stop: async () => {
-      child.stdin.end();
-      await exited;
-      return JSON.parse(out || '{"gaps":0,"longestMs":[]}') as {
-        gaps: number;
-        longestMs: number[];
-      };
-    },
-  };
-}
-
 async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; raw: unknown }> {
-  const idleControl = startIdleControl();
+  const idleControl = await startIdleControl();
   const server = await FakeListServer.start({ pods });
   // The unpaged body (plain parse, the informer) and the pages (ours, client-go's 500).
   server.prepare(0);
