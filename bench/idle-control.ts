@@ -36,12 +36,17 @@ process.stdout.write(JSON.stringify({ gaps: gaps.length, longestMs: gaps.slice(0
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await Promise.race([ticking, exited]);
+  let stopped: Promise<IdleControlResult> | undefined;
   return {
-    stop: async () => {
-      child.stdin.end();
-      await exited;
-      const result = out.slice(out.indexOf('ticking\n') + 'ticking\n'.length);
-      return JSON.parse(result || '{"gaps":0,"longestMs":[]}') as IdleControlResult;
+    // Once: a second call gets the first one's result.
+    stop: () => {
+      stopped ??= (async () => {
+        child.stdin.end();
+        await exited;
+        const result = out.slice(out.indexOf('ticking\n') + 'ticking\n'.length);
+        return JSON.parse(result || '{"gaps":0,"longestMs":[]}') as IdleControlResult;
+      })();
+      return stopped;
     },
   };
 }
