@@ -49,6 +49,21 @@ function waitFor(what: string, condition: () => boolean): Promise<void> {
   return until(condition, { what, withinMs: 15_000 });
 }
 
+/**
+ * A stream from `source` whose signal aborts closes its watch in the worker and ends cleanly,
+ * without the consumer calling `return()`, and the source goes back to idle.
+ */
+async function expectAbortToCloseTheWatch(source: WorkerPodSource): Promise<void> {
+  const opened = new AbortController();
+  const stream = drain(source.source(opened.signal));
+  const watch = await server.watch();
+  opened.abort();
+  await watch.closed;
+  await waitFor('the stream to end', () => stream.done);
+  expect(stream.error).toBeUndefined();
+  await waitFor('the idle phase', () => source.stats().phase === 'idle');
+}
+
 function replaceKeys(stream: Drain<SourceEvent<Pod>>, index: number): string[] {
   const event = stream.items[index];
   if (event?.type !== 'replace') throw new Error(`event ${index} is ${event?.type}, not a replace`);
@@ -182,15 +197,7 @@ describe('WorkerPodSource', () => {
   });
 
   it('closes the connection in the worker when the stream’s signal aborts, without return()', async () => {
-    const source = workerSource();
-    const opened = new AbortController();
-    const stream = drain(source.source(opened.signal));
-    const watch = await server.watch();
-    opened.abort();
-    await watch.closed;
-    await waitFor('the stream to end', () => stream.done);
-    expect(stream.error).toBeUndefined();
-    await waitFor('the idle phase', () => source.stats().phase === 'idle');
+    await expectAbortToCloseTheWatch(workerSource());
   });
 
   it('fails the stream when the worker thread dies mid-stream; the next stream relists', async () => {
@@ -402,15 +409,8 @@ describe('WorkerPodSource: the first stream, opened before the loop asks for it'
   it('closes the adopted stream when the consumer’s signal aborts', async () => {
     const { source, tasks } = countingSource();
     source.openFirstStream();
-    const opened = new AbortController();
-    const stream = drain(source.source(opened.signal));
-    const watch = await server.watch();
-    opened.abort();
-    await watch.closed;
-    await waitFor('the stream to end', () => stream.done);
-    expect(stream.error).toBeUndefined();
+    await expectAbortToCloseTheWatch(source);
     expect(tasks()).toBe(1);
-    await waitFor('the idle phase', () => source.stats().phase === 'idle');
   });
 
   it('closes the early stream when the first consumer’s signal is already aborted', async () => {
