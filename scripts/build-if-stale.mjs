@@ -29,6 +29,7 @@ const INPUT_FILES = [
   'scripts/build-if-stale.mjs',
   'scripts/bundle-client-node.mjs',
   'scripts/bundle-reflector-worker.mjs',
+  'scripts/bundle-service.mjs',
   'scripts/bundle-status-page.mjs',
   'scripts/write-build-info.mjs',
 ];

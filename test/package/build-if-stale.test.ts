@@ -88,6 +88,16 @@ describe('build-if-stale', () => {
     expect(buildIfStale(work).builds).toBe(6);
   }, 180_000);
 
+  it('counts every script the build runs among its inputs', () => {
+    // A build script left out would let an edit to it go unbuilt by npm start.
+    const ran = [...(scripts.build ?? '').matchAll(/node (scripts\/[\w-]+\.mjs)/g)].map(
+      (m) => m[1],
+    );
+    expect(ran).toContain('scripts/bundle-service.mjs');
+    const stale = readFileSync(join(root, 'scripts/build-if-stale.mjs'), 'utf8');
+    expect(ran.filter((script) => !stale.includes(`'${script}'`))).toEqual([]);
+  });
+
   it('is how npm start and prepare build, and what the build stamps last', () => {
     expect(scripts.start).toBe('node scripts/build-if-stale.mjs && node dist/src/main.js');
     expect(scripts.prepare).toBe('node scripts/build-if-stale.mjs');
