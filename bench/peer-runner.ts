@@ -38,6 +38,8 @@ export function variantNodeFlags(given: string | undefined): readonly string[] {
 export interface ClientGoResult {
   timeToSyncedMs: number;
   heapPerPodBytes: number;
+  /** The peer's CPU (user + system) from its start to synced, in ms. */
+  cpuMsAtSynced: number;
   pods: number;
   startedAtMs: number;
   syncedAtMs: number;
@@ -46,19 +48,34 @@ export interface ClientGoResult {
   latencyMs?: number[];
 }
 
-/** Runs a child; calls `onReady` when it prints `{"ready":true}`; resolves its last line, parsed. */
+/**
+ * Lines a child prints, each once, to say where it is, and what to do then: `{"ready":true}`
+ * (synced and listening: the bench writes its burst), `{"relisting":true}` (synced and measured;
+ * relists follow: the bench closes the API server's cost window of the sync).
+ */
+export interface ChildMarkers {
+  ready?: () => void;
+  relisting?: () => void;
+}
+
+/** Runs a child; calls each marker's handler when it prints it; resolves its last line, parsed. */
 function runLines<R>(
   command: string,
   args: string[],
   what: string,
-  onReady?: () => void,
+  markers: ChildMarkers,
 ): Promise<R> {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
+  const pending = new Map(Object.entries(markers));
   child.stdout.setEncoding('utf8').on('data', (text: string) => {
-    const before = out;
     out += text;
-    if (!before.includes('"ready":true') && out.includes('{"ready":true}')) onReady?.();
+    for (const [marker, handler] of pending) {
+      if (out.includes(`{"${marker}":true}`)) {
+        pending.delete(marker);
+        handler();
+      }
+    }
   });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
@@ -77,7 +94,7 @@ export function runNodeVariant(
   name: VariantName,
   config: VariantConfig,
   nodeFlags: readonly string[],
-  onReady?: () => void,
+  markers: ChildMarkers = {},
   /** Another build's sync-variant.js (bench:peers' `--baseline`); default this build's. */
   script = fileURLToPath(new URL('./sync-variant.js', import.meta.url)),
 ): Promise<VariantResult> {
@@ -85,7 +102,7 @@ export function runNodeVariant(
     process.execPath,
     ['--expose-gc', ...nodeFlags, script, name, JSON.stringify(config)],
     `variant ${name}`,
-    onReady,
+    markers,
   );
 }
 
@@ -98,12 +115,14 @@ export interface ClientGoOptions {
   contentType?: string;
   /** Client-side rate limit; absent: client-go's default (5 QPS, burst 10); negative: none. */
   qps?: number;
+  /** No informer: read the watch-list's frames to its end bookmark, decode nothing (`-wire-floor`). */
+  wireFloor?: boolean;
 }
 
 export function runClientGo(
   binary: string,
   options: ClientGoOptions,
-  onReady?: () => void,
+  markers: ChildMarkers = {},
 ): Promise<ClientGoResult> {
   const args = [
     `-kubeconfig=${options.kubeconfig}`,
@@ -113,7 +132,8 @@ export function runClientGo(
   ];
   if (options.contentType) args.push(`-content-type=${options.contentType}`);
   if (options.qps !== undefined) args.push(`-qps=${options.qps}`);
-  return runLines<ClientGoResult>(binary, args, 'client-go peer', onReady);
+  if (options.wireFloor) args.push('-wire-floor');
+  return runLines<ClientGoResult>(binary, args, 'client-go peer', markers);
 }
 
 /** The peer's sources, in the repository (dist/bench/… → bench/peers/client-go). */

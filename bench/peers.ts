@@ -17,11 +17,15 @@
  *   watch-list (WATCH with sendInitialEvents=true, served from the watch cache) where the server
  *   supports it, which v1.37 does;
  * - `client-go-json`: the same with JSON;
+ * - `wire-floor`: no informer: the Go peer reads the default watch-list's frames (protobuf, over
+ *   client-go's transport) to its end bookmark and decodes nothing, from `main()`: when a sync's
+ *   bytes can arrive from this API server at all, the floor under every client's time to synced;
  * - `baseline`: `worker` as another build runs it (`--baseline`);
  * - `service`: the built service itself (dist/src/main.js, its defaults, `--leader-elect=false`),
  *   timed from spawning its process to its `/readyz` answering 200: time to synced as a user sees
  *   it, module loading and the reflector thread's start included, as client-go's is from `main()`.
- * Measured: time to synced from the process's (variant's) start, and heap per cached pod (ours:
+ * Measured: time to synced from the process's (variant's) start, the process's CPU to synced (every
+ * thread; ours from the process's start, module loading included, as client-go's), and heap per cached pod (ours:
  * the main thread's heap; client-go: HeapAlloc after GC). The first LIST's arrival is not visible
  * on a real API server, so there is no "from the first LIST" column here. Also measured, per
  * variant's whole run (bench/process-cost.ts): the API server's CPU seconds and peak RSS, and
@@ -32,6 +36,9 @@
  * and the same pages fetched without decoding, so server time and decode time separate),
  * `--variants a,b` (run only these), `--baseline DIR` (adds variant `baseline`: the `worker`
  * variant of another build, alternated with this one's on the same server, for an A/B),
+ * `--relists N` (default 1: after its sync and the measurements above, each of our variants aborts
+ * its stream N times and times the loop's new stream to its `replace` applied, with the process's
+ * CPU and the longest main-thread stall meanwhile; the stall target covers relists too),
  * `--idle-control` (an idle process with a 1 ms ticker beside every variant, bench/idle-control.ts:
  * the stall's noise floor; off by default, so that the timed runs have no fourth process),
  * `--node-flags='…'` (Node/V8 flags for this build's variants: with `--baseline` naming this
@@ -62,6 +69,7 @@ import {
 } from './peer-runner.js';
 import { environmentPid, type ProcessCostResult, startProcessCost } from './process-cost.js';
 import { timeServiceToReady } from './service-start.js';
+import type { RelistResult } from './sync-variant.js';
 
 const ALL_VARIANTS = [
   'worker',
@@ -72,13 +80,17 @@ const ALL_VARIANTS = [
   'worker-http1',
   'client-go',
   'client-go-json',
+  'wire-floor',
   'baseline',
   'service',
 ] as const;
+/** The variants the Go peer runs. */
+const GO_VARIANTS: readonly Variant[] = ['client-go', 'client-go-json', 'wire-floor'];
 type Variant = (typeof ALL_VARIANTS)[number];
 const USAGE =
   'usage: npm run bench:peers -- [--pods N (10000)] [--runs N (3)] [--json] [--list-probe]' +
   ` [--variants a,b (all but baseline; of ${ALL_VARIANTS.join(', ')})] [--baseline DIR]` +
+  ' [--relists N (after its sync, each of our variants relists N times in its warm process; default 1)]' +
   " [--node-flags='--flag …' (Node/V8 flags for this build's variants, not the baseline's; default --max-semi-space-size=8)]" +
   " [--idle-control (an idle process beside every variant: the stall's noise floor)]";
 /** The issue's bound on the longest main-thread stall, unless the machine's own floor is above it. */
@@ -96,6 +108,7 @@ const values = parseBenchArgs(
     baseline: { type: 'string' },
     'node-flags': { type: 'string' },
     'idle-control': { type: 'boolean', default: false },
+    relists: { type: 'string', default: '1' },
   },
   USAGE,
 );
@@ -129,6 +142,12 @@ const pods = Number(values.pods);
 const runs = Number(values.runs);
 if (!(Number.isInteger(pods) && pods > 0 && Number.isInteger(runs) && runs > 0)) {
   process.stderr.write('--pods and --runs must be positive integers\n');
+  process.exit(2);
+}
+/** `--relists N`: after its sync, each of our variants relists N times in its warm process. */
+const relists = Number(values.relists);
+if (!(Number.isInteger(relists) && relists >= 0)) {
+  process.stderr.write('--relists must be a whole number (0: none)\n');
   process.exit(2);
 }
 const log = (line: string): void => {
@@ -248,6 +267,10 @@ try {
     apiserver: ProcessCostResult;
     apiserverAllocatedBytes: number;
     etcdCpuSeconds: number;
+    /** The process's CPU (every thread) from its start to synced (the service: to ready). */
+    cpuMs: number;
+    /** Ours: each relist after the sync, in the same warm process (`--relists`). */
+    relists?: RelistResult[];
     /** Ours: the longest main-thread stall, and the idle control process's longest gap beside it. */
     stallMs?: number;
     idleFloorMs?: number;
@@ -284,6 +307,25 @@ try {
       const allocatedBefore = await apiserverAllocated();
       const apiserverWindow = startProcessCost(apiserverPid);
       const etcdWindow = startProcessCost(etcdPid);
+      /**
+       * The sync's cost to the API server and etcd: taken when our variant starts its relists
+       * (`--relists`), or at its end; the relists' own cost to the API server is measured apart.
+       */
+      let syncCost:
+        | { apiserver: ProcessCostResult; etcdCpuSeconds: number; allocated: Promise<number> }
+        | undefined;
+      let relistWindow: ReturnType<typeof startProcessCost> | undefined;
+      const closeSyncCost = (): NonNullable<typeof syncCost> => {
+        if (!syncCost) {
+          syncCost = {
+            apiserver: apiserverWindow.stop(),
+            etcdCpuSeconds: etcdWindow.stop().cpuSeconds,
+            allocated: apiserverAllocated(),
+          };
+          relistWindow = startProcessCost(apiserverPid);
+        }
+        return syncCost;
+      };
       // The stall target's noise floor (`--idle-control`), measured beside every variant,
       // client-go's too. Off by default: its 1 ms ticker is a fourth process waking a thousand
       // times a second on two cores, so the times to compare come from runs without it.
@@ -292,6 +334,8 @@ try {
       let synced: {
         syncedMs: number;
         heapBytesPerPod: number;
+        cpuMs: number;
+        relists?: RelistResult[];
         detail: string;
         stallMs?: number;
         idleFloorMs?: number;
@@ -301,9 +345,10 @@ try {
         synced = {
           syncedMs: result.readyMs,
           heapBytesPerPod: Number.NaN,
+          cpuMs: result.cpuMs,
           detail: `process CPU to ready ${ms(result.cpuMs)}  RSS at ready ${mib(result.rssBytes)}`,
         };
-      } else if (variant !== 'client-go' && variant !== 'client-go-json') {
+      } else if (!GO_VARIANTS.includes(variant)) {
         const result = await runNodeVariant(
           'worker',
           {
@@ -317,9 +362,14 @@ try {
               variant === 'worker-list' || variant === 'worker-list-gzip' ? 'list' : 'watch-list',
             apiCompression: variant === 'worker-gzip' || variant === 'worker-list-gzip',
             ...(variant === 'worker-http1' ? { apiHttp2: false } : {}),
+            relists,
           },
           variant === 'baseline' ? DEPLOYED_NODE_FLAGS : nodeFlags,
-          undefined,
+          {
+            relisting: () => {
+              closeSyncCost();
+            },
+          },
           variant === 'baseline' ? baselineScript : undefined,
         );
         if (result.cached !== pods) throw new Error(`ours cached ${result.cached} of ${pods}`);
@@ -327,16 +377,25 @@ try {
         const idleFloorMs = idleControl
           ? ((await idleControl.stop()).longestMs[0] ?? 0)
           : undefined;
+        const relistDetail = (result.relists ?? [])
+          .map(
+            (relist) =>
+              `  relist ${ms(relist.ms)} (replace received ${ms(relist.receivedMs)}, CPU ${ms(relist.cpuMs)}` +
+              ` of which the main thread ${ms(relist.mainThreadCpuMs)}, stall ${ms(relist.stallMs)})`,
+          )
+          .join('');
         synced = {
           syncedMs: result.syncedMs,
           heapBytesPerPod: result.heapBytesPerPod,
+          cpuMs: result.cpuMsAtSynced,
+          ...(result.relists ? { relists: result.relists } : {}),
           stallMs,
           ...(idleFloorMs === undefined ? {} : { idleFloorMs }),
           detail:
             `stall ${ms(stallMs)}` +
             ` (main-thread CPU in the busiest gap ${ms(result.busiestGaps?.[0]?.cpuMs ?? 0)}` +
             `${idleFloorMs === undefined ? '' : `; an idle process beside it: up to ${ms(idleFloorMs)}`})` +
-            `  CPU to synced ${ms(result.cpuMsAtSynced)}`,
+            `  CPU to synced ${ms(result.cpuMsAtSynced)}${relistDetail}`,
         };
       } else {
         const result = await runClientGo(peer.binary, {
@@ -344,23 +403,27 @@ try {
           namespace: ENGINE_NAMESPACE,
           selector,
           ...(variant === 'client-go-json' ? { contentType: 'application/json' } : {}),
+          ...(variant === 'wire-floor' ? { wireFloor: true } : {}),
         });
-        if (result.pods !== pods) throw new Error(`client-go cached ${result.pods} of ${pods}`);
+        if (result.pods !== pods) throw new Error(`${variant} read ${result.pods} of ${pods} pods`);
         synced = {
           syncedMs: result.timeToSyncedMs,
           heapBytesPerPod: result.heapPerPodBytes,
-          detail: `(${result.contentType}, ${result.goVersion})`,
+          cpuMs: result.cpuMsAtSynced,
+          detail: `(${result.contentType}, ${result.goVersion})  CPU to synced ${ms(result.cpuMsAtSynced)}`,
         };
       }
       // Already stopped for ours, whose line includes its floor; stopping again returns the same.
       await idleControl?.stop();
-      const apiserver = apiserverWindow.stop();
-      const etcdCpuSeconds = etcdWindow.stop().cpuSeconds;
-      const apiserverAllocatedBytes = (await apiserverAllocated()) - allocatedBefore;
+      const relistApiserverCpu = relistWindow?.stop().cpuSeconds;
+      const { apiserver, etcdCpuSeconds, allocated } = closeSyncCost();
+      const apiserverAllocatedBytes = (await allocated) - allocatedBefore;
       const row: Row = {
         variant,
         syncedMs: synced.syncedMs,
         heapBytesPerPod: synced.heapBytesPerPod,
+        cpuMs: synced.cpuMs,
+        ...(synced.relists ? { relists: synced.relists } : {}),
         apiserver,
         apiserverAllocatedBytes,
         etcdCpuSeconds,
@@ -369,7 +432,10 @@ try {
       };
       log(
         `run ${run} ${variant.padEnd(14)} synced ${ms(row.syncedMs)}  heap/pod ${kib(row.heapBytesPerPod)}` +
-          `  ${synced.detail}  load ${before}${cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds)}`,
+          `  ${synced.detail}  load ${before}${cost(apiserver, apiserverAllocatedBytes, etcdCpuSeconds)}` +
+          (relistApiserverCpu === undefined
+            ? ''
+            : `; api server for the relists ${relistApiserverCpu.toFixed(2)} CPU s`),
       );
       rows.push(row);
     }
@@ -389,6 +455,7 @@ try {
         {
           syncedMs: median(mine.map((row) => row.syncedMs)),
           heap: median(mine.map((row) => row.heapBytesPerPod)),
+          cpuMs: median(mine.map((row) => row.cpuMs)),
           apiserverCpu: median(mine.map((row) => row.apiserver.cpuSeconds)),
           apiserverPeak: median(mine.map((row) => row.apiserver.peakRssBytes)),
           apiserverGrowth: median(
@@ -403,9 +470,9 @@ try {
   log('');
   log(`real kube-apiserver ${pods} pods, medians of ${runs} run(s); load now ${load()}`);
   log(
-    '| variant | time to synced (from start) | heap per cached pod | API server CPU s | API server allocated | API server peak RSS (growth) | etcd CPU s |',
+    '| variant | time to synced (from start) | process CPU to synced | heap per cached pod | API server CPU s | API server allocated | API server peak RSS (growth) | etcd CPU s |',
   );
-  log('|---|---|---|---|---|---|---|');
+  log('|---|---|---|---|---|---|---|---|');
   const labels = {
     worker: '(a) WorkerPodSource → ReconcileLoop, service defaults (protobuf, watch-list)',
     'worker-list': '(a″) WorkerPodSource → ReconcileLoop, protobuf, LIST 500 + WATCH',
@@ -416,12 +483,14 @@ try {
       '(a⁽⁵⁾) WorkerPodSource → ReconcileLoop, defaults over HTTP/1.1 (--kube-api-http2=false)',
     'client-go': '(d) client-go SharedInformer, defaults (protobuf, watch-list)',
     'client-go-json': '(d′) client-go SharedInformer, JSON (watch-list)',
+    'wire-floor':
+      "(f) floor: the watch-list's frames read to its end bookmark by a Go process, nothing decoded",
     baseline: `(b) the --baseline build's (a), ${values.baseline ?? ''}`,
     service: '(s) the built service, process spawn → `/readyz` 200 (defaults)',
   };
   for (const [variant, s] of summary) {
     log(
-      `| ${labels[variant]} | ${ms(s.syncedMs)} | ${kib(s.heap)} | ${s.apiserverCpu.toFixed(2)} | ${mib(s.apiserverAllocated)} |` +
+      `| ${labels[variant]} | ${ms(s.syncedMs)} | ${ms(s.cpuMs)} | ${kib(s.heap)} | ${s.apiserverCpu.toFixed(2)} | ${mib(s.apiserverAllocated)} |` +
         ` ${mib(s.apiserverPeak)} (+${mib(s.apiserverGrowth)}) | ${s.etcdCpu.toFixed(2)} |`,
     );
   }
@@ -443,7 +512,13 @@ try {
     );
     // Run by run: a stall is ours only where it passes both 15 ms and what an idle process saw
     // beside it in the same run (the issue's "≤ 15 ms or the idle control's noise floor").
-    const stalls = rows.filter((row) => row.variant === 'worker' && row.stallMs !== undefined);
+    const stalls = rows
+      .filter((row) => row.variant === 'worker' && row.stallMs !== undefined)
+      .map((row) => ({
+        ...row,
+        // "During sync and relists": a run's stall is the longest of its sync's and its relists'.
+        stallMs: Math.max(row.stallMs ?? 0, ...(row.relists ?? []).map((relist) => relist.stallMs)),
+      }));
     const ownStalls = stalls.filter(
       (row) => (row.stallMs ?? 0) > Math.max(STALL_TARGET_MS, row.idleFloorMs ?? 0),
     );
@@ -456,6 +531,24 @@ try {
           )
           .join(', '),
     );
+    const warm = rows.filter((row) => row.variant === 'worker').flatMap((row) => row.relists ?? []);
+    if (warm.length > 0) {
+      // Not a target: where the cold start's share of (a) shows. A relist runs the same code on
+      // the same server in a thread and a process that are already warm.
+      log(
+        `INFO  (a)'s relists in its warm process, median of ${warm.length}: ${ms(median(warm.map((relist) => relist.ms)))}` +
+          ` (process CPU ${ms(median(warm.map((relist) => relist.cpuMs)))}) against its first sync's ${ms(ours.syncedMs)}` +
+          ` (CPU from process start ${ms(ours.cpuMs)}) and client-go's ${ms(theirs.syncedMs)} (CPU ${ms(theirs.cpuMs)})`,
+      );
+    }
+    const floor = summary.get('wire-floor');
+    if (floor) {
+      // Not a target: how far each client is above the bytes' own arrival from this server.
+      log(
+        `INFO  the wire floor (f): ${ms(floor.syncedMs)} (CPU ${ms(floor.cpuMs)}); above it: ours ${ms(ours.syncedMs - floor.syncedMs)},` +
+          ` client-go ${ms(theirs.syncedMs - floor.syncedMs)}`,
+      );
+    }
     const service = summary.get('service');
     if (service) {
       log(

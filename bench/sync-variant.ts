@@ -27,7 +27,13 @@
  */
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { type Pod, ReconcileLoop, type Source, WorkerPodSource } from '../src/index.js';
+import {
+  type Logger,
+  type Pod,
+  ReconcileLoop,
+  type Source,
+  WorkerPodSource,
+} from '../src/index.js';
 import { cellKeyMap } from '../src/pools/cell-key.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
@@ -56,6 +62,11 @@ export interface VariantConfig {
   apiCompression?: boolean;
   /** Read over HTTP/2 when the server offers it (`--kube-api-http2`); default the source's own, on. */
   apiHttp2?: boolean;
+  /**
+   * Worker variant: after the measurements above, relist this many times (the open stream aborted,
+   * a new one opened by the loop, its `replace` applied), one after another.
+   */
+  relists?: number;
 }
 
 /** Write → reconcile start (or → handler call) per stamped event, in ms. */
@@ -115,6 +126,8 @@ export interface VariantResult {
    */
   replaceApplyMs?: number;
   latency?: LatencyResult;
+  /** Worker variant with `relists`: each relist, in order. */
+  relists?: RelistResult[];
   /**
    * Worker variant: write → the driver taking the event from the worker's stream (the worker
    * thread's decode and validation, the hop, the main side's decode, waiting for the driver).
@@ -174,6 +187,8 @@ interface Running {
   close: () => Promise<void>;
   reconciles?: () => number;
   replaceApplyMs?: () => number | undefined;
+  /** Worker variant: one relist of the warm process (`timingReplace`'s `relist`). */
+  relist?: () => Promise<Omit<RelistResult, 'stallMs'>>;
 }
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -256,10 +271,32 @@ function startGcObserver(): { stop: () => { scavenge: number; markCompact: numbe
   };
 }
 
+/** One relist of a warm process (`VariantConfig.relists`): a new stream, synced again. */
+export interface RelistResult {
+  /** From the new stream's open to its `replace` applied by the loop (store, queue). */
+  ms: number;
+  /** From the open to the `replace` reaching the loop (the worker's read and decode, the hop). */
+  receivedMs: number;
+  /** The process's CPU (both threads) from the open to the `replace` applied. */
+  cpuMs: number;
+  /** The main thread's share of `cpuMs`: the rest is the reflector's thread. */
+  mainThreadCpuMs: number;
+  /** The longest main-thread gap from the open until every cell was reconciled again. */
+  stallMs: number;
+}
+
+/** The process's CPU so far (user + system, every thread), in ms. */
+function processCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
 /**
- * The source, timing how long the consumer spends between receiving the first `replace` and
- * asking for the next event: the loop applies an event synchronously in between, so this is the
- * main-thread task that applies the initial world.
+ * The source, timing how long the consumer spends between receiving a `replace` and asking for
+ * the next event: the loop applies an event synchronously in between, so this is the main-thread
+ * task that applies the world. `relist()` aborts the open stream (as a stop or a lost connection
+ * does), so that the loop opens a new one, and resolves once that stream's `replace` is applied:
+ * a sync in a process whose thread and code are warm, what every later relist costs.
  */
 function timingReplace(
   source: Source<Pod>,
@@ -267,19 +304,54 @@ function timingReplace(
 ): {
   source: Source<Pod>;
   applyMs: () => number | undefined;
+  relist: () => Promise<Omit<RelistResult, 'stallMs'>>;
 } {
   let applyMs: number | undefined;
+  /** Aborts the stream open now. */
+  let abortOpen: (() => void) | undefined;
+  /** A relist asked for: when its stream opened and its `replace` arrived, and whom to tell. */
+  let relisting:
+    | {
+        openedAt?: number;
+        cpuAtOpen?: number;
+        mainCpuAtOpen?: number;
+        receivedAt?: number;
+        resolve: (result: Omit<RelistResult, 'stallMs'>) => void;
+      }
+    | undefined;
   const timed: Source<Pod> = (signal) => ({
     [Symbol.asyncIterator]: () => {
-      const inner = source(signal)[Symbol.asyncIterator]();
+      const own = new AbortController();
+      abortOpen = () => own.abort();
+      if (relisting && relisting.openedAt === undefined) {
+        relisting.openedAt = performance.now();
+        relisting.cpuAtOpen = processCpuMs();
+        relisting.mainCpuAtOpen = threadCpuMs();
+      }
+      const inner = source(AbortSignal.any([signal, own.signal]))[Symbol.asyncIterator]();
       let replacedAt: number | undefined;
       return {
         next: async () => {
-          if (replacedAt !== undefined && applyMs === undefined) {
-            applyMs = performance.now() - replacedAt;
+          if (replacedAt !== undefined) {
+            const appliedAt = performance.now();
+            if (applyMs === undefined) applyMs = appliedAt - replacedAt;
+            const waiting = relisting;
+            if (waiting?.openedAt !== undefined && waiting.receivedAt !== undefined) {
+              relisting = undefined;
+              waiting.resolve({
+                ms: appliedAt - waiting.openedAt,
+                receivedMs: waiting.receivedAt - waiting.openedAt,
+                cpuMs: processCpuMs() - (waiting.cpuAtOpen ?? 0),
+                mainThreadCpuMs: threadCpuMs() - (waiting.mainCpuAtOpen ?? 0),
+              });
+            }
+            replacedAt = undefined;
           }
           const result = await inner.next();
-          if (!result.done && result.value.type === 'replace') replacedAt = performance.now();
+          if (!result.done && result.value.type === 'replace') {
+            replacedAt = performance.now();
+            if (relisting?.openedAt !== undefined) relisting.receivedAt = replacedAt;
+          }
           if (pulled && !result.done && result.value.type === 'upsert') {
             const pod = result.value.object;
             pulled.note(pod.metadata.name, pod.metadata.annotations, unixNowMs());
@@ -290,8 +362,19 @@ function timingReplace(
       };
     },
   });
-  return { source: timed, applyMs: () => applyMs };
+  const relist = (): Promise<Omit<RelistResult, 'stallMs'>> =>
+    new Promise((resolve) => {
+      relisting = { resolve };
+      abortOpen?.();
+    });
+  return { source: timed, applyMs: () => applyMs, relist };
 }
+
+/** The loop's reopen wait after a relist's abort: short, as the stream ended on purpose. */
+const RELIST_REOPEN_DELAY_MS = 20;
+
+const discard = (): void => {};
+const quietLogger: Logger = { debug: discard, info: discard, warn: discard, error: discard };
 
 async function startWorker(
   config: VariantConfig,
@@ -317,6 +400,8 @@ async function startWorker(
     source: timed.source,
     keyMap: cellKeyMap(LWS_LABELS),
     resyncPeriodMs: null,
+    // A relist aborts the open stream on purpose: reopen at once and say nothing about it.
+    ...(config.relists ? { sourceRetryDelayMs: RELIST_REOPEN_DELAY_MS, logger: quietLogger } : {}),
     reconcile: async (parent) => {
       const now = unixNowMs();
       const pods = loop.getByParent(parent);
@@ -340,6 +425,7 @@ async function startWorker(
     },
     reconciles: () => reconciles,
     replaceApplyMs: timed.applyMs,
+    relist: timed.relist,
   };
 }
 
@@ -454,6 +540,18 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
   if (running.reconciles) result.reconciles = running.reconciles();
   const applyMs = running.replaceApplyMs?.();
   if (applyMs !== undefined) result.replaceApplyMs = applyMs;
+  if (config.relists && running.relist) {
+    // The bench closes the API server's cost window of the sync here: the relists cost it too.
+    process.stdout.write(`${JSON.stringify({ relisting: true })}\n`);
+    result.relists = [];
+    for (let relist = 0; relist < config.relists; relist += 1) {
+      const relistTicker = startTicker(performance.now());
+      const timing = await running.relist();
+      await running.settled();
+      const relistGaps = relistTicker.stop();
+      result.relists.push({ ...timing, stallMs: relistGaps[0]?.ms ?? 0 });
+    }
+  }
   const events = config.latencyEvents ?? 0;
   if (events > 0 && name !== 'parse') {
     process.stdout.write(`${JSON.stringify({ ready: true })}\n`);

@@ -231,7 +231,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
             latencyEvents,
             ...(values['client-go-qps'] ? { qps: Number(values['client-go-qps']) } : {}),
           },
-          burst,
+          { ready: burst },
         );
         const counts = server.takeCounts();
         if (peer.pods !== pods || counts.lists !== 1 || counts.firstListAtMs === undefined) {
@@ -251,7 +251,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
         };
         detail = `  ${counts.listPages} pages, watch-list refused ${counts.watchListsRefused}×, ${peer.goVersion}`;
       } else {
-        const variantResult = await runNodeVariant(name, config, nodeFlags, burst);
+        const variantResult = await runNodeVariant(name, config, nodeFlags, { ready: burst });
         const counts = server.takeCounts();
         if (variantResult.cached !== pods) {
           throw new Error(`variant ${name} cached ${variantResult.cached} of ${pods} pods`);
