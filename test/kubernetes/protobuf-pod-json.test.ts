@@ -5,7 +5,7 @@ import {
   readPodValue,
   readProtobufPod,
 } from '../../src/kubernetes/codec/encoded-pod.js';
-import { JsonBuffer } from '../../src/kubernetes/codec/pod-json-writer.js';
+import { JsonBuffer, writePodJson } from '../../src/kubernetes/codec/pod-json-writer.js';
 import {
   decodeProtobufPodList,
   decodeProtobufWatchEvent,
@@ -208,6 +208,26 @@ describe('transcodeProtobufPod: a Pod message straight to the hop JSON', () => {
     expect(() => transcodeProtobufPod(Uint8Array.of(0xff, 0xff, 0xff), 0, 3, out)).toThrow(
       'varint runs past its message',
     );
+  });
+
+  it('writes escaped ASCII and times byte for byte as the writer writes the parsed pod', () => {
+    // ASCII that JSON escapes, short and past the 32-byte copy loop: escaped from the bytes, no
+    // string decoded in between. Times: written digit by digit.
+    for (const value of ['"q"', 'a\\b\n\u0001c', `{"k":"${'v'.repeat(40)}","t":"\t"}`]) {
+      const json = awkwardPod(value, 1) as { metadata: Json; status: { conditions: Json[] } };
+      // Map entries keep wire order (sorted, as Go writes them); no integer key, which a
+      // JavaScript object would put first.
+      json.metadata.labels = Object.fromEntries([value, 'plain'].sort().map((key) => [key, value]));
+      json.status.conditions = [
+        { type: 'Ready', status: 'True', lastTransitionTime: '2026-12-07T05:33:53Z' },
+        { type: 'Old', status: 'False', lastTransitionTime: '0001-01-01T00:00:01Z' },
+      ];
+      const expected = new JsonBuffer();
+      writePodJson(expected, parsePod(asGoWritesIt(json)));
+      expect(transcoded(encodePodMessage(json))).toBe(
+        text(expected.bytes.subarray(0, expected.length)),
+      );
+    }
   });
 
   it('matches the schema on random pods', () => {

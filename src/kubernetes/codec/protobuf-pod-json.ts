@@ -30,7 +30,7 @@
 import { MAX_CACHED_ANNOTATION_LENGTH, MalformedPodError } from '../../model/pod.js';
 import { JSON_ESCAPES, type JsonBuffer, JSON_KEYS as K } from './pod-json-writer.js';
 import { decodeUtf8, WIRE_LENGTH_DELIMITED, WIRE_VARINT, WireCursor } from './protobuf-reader.js';
-import { rfc3339Seconds } from './protobuf-time.js';
+import { writeRfc3339Seconds } from './protobuf-time.js';
 
 /** What the reflector needs of a pod as strings: its key and its version. */
 interface PodIdentity {
@@ -76,24 +76,27 @@ const BYTE_CLASS = Uint8Array.from({ length: 256 }, (_, byte) =>
   byte >= 0x80 ? 2 : JSON_ESCAPES[byte] !== undefined ? 1 : 0,
 );
 
+/**
+ * Up to this many bytes a string is copied by a loop, past it by `set` on a view: a view is an
+ * object to collect, and label keys (`leaderworkerset.sigs.k8s.io/template-revision-hash`, 50
+ * bytes) are past 32, where this stood while views of them were a seventh of the bytes a
+ * watch-list of engine pods allocated.
+ */
+const COPY_LOOP_MAX_BYTES = 64;
+
 /** The JSON string of the UTF-8 text at `[start, end)`, as the writer writes the decoded text. */
 function copyString(out: JsonBuffer, start: number, end: number): void {
   const bytes = c.bytes;
-  let plain = true;
-  for (let index = start; index < end; index += 1) {
-    if (BYTE_CLASS[bytes[index] as number] !== 0) {
-      plain = false;
-      break;
-    }
-  }
-  if (plain) {
+  let firstSpecial = start;
+  while (firstSpecial < end && BYTE_CLASS[bytes[firstSpecial] as number] === 0) firstSpecial += 1;
+  if (firstSpecial === end) {
     // Nearly every string of a pod: quotes around the bytes as they are.
     const length = end - start;
     out.reserve(length + 2);
     const target = out.bytes;
     let to = out.length;
     target[to++] = 0x22;
-    if (length > 32) target.set(bytes.subarray(start, end), to);
+    if (length > COPY_LOOP_MAX_BYTES) target.set(bytes.subarray(start, end), to);
     else
       for (let index = start; index < end; index += 1)
         target[to + index - start] = bytes[index] as number;
@@ -102,9 +105,36 @@ function copyString(out: JsonBuffer, start: number, end: number): void {
     out.length = to;
     return;
   }
-  // Escapes or text that is not ASCII (decoded first: invalid sequences become U+FFFD, as Go's
-  // JSON writes them): written as the writer writes any string.
-  out.string(decodeUtf8(bytes, start, end));
+  for (let index = firstSpecial; index < end; index += 1) {
+    if (BYTE_CLASS[bytes[index] as number] === 2) {
+      // Text that is not ASCII (decoded first: invalid sequences become U+FFFD, as Go's JSON
+      // writes them): written as the writer writes any string.
+      out.string(decodeUtf8(bytes, start, end));
+      return;
+    }
+  }
+  copyEscapedAscii(out, bytes, start, end);
+}
+
+/**
+ * ASCII with characters JSON escapes (an annotation holding JSON, say: quotes): escaped byte by
+ * byte, as the writer escapes the same text as a string. Decoding it into a string first, to
+ * escape that, was the second-largest allocation of a watch-list of engine pods.
+ */
+function copyEscapedAscii(out: JsonBuffer, bytes: Uint8Array, start: number, end: number): void {
+  // An escape is at most six bytes (`\u001f`).
+  out.reserve((end - start) * 6 + 2);
+  const target = out.bytes;
+  let to = out.length;
+  target[to++] = 0x22;
+  for (let index = start; index < end; index += 1) {
+    const byte = bytes[index] as number;
+    const escaped = JSON_ESCAPES[byte];
+    if (escaped === undefined) target[to++] = byte;
+    else for (let e = 0; e < escaped.length; e += 1) target[to++] = escaped[e] as number;
+  }
+  target[to++] = 0x22;
+  out.length = to;
 }
 
 /** `"key":` after a comma unless it is the object's first. */
@@ -201,12 +231,8 @@ function stringField(out: JsonBuffer, fields: MessageFields, field: number): voi
   else copyString(out, start, fields.end(field));
 }
 
-/**
- * A `metav1.Time` message at `[start, end)` as JSON has it: `undefined` for an empty
- * message (JSON's absent `null`), else its seconds as RFC 3339.
- */
-function timeAt(start: number, end: number): string | undefined {
-  if (start >= end) return undefined;
+/** The seconds (field 1) of the `metav1.Time` message at `[start, end)`; 0 when absent. */
+function secondsAt(start: number, end: number): number {
   let seconds = 0;
   c.at = start;
   while (c.at < end) {
@@ -214,7 +240,7 @@ function timeAt(start: number, end: number): string | undefined {
     if (field === 1 && c.wire === WIRE_VARINT) seconds = c.int64(end);
     else c.skip(end);
   }
-  return rfc3339Seconds(seconds);
+  return seconds;
 }
 
 // The key and value spans of the map entry `mapEntry` read last; -1 when absent. Written out by
@@ -294,11 +320,11 @@ function optionalTime(
   end: number,
   first: boolean,
 ): boolean {
-  if (start < 0) return first;
-  const text = timeAt(start, end);
-  if (text === undefined) return first;
+  // An empty message is a zero time, which JSON leaves out (`null`, absent); else RFC 3339.
+  if (start < 0 || start >= end) return first;
+  const seconds = secondsAt(start, end);
   name(out, key, first);
-  out.string(text);
+  writeRfc3339Seconds(out, seconds);
   return false;
 }
 
