@@ -64,28 +64,28 @@ export function writeRfc3339Seconds(out: JsonBuffer, seconds: number): void {
   const bytes = out.bytes;
   let at = out.length;
   bytes[at++] = QUOTE;
-  bytes[at++] = DIGIT_ZERO + Math.floor(civilYear / 1_000);
-  bytes[at++] = DIGIT_ZERO + (Math.floor(civilYear / 100) % 10);
-  bytes[at++] = DIGIT_ZERO + (Math.floor(civilYear / 10) % 10);
-  bytes[at++] = DIGIT_ZERO + (civilYear % 10);
+  at = twoDigits(bytes, at, Math.floor(civilYear / 100));
+  at = twoDigits(bytes, at, civilYear % 100);
   bytes[at++] = DASH;
-  bytes[at++] = DIGIT_ZERO + Math.floor(civilMonth / 10);
-  bytes[at++] = DIGIT_ZERO + (civilMonth % 10);
+  at = twoDigits(bytes, at, civilMonth);
   bytes[at++] = DASH;
-  bytes[at++] = DIGIT_ZERO + Math.floor(civilDay / 10);
-  bytes[at++] = DIGIT_ZERO + (civilDay % 10);
+  at = twoDigits(bytes, at, civilDay);
   bytes[at++] = LETTER_T;
-  bytes[at++] = DIGIT_ZERO + Math.floor(hours / 10);
-  bytes[at++] = DIGIT_ZERO + (hours % 10);
+  at = twoDigits(bytes, at, hours);
   bytes[at++] = COLON;
-  bytes[at++] = DIGIT_ZERO + Math.floor(minutes / 10);
-  bytes[at++] = DIGIT_ZERO + (minutes % 10);
+  at = twoDigits(bytes, at, minutes);
   bytes[at++] = COLON;
-  bytes[at++] = DIGIT_ZERO + Math.floor(secs / 10);
-  bytes[at++] = DIGIT_ZERO + (secs % 10);
+  at = twoDigits(bytes, at, secs);
   bytes[at++] = LETTER_Z;
   bytes[at++] = QUOTE;
   out.length = at;
+}
+
+/** `value` (0–99) as two ASCII digits at `at`; answers the index after them. */
+function twoDigits(bytes: Uint8Array, at: number, value: number): number {
+  bytes[at] = DIGIT_ZERO + Math.floor(value / 10);
+  bytes[at + 1] = DIGIT_ZERO + (value % 10);
+  return at + 2;
 }
 
 /** A time Go would refuse to marshal, as `Date` writes it (to the second). */
