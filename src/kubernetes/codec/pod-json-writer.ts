@@ -122,6 +122,29 @@ export class JsonBuffer {
     this.length = at;
   }
 
+  /**
+   * The JSON string of ASCII text already in bytes (`[start, end)`, no byte past 0x7f), escaped as
+   * `string` escapes the same text: for a reader of bytes (./protobuf-pod-json.ts), so that text
+   * with a quote or a control character in it is not decoded into a string only to be escaped.
+   */
+  asciiString(source: Uint8Array, start: number, end: number): void {
+    this.reserve((end - start) * 6 + 2);
+    const { bytes } = this;
+    let at = this.length;
+    bytes[at++] = 0x22;
+    for (let index = start; index < end; index += 1) {
+      const code = source[index] as number;
+      const escaped = JSON_ESCAPES[code];
+      if (escaped === undefined) {
+        bytes[at++] = code;
+      } else {
+        for (let e = 0; e < escaped.length; e += 1) bytes[at++] = escaped[e] as number;
+      }
+    }
+    bytes[at++] = 0x22;
+    this.length = at;
+  }
+
   #stringified(value: string): void {
     const text = JSON.stringify(value);
     // UTF-8 takes at most three bytes per UTF-16 code unit.
