@@ -27,15 +27,10 @@
  */
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import {
-  type Logger,
-  type Pod,
-  ReconcileLoop,
-  type Source,
-  WorkerPodSource,
-} from '../src/index.js';
+import { type Pod, ReconcileLoop, type Source, WorkerPodSource } from '../src/index.js';
 import { cellKeyMap } from '../src/pools/cell-key.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
+import { silentLogger } from '../src/runtime/logger.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { unixNowMs, WRITTEN_AT_ANNOTATION } from './fake-list-server.js';
 
@@ -222,6 +217,12 @@ function threadCpuMs(): number {
   return (usage.user + usage.system) / 1000;
 }
 
+/** The process's CPU so far (user + system, every thread), in ms. */
+function processCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
 /**
  * The gaps between ticks of a 1 ms timer: the longest is what a request arriving then would have
  * waited. Gaps over `NOTABLE_GAP_MS` are kept with their time and CPU, longest first.
@@ -285,12 +286,6 @@ export interface RelistResult {
   stallMs: number;
 }
 
-/** The process's CPU so far (user + system, every thread), in ms. */
-function processCpuMs(): number {
-  const usage = process.cpuUsage();
-  return (usage.user + usage.system) / 1000;
-}
-
 /**
  * The source, timing how long the consumer spends between receiving a `replace` and asking for
  * the next event: the loop applies an event synchronously in between, so this is the main-thread
@@ -309,24 +304,24 @@ function timingReplace(
   let applyMs: number | undefined;
   /** Aborts the stream open now. */
   let abortOpen: (() => void) | undefined;
-  /** A relist asked for: when its stream opened and its `replace` arrived, and whom to tell. */
+  /** A relist asked for: whom to tell, and, once its stream opened, when and at what CPU. */
   let relisting:
     | {
-        openedAt?: number;
-        cpuAtOpen?: number;
-        mainCpuAtOpen?: number;
-        receivedAt?: number;
         resolve: (result: Omit<RelistResult, 'stallMs'>) => void;
+        opened?: { at: number; cpuMs: number; mainThreadCpuMs: number };
+        receivedAt?: number;
       }
     | undefined;
   const timed: Source<Pod> = (signal) => ({
     [Symbol.asyncIterator]: () => {
       const own = new AbortController();
       abortOpen = () => own.abort();
-      if (relisting && relisting.openedAt === undefined) {
-        relisting.openedAt = performance.now();
-        relisting.cpuAtOpen = processCpuMs();
-        relisting.mainCpuAtOpen = threadCpuMs();
+      if (relisting && !relisting.opened) {
+        relisting.opened = {
+          at: performance.now(),
+          cpuMs: processCpuMs(),
+          mainThreadCpuMs: threadCpuMs(),
+        };
       }
       const inner = source(AbortSignal.any([signal, own.signal]))[Symbol.asyncIterator]();
       let replacedAt: number | undefined;
@@ -335,22 +330,23 @@ function timingReplace(
           if (replacedAt !== undefined) {
             const appliedAt = performance.now();
             if (applyMs === undefined) applyMs = appliedAt - replacedAt;
-            const waiting = relisting;
-            if (waiting?.openedAt !== undefined && waiting.receivedAt !== undefined) {
-              relisting = undefined;
-              waiting.resolve({
-                ms: appliedAt - waiting.openedAt,
-                receivedMs: waiting.receivedAt - waiting.openedAt,
-                cpuMs: processCpuMs() - (waiting.cpuAtOpen ?? 0),
-                mainThreadCpuMs: threadCpuMs() - (waiting.mainCpuAtOpen ?? 0),
+            const opened = relisting?.opened;
+            const receivedAt = relisting?.receivedAt;
+            if (relisting && opened && receivedAt !== undefined) {
+              relisting.resolve({
+                ms: appliedAt - opened.at,
+                receivedMs: receivedAt - opened.at,
+                cpuMs: processCpuMs() - opened.cpuMs,
+                mainThreadCpuMs: threadCpuMs() - opened.mainThreadCpuMs,
               });
+              relisting = undefined;
             }
             replacedAt = undefined;
           }
           const result = await inner.next();
           if (!result.done && result.value.type === 'replace') {
             replacedAt = performance.now();
-            if (relisting?.openedAt !== undefined) relisting.receivedAt = replacedAt;
+            if (relisting?.opened) relisting.receivedAt = replacedAt;
           }
           if (pulled && !result.done && result.value.type === 'upsert') {
             const pod = result.value.object;
@@ -372,9 +368,6 @@ function timingReplace(
 
 /** The loop's reopen wait after a relist's abort: short, as the stream ended on purpose. */
 const RELIST_REOPEN_DELAY_MS = 20;
-
-const discard = (): void => {};
-const quietLogger: Logger = { debug: discard, info: discard, warn: discard, error: discard };
 
 async function startWorker(
   config: VariantConfig,
@@ -401,7 +394,7 @@ async function startWorker(
     keyMap: cellKeyMap(LWS_LABELS),
     resyncPeriodMs: null,
     // A relist aborts the open stream on purpose: reopen at once and say nothing about it.
-    ...(config.relists ? { sourceRetryDelayMs: RELIST_REOPEN_DELAY_MS, logger: quietLogger } : {}),
+    ...(config.relists ? { sourceRetryDelayMs: RELIST_REOPEN_DELAY_MS, logger: silentLogger } : {}),
     reconcile: async (parent) => {
       const now = unixNowMs();
       const pods = loop.getByParent(parent);
@@ -503,7 +496,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
         ? await startParse(config)
         : await startInformer(config, k8s as typeof import('@kubernetes/client-node'), latency);
   const syncedAt = performance.now();
-  const cpuAtSynced = process.cpuUsage();
+  const cpuMsAtSynced = processCpuMs();
   const syncedMs = syncedAt - t0;
   await running.settled();
   const settledMs = performance.now() - t0;
@@ -521,7 +514,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     pods: config.pods,
     cached,
     syncedMs,
-    cpuMsAtSynced: (cpuAtSynced.user + cpuAtSynced.system) / 1000,
+    cpuMsAtSynced,
     startedAtMs: performance.timeOrigin + t0,
     startedAtMonotonicMs: t0Monotonic,
     syncedAtMs: performance.timeOrigin + syncedAt,
