@@ -40,6 +40,8 @@ export interface ClientGoResult {
   heapPerPodBytes: number;
   /** The peer's CPU (user + system) from its start to synced, in ms. */
   cpuMsAtSynced: number;
+  /** From main() to the first request reaching client-go's transport; absent from older peers. */
+  requestMs?: number;
   pods: number;
   startedAtMs: number;
   syncedAtMs: number;

@@ -269,6 +269,11 @@ try {
     etcdCpuSeconds: number;
     /** The process's CPU (every thread) from its start to synced (the service: to ready). */
     cpuMs: number;
+    /**
+     * From the start to the first request (ours: the reflector beginning its read, from the
+     * variant's start; client-go: the first request reaching its transport, from main()).
+     */
+    requestMs?: number;
     /** Ours: each relist after the sync, in the same warm process (`--relists`). */
     relists?: RelistResult[];
     /** Ours: the longest main-thread stall, and the idle control process's longest gap beside it. */
@@ -335,6 +340,7 @@ try {
         syncedMs: number;
         heapBytesPerPod: number;
         cpuMs: number;
+        requestMs?: number;
         relists?: RelistResult[];
         detail: string;
         stallMs?: number;
@@ -380,7 +386,7 @@ try {
         const relistDetail = (result.relists ?? [])
           .map(
             (relist) =>
-              `  relist ${ms(relist.ms)} (replace received ${ms(relist.receivedMs)}, CPU ${ms(relist.cpuMs)}` +
+              `  relist ${ms(relist.ms)} (read began ${relist.requestMs === undefined ? '?' : ms(relist.requestMs)}, replace received ${ms(relist.receivedMs)}, CPU ${ms(relist.cpuMs)}` +
               ` of which the main thread ${ms(relist.mainThreadCpuMs)}, stall ${ms(relist.stallMs)})`,
           )
           .join('');
@@ -388,11 +394,12 @@ try {
           syncedMs: result.syncedMs,
           heapBytesPerPod: result.heapBytesPerPod,
           cpuMs: result.cpuMsAtSynced,
+          ...(result.requestMs === undefined ? {} : { requestMs: result.requestMs }),
           ...(result.relists ? { relists: result.relists } : {}),
           stallMs,
           ...(idleFloorMs === undefined ? {} : { idleFloorMs }),
           detail:
-            `stall ${ms(stallMs)}` +
+            `read began ${result.requestMs === undefined ? '?' : ms(result.requestMs)}  stall ${ms(stallMs)}` +
             ` (main-thread CPU in the busiest gap ${ms(result.busiestGaps?.[0]?.cpuMs ?? 0)}` +
             `${idleFloorMs === undefined ? '' : `; an idle process beside it: up to ${ms(idleFloorMs)}`})` +
             `  CPU to synced ${ms(result.cpuMsAtSynced)}${relistDetail}`,
@@ -410,7 +417,8 @@ try {
           syncedMs: result.timeToSyncedMs,
           heapBytesPerPod: result.heapPerPodBytes,
           cpuMs: result.cpuMsAtSynced,
-          detail: `(${result.contentType}, ${result.goVersion})  CPU to synced ${ms(result.cpuMsAtSynced)}`,
+          ...(result.requestMs === undefined ? {} : { requestMs: result.requestMs }),
+          detail: `(${result.contentType}, ${result.goVersion})  first request ${result.requestMs === undefined ? '?' : ms(result.requestMs)}  CPU to synced ${ms(result.cpuMsAtSynced)}`,
         };
       }
       // Already stopped for ours, whose line includes its floor; stopping again returns the same.
@@ -423,6 +431,7 @@ try {
         syncedMs: synced.syncedMs,
         heapBytesPerPod: synced.heapBytesPerPod,
         cpuMs: synced.cpuMs,
+        ...(synced.requestMs === undefined ? {} : { requestMs: synced.requestMs }),
         ...(synced.relists ? { relists: synced.relists } : {}),
         apiserver,
         apiserverAllocatedBytes,
@@ -456,6 +465,9 @@ try {
           syncedMs: median(mine.map((row) => row.syncedMs)),
           heap: median(mine.map((row) => row.heapBytesPerPod)),
           cpuMs: median(mine.map((row) => row.cpuMs)),
+          requestMs: median(
+            mine.flatMap((row) => (row.requestMs === undefined ? [] : [row.requestMs])),
+          ),
           apiserverCpu: median(mine.map((row) => row.apiserver.cpuSeconds)),
           apiserverPeak: median(mine.map((row) => row.apiserver.peakRssBytes)),
           apiserverGrowth: median(
@@ -539,6 +551,19 @@ try {
         `INFO  (a)'s relists in its warm process, median of ${warm.length}: ${ms(median(warm.map((relist) => relist.ms)))}` +
           ` (process CPU ${ms(median(warm.map((relist) => relist.cpuMs)))}) against its first sync's ${ms(ours.syncedMs)}` +
           ` (CPU from process start ${ms(ours.cpuMs)}) and client-go's ${ms(theirs.syncedMs)} (CPU ${ms(theirs.cpuMs)})`,
+      );
+    }
+    if (Number.isFinite(ours.requestMs) && Number.isFinite(theirs.requestMs)) {
+      // Not a target: what each spends before it asks (ours: the thread's start, its code and
+      // the kubeconfig loaded), and so how much of the gap comes before the first byte.
+      const warmRequests = warm.flatMap((relist) =>
+        relist.requestMs === undefined ? [] : [relist.requestMs],
+      );
+      log(
+        `INFO  before the first request: (a) ${ms(ours.requestMs)} from its start, client-go ${ms(theirs.requestMs)} from main()` +
+          (warmRequests.length > 0
+            ? `; a warm relist ${ms(median(warmRequests))} from its stream's open`
+            : ''),
       );
     }
     const floor = summary.get('wire-floor');

@@ -98,6 +98,12 @@ export interface VariantResult {
   syncedAtMs: number;
   /** For the loop: until every queued cell was reconciled (equals `syncedMs` elsewhere). */
   settledMs: number;
+  /**
+   * Worker variant: from the variant's start to its reflector beginning the first read (the
+   * watch-list request leaves next, with the TLS handshake): the thread's start, its code and the
+   * kubeconfig loaded. What comes before the first byte that client-go's `requestMs` compares to.
+   */
+  requestMs?: number;
   maxGapMs: number;
   /** The longest gaps (over 10 ms), longest first, at most five. */
   gaps: Gap[];
@@ -184,6 +190,43 @@ interface Running {
   replaceApplyMs?: () => number | undefined;
   /** Worker variant: one relist of the warm process (`timingReplace`'s `relist`). */
   relist?: () => Promise<Omit<RelistResult, 'stallMs'>>;
+  /** Worker variant: when (wall clock, ms since the epoch) the first read began, if seen. */
+  firstReadAtMs?: () => number | undefined;
+}
+
+/**
+ * When the worker's reflector begins each whole read (the request about to leave), from the
+ * source's stats, where a read under way carries its wall-clock start (`listProgress`). Polled
+ * every millisecond only between `watch()` and the next start seen (or `stop()`), so that the
+ * work measured runs without the poll.
+ */
+class ReadStarts {
+  readonly #source: WorkerPodSource;
+  #seen: number | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(source: WorkerPodSource) {
+    this.#source = source;
+  }
+
+  /** Polls for the next read's start (one other than the last seen). */
+  watch(): void {
+    this.stop();
+    const before = this.#seen;
+    this.#timer = setInterval(() => {
+      const startedAt = this.#source.stats().listProgress?.startedAtMs;
+      if (startedAt === undefined || startedAt === before) return;
+      this.#seen = startedAt;
+      this.stop();
+    }, 1);
+  }
+
+  /** Stops polling; the newest start seen (wall clock, ms since the epoch), if any. */
+  stop(): number | undefined {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    return this.#seen;
+  }
 }
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -276,6 +319,8 @@ function startGcObserver(): { stop: () => { scavenge: number; markCompact: numbe
 export interface RelistResult {
   /** From the new stream's open to its `replace` applied by the loop (store, queue). */
   ms: number;
+  /** From the open to the reflector beginning its read (`VariantResult.requestMs`, warm). */
+  requestMs?: number;
   /** From the open to the `replace` reaching the loop (the worker's read and decode, the hop). */
   receivedMs: number;
   /** The process's CPU (both threads) from the open to the `replace` applied. */
@@ -285,6 +330,9 @@ export interface RelistResult {
   /** The longest main-thread gap from the open until every cell was reconciled again. */
   stallMs: number;
 }
+
+/** A relist as `timingReplace` times it: its stream's open (`performance.now()`) kept. */
+type TimedRelist = Omit<RelistResult, 'stallMs' | 'requestMs'> & { openedAt: number };
 
 /**
  * The source, timing how long the consumer spends between receiving a `replace` and asking for
@@ -299,7 +347,7 @@ function timingReplace(
 ): {
   source: Source<Pod>;
   applyMs: () => number | undefined;
-  relist: () => Promise<Omit<RelistResult, 'stallMs'>>;
+  relist: () => Promise<TimedRelist>;
 } {
   let applyMs: number | undefined;
   /** Aborts the stream open now. */
@@ -307,7 +355,7 @@ function timingReplace(
   /** A relist asked for: whom to tell, and, once its stream opened, when and at what CPU. */
   let relisting:
     | {
-        resolve: (result: Omit<RelistResult, 'stallMs'>) => void;
+        resolve: (result: TimedRelist) => void;
         opened?: { at: number; cpuMs: number; mainThreadCpuMs: number };
         receivedAt?: number;
       }
@@ -334,6 +382,7 @@ function timingReplace(
             const receivedAt = relisting?.receivedAt;
             if (relisting && opened && receivedAt !== undefined) {
               relisting.resolve({
+                openedAt: opened.at,
                 ms: appliedAt - opened.at,
                 receivedMs: receivedAt - opened.at,
                 cpuMs: processCpuMs() - opened.cpuMs,
@@ -358,7 +407,7 @@ function timingReplace(
       };
     },
   });
-  const relist = (): Promise<Omit<RelistResult, 'stallMs'>> =>
+  const relist = (): Promise<TimedRelist> =>
     new Promise((resolve) => {
       relisting = { resolve };
       abortOpen?.();
@@ -385,6 +434,8 @@ async function startWorker(
     ...(config.apiCompression ? { apiCompression: true } : {}),
     ...(config.apiHttp2 === false ? { apiHttp2: false } : {}),
   });
+  const readStarts = new ReadStarts(source);
+  readStarts.watch();
   let reconciles = 0;
   const timed = timingReplace(source.source, pulled);
   // A trivial reconcile: read the cell's pods. (The loop's worker yields the event loop every few
@@ -418,7 +469,16 @@ async function startWorker(
     },
     reconciles: () => reconciles,
     replaceApplyMs: timed.applyMs,
-    relist: timed.relist,
+    relist: async () => {
+      const before = readStarts.stop();
+      readStarts.watch();
+      const { openedAt, ...timing } = await timed.relist();
+      const readAtMs = readStarts.stop();
+      return readAtMs === undefined || readAtMs === before
+        ? timing
+        : { ...timing, requestMs: readAtMs - performance.timeOrigin - openedAt };
+    },
+    firstReadAtMs: () => readStarts.stop(),
   };
 }
 
@@ -497,6 +557,7 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
         : await startInformer(config, k8s as typeof import('@kubernetes/client-node'), latency);
   const syncedAt = performance.now();
   const cpuMsAtSynced = processCpuMs();
+  const firstReadAtMs = running.firstReadAtMs?.();
   const syncedMs = syncedAt - t0;
   await running.settled();
   const settledMs = performance.now() - t0;
@@ -520,6 +581,9 @@ export async function runVariant(name: VariantName, config: VariantConfig): Prom
     syncedAtMs: performance.timeOrigin + syncedAt,
     fromProcessStartMs: syncedAt,
     settledMs,
+    ...(firstReadAtMs === undefined
+      ? {}
+      : { requestMs: firstReadAtMs - performance.timeOrigin - t0 }),
     maxGapMs: gaps[0]?.ms ?? 0,
     gaps: gaps.slice(0, 5),
     busiestGaps: [...gaps].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 5),
