@@ -488,6 +488,24 @@ describe('decodeProtobufPodList: the same pod as the JSON encoding gives', () =>
 });
 
 describe('decodeProtobufObject: enveloped Pods and other kinds', () => {
+  it("reads each envelope's own type, whatever the envelope read before it said", () => {
+    // Envelopes are opened into one reused object: a field one envelope lacks must not keep the
+    // value the one before it had.
+    const podEvent = encodeWatchEvent({ type: 'ADDED', object: richPod() });
+    const status = encodeStatus({ code: 500, message: 'internal error' });
+    const untyped = Uint8Array.from([
+      ...K8S_MAGIC,
+      ...new ProtoWriter().bytes(2, new ProtoWriter().string(1, 'x').finish()).finish(),
+    ]);
+    const kindOnly = k8sEnvelope({ apiVersion: '', kind: 'ConfigMap' }, new Uint8Array(0));
+    for (let round = 0; round < 2; round += 1) {
+      expect(decodeProtobufWatchEvent(podEvent).type).toBe('ADDED');
+      expect(decodeProtobufObject(untyped)).toStrictEqual({ kind: '', apiVersion: '' });
+      expect(decodeProtobufObject(status)).toMatchObject({ kind: 'Status', code: 500 });
+      expect(decodeProtobufObject(kindOnly)).toStrictEqual({ kind: 'ConfigMap', apiVersion: '' });
+    }
+  });
+
   it("reads a Pod that is no change (a bookmark's) as its kind, apiVersion and metadata", () => {
     const decoded = decodeProtobufObject(encodePod(richPod()));
     expect(decoded).toStrictEqual({
