@@ -8,6 +8,7 @@ import {
   WIRE_FIXED64,
   WIRE_LENGTH_DELIMITED,
   WIRE_VARINT,
+  WireCursor,
 } from '../../src/kubernetes/codec/protobuf-reader.js';
 import {
   concatBytes,
@@ -159,6 +160,24 @@ describe('ProtobufReader tags', () => {
     expect(() => expectWireType(WIRE_VARINT, WIRE_LENGTH_DELIMITED, 'raw')).toThrow(
       'raw has wire type 0, expected 2',
     );
+  });
+});
+
+describe('WireCursor.stepOver: a walk that keeps offsets', () => {
+  it('leaves the field between spanStart and at, and goes no further than its end', () => {
+    const cursor = new WireCursor();
+    cursor.bytes = Uint8Array.from([0xff, 0x03, 0x61, 0x62, 0x63, 0x00, 0x08]);
+    cursor.at = 1;
+    cursor.stepOver(7);
+    expect([cursor.spanStart, cursor.at]).toEqual([2, 5]);
+    cursor.stepOver(7);
+    expect([cursor.spanStart, cursor.at]).toEqual([6, 6]);
+  });
+
+  it('refuses a length that runs past the end it is given', () => {
+    const cursor = new WireCursor();
+    cursor.bytes = Uint8Array.from([0x03, 0x61, 0x62, 0x63]);
+    expect(() => cursor.stepOver(3)).toThrow('length-delimited field runs past its message');
   });
 });
 

@@ -95,11 +95,10 @@ function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = f
       while (c.at < metaEnd) {
         const metaField = c.tag(metaEnd);
         if ((metaField === 1 || metaField === 2) && c.wire === WIRE_LENGTH_DELIMITED) {
-          const valueEnd = c.spanEnd(metaEnd);
-          const text = decodeUtf8(bytes, c.at, valueEnd);
+          c.stepOver(metaEnd);
+          const text = decodeUtf8(bytes, c.spanStart, c.at);
           if (metaField === 1) envelope.apiVersion = text;
           else envelope.kind = text;
-          c.at = valueEnd;
         } else c.skip(metaEnd);
       }
     } else if (field === 2) {
@@ -110,13 +109,13 @@ function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = f
         envelope.rawEnd = Math.min(end, c.at + length);
         return envelope;
       }
-      envelope.rawEnd = c.spanEnd(end);
-      envelope.rawStart = c.at;
-      c.at = envelope.rawEnd;
+      c.stepOver(end);
+      envelope.rawStart = c.spanStart;
+      envelope.rawEnd = c.at;
     } else if (field === 3 && c.wire === WIRE_LENGTH_DELIMITED) {
-      encodingEnd = c.spanEnd(end);
-      encodingStart = c.at;
-      c.at = encodingEnd;
+      c.stepOver(end);
+      encodingStart = c.spanStart;
+      encodingEnd = c.at;
     } else {
       c.skip(end);
     }
@@ -346,17 +345,16 @@ export function decodeProtobufWatchEvent(bytes: Uint8Array): Record<string, unkn
   while (c.at < end) {
     const field = c.tag(end);
     if (field === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
-      typeEnd = c.spanEnd(end);
-      typeStart = c.at;
-      c.at = typeEnd;
+      c.stepOver(end);
+      typeStart = c.spanStart;
+      typeEnd = c.at;
     } else if (field === 2 && c.wire === WIRE_LENGTH_DELIMITED) {
       const extensionEnd = c.spanEnd(end);
       while (c.at < extensionEnd) {
-        const extensionField = c.tag(extensionEnd);
-        if (extensionField === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
-          objectEnd = c.spanEnd(extensionEnd);
-          objectStart = c.at;
-          c.at = objectEnd;
+        if (c.tag(extensionEnd) === 1 && c.wire === WIRE_LENGTH_DELIMITED) {
+          c.stepOver(extensionEnd);
+          objectStart = c.spanStart;
+          objectEnd = c.at;
         } else c.skip(extensionEnd);
       }
     } else {

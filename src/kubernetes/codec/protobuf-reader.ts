@@ -104,6 +104,19 @@ export class WireCursor {
     return this.at + length;
   }
 
+  /** Where the field `stepOver` stepped over last starts; it ends at `at`. */
+  spanStart = 0;
+
+  /**
+   * Steps over a length-delimited field whose tag was just read: its bytes are `[spanStart, at)`
+   * on return, for a walk that keeps offsets rather than reading the field where it is.
+   */
+  stepOver(end: number): void {
+    const fieldEnd = this.spanEnd(end);
+    this.spanStart = this.at;
+    this.at = fieldEnd;
+  }
+
   /** Skips one field of wire type `wire` (groups, long gone from proto3 and never sent, fail). */
   skip(end: number): void {
     switch (this.wire) {
