@@ -154,6 +154,8 @@ const log = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
 const ms = (value: number): string => `${value.toFixed(value < 100 ? 1 : 0)} ms`;
+/** A time a run may not report (an older build or peer): `?` then. */
+const reportedMs = (value: number | undefined): string => (value === undefined ? '?' : ms(value));
 const kib = (bytes: number): string =>
   Number.isNaN(bytes) ? '—' : `${(bytes / 1024).toFixed(2)} KiB`;
 const load = (): string =>
@@ -386,7 +388,7 @@ try {
         const relistDetail = (result.relists ?? [])
           .map(
             (relist) =>
-              `  relist ${ms(relist.ms)} (read began ${relist.requestMs === undefined ? '?' : ms(relist.requestMs)}, replace received ${ms(relist.receivedMs)}, CPU ${ms(relist.cpuMs)}` +
+              `  relist ${ms(relist.ms)} (read began ${reportedMs(relist.requestMs)}, replace received ${ms(relist.receivedMs)}, CPU ${ms(relist.cpuMs)}` +
               ` of which the main thread ${ms(relist.mainThreadCpuMs)}, stall ${ms(relist.stallMs)})`,
           )
           .join('');
@@ -399,7 +401,7 @@ try {
           stallMs,
           ...(idleFloorMs === undefined ? {} : { idleFloorMs }),
           detail:
-            `read began ${result.requestMs === undefined ? '?' : ms(result.requestMs)}  stall ${ms(stallMs)}` +
+            `read began ${reportedMs(result.requestMs)}  stall ${ms(stallMs)}` +
             ` (main-thread CPU in the busiest gap ${ms(result.busiestGaps?.[0]?.cpuMs ?? 0)}` +
             `${idleFloorMs === undefined ? '' : `; an idle process beside it: up to ${ms(idleFloorMs)}`})` +
             `  CPU to synced ${ms(result.cpuMsAtSynced)}${relistDetail}`,
@@ -418,7 +420,7 @@ try {
           heapBytesPerPod: result.heapPerPodBytes,
           cpuMs: result.cpuMsAtSynced,
           ...(result.requestMs === undefined ? {} : { requestMs: result.requestMs }),
-          detail: `(${result.contentType}, ${result.goVersion})  first request ${result.requestMs === undefined ? '?' : ms(result.requestMs)}  CPU to synced ${ms(result.cpuMsAtSynced)}`,
+          detail: `(${result.contentType}, ${result.goVersion})  first request ${reportedMs(result.requestMs)}  CPU to synced ${ms(result.cpuMsAtSynced)}`,
         };
       }
       // Already stopped for ours, whose line includes its floor; stopping again returns the same.

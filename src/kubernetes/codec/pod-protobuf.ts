@@ -20,6 +20,7 @@ import { type EncodedPod, RefusedPod, readProtobufPod } from './encoded-pod.js';
 import { protobufPodMetadata, RefusedPodError } from './protobuf-pod-json.js';
 import {
   decodeUtf8,
+  expectBounds,
   expectWireType,
   ProtobufDecodeError,
   ProtobufReader,
@@ -72,9 +73,7 @@ function hasMagic(bytes: Uint8Array, start: number, end: number): boolean {
  * walk stops there.
  */
 function openEnvelope(bytes: Uint8Array, start = 0, end = bytes.length, head = false): Envelope {
-  if (start < 0 || end > bytes.length || start > end) {
-    throw new ProtobufDecodeError('message bounds outside its buffer');
-  }
+  expectBounds(bytes, start, end);
   if (!hasMagic(bytes, start, end)) {
     throw new ProtobufDecodeError('not a Kubernetes protobuf object (no k8s magic prefix)');
   }

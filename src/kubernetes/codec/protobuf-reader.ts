@@ -152,9 +152,7 @@ export class ProtobufReader {
   readonly #cursor = new WireCursor();
 
   constructor(bytes: Uint8Array, start = 0, end = bytes.length) {
-    if (start < 0 || end > bytes.length || start > end) {
-      throw new ProtobufDecodeError('message bounds outside its buffer');
-    }
+    expectBounds(bytes, start, end);
     this.bytes = bytes;
     this.end = end;
     this.#cursor.bytes = bytes;
@@ -223,6 +221,13 @@ export class ProtobufReader {
   }
 }
 
+/** Checks that a message's bounds, `[start, end)`, lie inside its buffer. */
+export function expectBounds(bytes: Uint8Array, start: number, end: number): void {
+  if (start < 0 || end > bytes.length || start > end) {
+    throw new ProtobufDecodeError('message bounds outside its buffer');
+  }
+}
+
 /** Checks that field `field` (named for the error) has the wire type its schema gives it. */
 export function expectWireType(wireType: number, expected: number, field: string): void {
   if (wireType !== expected) {
@@ -277,18 +282,17 @@ export function decodeUtf8(bytes: Uint8Array, start: number, end: number): strin
 /**
  * Node's own latin1 slice of a byte range (for ASCII, the same text), which takes any
  * `Uint8Array`: ~60 ns for a 36-byte uid against ~175 ns through `String.fromCharCode.apply` on a
- * view, which also left the view and a copy of its bytes as arguments to collect. Where a runtime
- * lacks it, the view is decoded as before.
+ * view, which also left the view and a copy of its bytes as arguments to collect. Every runtime
+ * the project supports has it (the unit lanes run the oldest and the newest).
  */
 const latin1Slice = (
   Buffer.prototype as unknown as {
-    latin1Slice?: (this: Uint8Array, start: number, end: number) => string;
+    latin1Slice: (this: Uint8Array, start: number, end: number) => string;
   }
 ).latin1Slice;
 
 function asciiSlice(bytes: Uint8Array, start: number, end: number): string {
-  if (latin1Slice !== undefined) return latin1Slice.call(bytes, start, end);
-  return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+  return latin1Slice.call(bytes, start, end);
 }
 
 /** A short ASCII range by concatenation: V8 keeps results under 13 characters flat. */
