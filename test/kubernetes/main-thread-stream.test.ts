@@ -9,7 +9,7 @@ import type { Pod } from '../../src/model/pod.js';
 import { initialReflectorStats, type PodSourceStats } from '../../src/model/pod-source-stats.js';
 import type { Logger } from '../../src/runtime/logger.js';
 import type { SourceEvent } from '../../src/runtime/source-event.js';
-import { drain } from '../support/drain.js';
+import { type Drain, drain } from '../support/drain.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { pod } from '../support/pods.js';
 import { RecordingLogger } from '../support/recording-logger.js';
@@ -49,6 +49,8 @@ function setup(
     closeGraceMs?: number;
     logger?: Logger;
     labelSelector?: string;
+    /** Leave the stream unread, as a consumer that is behind does (default: a drain reads it). */
+    unread?: boolean;
   } = {},
 ) {
   const port = new FakePort();
@@ -74,7 +76,15 @@ function setup(
     labelSelector:
       options.labelSelector === undefined ? undefined : parseLabelSelector(options.labelSelector),
   });
-  const events = drain({ [Symbol.asyncIterator]: () => stream });
+  const events: Drain<SourceEvent<Pod>> = options.unread
+    ? {
+        items: [],
+        error: undefined,
+        done: false,
+        finished: new Promise(() => {}),
+        close: async () => {},
+      }
+    : drain({ [Symbol.asyncIterator]: () => stream });
   return {
     port,
     clock,
@@ -153,14 +163,53 @@ describe('WorkerEventStream', () => {
     ]);
   });
 
-  it('acknowledges a chunk only after the task that decoded it, so chunks are read one per turn', async () => {
-    const { port } = setup();
-    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
-    // Not in the decoding task: a worker answering at once would queue its next chunk before that
-    // task ended, and Node delivers a port's queued messages back to back, timers waiting.
+  it('decodes chunks that arrive together one per turn of the event loop, in order, acknowledging each', async () => {
+    const { port, events } = setup();
+    // A ticker that counts the event loop's turns, and the turn each ack was sent in.
+    let turn = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turn += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const ackTurns: number[] = [];
+    const post = port.postMessage.bind(port);
+    port.postMessage = (message: MainMessage) => {
+      if (message.kind === 'ack') ackTurns.push(turn);
+      post(message);
+    };
+    // The worker's window lets several chunks, and the end behind them, arrive in one task.
+    for (const name of ['a', 'b', 'c']) {
+      port.deliver({ kind: 'replace-chunk', pods: json([pod({ name })]), stats: stats() });
+    }
+    port.deliver({ kind: 'replace-end', count: 3, stats: stats({ lists: 1 }) });
+    // Not decoded in the task they arrived in: Node hands on a port's queued messages back to back.
     expect(port.sent).toEqual([]);
-    await until(() => port.sent.length === 1, { what: 'the ack' });
-    expect(port.sent).toEqual([{ kind: 'ack' }]);
+    await until(() => events.items.length > 0, { what: 'the replace to be published' });
+    ticking = false;
+    expect(ackTurns).toHaveLength(3);
+    expect(new Set(ackTurns).size).toBe(3);
+    const replace = events.items[0];
+    expect(replace?.type === 'replace' && [...replace.objects.keys()]).toEqual([
+      'default/a',
+      'default/b',
+      'default/c',
+    ]);
+  });
+
+  it('handles a message that arrived behind an undecoded chunk after that chunk', async () => {
+    const { port, events } = setup();
+    port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
+    await until(() => events.items.length === 1, { what: 'the first replace' });
+    // A relist's chunk, its end, and a change the watch heard after it.
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
+    port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
+    port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'b' }))]), stats: stats() });
+    await until(() => events.items.length === 3, { what: 'the relist and the change' });
+    const [, relist, change] = events.items;
+    expect(relist?.type === 'replace' && [...relist.objects.keys()]).toEqual(['default/a']);
+    expect(change).toEqual(upsert(pod({ name: 'b' })));
   });
 
   it('sends no ack for a chunk once the stream is closing', async () => {
@@ -195,20 +244,19 @@ describe('WorkerEventStream', () => {
   });
 
   it('drops events still waiting for the consumer when a newer replace supersedes them', async () => {
-    const { port, stream } = setup();
+    const { port, stream } = setup({ unread: true });
     port.deliver({ kind: 'replace-end', count: 0, stats: stats() });
     port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'a' }))]), stats: stats() });
     expect(stream.buffered).toBe(2);
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'b' })]), stats: stats() });
     port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
-    expect(stream.buffered).toBe(1);
+    await until(() => stream.buffered === 1, { what: 'the newer replace to supersede the rest' });
     const next = await stream.next();
     expect(next.value?.type === 'replace' && [...next.value.objects.keys()]).toEqual(['default/b']);
   });
 
   it("counts the pods waiting for the consumer as client-go's FIFO does: each pod of a replace, one per change", async () => {
-    const { port, stream } = setup();
-    // Nothing is taken before the first replace is complete, so the counts below are exact.
+    const { port, stream } = setup({ unread: true });
     port.deliver({
       kind: 'replace-chunk',
       pods: json([pod({ name: 'a' }), pod({ name: 'b' })]),
@@ -222,13 +270,13 @@ describe('WorkerEventStream', () => {
       events: json([upsert(pod({ name: 'c' })), { type: 'delete', key: 'default/a' }]),
       stats: stats(),
     });
-    expect(stream.queuedItems).toBe(4);
+    await until(() => stream.queuedItems === 4, { what: 'the replace and the batch' });
     // A newer replace supersedes everything waiting: only its own pods are queued.
     port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'd' })]), stats: stats() });
     port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
+    await until(() => stream.buffered === 1, { what: 'the newer replace' });
     expect(stream.queuedItems).toBe(1);
-    // The consumer takes it (the drain pulls as soon as it can).
-    await until(() => stream.buffered === 0, { what: 'the consumer to take the replace' });
+    await stream.next();
     expect(stream.queuedItems).toBe(0);
     port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'e' }))]), stats: stats() });
     expect(stream.queuedItems).toBe(1);

@@ -8,7 +8,10 @@ import type {
   ReflectorTaskOptions,
   WorkerMessage,
 } from '../../src/kubernetes/reflector-worker/protocol.js';
-import { runReflectorTask } from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
+import {
+  MAX_CHUNKS_IN_FLIGHT,
+  runReflectorTask,
+} from '../../src/kubernetes/reflector-worker/worker-thread-task.js';
 import type { ListPodsOptions, PodApi } from '../../src/kubernetes/resources/pod-api.js';
 import type { Pod } from '../../src/model/pod.js';
 import { drain } from '../support/drain.js';
@@ -86,30 +89,38 @@ function ofKind<K extends WorkerMessage['kind']>(
 }
 
 describe('runReflectorTask', () => {
-  it('sends the LIST in chunks, each only after the previous one was acknowledged', async () => {
+  it('sends the LIST in chunks, at most MAX_CHUNKS_IN_FLIGHT unacknowledged, and its end after the last ack', async () => {
     const api = new FakePodApi();
-    api.world = {
-      pods: ['a', 'b', 'c', 'd', 'e'].map((name) => pod({ name })),
-      resourceVersion: '9',
-    };
+    // Two chunks more than the window holds (two pods a chunk), the last one short.
+    const names = Array.from({ length: 2 * MAX_CHUNKS_IN_FLIGHT + 3 }, (_, i) => `p${i}`);
+    api.world = { pods: names.map((name) => pod({ name })), resourceVersion: '9' };
     const { worker, received, until, send, flushed } = channel();
     const task = runReflectorTask({ port: worker, options }, async () => api);
-    await until(() => ofKind(received, 'replace-chunk').length === 1);
+    await until(() => ofKind(received, 'replace-chunk').length === MAX_CHUNKS_IN_FLIGHT);
     await flushed();
-    expect(ofKind(received, 'replace-chunk')).toHaveLength(1);
+    expect(ofKind(received, 'replace-chunk')).toHaveLength(MAX_CHUNKS_IN_FLIGHT);
+    // Each ack frees one place.
     send({ kind: 'ack' });
-    await until(() => ofKind(received, 'replace-chunk').length === 2);
+    await until(() => ofKind(received, 'replace-chunk').length === MAX_CHUNKS_IN_FLIGHT + 1);
     send({ kind: 'ack' });
-    await until(() => ofKind(received, 'replace-chunk').length === 3);
+    await until(() => ofKind(received, 'replace-chunk').length === MAX_CHUNKS_IN_FLIGHT + 2);
+    await flushed();
+    expect(ofKind(received, 'replace-chunk')).toHaveLength(MAX_CHUNKS_IN_FLIGHT + 2);
+    // Every chunk is out, MAX_CHUNKS_IN_FLIGHT of them unacknowledged; the end waits until the
+    // main side has decoded them all.
+    for (let ack = 0; ack < MAX_CHUNKS_IN_FLIGHT - 1; ack += 1) send({ kind: 'ack' });
+    await flushed();
+    expect(ofKind(received, 'replace-end')).toHaveLength(0);
     send({ kind: 'ack' });
     await until(() => ofKind(received, 'replace-end').length === 1);
     expect(
-      ofKind(received, 'replace-chunk').map((m) =>
+      ofKind(received, 'replace-chunk').flatMap((m) =>
         decode<Pod[]>(m.pods).map((p) => p.metadata.name),
       ),
-    ).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    ).toEqual(names);
+    expect(decode<Pod[]>(ofKind(received, 'replace-chunk').at(-1)?.pods)).toHaveLength(1);
     expect(ofKind(received, 'replace-end')[0]).toMatchObject({
-      count: 5,
+      count: names.length,
       stats: { lists: 1, cursor: '9' },
     });
     expect(api.log).toEqual(['LIST', 'WATCH rv=9']);

@@ -102,6 +102,14 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
    * worker's announced count includes them).
    */
   #assembling: { pods: Map<ObjectKey, Pod>; outOfScope: number } | undefined;
+  /**
+   * Replace chunks not decoded yet, and every message that arrived behind one, in order: one chunk
+   * is decoded per turn of the event loop (`#readInbox`), since Node hands on every message queued
+   * on a port (up to 1,000) in one task and the worker may have several chunks in flight.
+   */
+  #inbox: WorkerMessage[] = [];
+  #inboxHead = 0;
+  #inboxTurnScheduled = false;
   #failure: Error | undefined;
   #finished = false;
   #closing = false;
@@ -227,6 +235,45 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
 
   #receive(message: WorkerMessage): void {
     if (this.#closing || this.#finished) return;
+    if (message.kind === 'replace-chunk' || this.#inboxHead < this.#inbox.length) {
+      this.#inbox.push(message);
+      this.#scheduleInboxTurn();
+      return;
+    }
+    this.#handle(message);
+  }
+
+  #scheduleInboxTurn(): void {
+    if (this.#inboxTurnScheduled) return;
+    this.#inboxTurnScheduled = true;
+    void this.#clock.sleep(0).then(() => {
+      this.#inboxTurnScheduled = false;
+      this.#readInbox(1);
+      if (this.#inboxHead < this.#inbox.length) this.#scheduleInboxTurn();
+    });
+  }
+
+  /**
+   * Handles the inbox's messages in order, up to and including its `chunks`th replace chunk (all
+   * of them for `Infinity`). Stops once the stream is closing or finished.
+   */
+  #readInbox(chunks: number): void {
+    let decoded = 0;
+    while (this.#inboxHead < this.#inbox.length && decoded < chunks) {
+      if (this.#closing || this.#finished) break;
+      const message = this.#inbox[this.#inboxHead] as WorkerMessage;
+      this.#inbox[this.#inboxHead] = undefined as unknown as WorkerMessage;
+      this.#inboxHead += 1;
+      this.#handle(message);
+      if (message.kind === 'replace-chunk') decoded += 1;
+    }
+    if (this.#inboxHead === this.#inbox.length || this.#closing || this.#finished) {
+      this.#inbox = [];
+      this.#inboxHead = 0;
+    }
+  }
+
+  #handle(message: WorkerMessage): void {
     switch (message.kind) {
       case 'started':
         this.#onStarted();
@@ -247,7 +294,8 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
           if (this.#inScope(pod, 'list')) this.#assembling.pods.set(podKey(pod), pod);
           else this.#assembling.outOfScope += 1;
         }
-        this.#ackOnNextTurn();
+        // At once: a chunk the worker sends on will wait in the inbox for a turn of its own.
+        this.#port.postMessage({ kind: 'ack' });
         this.#onStats(message.stats);
         return;
       }
@@ -310,20 +358,6 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     return false;
   }
 
-  /**
-   * Acknowledges a replace chunk on the next turn of the event loop, not in the task that decoded
-   * it. Node's `MessagePort` hands on every message already queued (up to 1,000) in one task, and
-   * a worker with chunks waiting answers an ack within microseconds: acknowledged at once, its
-   * next chunk was often queued before that task ended, so the last chunks of a 50,000-pod LIST
-   * were decoded back to back (287 ms, main thread busy, no timer or HTTP request in between).
-   * One turn per chunk bounds the stall at one chunk's decode; the worker loses a turn's wait.
-   */
-  #ackOnNextTurn(): void {
-    void this.#clock.sleep(0).then(() => {
-      if (!this.#closing && !this.#finished) this.#port.postMessage({ kind: 'ack' });
-    });
-  }
-
   #push(event: SourceEvent<Pod>): void {
     this.#queue.push(event);
     this.#queuedItems += items(event);
@@ -336,6 +370,9 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   }
 
   #taskEnded(error: unknown): void {
+    if (this.#closing || this.#finished) return;
+    // What the worker sent before it ended is handled first, as it was sent.
+    this.#readInbox(Infinity);
     if (this.#closing || this.#finished) return;
     if (!this.#failure) {
       this.#fail(

@@ -80,10 +80,11 @@ export type WorkerMessage =
    */
   | { kind: 'batch'; events?: JsonBytes; stats: PodSourceStats }
   /**
-   * Part of a `replace` (`pods`: JSON of `Pod[]`). The main side acknowledges each chunk before
-   * the worker sends the next: Node delivers every message already queued on a port in one go,
-   * so without the ack a 10,000-pod replace would be decoded in one main-thread stall, chunks or not.
-   * Chunks are streamed while the LIST is still running, page by page; `restart` marks the first
+   * Part of a `replace` (`pods`: JSON of `Pod[]`). The main side decodes one chunk per turn of
+   * its event loop, however many arrived together (Node delivers every message already queued on
+   * a port in one go, so a 10,000-pod replace would otherwise be decoded in one main-thread stall),
+   * and acknowledges each once decoded; the worker keeps at most `MAX_CHUNKS_IN_FLIGHT`
+   * (./worker-thread-task.ts) unacknowledged. Chunks are streamed while the LIST is still running, page by page; `restart` marks the first
    * chunk of a LIST that (re)starts, so the main side drops whatever an earlier, failed or
    * superseded LIST had sent. Nothing assembled reaches the store before `replace-end`. `stats`:
    * the stats when the chunk left; while a LIST streams they travel only with its chunks.
@@ -99,7 +100,7 @@ export type WorkerMessage =
 
 /** Main → worker. */
 export type MainMessage =
-  /** The last `replace-chunk` was received: send the next. */
+  /** A `replace-chunk` was decoded: its place in the worker's window is free. */
   | { kind: 'ack' }
   /** Close the stream: abort the reflector (closing its connection) and end the task. */
   | { kind: 'close' };

@@ -23,6 +23,17 @@ import type { MainMessage, ReflectorTask, WorkerLogLevel, WorkerMessage } from '
 export const MAX_EVENTS_PER_BATCH = 64;
 
 /**
+ * Replace chunks posted and not yet acknowledged by the main side. One at a time left the main
+ * thread idle while this thread was in a long decode: acks are read only between socket reads, so
+ * one chunk left per turn of this thread's loop, and when a 10,000-pod watch-list's last byte came
+ * 10–17 chunks were still waiting here, then sent one round trip each (20–45 ms before the
+ * `replace-end`). The main side decodes one chunk per turn of its own loop whatever arrived
+ * (./main-thread-stream.ts), so the window does not lengthen its tasks; it bounds how far this
+ * thread runs ahead of a main thread that is behind (8 × `replaceChunkSize` pods).
+ */
+export const MAX_CHUNKS_IN_FLIGHT = 8;
+
+/**
  * Writes the thread's compile cache now (when one is on, `compileCacheDir` in
  * ./main-thread-source.ts), once per thread, after its first sync: by then the code a sync runs is
  * compiled and goes into the cache too, and the next process's worker finds it even when this one
@@ -100,7 +111,6 @@ export async function runReflectorTask(
     else if (message.kind === 'close') closer.abort();
   });
   port.on('close', () => closer.abort());
-  closer.signal.addEventListener('abort', () => onAck?.(), { once: true });
   post(port, { kind: 'started' });
 
   try {
@@ -147,9 +157,10 @@ export async function runReflectorTask(
       setImmediate(flush);
     };
     // Chunks of the LIST under way, streamed to the main thread page by page while the LIST runs:
-    // encoded here as each page arrives, posted one at a time as the main side acks the last.
+    // encoded here as each page arrives, posted while fewer than `MAX_CHUNKS_IN_FLIGHT` wait for
+    // the main side's ack.
     const outbox: Array<{ bytes: Uint8Array; transfer: ArrayBuffer[]; restart: boolean }> = [];
-    let inFlight = false;
+    let inFlight = 0;
     /** The current LIST's pages are being streamed (its reflector's API reports pages). */
     let streaming = false;
     /** The next chunk (or, if none, the `replace-end`) must tell the main side a LIST restarted. */
@@ -160,26 +171,27 @@ export async function runReflectorTask(
     };
     let drained: (() => void) | undefined;
     const pump = (): void => {
-      if (inFlight || closer.signal.aborted) return;
-      const chunk = outbox.shift();
-      if (!chunk) {
-        drained?.();
-        return;
+      if (closer.signal.aborted) return;
+      for (;;) {
+        if (inFlight >= MAX_CHUNKS_IN_FLIGHT) return;
+        const chunk = outbox.shift();
+        if (!chunk) break;
+        inFlight += 1;
+        const stats = reflector.stats();
+        post(
+          port,
+          chunk.restart
+            ? { kind: 'replace-chunk', pods: chunk.bytes, stats, restart: true }
+            : { kind: 'replace-chunk', pods: chunk.bytes, stats },
+          chunk.transfer,
+        );
       }
-      inFlight = true;
-      onAck = () => {
-        inFlight = false;
-        onAck = undefined;
-        pump();
-      };
-      const stats = reflector.stats();
-      post(
-        port,
-        chunk.restart
-          ? { kind: 'replace-chunk', pods: chunk.bytes, stats, restart: true }
-          : { kind: 'replace-chunk', pods: chunk.bytes, stats },
-        chunk.transfer,
-      );
+      if (inFlight === 0) drained?.();
+    };
+    onAck = () => {
+      // An ack for a chunk of a LIST that restarted still frees its place.
+      if (inFlight > 0) inFlight -= 1;
+      pump();
     };
     /** Bytes of pods' JSON the current LIST holds (see `ReflectorTaskOptions.maxListBytes`). */
     let listBytes = 0;
@@ -226,7 +238,7 @@ export async function runReflectorTask(
       if (!streaming) onListPage([...objects.values()], 1);
       streaming = false;
       // Wait until the main side has every chunk, then end.
-      if (outbox.length > 0 || inFlight) {
+      if (outbox.length > 0 || inFlight > 0) {
         const onAbort = (): void => drained?.();
         await new Promise<void>((resolve) => {
           drained = resolve;
