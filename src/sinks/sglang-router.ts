@@ -27,6 +27,10 @@
  *   again after its removal is simply removed again by the next apply.
  * - Routers health-check workers and route around unhealthy ones, so a worker is never removed for
  *   being unhealthy, and a cell whose generation changed but whose address did not stays registered.
+ *   One listed as `failed` (smg 1.13: its checks gave up for good, a state it leaves only by
+ *   removal) while its cell is alive is removed, and added again once it has left the list, which
+ *   starts its checks over; smg takes tens of checks to give up, so a broken engine behind a Ready
+ *   pod is retried that seldom.
  *
  * Routers that cannot be believed are reported, not looped on (`RouterAddRefusals`): an add
  * answered 409 without a worker id for a URL the router does not list, or taken without an id and
@@ -286,6 +290,19 @@ function fits(
   }
   if (worker.workerType !== target.role) return false;
   return target.role !== 'prefill' || worker.bootstrapPort === bootstrapPort;
+}
+
+/**
+ * The status smg (1.13) lists for a worker its health checks gave up on: the end of its health
+ * state machine (an add that never passed its checks, or a ready worker whose liveness kept
+ * failing), left only by removal (smg's `--remove-unhealthy-workers` does that itself). A worker
+ * merely failing its checks is `not_ready`, routed around, and recovers by itself.
+ */
+const ROUTER_GAVE_UP_STATUS = 'failed';
+
+/** The router gave up on this worker for good (see `ROUTER_GAVE_UP_STATUS`). */
+function gaveUpOn(worker: RouterWorker): boolean {
+  return worker.status === ROUTER_GAVE_UP_STATUS;
 }
 
 /** The sorted, distinct URLs of the workers in `target`'s slice of the list. */
@@ -550,13 +567,17 @@ export class SglangRouterSink implements Sink {
     const unmarked = new Set<string>();
     const toRemove: RouterWorker[] = [];
     const held = new Set<string>();
+    /** Desired URLs whose worker the router gave up on: removed, to be added again. */
+    const retried = new Set<string>();
     for (const [url, same] of listed) {
       for (const worker of same) {
-        // Kept: a desired URL registered as desired, or a worker of another target's slice
-        // (a prefill/decode router's other role).
+        // Kept: a desired URL registered as desired and not given up on by the router (the cell
+        // is alive in the API: a fresh add starts the router's checks over), or a worker of
+        // another target's slice (a prefill/decode router's other role).
+        const desiredHere = desiredSet.has(url);
         if (
-          desiredSet.has(url)
-            ? fits(target, worker, bootstrapPorts.get(url))
+          desiredHere
+            ? fits(target, worker, bootstrapPorts.get(url)) && !gaveUpOn(worker)
             : !ofTarget(target, worker)
         ) {
           continue;
@@ -570,10 +591,25 @@ export class SglangRouterSink implements Sink {
           continue;
         }
         if (panic) held.add(url);
-        else toRemove.push(worker);
+        else {
+          toRemove.push(worker);
+          if (desiredHere && gaveUpOn(worker)) retried.add(url);
+        }
       }
     }
     target.heldByPanic = [...held].sort();
+    if (retried.size > 0 && sink.mode !== 'observe') {
+      sink.logger.warn(
+        {
+          sink: this.kind,
+          target: target.client.url,
+          pool: target.pool,
+          ...(target.role ? { role: target.role } : {}),
+          workers: [...retried].sort(),
+        },
+        'sglang router sink: the router gave up on the workers of these alive cells (status failed); removing them to add them again',
+      );
+    }
     this.#reportUnmarked(target, unmarked);
     if (sink.mode === 'observe') {
       target.wouldAdd = toAdd;

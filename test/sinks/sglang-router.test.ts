@@ -147,6 +147,47 @@ describe('SglangRouterSink', () => {
     expect(s.status()[0]?.pending).toEqual([]);
   });
 
+  it('removes an alive cell’s worker the router gave up on (failed), and adds it again once it has left the list', async () => {
+    const fake = await router({ version: '1.13', autoComplete: true });
+    const { sink: s, logger } = sink([['engine', fake]]);
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    expect(fake.listed()).toEqual([w(8000), w(8001)]);
+
+    fake.giveUp(w(8000));
+    fake.clearRequests();
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    const id = fake.workers().find((x) => x.url === w(8000))?.id;
+    expect(fake.requests).toEqual(['GET /workers', `DELETE /workers/${id}`, 'GET /workers']);
+    expect(
+      logger.mentioning('the router gave up on the workers of these alive cells', 'warn'),
+    ).toHaveLength(1);
+    // Draining: neither removed nor added again while listed.
+    fake.clearRequests();
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    expect(fake.requests).toEqual(['GET /workers']);
+    fake.finishDrains();
+    fake.clearRequests();
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    expect(fake.requests).toEqual(['GET /workers', `POST /workers ${w(8000)}`, 'GET /workers']);
+    await s.apply(state({ engine: [8000, 8001] }), signal());
+    expect(fake.workers().map((x) => [x.url, x.state, x.gaveUp ?? false])).toEqual([
+      [w(8001), 'ready', false],
+      [w(8000), 'ready', false],
+    ]);
+  });
+
+  it('leaves a worker the router gave up on when this sink does not own it', async () => {
+    const fake = await router({ version: '1.13', autoComplete: true });
+    const { sink: s } = sink([['engine', fake]]);
+    // Hand-added, so unmarked: `managed` ownership never touches it.
+    fake.addByHand(w(8000));
+    fake.giveUp(w(8000));
+    fake.clearRequests();
+    await s.apply(state({ engine: [8000] }), signal());
+    expect(fake.requests).toEqual(['GET /workers']);
+  });
+
   it('re-adds a removed URL only after it has left the list (no drain race)', async () => {
     const fake = await router({ version: '1.13', autoComplete: true });
     const { sink: s } = sink([['engine', fake]]);

@@ -15,6 +15,8 @@
  * - Routers that lie (issue 36): `lie: 'conflict-without-id'` answers every add 409 without an id
  *   and registers nothing; `'accept-without-id'` answers 202 without an id and registers nothing;
  *   `dropsLabels` lists workers without the labels posted (the engine's own only).
+ * - `giveUp(url)` lists a registered worker as `failed` (1.13), as smg does once its health checks
+ *   give up on it, until it is removed.
  * - `restart()` forgets every worker; `stop()`/`start()` make it unreachable and back (same port).
  * Every request is recorded as `METHOD /path` (plus ` <url>` for POST, then ` <type>` and
  * ` bootstrap=<port>` when given) so tests assert the sequence.
@@ -30,6 +32,8 @@ export interface FakeWorker {
   url: string;
   state: 'pending' | 'ready' | 'draining' | 'failed';
   healthy: boolean;
+  /** Listed as `failed` (1.13): the router's health checks gave up on it (see `giveUp`). */
+  gaveUp?: boolean;
   labels: Record<string, string>;
   workerType: 'regular' | 'prefill' | 'decode';
   bootstrapPort?: number;
@@ -161,6 +165,16 @@ export class FakeSglangRouter {
     for (const worker of this.#workers.values()) if (worker.url === url) worker.healthy = healthy;
   }
 
+  /**
+   * The router's health checks give up on a registered worker (smg 1.13's `failed`, the end of
+   * its health state machine): it stays listed, unroutable, until removed.
+   */
+  giveUp(url: string): void {
+    for (const worker of this.#workers.values()) {
+      if (worker.url === url && worker.state === 'ready') worker.gaveUp = true;
+    }
+  }
+
   /** Pending adds register (the engine answered its health check). */
   completeAdds(): void {
     for (const worker of this.#workers.values()) {
@@ -250,7 +264,7 @@ export class FakeSglangRouter {
         .map((w) => ({
           id: w.id,
           url: w.url,
-          is_healthy: w.state === 'ready' && w.healthy,
+          is_healthy: w.state === 'ready' && w.healthy && !w.gaveUp,
           ...(this.keepsLabels
             ? {
                 [this.version === '1.13' ? 'labels' : 'metadata']: {
@@ -262,7 +276,16 @@ export class FakeSglangRouter {
           worker_type: w.workerType,
           ...(w.bootstrapPort === undefined ? {} : { bootstrap_port: w.bootstrapPort }),
           ...(this.version === '1.13'
-            ? { status: w.state === 'draining' ? 'draining' : w.healthy ? 'ready' : 'not_ready' }
+            ? {
+                status:
+                  w.state === 'draining'
+                    ? 'draining'
+                    : w.gaveUp
+                      ? 'failed'
+                      : w.healthy
+                        ? 'ready'
+                        : 'not_ready',
+              }
             : {}),
         }));
       return json(200, { workers, total: workers.length, stats: {} });
