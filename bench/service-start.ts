@@ -7,10 +7,9 @@
  * is compared with.
  */
 import { spawn } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { processCpuSeconds, processRssBytes } from './process-cost.js';
-import { DEFAULT_WAIT_MS, freePort, httpStatus } from './service-probe.js';
+import { freePort, httpStatus, waitFor } from './service-probe.js';
 
 /**
  * How often `/readyz` is asked. Every 2 ms cost the service ~55 ms of its start (500 probe
@@ -61,20 +60,22 @@ export async function timeServiceToReady(
     // Turned ready after the last request that found it not ready was sent, and before the 200
     // arrived.
     let notReadySentAt = started;
-    let readyAt: number;
-    for (;;) {
-      if (service.exitCode !== null) throw new Error(`the service exited (${service.exitCode})`);
-      const sentAt = performance.now();
-      if ((await httpStatus(`http://127.0.0.1:${probePort}/readyz`)) === 200) {
+    let readyAt = Number.NaN;
+    await waitFor(
+      'the service to be ready',
+      async () => {
+        if (service.exitCode !== null) throw new Error(`the service exited (${service.exitCode})`);
+        const sentAt = performance.now();
+        if ((await httpStatus(`http://127.0.0.1:${probePort}/readyz`)) !== 200) {
+          notReadySentAt = sentAt;
+          return false;
+        }
         readyAt = (notReadySentAt + performance.now()) / 2;
-        break;
-      }
-      notReadySentAt = sentAt;
-      if (sentAt - started > DEFAULT_WAIT_MS) {
-        throw new Error('timed out waiting for the service to be ready');
-      }
-      await sleep(READY_POLL_MS);
-    }
+        return true;
+      },
+      undefined,
+      READY_POLL_MS,
+    );
     return {
       readyMs: readyAt - started,
       cpuMs: processCpuSeconds(pid) * 1000,

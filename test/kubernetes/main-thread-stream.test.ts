@@ -96,6 +96,10 @@ function setup(
   };
 }
 
+/** The keys of a `replace` event, in order; `false` for any other event. */
+const replacedKeys = (event: SourceEvent<Pod> | undefined): string[] | false =>
+  event?.type === 'replace' && [...event.objects.keys()];
+
 const upsert = (p: Pod) => ({
   type: 'upsert' as const,
   key: `default/${p.metadata.name}`,
@@ -155,12 +159,7 @@ describe('WorkerEventStream', () => {
     await until(() => events.items.length > 0, { what: 'the replace to be published' });
     expect(port.sent).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
     expect(events.items).toHaveLength(1);
-    const replace = events.items[0];
-    expect(replace?.type === 'replace' && [...replace.objects.keys()]).toEqual([
-      'default/a',
-      'default/b',
-      'default/c',
-    ]);
+    expect(replacedKeys(events.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
   });
 
   it('decodes chunks that arrive together one per turn of the event loop, in order, acknowledging each', async () => {
@@ -190,12 +189,7 @@ describe('WorkerEventStream', () => {
     ticking = false;
     expect(ackTurns).toHaveLength(3);
     expect(new Set(ackTurns).size).toBe(3);
-    const replace = events.items[0];
-    expect(replace?.type === 'replace' && [...replace.objects.keys()]).toEqual([
-      'default/a',
-      'default/b',
-      'default/c',
-    ]);
+    expect(replacedKeys(events.items[0])).toEqual(['default/a', 'default/b', 'default/c']);
   });
 
   it('handles a message that arrived behind an undecoded chunk after that chunk', async () => {
@@ -208,7 +202,7 @@ describe('WorkerEventStream', () => {
     port.deliver({ kind: 'batch', events: json([upsert(pod({ name: 'b' }))]), stats: stats() });
     await until(() => events.items.length === 3, { what: 'the relist and the change' });
     const [, relist, change] = events.items;
-    expect(relist?.type === 'replace' && [...relist.objects.keys()]).toEqual(['default/a']);
+    expect(replacedKeys(relist)).toEqual(['default/a']);
     expect(change).toEqual(upsert(pod({ name: 'b' })));
   });
 
@@ -252,7 +246,7 @@ describe('WorkerEventStream', () => {
     port.deliver({ kind: 'replace-end', count: 1, stats: stats() });
     await until(() => stream.buffered === 1, { what: 'the newer replace to supersede the rest' });
     const next = await stream.next();
-    expect(next.value?.type === 'replace' && [...next.value.objects.keys()]).toEqual(['default/b']);
+    expect(replacedKeys(next.value)).toEqual(['default/b']);
   });
 
   it("counts the pods waiting for the consumer as client-go's FIFO does: each pod of a replace, one per change", async () => {

@@ -39,6 +39,13 @@ export interface FakeWorker {
   bootstrapPort?: number;
 }
 
+/** The `status` smg 1.13 lists for a registered worker. */
+function listedStatus(worker: FakeWorker): 'draining' | 'failed' | 'ready' | 'not_ready' {
+  if (worker.state === 'draining') return 'draining';
+  if (worker.gaveUp) return 'failed';
+  return worker.healthy ? 'ready' : 'not_ready';
+}
+
 export interface FakeSglangRouterOptions {
   version?: FakeRouterVersion;
   /** Required as `Authorization: Bearer <key>` on /workers when set. */
@@ -275,18 +282,7 @@ export class FakeSglangRouter {
             : {}),
           worker_type: w.workerType,
           ...(w.bootstrapPort === undefined ? {} : { bootstrap_port: w.bootstrapPort }),
-          ...(this.version === '1.13'
-            ? {
-                status:
-                  w.state === 'draining'
-                    ? 'draining'
-                    : w.gaveUp
-                      ? 'failed'
-                      : w.healthy
-                        ? 'ready'
-                        : 'not_ready',
-              }
-            : {}),
+          ...(this.version === '1.13' ? { status: listedStatus(w) } : {}),
         }));
       return json(200, { workers, total: workers.length, stats: {} });
     }

@@ -373,7 +373,6 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     if (this.#closing || this.#finished) return;
     // What the worker sent before it ended is handled first, as it was sent.
     this.#readInbox(Infinity);
-    if (this.#closing || this.#finished) return;
     if (!this.#failure) {
       this.#fail(
         new WorkerStreamError(

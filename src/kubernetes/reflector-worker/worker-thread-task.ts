@@ -172,10 +172,8 @@ export async function runReflectorTask(
     let drained: (() => void) | undefined;
     const pump = (): void => {
       if (closer.signal.aborted) return;
-      for (;;) {
-        if (inFlight >= MAX_CHUNKS_IN_FLIGHT) return;
-        const chunk = outbox.shift();
-        if (!chunk) break;
+      while (inFlight < MAX_CHUNKS_IN_FLIGHT && outbox.length > 0) {
+        const chunk = outbox.shift() as (typeof outbox)[number];
         inFlight += 1;
         const stats = reflector.stats();
         post(
@@ -186,6 +184,7 @@ export async function runReflectorTask(
           chunk.transfer,
         );
       }
+      // Nothing in flight means the window took every waiting chunk: the main side has them all.
       if (inFlight === 0) drained?.();
     };
     onAck = () => {
