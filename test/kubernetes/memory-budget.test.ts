@@ -42,8 +42,8 @@ describe("the container's memory limit", () => {
 describe("one LIST's memory budget", () => {
   it("is a quarter of the container's memory when that is below the worker's heap limit", () => {
     expect(LIST_SHARE_OF_CONTAINER_MEMORY).toBe(0.25);
-    // The chart's 512 Mi against the worker's default 1 GiB heap: 128 MiB, not 1 GiB.
-    expect(listMemoryBudget(1024 * MiB, 512 * MiB)).toBe(128 * MiB);
+    // The chart's 512 Mi against the worker's default 2 GiB heap: 128 MiB, not 2 GiB.
+    expect(listMemoryBudget(2048 * MiB, 512 * MiB)).toBe(128 * MiB);
   });
 
   it("is the worker's heap limit when that is lower, or when there is no container limit", () => {

@@ -61,7 +61,7 @@ describe('ReflectorThreads', () => {
 
   it('sizes a LIST’s budget by its own limits, and refuses limits given twice', () => {
     const threads = startThreads();
-    expect(threads.resourceLimits).toEqual({ maxOldGenerationSizeMb: 1024 });
+    expect(threads.resourceLimits).toEqual({ maxOldGenerationSizeMb: 2048 });
     expect(
       () =>
         new WorkerPodSource({

@@ -1,9 +1,9 @@
 /**
  * How many bytes of pods one LIST may hold in the reflector's worker: the worker's heap limit,
  * but never more than a share of the memory the container may use (cgroup `memory.max`). A LIST
- * answer that ignores `limit` (one 100 MB page) was held up to the worker's 1 GiB heap limit, and
- * the process grew past the chart's 512 Mi until the kernel killed it; refused at the budget, it
- * is a failed LIST, retried after the backoff, with the reason in `lastError`.
+ * answer that ignores `limit` (one 100 MB page) was held up to the worker's heap limit (then
+ * 1 GiB), and the process grew past the chart's 512 Mi until the kernel killed it; refused at the
+ * budget, it is a failed LIST, retried after the backoff, with the reason in `lastError`.
  */
 import { readFileSync } from 'node:fs';
 

@@ -17,10 +17,17 @@ import type { ReflectorTask } from './protocol.js';
 import { requireReflectorWorker } from './script-path.js';
 
 /**
- * The worker's heap cap: a runaway LIST (or a leak) kills the worker, which is a failed stream,
- * instead of the process. Ample for tens of thousands of trimmed pods.
+ * The worker's heap cap: a leak kills the worker, which is a failed stream, instead of the
+ * process (a runaway LIST is refused before, at ./memory-budget.ts's budget).
+ *
+ * Why 2 GiB, V8's own default for a 64-bit heap, and not less: V8 grows the old generation's
+ * limit after each full collection by a factor it picks from this cap, the largest only from 2 GiB
+ * up. Capped at 1 GiB, the worker's old generation (~10 MB live) was fully collected 5 times in a
+ * 10,000-pod sync; at 2 GiB once or twice, and the sync took 729 against 788 ms, its CPU 1,054
+ * against 1,164 ms, a relist 563 against 625 ms (medians of 5 alternated runs, docs/performance.md).
+ * The heap the worker uses is the same either way.
  */
-const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 1024 };
+const DEFAULT_WORKER_RESOURCE_LIMITS: ResourceLimits = { maxOldGenerationSizeMb: 2048 };
 
 /**
  * Cap on the streams the one worker runs at once. In practice piscina gives a thread only one
