@@ -1,7 +1,7 @@
 /**
  * `npm run bench:api -- --hostile`: the service under hostile load, bounded and loopback only.
  *
- * The built service (in its own process, `--expose-gc` for heap-after-GC samples) watches a fake
+ * The built service (in its own process, with heap-after-GC samples) watches a fake
  * API server (bench/fake-list-server.ts) whose pods churn and carry 200 KB annotations — one of
  * them the cell-size annotation, which used to be echoed into every message, event and log line —
  * and, every fourth step, a cell size of 999,999,999 (issue 36's size attack).

@@ -1,6 +1,6 @@
 /**
  * The built service as both `bench:api --hostile` cases start it: its own process
- * (`service-with-gc.js`, `--expose-gc`, `BENCH_CPU_PROF=DIR` for a CPU profile), under the heap
+ * (`service-with-gc.js`, full collections on request, `BENCH_CPU_PROF=DIR` for a CPU profile), under the heap
  * cap the image gives it in the chart's default memory limit (`DEPLOYED_HEAP_MIB`), watching a
  * `FakeListServer` over JSON in the namespace `inference`, without leader election, with its API
  * and its probes on two loopback ports, logging warnings only. Resolves once `/readyz` answers 200.
@@ -64,7 +64,6 @@ export async function startHostileBenchService(
     ],
     {
       execArgv: [
-        '--expose-gc',
         `--max-old-space-size=${DEPLOYED_HEAP_MIB}`,
         `--max-semi-space-size=${DEPLOYED_SEMI_SPACE_MIB}`,
         ...(process.env.BENCH_CPU_PROF

@@ -102,7 +102,7 @@ export function runNodeVariant(
 ): Promise<VariantResult> {
   return runLines<VariantResult>(
     process.execPath,
-    ['--expose-gc', ...nodeFlags, script, name, JSON.stringify(config)],
+    [...nodeFlags, script, name, JSON.stringify(config)],
     `variant ${name}`,
     markers,
   );

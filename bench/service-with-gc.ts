@@ -1,5 +1,5 @@
 /**
- * The built service (`dist/src/main.js`) run under `--expose-gc` by `bench:api -- --hostile`,
+ * The built service (`dist/src/main.js`) run by `bench:api -- --hostile` and `bench:sizing`,
  * answering its parent's IPC questions about itself: `rss` (sampled during the load, with the
  * heap's and the Buffers' share, to tell which one grows),
  * `loop` (its event-loop delay p99 and max since the last `loop`) and `gc` (a full collection
@@ -8,13 +8,13 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { memoryUsage } from 'node:process';
+import { forcedGc } from './forced-gc.js';
 
 /** The service's own event-loop delay, to tell a blocked process from a busy machine. */
 const loop = monitorEventLoopDelay({ resolution: 10 });
 loop.enable();
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with node --expose-gc');
+const gc = forcedGc();
 
 process.on('message', (message) => {
   if (message === 'rss') {

@@ -1,6 +1,7 @@
 /**
  * One measurement of `bench:sync`, in a process of its own so that no variant's heap, JIT state or
- * garbage is seen by another's: `node --expose-gc dist/bench/sync-variant.js <variant> <json>`.
+ * garbage is seen by another's: `node dist/bench/sync-variant.js <variant> <json>` (its full
+ * collections through ./forced-gc.ts, not `--expose-gc`).
  *
  * Variants, each syncing the same LIST from the bench's loopback server:
  * - `worker`: our `WorkerPodSource` (reflector in a worker thread) into a real `ReconcileLoop`
@@ -33,6 +34,7 @@ import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { silentLogger } from '../src/runtime/logger.js';
 import { ENGINE_NAMESPACE } from './engine-pod.js';
 import { unixNowMs, WRITTEN_AT_ANNOTATION } from './fake-list-server.js';
+import { forcedGc } from './forced-gc.js';
 
 export type VariantName = 'worker' | 'parse' | 'informer';
 
@@ -229,10 +231,9 @@ class ReadStarts {
   }
 }
 
-const gc = (globalThis as { gc?: () => void }).gc;
+const gc = forcedGc();
 
 async function fullGc(): Promise<void> {
-  if (!gc) throw new Error('run with node --expose-gc');
   for (let i = 0; i < 3; i += 1) {
     gc();
     await nextTurn();
