@@ -14,7 +14,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-/** A full, synchronous garbage collection of this thread's heap. */
+/** V8's `gc()`: each call is a full, synchronous garbage collection of this thread's heap. */
 export function forcedGc(): () => void {
   const exposed = (globalThis as { gc?: () => void }).gc;
   if (exposed) return exposed;

@@ -7,8 +7,8 @@
  * The built service (its own process, heap-after-GC samples, the heap cap it has in the chart's
  * default limit: bench/hostile-service.ts) watches a fake API server of 20,000 engine pods, with
  * `--pool-label` set to the LWS group key so that every group is a pool of its own: 5,000 pools
- * of one cell each. One cell is touched every `CHURN_INTERVAL_MS`, so the page does
- * have changes to render. For `BENCH_DURATION_S` (30 s) the clients loop on `/` and `/metrics`
+ * of one cell each. One cell is touched every `CHURN_INTERVAL_MS`, so the page does have changes
+ * to render. For `BENCH_DURATION_S` (30 s) the clients loop on `/` and `/metrics`
  * (as fast as they are answered, without `Accept-Encoding` as `curl` asks, or with gzip under
  * `--gzip` as browsers and Prometheus ask), while a prober in its own process asks `/healthz` on
  * the probe listener and the main one; before that, for 10 s, the same without the looping

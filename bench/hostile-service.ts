@@ -3,7 +3,8 @@
  * (`service-with-gc.js`, full collections on request, `BENCH_CPU_PROF=DIR` for a CPU profile),
  * under the heap cap the image gives it in the chart's default memory limit (`DEPLOYED_HEAP_MIB`),
  * watching a `FakeListServer` over JSON in the namespace `inference`, without leader election,
- * with its API and its probes on two loopback ports, logging warnings only. Resolves once `/readyz` answers 200.
+ * with its API and its probes on two loopback ports, logging warnings only. Resolves once
+ * `/readyz` answers 200.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

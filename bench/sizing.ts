@@ -191,7 +191,7 @@ async function measure(pods: number, heapCapMiB?: number): Promise<SizeResult> {
       '--log-format=json',
     ],
     {
-      execArgv: [...(heapCapMiB === undefined ? [] : [`--max-old-space-size=${heapCapMiB}`])],
+      execArgv: heapCapMiB === undefined ? [] : [`--max-old-space-size=${heapCapMiB}`],
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     },
   );
