@@ -35,11 +35,18 @@ export interface ReplaceInParts<T> {
   finish(): Set<ParentKey>;
 }
 
+/** One parent's members, and the parent's key that every member's entry shares. */
+interface Members {
+  parent: ParentKey;
+  keys: Set<ObjectKey>;
+}
+
 /** Result of asking the key map about one object. */
 type Mapping = { mappable: true; parent: ParentKey } | { mappable: false };
 
 interface Entry<T> {
   object: T;
+  /** The parent's key as `#members` holds it: one string per parent, not one per object. */
   parent: ParentKey;
   /** The replace that last listed this object (mark-and-sweep deletion synthesis). */
   epoch: number;
@@ -62,7 +69,11 @@ export class ObjectStore<T> {
   readonly #logger: Logger;
   /** One entry per object: one map lookup per event on the hot path of a 10k-pod relist. */
   readonly #entries = new Map<ObjectKey, Entry<T>>();
-  readonly #members = new Map<ParentKey, Set<ObjectKey>>();
+  /**
+   * Members by parent, with the parent's key as first stored: a key map builds the key afresh for
+   * every object (a 32-byte string of its own per cached pod), and entries keep this one instead.
+   */
+  readonly #members = new Map<ParentKey, Members>();
   /** Bumped per replace; entries not stamped with the current one after a relist are gone. */
   #epoch = 0;
 
@@ -136,7 +147,7 @@ export class ObjectStore<T> {
 
   /** Members of one parent, sorted by object key so that reconciles see a stable order. */
   getByParent(parent: ParentKey): T[] {
-    const keys = this.#members.get(parent);
+    const keys = this.#members.get(parent)?.keys;
     if (!keys) return [];
     return [...keys].sort().map((key) => (this.#entries.get(key) as Entry<T>).object);
   }
@@ -186,7 +197,9 @@ export class ObjectStore<T> {
     this.#store(key, object, mapping.parent, affected);
   }
 
-  #store(key: ObjectKey, object: T, parent: ParentKey, affected: Set<ParentKey>): void {
+  #store(key: ObjectKey, object: T, mapped: ParentKey, affected: Set<ParentKey>): void {
+    let members = this.#members.get(mapped);
+    const parent = members?.parent ?? mapped;
     const entry = this.#entries.get(key);
     affected.add(parent);
     if (entry !== undefined && entry.parent === parent) {
@@ -204,12 +217,13 @@ export class ObjectStore<T> {
     } else {
       this.#entries.set(key, { object, parent, epoch: this.#epoch });
     }
-    let members = this.#members.get(parent);
+    // The unlink above may have removed this very parent's record (its last member moving).
+    members = this.#members.get(parent);
     if (!members) {
-      members = new Set();
+      members = { parent, keys: new Set() };
       this.#members.set(parent, members);
     }
-    members.add(key);
+    members.keys.add(key);
   }
 
   #delete(
@@ -287,7 +301,7 @@ export class ObjectStore<T> {
   #unlink(key: ObjectKey, parent: ParentKey): void {
     const members = this.#members.get(parent);
     if (!members) return;
-    members.delete(key);
-    if (members.size === 0) this.#members.delete(parent);
+    members.keys.delete(key);
+    if (members.keys.size === 0) this.#members.delete(parent);
   }
 }

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type KeyMap, ObjectStore, type SourceEvent } from '../../src/index.js';
 import { deleteOf, replaceOf, upsertOf } from '../support/fake-source.js';
 import { RecordingLogger } from '../support/recording-logger.js';
+import { settledHeapUsed } from '../support/settled-heap.js';
 
 /** A pod-like object: `cell` names its parent; `bad` makes the key map throw. */
 interface Obj {
@@ -410,5 +411,27 @@ describe('ObjectStore.beginReplace: a replace applied in parts', () => {
     store.apply({ type: 'replace', objects: new Map([['k', 1]]) });
     expect(() => old.upsert([['j', 2]])).toThrow(/newer replace/);
     expect(store.has('k')).toBe(true);
+  });
+});
+
+describe('ObjectStore memory', () => {
+  it('keeps one copy of a parent key for all its members, however the key map builds it', () => {
+    const objects = 100_000;
+    const parents = Array.from({ length: 100 }, (_, i) => `inference/engine-${i}`);
+    const heldBy = (keyMap: KeyMap<{ cell: number }>): number => {
+      const store = new ObjectStore(keyMap);
+      const items = new Map(
+        Array.from({ length: objects }, (_, i) => [`o-${i}`, { cell: i % parents.length }]),
+      );
+      const before = settledHeapUsed();
+      store.apply({ type: 'replace', objects: items });
+      const held = settledHeapUsed() - before;
+      expect(store.size).toBe(objects);
+      return held;
+    };
+    const shared = heldBy((o) => parents[o.cell]);
+    // A key built afresh per call, as `cellKeyMap` does: a string of its own each time.
+    const fresh = heldBy((o) => `inference/engine-${o.cell}`);
+    expect((fresh - shared) / objects).toBeLessThan(8);
   });
 });
