@@ -3,6 +3,7 @@ import {
   WorkerEventStream,
   WorkerStreamError,
 } from '../../src/kubernetes/reflector-worker/main-thread-stream.js';
+import { PodStringInterner } from '../../src/kubernetes/reflector-worker/pod-string-interner.js';
 import type { MainMessage, WorkerMessage } from '../../src/kubernetes/reflector-worker/protocol.js';
 import { parseLabelSelector } from '../../src/kubernetes/resources/label-selector.js';
 import type { Pod } from '../../src/model/pod.js';
@@ -51,6 +52,7 @@ function setup(
     labelSelector?: string;
     /** Leave the stream unread, as a consumer that is behind does (default: a drain reads it). */
     unread?: boolean;
+    interner?: PodStringInterner;
   } = {},
 ) {
   const port = new FakePort();
@@ -75,6 +77,7 @@ function setup(
     onStats: (s) => seenStats.push(s),
     labelSelector:
       options.labelSelector === undefined ? undefined : parseLabelSelector(options.labelSelector),
+    interner: options.interner,
   });
   const events: Drain<SourceEvent<Pod>> = options.unread
     ? {
@@ -132,6 +135,25 @@ describe('WorkerEventStream', () => {
       { key: 'default/stranger' },
     ]);
     expect(logger.mentioning(message, 'debug')).toHaveLength(2);
+  });
+
+  it("passes listed and upserted pods through the source's string interner", async () => {
+    const seen: string[] = [];
+    const interner = new (class extends PodStringInterner {
+      override internPod(p: Pod): Pod {
+        seen.push(p.metadata.name);
+        return super.internPod(p);
+      }
+    })();
+    const { port, events } = setup({ interner });
+    port.deliver({ kind: 'replace-chunk', pods: json([pod({ name: 'a' })]), stats: stats() });
+    port.deliver({ kind: 'replace-end', count: 1, stats: stats({ lists: 1 }) });
+    await until(() => events.items.length >= 1, { what: 'the replace' });
+    const b = pod({ name: 'b' });
+    port.deliver({ kind: 'batch', events: json([upsert(b)]), stats: stats() });
+    await until(() => events.items.length >= 2, { what: 'the upsert' });
+    expect(events.items[1]).toEqual(upsert(b));
+    expect(seen).toEqual(['a', 'b']);
   });
 
   it('applies every upsert when no selector is watched', async () => {

@@ -28,6 +28,7 @@ import { safeErrorMessage } from '../client/safe-error.js';
 import { parseLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
+import { PodStringInterner } from './pod-string-interner.js';
 import type { ReflectorSettings, ReflectorTaskOptions } from './protocol.js';
 import {
   type ReflectorPool,
@@ -177,6 +178,8 @@ export class WorkerPodSource {
   readonly #maxBufferedEvents: number;
   /** The label selector, parsed once: each stream drops watch events for pods it does not select. */
   readonly #labelSelector: readonly SelectorRequirement[];
+  /** One table for every stream: a relist's pods share their strings with the events before it. */
+  readonly #interner = new PodStringInterner();
   readonly #closeGraceMs: number;
   readonly #streamStartTimeoutMs: number;
   readonly #clock: Clock;
@@ -366,6 +369,7 @@ export class WorkerPodSource {
       abortTask: () => abort.abort(new Error('reflector stream did not close in time')),
       maxBufferedEvents: this.#maxBufferedEvents,
       labelSelector: this.#labelSelector,
+      interner: this.#interner,
       closeGraceMs: this.#closeGraceMs,
       clock: this.#clock,
       logger: this.#logger,

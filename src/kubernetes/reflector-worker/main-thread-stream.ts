@@ -7,7 +7,6 @@
  * far behind that the buffer passes its bound fails, and the driver's reopen relists, which is
  * cheaper than holding an ever-growing backlog of stale events.
  */
-
 import { type Pod, podKey } from '../../model/pod.js';
 import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import { type Clock, realClock } from '../../runtime/clock.js';
@@ -15,6 +14,7 @@ import { type Logger, silentLogger } from '../../runtime/logger.js';
 import type { ObjectKey, SourceEvent } from '../../runtime/source-event.js';
 import { safeErrorMessage } from '../client/safe-error.js';
 import { matchesLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
+import { PodStringInterner } from './pod-string-interner.js';
 import type { ChangeEvent, JsonBytes, MainMessage, WorkerMessage } from './protocol.js';
 
 const decoder = new TextDecoder();
@@ -55,10 +55,11 @@ interface WorkerEventStreamOptions {
   onStats?: ((stats: PodSourceStats) => void) | undefined;
   /** The worker picked the task up (its `started` message arrived). */
   onStarted?: (() => void) | undefined;
+  /** Shares the pods' repeated strings; the source's, for all its streams. Else one of its own. */
+  interner?: PodStringInterner | undefined;
   /**
    * The watched label selector, parsed: a LIST item or a watch event upserting a pod it does not
-   * select is dropped here and counted as `out-of-scope` (see `#inScope`). Absent or empty: every
-   * pod.
+   * select is dropped here and counted as `out-of-scope` (`#inScope`). Absent or empty: every pod.
    */
   labelSelector?: readonly SelectorRequirement[] | undefined;
 }
@@ -91,6 +92,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
   readonly #onStarted: () => void;
   readonly #taskSettled: Promise<void>;
   readonly #selector: readonly SelectorRequirement[];
+  readonly #interner: PodStringInterner;
   /** LIST items and watch events dropped here for a pod the selector does not select, added to the stats. */
   #outOfSelector = 0;
   #queue: SourceEvent<Pod>[] = [];
@@ -123,6 +125,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
     this.#clock = options.clock ?? realClock;
     this.#logger = options.logger ?? silentLogger;
     this.#selector = options.labelSelector ?? [];
+    this.#interner = options.interner ?? new PodStringInterner();
     const onStats = options.onStats ?? (() => {});
     // The worker counts its own drops; the ones made here join them under the same reason.
     this.#onStats = (stats) =>
@@ -282,6 +285,7 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         if (message.events) {
           for (const event of decode<ChangeEvent[]>(message.events)) {
             if (event.type === 'upsert' && !this.#inScope(event.object, 'watch')) continue;
+            if (event.type === 'upsert') this.#interner.internPod(event.object);
             this.#push(event);
           }
         }
@@ -291,8 +295,8 @@ export class WorkerEventStream implements AsyncIterator<SourceEvent<Pod>> {
         if (message.restart) this.#assembling = undefined;
         this.#assembling ??= { pods: new Map(), outOfScope: 0 };
         for (const pod of decode<Pod[]>(message.pods)) {
-          if (this.#inScope(pod, 'list')) this.#assembling.pods.set(podKey(pod), pod);
-          else this.#assembling.outOfScope += 1;
+          if (!this.#inScope(pod, 'list')) this.#assembling.outOfScope += 1;
+          else this.#assembling.pods.set(podKey(pod), this.#interner.internPod(pod));
         }
         // At once: a chunk the worker sends on will wait in the inbox for a turn of its own.
         this.#port.postMessage({ kind: 'ack' });
