@@ -198,16 +198,16 @@ export class ObjectStore<T> {
   }
 
   #store(key: ObjectKey, object: T, mapped: ParentKey, affected: Set<ParentKey>): void {
-    let members = this.#members.get(mapped);
-    const parent = members?.parent ?? mapped;
     const entry = this.#entries.get(key);
-    affected.add(parent);
-    if (entry !== undefined && entry.parent === parent) {
+    if (entry !== undefined && entry.parent === mapped) {
       // The common case on a relist or an update: same object, same parent.
+      affected.add(entry.parent);
       entry.object = object;
       entry.epoch = this.#epoch;
       return;
     }
+    const parent = this.#members.get(mapped)?.parent ?? mapped;
+    affected.add(parent);
     if (entry !== undefined) {
       this.#unlink(key, entry.parent);
       affected.add(entry.parent);
@@ -218,7 +218,7 @@ export class ObjectStore<T> {
       this.#entries.set(key, { object, parent, epoch: this.#epoch });
     }
     // The unlink above may have removed this very parent's record (its last member moving).
-    members = this.#members.get(parent);
+    let members = this.#members.get(parent);
     if (!members) {
       members = { parent, keys: new Set() };
       this.#members.set(parent, members);
