@@ -178,7 +178,7 @@ export class WorkerPodSource {
   readonly #maxBufferedEvents: number;
   /** The label selector, parsed once: each stream drops watch events for pods it does not select. */
   readonly #labelSelector: readonly SelectorRequirement[];
-  /** One table for every stream: a relist's pods share their strings with the events before it. */
+  /** One for every stream, so the first pod of a relist shares with the last one seen before it. */
   readonly #interner = new PodStringInterner();
   readonly #closeGraceMs: number;
   readonly #streamStartTimeoutMs: number;
