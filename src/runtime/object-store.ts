@@ -206,7 +206,9 @@ export class ObjectStore<T> {
       entry.epoch = this.#epoch;
       return;
     }
-    const parent = this.#members.get(mapped)?.parent ?? mapped;
+    // The parent's record, whose key the entry keeps. The unlink below removes another parent's.
+    let members = this.#members.get(mapped);
+    const parent = members?.parent ?? mapped;
     affected.add(parent);
     if (entry !== undefined) {
       this.#unlink(key, entry.parent);
@@ -217,8 +219,6 @@ export class ObjectStore<T> {
     } else {
       this.#entries.set(key, { object, parent, epoch: this.#epoch });
     }
-    // The unlink above may have removed this very parent's record (its last member moving).
-    let members = this.#members.get(parent);
     if (!members) {
       members = { parent, keys: new Set() };
       this.#members.set(parent, members);
