@@ -3,9 +3,8 @@
  * initial events, published at the initial-events-end bookmark, the stream then followed as the
  * watch; and every way it falls back to LIST + WATCH. Request sequences on the fake clock.
  */
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { forcedGc } from '../../bench/forced-gc.js';
 import { ApiConnectionError, ApiStatusError } from '../../src/kubernetes/client/api-errors.js';
 import { KubernetesReflector } from '../../src/kubernetes/reflector/reflector.js';
 import { type Pod, podKey } from '../../src/model/pod.js';
@@ -284,12 +283,6 @@ describe('KubernetesReflector watch-list', () => {
   });
 });
 
-/** V8's collector, for a test that proves a value can be collected (node's flag, set at run time). */
-function collectGarbage(): () => void {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
-}
-
 describe('KubernetesReflector watch-list memory', () => {
   // The worker kept the initial events' map (every pod of the world) for as long as it followed
   // the watch: the generator's frame outlives the replace. One event later it must be garbage.
@@ -319,7 +312,7 @@ describe('KubernetesReflector watch-list memory', () => {
     expect((await changed).value).toMatchObject({ type: 'upsert', key: 'default/a' });
     const following = iterator.next();
     await reflectorAtRest({ api, reflector });
-    const gc = collectGarbage();
+    const gc = forcedGc();
     await until(
       () => {
         gc();

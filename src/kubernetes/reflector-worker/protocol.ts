@@ -86,8 +86,9 @@ export type WorkerMessage =
    * and acknowledges each once decoded; the worker keeps at most `MAX_CHUNKS_IN_FLIGHT`
    * (./worker-thread-task.ts) unacknowledged. Chunks are streamed while the LIST is still running,
    * page by page; `restart` marks the first chunk of a LIST that (re)starts, so the main side
-   * drops whatever an earlier, failed or superseded LIST had sent. Nothing assembled reaches the store before `replace-end`. `stats`:
-   * the stats when the chunk left; while a LIST streams they travel only with its chunks.
+   * drops whatever an earlier, failed or superseded LIST had sent. Nothing assembled reaches the
+   * store before `replace-end`. `stats`: the stats when the chunk left; while a LIST streams they
+   * travel only with its chunks.
    */
   | { kind: 'replace-chunk'; pods: JsonBytes; stats: PodSourceStats; restart?: true }
   /**
