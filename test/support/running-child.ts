@@ -13,9 +13,16 @@ export interface RunningChild {
   exited: Promise<number | null>;
 }
 
-/** Starts `node ...args` (`process.execPath`, so the lane's Node) in `cwd`, collecting its output. */
-export function startNodeChild(args: readonly string[], cwd?: string): RunningChild {
-  const child = spawn(process.execPath, [...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `node ...args` (`process.execPath`, so the lane's Node) in `cwd`, collecting its output.
+ * Its stdin is closed unless `stdin` is `'pipe'` (then write to `child.stdin` and end it).
+ */
+export function startNodeChild(
+  args: readonly string[],
+  cwd?: string,
+  stdin: 'ignore' | 'pipe' = 'ignore',
+): RunningChild {
+  const child = spawn(process.execPath, [...args], { cwd, stdio: [stdin, 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
