@@ -1,8 +1,8 @@
 // Part of `npm run build`, after tsc: bundles the reflector's worker thread — tsc's
 // dist/workers/reflector.worker.js and every module it imports, zod included — into one CommonJS
 // file, dist/workers/reflector.worker.cjs, and removes tsc's entry (nothing loads it). client-node
-// stays out (the worker loads dist/vendor/client-node-kubeconfig.cjs, itself one file, while it is
-// idle).
+// stays out (the worker loads dist/vendor/client-node-kubeconfig.cjs, itself one file, after its
+// first sync: its first request goes out with credentials the main thread resolved).
 //
 // Why: a worker thread loads its modules before its first LIST, and as some forty small ES modules
 // (resolved, read, compiled and linked one by one) the reflector's took 140–170 ms on this

@@ -3,15 +3,15 @@
  * (dist/workers/reflector.worker.cjs, bundled as CommonJS; see src/kubernetes/reflector-worker/script-path.ts). Each piscina task is
  * one reflector stream: network, JSON decoding and validation all happen on this thread.
  */
-import { preloadClientNode } from '../src/kubernetes/client/connection.js';
 import type { ReflectorTask } from '../src/kubernetes/reflector-worker/protocol.js';
 import {
   type ReflectorTaskResult,
   runReflectorTask,
 } from '../src/kubernetes/reflector-worker/worker-thread-task.js';
 
-// Load the Kubernetes client while the thread is idle, so the first stream does not wait for it.
-preloadClientNode();
+// client-node is not loaded here: the first request of a stream goes out with the settings the
+// main thread resolved (`ReflectorTask.firstRequest`), and the thread loads client-node after its
+// first sync (worker-thread-task.ts). Loading it here put ~11 ms on the path to the first request.
 
 /**
  * Piscina calls the default export once per task; it runs one reflector stream until the main side

@@ -148,6 +148,21 @@ describe('WorkerPodSource', () => {
     await stream.close();
   });
 
+  it('sends the first request with the credentials the main thread resolved, over a real worker', async () => {
+    server.pods = [rawPod({ name: 'a' })];
+    const source = workerSource({ kubeconfigPath: server.writeKubeconfig({ token: 'main-read' }) });
+    const stream = drain(source.source(new AbortController().signal));
+    await server.watch();
+    await waitFor('the replace', () => stream.items.length === 1);
+    // Every request of the stream, the first from the main thread's settings and the rest from the
+    // worker's own reading of the kubeconfig, carries the same token.
+    expect(server.requests.length).toBeGreaterThanOrEqual(2);
+    for (const request of server.requests) {
+      expect(request.headers.authorization).toBe('Bearer main-read');
+    }
+    await stream.close();
+  });
+
   it('leaves out LIST items a broken server sends from outside the namespace or the selector', async () => {
     // The fake answers every LIST with all its pods, whatever the request's scope: as a broken
     // server or a proxy would. Two pages, so the strangers come in the pages the worker streams.

@@ -128,6 +128,26 @@ describe('runReflectorTask', () => {
     await expect(task).resolves.toEqual({ closed: true });
   });
 
+  it('connects with the first request’s settings the main thread resolved, when the task has them', async () => {
+    const api = new FakePodApi();
+    const firstRequest = {
+      server: 'https://127.0.0.1:6443',
+      scheme: 'https' as const,
+      headers: { Authorization: 'Bearer from-the-main-thread' },
+      material: {},
+    };
+    const connected: unknown[] = [];
+    const { worker, received, until, send } = channel();
+    const task = runReflectorTask({ port: worker, options, firstRequest }, async (...args) => {
+      connected.push(args);
+      return api;
+    });
+    await until(() => ofKind(received, 'replace-end').length === 1);
+    expect(connected).toEqual([[options.cluster, firstRequest]]);
+    send({ kind: 'close' });
+    await expect(task).resolves.toEqual({ closed: true });
+  });
+
   it('posts the frames of one turn as one batch, with the stats after them', async () => {
     const api = new FakePodApi();
     const { worker, received, until, send } = channel();

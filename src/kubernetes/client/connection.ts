@@ -124,8 +124,9 @@ async function checkKubeconfigFile(path: string): Promise<void> {
 
 /**
  * Starts loading the Kubernetes client without waiting for it: the reflector's worker thread
- * calls this while idle, so its first stream does not pay for a large module graph. A failure is
- * ignored here and reported by the first call that needs the client.
+ * calls this after its first sync (its first request needed no client: ./request-snapshot.ts), so
+ * that a later request does not wait for a large module graph. A failure is ignored here and
+ * reported by the first call that needs the client.
  */
 export function preloadClientNode(): void {
   void loadKubeConfigClass().catch(() => undefined);

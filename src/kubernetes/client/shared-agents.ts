@@ -27,7 +27,7 @@ export const TCP_KEEPALIVE_MS = 30_000;
  * requests whose values are all equal may share connections. Anything else in the options
  * (headers with a rotating token) is per request and does not touch the connection.
  */
-const AGENT_FIELDS = [
+export const AGENT_FIELDS = [
   'ca',
   'cert',
   'key',
@@ -96,13 +96,21 @@ export function releaseRequestAgent(agent: unknown): void {
  * Only such a request may go over HTTP/2 (./http2-sessions.ts), which connects by itself.
  */
 export function goesDirectOverTls(prepared: RequestOptions): boolean {
+  return sharedAgentScheme(prepared) === 'https';
+}
+
+/**
+ * The scheme of the shared agent a request's options go through (`sharedAgentCache`), or
+ * undefined when its agent is not one of these (a proxy's, or none): then the options need their
+ * agent object as client-node made it, and cannot be rebuilt from their fields elsewhere.
+ */
+export function sharedAgentScheme(prepared: RequestOptions): 'https' | 'http' | undefined {
   const agent = prepared.agent as unknown;
-  return (
-    typeof agent === 'object' &&
-    agent !== null &&
-    sharedAgents.has(agent) &&
-    Object.getPrototypeOf(agent) === https.Agent.prototype
-  );
+  if (typeof agent !== 'object' || agent === null || !sharedAgents.has(agent)) return undefined;
+  const proto = Object.getPrototypeOf(agent) as unknown;
+  if (proto === https.Agent.prototype) return 'https';
+  if (proto === nodeHttp.Agent.prototype) return 'http';
+  return undefined;
 }
 
 /**

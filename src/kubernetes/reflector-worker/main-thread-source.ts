@@ -26,6 +26,7 @@ import type { Source, SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
 import { safeErrorMessage } from '../client/safe-error.js';
 import { parseLabelSelector, type SelectorRequirement } from '../resources/label-selector.js';
+import { FirstRequestSettings } from './first-request-settings.js';
 import { WorkerEventStream, WorkerStreamError } from './main-thread-stream.js';
 import { containerMemoryLimit, listMemoryBudget } from './memory-budget.js';
 import { PodStringInterner } from './pod-string-interner.js';
@@ -180,6 +181,8 @@ export class WorkerPodSource {
   readonly #labelSelector: readonly SelectorRequirement[];
   /** One for every stream, so the first pod of a relist shares with the last one seen before it. */
   readonly #interner = new PodStringInterner();
+  /** Each stream's first request's credentials, resolved here for the worker. */
+  readonly #firstRequest: FirstRequestSettings;
   readonly #closeGraceMs: number;
   readonly #streamStartTimeoutMs: number;
   readonly #clock: Clock;
@@ -234,6 +237,7 @@ export class WorkerPodSource {
           : options.containerMemoryBytes || undefined,
       ),
     };
+    this.#firstRequest = new FirstRequestSettings(this.#taskOptions.cluster, this.#clock);
     this.#pool = threads.pool;
     // A worker that dies between tasks is reported here (one inside a task fails that task).
     threads.adopt((error: unknown) =>
@@ -349,10 +353,16 @@ export class WorkerPodSource {
   #startStream(): OpenStream {
     const { port1, port2 } = new MessageChannel();
     const abort = new AbortController();
-    const task = this.#pool.run(
-      { port: port2, options: this.#taskOptions },
-      { transferList: [port2], signal: abort.signal },
-    );
+    // The task leaves once its first request's settings are resolved (a few ms; bounded), while
+    // the thread is still starting or busy closing the previous stream.
+    const task = this.#firstRequest
+      .next()
+      .then((firstRequest) =>
+        this.#pool.run(
+          { port: port2, options: this.#taskOptions, ...(firstRequest ? { firstRequest } : {}) },
+          { transferList: [port2], signal: abort.signal },
+        ),
+      );
     const stream: OpenStream = {
       latest: undefined,
       started: false,

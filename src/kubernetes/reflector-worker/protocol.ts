@@ -9,6 +9,7 @@ import type { Pod } from '../../model/pod.js';
 import type { PodSourceStats } from '../../model/pod-source-stats.js';
 import type { SourceEvent } from '../../runtime/source-event.js';
 import type { ClusterOptions } from '../client/connection.js';
+import type { RequestSnapshot } from '../client/request-snapshot.js';
 import type { KubernetesReflectorOptions } from '../reflector/reflector.js';
 
 /**
@@ -43,6 +44,12 @@ export interface ReflectorTaskOptions extends ReflectorSettings {
 export interface ReflectorTask {
   port: MessagePort;
   options: ReflectorTaskOptions;
+  /**
+   * The stream's first request's settings, resolved by the main thread, so that the worker sends
+   * it without loading client-node and reading the kubeconfig first; absent when the main side has
+   * none (the worker then reads the kubeconfig itself). Credentials: never logged.
+   */
+  firstRequest?: RequestSnapshot;
 }
 
 /** Upserts and deletes travel in batches; a `replace` travels in chunks (see below). */

@@ -2,8 +2,8 @@
  * `ReflectorThreads`: the piscina pool whose one thread runs the reflector's streams, startable
  * on its own, before anything else of the service is loaded.
  *
- * Why its own module: a thread takes ~150 ms to start (an isolate, the worker's bundle, Node's
- * `http`/`tls` modules, client-node's kubeconfig bundle), and the service's main thread takes
+ * Why its own module: a thread takes ~100 ms to start (an isolate, the worker's bundle, Node's
+ * `http`/`tls` modules), and the service's main thread takes
  * about as long to load its own modules and read its flags before it knows which namespace to
  * watch. Started from the command's entry (../../main.ts) the two overlap, so the first request
  * to the API server leaves that much sooner; the entry imports only this module (piscina and two

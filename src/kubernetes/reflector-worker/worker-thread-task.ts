@@ -7,7 +7,8 @@ import { flushCompileCache } from 'node:module';
 import type { MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../runtime/logger.js';
 import type { ObjectKey } from '../../runtime/source-event.js';
-import type { ClusterOptions } from '../client/connection.js';
+import { type ClusterOptions, preloadClientNode } from '../client/connection.js';
+import type { RequestSnapshot } from '../client/request-snapshot.js';
 import type { EncodedChange, EncodedPod } from '../codec/encoded-pod.js';
 import { writeChangeEventsJson, writeEncodedPodsJson } from '../codec/pod-json-writer.js';
 import { KubernetesReflector } from '../reflector/reflector.js';
@@ -34,15 +35,19 @@ export const MAX_EVENTS_PER_BATCH = 64;
 export const MAX_CHUNKS_IN_FLIGHT = 8;
 
 /**
- * Writes the thread's compile cache now (when one is on, `compileCacheDir` in
- * ./main-thread-source.ts), once per thread, after its first sync: by then the code a sync runs is
- * compiled and goes into the cache too, and the next process's worker finds it even when this one
- * never ends cleanly (Node writes it by itself only when the thread exits).
+ * Once per thread, after its first sync (the `replace-end` posted): loads client-node's
+ * kubeconfig bundle, which a stream whose first request came with the main thread's settings
+ * (`ReflectorTask.firstRequest`) has not needed yet, so that the next request needing credentials
+ * does not wait for it; then writes the thread's compile cache (when one is on, `compileCacheDir`
+ * in ./main-thread-source.ts): by then the code a sync runs is compiled and goes into the cache
+ * too, and the next process's worker finds it even when this one never ends cleanly (Node writes
+ * it by itself only when the thread exits).
  */
-let compileCacheFlushed = false;
-function flushCompileCacheOnce(): void {
-  if (compileCacheFlushed) return;
-  compileCacheFlushed = true;
+let firstSyncDone = false;
+function afterFirstSync(): void {
+  if (firstSyncDone) return;
+  firstSyncDone = true;
+  preloadClientNode();
   try {
     flushCompileCache();
   } catch {
@@ -64,7 +69,7 @@ class ListTooLargeError extends Error {
  * How the task reaches the API server; tests pass a fake. Pods are read as `EncodedPod`s: this
  * thread only moves them on, as the JSON the main thread parses.
  */
-type ConnectPodApi = (cluster: ClusterOptions) => Promise<PodApi>;
+type ConnectPodApi = (cluster: ClusterOptions, firstRequest?: RequestSnapshot) => Promise<PodApi>;
 
 /** How a task ended: only ever because the main side closed it. */
 export interface ReflectorTaskResult {
@@ -114,7 +119,7 @@ export async function runReflectorTask(
   post(port, { kind: 'started' });
 
   try {
-    const api = await connect(options.cluster);
+    const api = await connect(options.cluster, task.firstRequest);
     if (closer.signal.aborted) return { closed: true };
 
     let batch: EncodedChange[] = [];
@@ -248,7 +253,7 @@ export async function runReflectorTask(
         drained = undefined;
       }
       if (!closer.signal.aborted) post(port, endOf(objects.size));
-      flushCompileCacheOnce();
+      afterFirstSync();
     };
     const endOf = (count: number): WorkerMessage => {
       const restart = restartPending;

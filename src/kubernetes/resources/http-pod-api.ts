@@ -36,6 +36,7 @@ import {
 } from '../client/connection.js';
 import { isExpiredStatus } from '../client/expired-status.js';
 import { Http2Sessions } from '../client/http2-sessions.js';
+import { connectionFromSnapshot, type RequestSnapshot } from '../client/request-snapshot.js';
 import { goesDirectOverTls, releaseRequestAgent } from '../client/shared-agents.js';
 import { type EncodedPod, readPodValue } from '../codec/encoded-pod.js';
 import { parseListWithoutManagedFields } from '../codec/managed-fields-skip.js';
@@ -493,11 +494,18 @@ function decodeStatus(raw: Buffer): unknown {
 
 /**
  * A `PodApi` for the configured cluster, asking for `options.apiContentType` (protobuf by
- * default), over HTTP/2 unless `options.apiHttp2` is false.
+ * default), over HTTP/2 unless `options.apiHttp2` is false. With `firstRequest` (the main thread's
+ * `snapshotRequest`), the first request goes out without reading the kubeconfig here, and the
+ * kubeconfig is read when a later request needs credentials (../client/request-snapshot.ts).
  */
-export async function connectPodApi(options: ClusterOptions = {}): Promise<PodApi> {
+export async function connectPodApi(
+  options: ClusterOptions = {},
+  firstRequest?: RequestSnapshot,
+): Promise<PodApi> {
   return new HttpPodApi(
-    await loadApiConnection(options),
+    firstRequest === undefined
+      ? await loadApiConnection(options)
+      : connectionFromSnapshot(firstRequest, options, loadApiConnection),
     options.apiContentType,
     options.apiCompression ?? false,
     options.apiHttp2 === false ? undefined : new Http2Sessions(realClock),

@@ -1,0 +1,99 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  type ApiConnection,
+  type ClusterOptions,
+  KubeConfigError,
+  loadApiConnection,
+} from '../../src/kubernetes/client/connection.js';
+import {
+  FIRST_REQUEST_WAIT_MS,
+  FirstRequestSettings,
+} from '../../src/kubernetes/reflector-worker/first-request-settings.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+function kubeconfigWithToken(token: string): ClusterOptions {
+  const path = join(mkdtempSync(join(tmpdir(), 'pool-controller-first-request-')), 'config');
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'current-context: c',
+      'clusters: [{name: k, cluster: {server: "https://127.0.0.1:6443"}}]',
+      `users: [{name: u, user: {token: ${token}}}]`,
+      'contexts: [{name: c, context: {cluster: k, user: u}}]',
+      '',
+    ].join('\n'),
+  );
+  return { kubeconfigPath: path };
+}
+
+describe('FirstRequestSettings: each stream’s first request, resolved on the main thread', () => {
+  it('reads the kubeconfig once for all of a source’s streams, and resolves credentials for each', async () => {
+    const cluster = kubeconfigWithToken('secret-token');
+    const connected: ClusterOptions[] = [];
+    let resolved = 0;
+    const settings = new FirstRequestSettings(cluster, new FakeClock(), async (options) => {
+      connected.push(options);
+      const connection = await loadApiConnection(options);
+      return {
+        server: connection.server,
+        requestOptions: () => {
+          resolved += 1;
+          return connection.requestOptions();
+        },
+      };
+    });
+    for (let stream = 0; stream < 3; stream += 1) {
+      expect(await settings.next()).toMatchObject({
+        server: 'https://127.0.0.1:6443',
+        headers: { Authorization: 'Bearer secret-token' },
+      });
+    }
+    expect(connected).toEqual([cluster]);
+    expect(resolved).toBe(3);
+  });
+
+  it('gives none when the kubeconfig fails, leaving the error to the worker, and tries again next time', async () => {
+    const cluster = kubeconfigWithToken('t');
+    let attempts = 0;
+    const settings = new FirstRequestSettings(cluster, new FakeClock(), (options) => {
+      attempts += 1;
+      return attempts === 1
+        ? Promise.reject(new KubeConfigError('cannot read kubeconfig'))
+        : loadApiConnection(options);
+    });
+    expect(await settings.next()).toBeUndefined();
+    expect(await settings.next()).toMatchObject({ headers: { Authorization: 'Bearer t' } });
+    expect(attempts).toBe(2);
+  });
+
+  it('gives none once FIRST_REQUEST_WAIT_MS has passed without credentials (a hung plugin)', async () => {
+    const clock = new FakeClock();
+    const hung: ApiConnection = {
+      server: 'https://127.0.0.1:6443',
+      requestOptions: () => new Promise(() => {}),
+    };
+    const settings = new FirstRequestSettings(kubeconfigWithToken('t'), clock, async () => hung);
+    let settled = false;
+    const next = settings.next().then((value) => {
+      settled = true;
+      return value;
+    });
+    await clock.advance(FIRST_REQUEST_WAIT_MS - 1);
+    expect(settled).toBe(false);
+    await clock.advance(1);
+    expect(await next).toBeUndefined();
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('leaves no timer behind when the credentials come in time', async () => {
+    const clock = new FakeClock();
+    const settings = new FirstRequestSettings(kubeconfigWithToken('t'), clock);
+    expect(await settings.next()).toBeDefined();
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
