@@ -29,6 +29,7 @@
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { type Pod, ReconcileLoop, type Source, WorkerPodSource } from '../src/index.js';
+import { importKubeConfig } from '../src/kubernetes/client/connection.js';
 import { cellKeyMap } from '../src/pools/cell-key.js';
 import { defaultSelector, LWS_LABELS } from '../src/pools/labels.js';
 import { silentLogger } from '../src/runtime/logger.js';
@@ -536,8 +537,11 @@ async function startInformer(
 
 export async function runVariant(name: VariantName, config: VariantConfig): Promise<VariantResult> {
   // Module loading is not part of any measurement (the worker thread's own start is: it is what
-  // every start of the service pays).
+  // every start of the service pays). client-node's KubeConfig is loaded on this thread for the
+  // worker variant too: the service has it there before its source exists (its kubeconfig check at
+  // start), and the source resolves each stream's first request's credentials with it.
   const k8s = name === 'informer' ? await import('@kubernetes/client-node') : undefined;
+  if (name === 'worker') await importKubeConfig();
   await fullGc();
   const heapBefore = process.memoryUsage().heapUsed;
   const rssBefore = process.memoryUsage().rss;
