@@ -11,6 +11,7 @@ import {
   IDLE_CONNECTION_TIMEOUT_MS,
   releaseRequestAgent,
 } from '../../src/kubernetes/client/shared-agents.js';
+import { tokenKubeconfig } from '../support/token-kubeconfig.js';
 
 const PASSWORD = 'hunter2-very-secret';
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.tok-SECRET-payload';
@@ -26,25 +27,7 @@ function file(content: string): string {
 }
 
 function kubeconfig(cluster: string[], context = 'c'): string {
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    `current-context: ${context}`,
-    'clusters:',
-    '- name: k',
-    '  cluster:',
-    ...cluster.map((line) => `    ${line}`),
-    'users:',
-    '- name: u',
-    '  user:',
-    `    token: ${TOKEN}`,
-    'contexts:',
-    '- name: c',
-    '  context:',
-    '    cluster: k',
-    '    user: u',
-    '',
-  ].join('\n');
+  return tokenKubeconfig(TOKEN, cluster, context);
 }
 
 /** A kubeconfig whose line 8 is badly indented, right below a password and a token. */

@@ -1,6 +1,3 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   type ApiConnection,
@@ -13,22 +10,10 @@ import {
   FirstRequestSettings,
 } from '../../src/kubernetes/reflector-worker/first-request-settings.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { writeTokenKubeconfig } from '../support/token-kubeconfig.js';
 
 function kubeconfigWithToken(token: string): ClusterOptions {
-  const path = join(mkdtempSync(join(tmpdir(), 'pool-controller-first-request-')), 'config');
-  writeFileSync(
-    path,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'current-context: c',
-      'clusters: [{name: k, cluster: {server: "https://127.0.0.1:6443"}}]',
-      `users: [{name: u, user: {token: ${token}}}]`,
-      'contexts: [{name: c, context: {cluster: k, user: u}}]',
-      '',
-    ].join('\n'),
-  );
-  return { kubeconfigPath: path };
+  return { kubeconfigPath: writeTokenKubeconfig(token, ['server: https://127.0.0.1:6443']) };
 }
 
 describe('FirstRequestSettings: each stream’s first request, resolved on the main thread', () => {

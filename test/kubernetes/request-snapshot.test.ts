@@ -1,7 +1,5 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   type ApiConnection,
@@ -13,34 +11,7 @@ import {
   snapshotRequest,
 } from '../../src/kubernetes/client/request-snapshot.js';
 import { goesDirectOverTls, sameMaterial } from '../../src/kubernetes/client/shared-agents.js';
-
-/** A kubeconfig file for `server`, with a token user and the cluster lines given. */
-function writeKubeconfig(token: string, cluster: string[]): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'pool-controller-snapshot-')), 'config');
-  writeFileSync(
-    path,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'current-context: c',
-      'clusters:',
-      '- name: k',
-      '  cluster:',
-      ...cluster.map((line) => `    ${line}`),
-      'users:',
-      '- name: u',
-      '  user:',
-      `    token: ${token}`,
-      'contexts:',
-      '- name: c',
-      '  context:',
-      '    cluster: k',
-      '    user: u',
-      '',
-    ].join('\n'),
-  );
-  return path;
-}
+import { writeTokenKubeconfig } from '../support/token-kubeconfig.js';
 
 const CA_DATA = Buffer.from('-----BEGIN CERTIFICATE-----\nnot really one\n').toString('base64');
 
@@ -67,7 +38,7 @@ function countingConnect(): {
 describe('request snapshots: a stream’s first request resolved on another thread', () => {
   it('carries the server, the headers and the TLS material across a structured clone', async () => {
     const cluster = {
-      kubeconfigPath: writeKubeconfig('token-one', [
+      kubeconfigPath: writeTokenKubeconfig('token-one', [
         'server: https://127.0.0.1:6443',
         `certificate-authority-data: ${CA_DATA}`,
         'tls-server-name: api.cluster.test',
@@ -99,7 +70,7 @@ describe('request snapshots: a stream’s first request resolved on another thre
   });
 
   it('asks the connection it makes for every request after the first, reading the kubeconfig again', async () => {
-    const kubeconfigPath = writeKubeconfig('read-by-the-main-thread', [
+    const kubeconfigPath = writeTokenKubeconfig('read-by-the-main-thread', [
       'server: https://127.0.0.1:6443',
     ]);
     const snapshot = await snapshotRequest(await loadApiConnection({ kubeconfigPath }));
@@ -123,7 +94,7 @@ describe('request snapshots: a stream’s first request resolved on another thre
   });
 
   it('fails only the request whose connection could not be made, and tries again for the next', async () => {
-    const kubeconfigPath = writeKubeconfig('t', ['server: https://127.0.0.1:6443']);
+    const kubeconfigPath = writeTokenKubeconfig('t', ['server: https://127.0.0.1:6443']);
     const snapshot = await snapshotRequest(await loadApiConnection({ kubeconfigPath }));
     let attempts = 0;
     const connection = connectionFromSnapshot(
@@ -145,7 +116,7 @@ describe('request snapshots: a stream’s first request resolved on another thre
   });
 
   it('gives a plain-http server’s settings over a plain agent', async () => {
-    const kubeconfigPath = writeKubeconfig('t', [
+    const kubeconfigPath = writeTokenKubeconfig('t', [
       'server: http://127.0.0.1:8080',
       'insecure-skip-tls-verify: true',
     ]);
@@ -162,7 +133,7 @@ describe('request snapshots: a stream’s first request resolved on another thre
 
   it('gives none for requests through a proxy, whose agent cannot cross', async () => {
     const connection = await loadApiConnection({
-      kubeconfigPath: writeKubeconfig('t', [
+      kubeconfigPath: writeTokenKubeconfig('t', [
         'server: https://127.0.0.1:6443',
         'proxy-url: http://127.0.0.1:3128',
       ]),
@@ -174,7 +145,7 @@ describe('request snapshots: a stream’s first request resolved on another thre
     const connection: ApiConnection = {
       server: 'https://127.0.0.1:6443',
       requestOptions: async () => {
-        const kubeconfigPath = writeKubeconfig('t', ['server: https://127.0.0.1:6443']);
+        const kubeconfigPath = writeTokenKubeconfig('t', ['server: https://127.0.0.1:6443']);
         const prepared = await (await loadApiConnection({ kubeconfigPath })).requestOptions();
         return { ...prepared, localAddress: '127.0.0.2' };
       },
