@@ -1,3 +1,4 @@
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   type ApiConnection,
@@ -40,6 +41,24 @@ describe('FirstRequestSettings: each stream’s first request, resolved on the m
     }
     expect(connected).toEqual([cluster]);
     expect(resolved).toBe(3);
+  });
+
+  it('reads the kubeconfig again for the next stream once the file was rewritten', async () => {
+    const cluster = kubeconfigWithToken('before-the-rewrite');
+    const path = cluster.kubeconfigPath as string;
+    let connects = 0;
+    const settings = new FirstRequestSettings(cluster, new FakeClock(), (options) => {
+      connects += 1;
+      return loadApiConnection(options);
+    });
+    const token = async () => (await settings.next())?.headers.Authorization;
+    expect(await token()).toBe('Bearer before-the-rewrite');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('before-the-rewrite', 'rewritten'));
+    // A modification time of its own, whatever the file system's clock resolution.
+    utimesSync(path, new Date(2_000_000_000_000), new Date(2_000_000_000_000));
+    expect(await token()).toBe('Bearer rewritten');
+    expect(await token()).toBe('Bearer rewritten');
+    expect(connects).toBe(2);
   });
 
   it('gives none when the kubeconfig fails, leaving the error to the worker, and tries again next time', async () => {
