@@ -161,7 +161,14 @@ describe('--kube-api-compression on a real apiserver', () => {
           // The initial events' stream goes on as the watch: the one request so far.
           expect(reads).toHaveLength(1);
         } else {
-          expect(reads.slice(1)).toEqual([
+          // The WATCH from the LIST's version opens once the LIST is handed on, and the store
+          // can converge before its answer's headers are back: wait for them, then look.
+          await waitUntil("the WATCH from the LIST's version to be answered", () =>
+            podReads(proxy)
+              .slice(1)
+              .some((a) => a.answer !== undefined),
+          );
+          expect(podReads(proxy).map(described).slice(1)).toEqual([
             {
               request: 'WATCH from a cursor',
               acceptEncoding: undefined,
