@@ -15,9 +15,8 @@
  * headers and TLS material (a proxy's agent, an option this module does not know) gives no
  * snapshot, and the thread reads the kubeconfig itself.
  */
-import https, { type RequestOptions } from 'node:https';
+import type { RequestOptions } from 'node:https';
 import type { ApiConnection, ClusterOptions } from './connection.js';
-import { nodeHttp } from './node-http.js';
 import {
   AGENT_FIELDS,
   type AgentMaterial,
@@ -125,7 +124,7 @@ export function connectionFromSnapshot(
 /** The request options `snapshot` was taken from, over an agent shared by material. */
 function restore(
   snapshot: RequestSnapshot,
-  shareAgent: (prepared: RequestOptions) => void,
+  shareAgent: (prepared: RequestOptions, scheme: 'https' | 'http') => void,
 ): RequestOptions {
   const material: AgentMaterial = {};
   for (const [field, value] of Object.entries(snapshot.material)) {
@@ -135,10 +134,7 @@ function restore(
     ...(material as RequestOptions),
     headers: { ...snapshot.headers },
     ...(snapshot.auth === undefined ? {} : { auth: snapshot.auth }),
-    // A fresh agent of the right kind, which `shareAgent` swaps for the shared one (as it does
-    // client-node's).
-    agent: snapshot.scheme === 'https' ? new https.Agent() : new nodeHttp.Agent(),
   };
-  shareAgent(prepared);
+  shareAgent(prepared, snapshot.scheme);
   return prepared;
 }

@@ -107,6 +107,12 @@ export function goesDirectOverTls(prepared: RequestOptions): boolean {
 export function sharedAgentScheme(prepared: RequestOptions): 'https' | 'http' | undefined {
   const agent = prepared.agent as unknown;
   if (typeof agent !== 'object' || agent === null || !sharedAgents.has(agent)) return undefined;
+  return plainAgentScheme(agent);
+}
+
+/** `https` or `http` for node's own agents; undefined for anything else (a proxy's subclass). */
+function plainAgentScheme(agent: unknown): 'https' | 'http' | undefined {
+  if (typeof agent !== 'object' || agent === null) return undefined;
   const proto = Object.getPrototypeOf(agent) as unknown;
   if (proto === https.Agent.prototype) return 'https';
   if (proto === nodeHttp.Agent.prototype) return 'http';
@@ -121,19 +127,14 @@ export function sharedAgentScheme(prepared: RequestOptions): 'https' | 'http' | 
  * (exec plugins) gives a new agent; the old one's idle connections close on their own. A proxy
  * agent (a subclass) is left as client-node made it.
  */
-export function sharedAgentCache(): (prepared: RequestOptions) => void {
+export function sharedAgentCache(): (prepared: RequestOptions, scheme?: 'https' | 'http') => void {
   let current: { material: AgentMaterial; kind: 'http' | 'https'; agent: http.Agent } | undefined;
-  return (prepared) => {
+  // `scheme`: options rebuilt without an agent (./request-snapshot.ts) get the shared one of that
+  // scheme; otherwise the fresh agent client-node made says which, and is destroyed.
+  return (prepared, scheme) => {
     const fresh = prepared.agent as unknown;
-    if (typeof fresh !== 'object' || fresh === null) return;
-    const proto = Object.getPrototypeOf(fresh) as unknown;
-    const kind =
-      proto === https.Agent.prototype
-        ? 'https'
-        : proto === nodeHttp.Agent.prototype
-          ? 'http'
-          : null;
-    if (kind === null) return;
+    const kind = fresh === undefined ? scheme : plainAgentScheme(fresh);
+    if (kind === undefined) return;
     const material = agentMaterial(prepared);
     if (!current || current.kind !== kind || !sameMaterial(current.material, material)) {
       const agentOptions = {
@@ -148,7 +149,7 @@ export function sharedAgentCache(): (prepared: RequestOptions) => void {
       sharedAgents.add(agent);
       current = { material, kind, agent };
     }
-    (fresh as http.Agent).destroy();
+    (fresh as http.Agent | undefined)?.destroy();
     prepared.agent = current.agent;
   };
 }
