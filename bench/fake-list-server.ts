@@ -18,7 +18,11 @@
  *   `bench:peers`.)
  * - `expire()` ends every open WATCH with a 410 Expired ERROR event, forcing a relist.
  * - `burst(n)` writes n MODIFIED events to every open WATCH at once, each pod annotated with its
- *   write time (`WRITTEN_AT_ANNOTATION`, Unix ms), for the event-latency measurement.
+ *   write time (`WRITTEN_AT_ANNOTATION`, Unix ms), for the event-latency measurement (or not
+ *   stamped: a warm-up burst no latency recorder counts). `lastBurstWriteMs` is how long its write
+ *   loop took: Node's HTTP response corks its socket on a write until the loop yields, so no byte
+ *   of a burst leaves before its last event is written, and that time is in every client's
+ *   latency alike.
  * - Label selectors are accepted and not evaluated: every pod served carries the pool label.
  *
  * Plain http with identity encoding; `writeKubeconfig` points client-node at it (plain http needs
@@ -95,6 +99,12 @@ export class FakeListServer {
   /** Open WATCH responses, for `burst`. */
   readonly #watches = new Set<ServerResponse>();
   #nextResourceVersion: number;
+  #lastBurstWriteMs: number | undefined;
+
+  /** How long the last `burst`'s write loop took (ms), or undefined before the first. */
+  get lastBurstWriteMs(): number | undefined {
+    return this.#lastBurstWriteMs;
+  }
 
   private constructor(options: FakeListServerOptions, server: Server) {
     this.pods = options.pods;
@@ -121,7 +131,12 @@ export class FakeListServer {
    */
   burst(
     count: number,
-    options: { first?: number; annotate?: (annotations: Record<string, string>) => void } = {},
+    options: {
+      first?: number;
+      annotate?: (annotations: Record<string, string>) => void;
+      /** Stamp each event's write time (default); false for a burst no recorder measures. */
+      stamped?: boolean;
+    } = {},
   ): number {
     const first = options.first ?? 0;
     const pods = Array.from({ length: count }, (_, i) => {
@@ -136,12 +151,17 @@ export class FakeListServer {
       return pod;
     });
     this.#nextResourceVersion += count;
+    const stamped = options.stamped ?? true;
+    const startedAtMs = unixNowMs();
     for (const pod of pods) {
-      (pod.metadata.annotations as Record<string, string>)[WRITTEN_AT_ANNOTATION] =
-        unixNowMs().toFixed(3);
+      if (stamped) {
+        (pod.metadata.annotations as Record<string, string>)[WRITTEN_AT_ANNOTATION] =
+          unixNowMs().toFixed(3);
+      }
       const line = `{"type":"MODIFIED","object":${JSON.stringify({ kind: 'Pod', apiVersion: 'v1', ...pod })}}\n`;
       for (const response of this.#watches) response.write(line);
     }
+    this.#lastBurstWriteMs = unixNowMs() - startedAtMs;
     return this.#watches.size;
   }
 

@@ -23,6 +23,8 @@
  *
  * Options: `--pods N[,N…]` (10000; several sizes print a scaling table), `--runs N` (3),
  * `--variants worker,parse,informer,client-go`, `--latency-events N` (1000; 0: off),
+ * `--warm-up-events N` (0: before the measured burst, an unmeasured one of N events, then
+ * `WARM_UP_PAUSE_MS`, so the latency is measured on a path each client has run before),
  * `--client-go-qps N` (client-go's client-side rate limit; default its own 5 QPS / burst 10,
  * which throttles its paged LIST here to 10 pages at once, then 5 a second; `=-1`: none),
  * `--tail-ms N` (500), `--page-size N` / `--chunk N` (the source's `listPageSize` /
@@ -58,16 +60,22 @@ export const PARSE_RATIO_TARGET = 1.2;
 export const HEAP_TARGET_BYTES_PER_POD = 2.5 * 1024;
 export const SCALE_50K_RATIO_TARGET = 5.5;
 export const HEAP_FLAT_TOLERANCE = 1.1;
+/**
+ * Between a warm-up burst and the measured one: every variant has handled 1,000 events within
+ * ~150 ms here, so the measured burst meets an idle client, not the warm-up's tail.
+ */
+const WARM_UP_PAUSE_MS = 1_000;
 
 type Name = VariantName | 'client-go';
 const VARIANTS: readonly Name[] = ['worker', 'parse', 'informer', 'client-go'];
 
 const USAGE =
-  'usage: npm run bench:sync -- [--pods N[,N…] (10000)] [--runs N (3)] [--variants worker,parse,informer,client-go] [--latency-events N (1000)] [--client-go-qps N] [--tail-ms N (500)] [--page-size N] [--chunk N] [--node-flags "…"] [--json] [--check]';
+  'usage: npm run bench:sync -- [--pods N[,N…] (10000)] [--runs N (3)] [--variants worker,parse,informer,client-go] [--latency-events N (1000)] [--warm-up-events N (0)] [--client-go-qps N] [--tail-ms N (500)] [--page-size N] [--chunk N] [--node-flags "…"] [--json] [--check]';
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '10000' },
     'latency-events': { type: 'string', default: '1000' },
+    'warm-up-events': { type: 'string', default: '0' },
     'client-go-qps': { type: 'string' },
     runs: { type: 'string', default: '3' },
     variants: { type: 'string', default: VARIANTS.join(',') },
@@ -93,6 +101,7 @@ function count(flag: string, raw: string | undefined, min: number): number | und
 
 const podCounts = values.pods.split(',').map((raw) => count('pods', raw.trim(), 1) as number);
 const latencyEvents = count('latency-events', values['latency-events'], 0) as number;
+const warmUpEvents = count('warm-up-events', values['warm-up-events'], 0) as number;
 const runs = count('runs', values.runs, 1) as number;
 const tailMs = count('tail-ms', values['tail-ms'], 0) as number;
 const pageSize = count('page-size', values['page-size'], 1);
@@ -208,17 +217,32 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
       `(${((server.bytesPerPod * pods) / 1024 / 1024).toFixed(1)} MiB), ${runs} run(s), ` +
       `node ${process.version}${nodeFlags.length ? ` ${nodeFlags.join(' ')}` : ''}` +
       `${pageSize ? `, listPageSize ${pageSize}` : ''}${chunk ? `, replaceChunkSize ${chunk}` : ''}` +
-      `, latency burst ${latencyEvents} events`,
+      `, latency burst ${latencyEvents} events` +
+      `${warmUpEvents > 0 ? ` after an unmeasured one of ${warmUpEvents} (${WARM_UP_PAUSE_MS} ms before it)` : ''}`,
   );
   const results = new Map<Name, RunResult[]>(variants.map((name) => [name, []]));
   const loads: string[] = [];
+  /** The measured burst's write loop, per run, when one was written. */
+  let burstWriteMs: number | undefined;
   const burst = (): void => {
-    server.burst(latencyEvents);
+    if (warmUpEvents === 0) {
+      server.burst(latencyEvents);
+      burstWriteMs = server.lastBurstWriteMs;
+      return;
+    }
+    // Unstamped, so no recorder counts them: the same events through the same path, which then
+    // runs warm for the measured burst (what is left of its latency is not the first pass).
+    server.burst(warmUpEvents, { stamped: false });
+    setTimeout(() => {
+      server.burst(latencyEvents);
+      burstWriteMs = server.lastBurstWriteMs;
+    }, WARM_UP_PAUSE_MS);
   };
   for (let run = 1; run <= runs; run += 1) {
     for (const name of variants) {
       const before = load();
       server.takeCounts();
+      burstWriteMs = undefined;
       let result: RunResult;
       let detail = '';
       if (name === 'client-go') {
@@ -307,7 +331,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
           ` (${ms(result.fromProcessStartMs)} from process start)` +
           ` (start-up ${ms(result.startupMs)}, ${ms(result.listToSyncedMs)} from LIST)` +
           `  heap/pod ${kib(result.heapBytesPerPod)}` +
-          `${result.latency ? `  latency p50 ${ms(result.latency.p50Ms)} p99 ${ms(result.latency.p99Ms)} max ${ms(result.latency.maxMs)} (${result.latency.count})` : ''}` +
+          `${result.latency ? `  latency p50 ${ms(result.latency.p50Ms)} p99 ${ms(result.latency.p99Ms)} max ${ms(result.latency.maxMs)} (${result.latency.count}; the server's write loop ${optMs(burstWriteMs)})` : ''}` +
           `  load ${before}${detail}`,
       );
     }
