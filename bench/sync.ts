@@ -25,6 +25,8 @@
  * `--variants worker,parse,informer,client-go`, `--latency-events N` (1000; 0: off),
  * `--warm-up-events N` (0: before the measured burst, an unmeasured one of N events, then
  * `WARM_UP_PAUSE_MS`, so the latency is measured on a path each client has run before),
+ * `--watch-list` (the server serves watch-list, as an API server since v1.34 does, and ours reads
+ * the world with it as the service does by default; client-go uses it too, client-node lists),
  * `--client-go-qps N` (client-go's client-side rate limit; default its own 5 QPS / burst 10,
  * which throttles its paged LIST here to 10 pages at once, then 5 a second; `=-1`: none),
  * `--tail-ms N` (500), `--page-size N` / `--chunk N` (the source's `listPageSize` /
@@ -70,12 +72,13 @@ type Name = VariantName | 'client-go';
 const VARIANTS: readonly Name[] = ['worker', 'parse', 'informer', 'client-go'];
 
 const USAGE =
-  'usage: npm run bench:sync -- [--pods N[,N…] (10000)] [--runs N (3)] [--variants worker,parse,informer,client-go] [--latency-events N (1000)] [--warm-up-events N (0)] [--client-go-qps N] [--tail-ms N (500)] [--page-size N] [--chunk N] [--node-flags "…"] [--json] [--check]';
+  'usage: npm run bench:sync -- [--pods N[,N…] (10000)] [--runs N (3)] [--variants worker,parse,informer,client-go] [--latency-events N (1000)] [--warm-up-events N (0)] [--watch-list] [--client-go-qps N] [--tail-ms N (500)] [--page-size N] [--chunk N] [--node-flags "…"] [--json] [--check]';
 const values = parseBenchArgs(
   {
     pods: { type: 'string', default: '10000' },
     'latency-events': { type: 'string', default: '1000' },
     'warm-up-events': { type: 'string', default: '0' },
+    'watch-list': { type: 'boolean', default: false },
     'client-go-qps': { type: 'string' },
     runs: { type: 'string', default: '3' },
     variants: { type: 'string', default: VARIANTS.join(',') },
@@ -198,7 +201,7 @@ const optMs = (value: number | undefined): string => (value === undefined ? '—
 
 async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; raw: unknown }> {
   const idleControl = await startIdleControl();
-  const server = await FakeListServer.start({ pods });
+  const server = await FakeListServer.start({ pods, watchList: values['watch-list'] });
   // The unpaged body (plain parse, the informer) and the pages (ours, client-go's 500).
   server.prepare(0);
   server.prepare(pageSize ?? DEFAULT_LIST_PAGE_SIZE);
@@ -209,6 +212,9 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
     pods,
     tailMs,
     latencyEvents,
+    // With the server serving watch-list, ours runs as the service does by default
+    // (`--initial-list`); without, with the source's own default, a LIST.
+    ...(values['watch-list'] ? { initialList: 'watch-list' as const } : {}),
     ...(pageSize ? { listPageSize: pageSize } : {}),
     ...(chunk ? { replaceChunkSize: chunk } : {}),
   };
@@ -217,6 +223,7 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
       `(${((server.bytesPerPod * pods) / 1024 / 1024).toFixed(1)} MiB), ${runs} run(s), ` +
       `node ${process.version}${nodeFlags.length ? ` ${nodeFlags.join(' ')}` : ''}` +
       `${pageSize ? `, listPageSize ${pageSize}` : ''}${chunk ? `, replaceChunkSize ${chunk}` : ''}` +
+      `${values['watch-list'] ? ', watch-list served (ours and client-go use it; client-node lists)' : ''}` +
       `, latency burst ${latencyEvents} events` +
       `${warmUpEvents > 0 ? ` after an unmeasured one of ${warmUpEvents} (${WARM_UP_PAUSE_MS} ms before it)` : ''}`,
   );

@@ -51,6 +51,58 @@ async function openWatch(server: FakeListServer): Promise<{
   };
 }
 
+/** The WATCH's status and whole body until `end` says it has what it needs. */
+async function readWatch(
+  server: FakeListServer,
+  query: string,
+  end: (body: string) => boolean,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(`${server.url}/api/v1/namespaces/${ENGINE_NAMESPACE}/pods?${query}`, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        body += chunk;
+        if (end(body)) {
+          response.destroy();
+          resolve({ status: response.statusCode ?? 0, body });
+        }
+      });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
+}
+
+describe('FakeListServer watch-list (bench:sync --watch-list)', () => {
+  let server: FakeListServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('refuses sendInitialEvents by default, so every client lists', async () => {
+    server = await FakeListServer.start({ pods: 2 });
+    const answer = await readWatch(server, 'watch=true&sendInitialEvents=true', () => false);
+    expect(answer.status).toBe(400);
+    expect(server.takeCounts().watchListsRefused).toBe(1);
+  });
+
+  it('serves an ADDED event per pod, then the bookmark that ends the initial events', async () => {
+    server = await FakeListServer.start({ pods: 3, watchList: true });
+    const answer = await readWatch(server, 'watch=true&sendInitialEvents=true', (body) =>
+      body.includes('initial-events-end'),
+    );
+    expect(answer.status).toBe(200);
+    const lines = answer.body
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as WatchLine);
+    expect(lines.map((line) => line.type)).toEqual(['ADDED', 'ADDED', 'ADDED', 'BOOKMARK']);
+    expect(lines[3]?.object.metadata.annotations).toEqual({ 'k8s.io/initial-events-end': 'true' });
+    expect(server.takeCounts()).toMatchObject({ lists: 1, watches: 1, watchListsRefused: 0 });
+  });
+});
+
 describe('FakeListServer.burst (bench:sync’s event-latency burst)', () => {
   let server: FakeListServer | undefined;
   afterEach(async () => {
