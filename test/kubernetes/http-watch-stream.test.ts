@@ -95,6 +95,44 @@ describe('HttpWatchStream', () => {
     expect(body.isPaused()).toBe(false);
   });
 
+  it('hands out the frames already read without waiting, in order with next(), and none beyond', async () => {
+    const { body, stream } = openWatch(jsonWatchFramer());
+    const iterator = stream[Symbol.asyncIterator]();
+    expect(stream.takeReady()).toBeUndefined();
+    body.write('{"type":"ADDED","object":{"n":1}}\n{"type":"ADDED","object":{"n":2}}\n');
+    body.write('{"type":"ADDED","object":{"n":3}}\n');
+    const [first] = await take(iterator, 1);
+    expect(first).toEqual({ kind: 'decoded', value: { type: 'ADDED', object: { n: 1 } } });
+    expect(stream.takeReady()).toEqual({
+      kind: 'decoded',
+      value: { type: 'ADDED', object: { n: 2 } },
+    });
+    expect(stream.takeReady()).toEqual({
+      kind: 'decoded',
+      value: { type: 'ADDED', object: { n: 3 } },
+    });
+    expect(stream.takeReady()).toBeUndefined();
+    body.end('{"type":"ADDED","object":{"n":4}}\n');
+    expect(await take(iterator, 2)).toEqual([
+      { kind: 'decoded', value: { type: 'ADDED', object: { n: 4 } } },
+    ]);
+    // Ended: nothing more to take, and `next()` says how it ended.
+    expect(stream.takeReady()).toBeUndefined();
+  });
+
+  it('resumes a paused body once takeReady has taken every waiting frame', async () => {
+    const { body, stream } = openWatch(jsonWatchFramer());
+    const iterator = stream[Symbol.asyncIterator]();
+    const line = `${JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(64 * 1024) } })}\n`;
+    const lines = Math.ceil(MAX_UNREAD_BYTES / line.length) + 8;
+    for (let index = 0; index < lines; index += 1) body.write(line);
+    await until(() => body.isPaused(), { what: 'the body paused' });
+    let taken = (await take(iterator, 1)).length;
+    while (stream.takeReady() !== undefined) taken += 1;
+    expect(body.isPaused()).toBe(false);
+    expect(taken + (await take(iterator, lines - taken)).length).toBe(lines);
+  });
+
   it('fails a body that ends inside a frame, after the frames before it', async () => {
     const { body, stream } = openWatch(jsonWatchFramer());
     const iterator = stream[Symbol.asyncIterator]();

@@ -70,10 +70,25 @@ export class FakeWatch implements WatchStream {
   hung = false;
   readonly #queue: QueuedItem[] = [];
   #wake: (() => void) | undefined;
+  readonly #readyFrames: boolean;
 
-  constructor(options: WatchPodsOptions) {
+  /**
+   * `readyFrames`: frames pushed before the reader came back are handed out by `takeReady` (as
+   * `HttpWatchStream` hands out one socket read's); false: one per `next()`, as a stream without
+   * `takeReady` does.
+   */
+  constructor(options: WatchPodsOptions, readyFrames = true) {
     this.options = options;
+    this.#readyFrames = readyFrames;
     options.signal.addEventListener('abort', () => this.#wake?.(), { once: true });
+  }
+
+  takeReady(): WatchFrame | undefined {
+    if (!this.#readyFrames || this.released) return undefined;
+    const head = this.#queue[0];
+    if (head === undefined || !('frame' in head)) return undefined;
+    this.#queue.shift();
+    return head.frame;
   }
 
   /** Closed by the reflector, or its signal aborted: either way the connection is gone. */
@@ -165,6 +180,8 @@ export class FakePodApi implements PodApi {
   readonly watches: FakeWatch[] = [];
   /** Answer for a LIST when the script is empty. */
   world: PodWorld = { pods: [], resourceVersion: '1' };
+  /** Whether the WATCHes opened from now on hand out waiting frames at once (`takeReady`). */
+  readyFrames = true;
   readonly #listScript: ListOutcome[] = [];
   readonly #watchScript: WatchOutcome[] = [];
 
@@ -230,7 +247,7 @@ export class FakePodApi implements PodApi {
       at: this.#clock?.now() ?? 0,
     });
     const outcome = this.#watchScript.shift() ?? 'open';
-    const watch = new FakeWatch(options);
+    const watch = new FakeWatch(options, this.readyFrames);
     this.watches.push(watch);
     if (outcome === 'hang') {
       watch.hung = true;

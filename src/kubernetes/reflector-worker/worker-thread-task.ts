@@ -263,18 +263,17 @@ export async function runReflectorTask(
         : { kind: 'replace-end', count, stats: reflector.stats() };
     };
 
-    const iterator = reflector.watch()[Symbol.asyncIterator]();
+    // Batches: the events of one socket read come in one step (a `replace` alone in its own).
+    const iterator = reflector.watchBatches()[Symbol.asyncIterator]();
     const onClose = (): void => void iterator.return?.();
     closer.signal.addEventListener('abort', onClose, { once: true });
     try {
       while (!closer.signal.aborted) {
         const result = await iterator.next();
         if (result.done) break;
-        const event = result.value;
-        if (event.type === 'replace') {
-          await sendReplace(event.objects);
-        } else {
-          queueEvent(event);
+        for (const event of result.value) {
+          if (event.type === 'replace') await sendReplace(event.objects);
+          else queueEvent(event);
         }
       }
     } finally {

@@ -212,6 +212,12 @@ const WATCH_LIST_BATCH = 500;
 const WATCH_LIST_UNSUPPORTED_CODES = new Set([400, 403, 404, 405, 406, 415, 422, 501]);
 
 /**
+ * What the stream hands on at a time: a `replace` alone, or the changes of the frames one socket
+ * read brought, in order (`watchBatches()`).
+ */
+export type EventBatch = readonly SourceEvent<EncodedPod>[];
+
+/**
  * The states of one stream. Each is carried out by one step method of `KubernetesReflector`,
  * which returns the next state.
  */
@@ -385,6 +391,36 @@ export class KubernetesReflector {
    * (a request, a backoff) and closes the connection before `return()` resolves.
    */
   watch(): AsyncIterable<SourceEvent<EncodedPod>> {
+    return {
+      [Symbol.asyncIterator]: () => {
+        const batches = this.#open();
+        let batch: EventBatch = [];
+        let at = 0;
+        return {
+          next: async () => {
+            while (at >= batch.length) {
+              const result = await batches.next();
+              if (result.done) return { done: true, value: undefined };
+              batch = result.value;
+              at = 0;
+            }
+            return { done: false, value: batch[at++] as SourceEvent<EncodedPod> };
+          },
+          return: async () => {
+            await batches.return?.();
+            return { done: true, value: undefined };
+          },
+        };
+      },
+    };
+  }
+
+  /**
+   * `watch()` as it is produced: the events of the frames one socket read brought, together (a
+   * `replace` alone in its batch), so that a consumer pays one step per read, not per event. The
+   * worker thread reads this; the order and the closing are `watch()`'s.
+   */
+  watchBatches(): AsyncIterable<EventBatch> {
     return { [Symbol.asyncIterator]: () => this.#open() };
   }
 
@@ -393,7 +429,7 @@ export class KubernetesReflector {
     return this.#stats.snapshot();
   }
 
-  #open(): AsyncIterator<SourceEvent<EncodedPod>> {
+  #open(): AsyncIterator<EventBatch> {
     const closer = new AbortController();
     const run = this.#run(closer.signal);
     return {
@@ -408,7 +444,7 @@ export class KubernetesReflector {
     };
   }
 
-  async *#run(signal: AbortSignal): AsyncGenerator<SourceEvent<EncodedPod>, void, undefined> {
+  async *#run(signal: AbortSignal): AsyncGenerator<EventBatch, void, undefined> {
     const backoff = new Backoff({ ...this.#backoffOptions, random: this.#random });
     let state: State = { kind: 'listing' };
     try {
@@ -444,7 +480,7 @@ export class KubernetesReflector {
   async *#list(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
+  ): AsyncGenerator<EventBatch, State, undefined> {
     this.#beginWholeRead();
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
     const progressLog = new ListProgressLog(
@@ -492,7 +528,7 @@ export class KubernetesReflector {
       { pods: objects.size, resourceVersion: list.resourceVersion },
       'reflector listed pods',
     );
-    yield { type: 'replace', objects };
+    yield [{ type: 'replace', objects }];
     return { kind: 'watching', cursor: list.resourceVersion };
   }
 
@@ -509,7 +545,7 @@ export class KubernetesReflector {
   async *#watchList(
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
+  ): AsyncGenerator<EventBatch, State, undefined> {
     this.#beginWholeRead();
     this.#stats.hear({ kind: 'watch-opened' }, this.#wallClock());
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -562,11 +598,16 @@ export class KubernetesReflector {
         batch = [];
       };
       for (;;) {
-        const next = await frames.next();
-        if (next.done) {
-          return this.#fallBack('the watch ended before its initial events did', false);
+        // The frames a read brought are taken without a promise each; the first waits.
+        let frame = stream.takeReady?.();
+        if (frame === undefined) {
+          const next = await frames.next();
+          if (next.done) {
+            return this.#fallBack('the watch ended before its initial events did', false);
+          }
+          frame = next.value;
         }
-        const reading = readFrame(next.value);
+        const reading = readFrame(frame);
         this.#countFrame(reading.type);
         if (reading.type !== 'ADDED') initialEventsOnly = false;
         else if (initialEventsOnly) lastInitialAt = this.#clock.now();
@@ -594,7 +635,7 @@ export class KubernetesReflector {
             { pods: objects.size, resourceVersion: cursor, pages: page },
             'reflector received the initial events of a watch-list',
           );
-          yield { type: 'replace', objects };
+          yield [{ type: 'replace', objects }];
           objects = new Map();
           handedOn = true;
           return yield* this.#follow(stream, frames, cursor, {
@@ -670,7 +711,7 @@ export class KubernetesReflector {
     cursor: string,
     signal: AbortSignal,
     backoff: Backoff,
-  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
+  ): AsyncGenerator<EventBatch, State, undefined> {
     this.#stats.hear({ kind: 'watch-opened' }, this.#wallClock());
     this.#enter('watching');
     const watchdog = new IdleWatchdog(this.#clock, this.#idleTimeoutMs, signal);
@@ -706,7 +747,7 @@ export class KubernetesReflector {
     frames: AsyncIterator<WatchFrame>,
     cursor: string,
     scope: { signal: AbortSignal; backoff: Backoff; watchdog: IdleWatchdog; proven: boolean },
-  ): AsyncGenerator<SourceEvent<EncodedPod>, State, undefined> {
+  ): AsyncGenerator<EventBatch, State, undefined> {
     const { signal, backoff, watchdog } = scope;
     let position = cursor;
     let count = 0;
@@ -766,12 +807,14 @@ export class KubernetesReflector {
       };
       if (scope.proven) proven();
       else this.#clock.sleep(WATCH_HEALTHY_AFTER_MS, watchScope.signal).then(proven, () => {});
-      for (;;) {
-        const next = await frames.next();
-        if (next.done) break;
+      /**
+       * Reads one frame: its change (if any, and in scope and not stale) goes into `batch`, the
+       * cursor moves; returns the next state when the frame ends the watch.
+       */
+      const take = (frame: WatchFrame, batch: SourceEvent<EncodedPod>[]): State | undefined => {
         count += 1;
         lastFrameAt = this.#clock.now();
-        const reading = readFrame(next.value);
+        const reading = readFrame(frame);
         if (reading.kind === 'bookmark') this.#bookmarksSeen = true;
         // Once proven, a frame changes nothing more: health holds until the watch ends, and the
         // watch's end stamps the progress time itself.
@@ -790,7 +833,7 @@ export class KubernetesReflector {
               break;
             if (reading.resourceVersion !== undefined)
               position = this.#setCursor(reading.resourceVersion);
-            yield reading.event;
+            batch.push(reading.event);
             break;
           case 'bookmark':
           case 'ignored':
@@ -824,6 +867,22 @@ export class KubernetesReflector {
           };
           return this.#act('watch', regression, position, backoff);
         }
+        return undefined;
+      };
+      for (;;) {
+        const next = await frames.next();
+        if (next.done) break;
+        // This frame and every frame already decoded behind it (one socket read's), their
+        // changes handed on together, before the watch ends if one of them ends it.
+        const batch: SourceEvent<EncodedPod>[] = [];
+        let ending: State | undefined;
+        for (let frame: WatchFrame | undefined = next.value; frame !== undefined; ) {
+          ending = take(frame, batch);
+          if (ending !== undefined) break;
+          frame = stream.takeReady?.();
+        }
+        if (batch.length > 0) yield batch;
+        if (ending !== undefined) return ending;
       }
       const lastedMs = this.#clock.now() - openedAt;
       const end: ReflectorFailure =

@@ -78,6 +78,13 @@ export class HttpWatchStream implements WatchStream {
     };
   }
 
+  takeReady(): WatchFrame | undefined {
+    if (this.#taken >= this.#frames.length) return undefined;
+    const value = this.#frames[this.#taken++] as WatchFrame;
+    if (this.#taken === this.#frames.length) this.#emptied();
+    return value;
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
@@ -138,11 +145,8 @@ export class HttpWatchStream implements WatchStream {
   }
 
   #next(): Promise<IteratorResult<WatchFrame>> {
-    if (this.#taken < this.#frames.length) {
-      const value = this.#frames[this.#taken++] as WatchFrame;
-      if (this.#taken === this.#frames.length) this.#emptied();
-      return Promise.resolve({ done: false, value });
-    }
+    const ready = this.takeReady();
+    if (ready !== undefined) return Promise.resolve({ done: false, value: ready });
     const ending = this.#ending;
     if (ending === undefined) {
       return new Promise((resolve) => {
