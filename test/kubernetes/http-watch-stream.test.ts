@@ -44,6 +44,15 @@ function openWatch(framer: WatchFramer, signal = new AbortController().signal) {
   return { body, request, stream, heard };
 }
 
+/** Writes more frames than may wait unread, and waits until the stream paused the body; how many. */
+async function writeUntilPaused(body: PassThrough): Promise<number> {
+  const line = `${JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(64 * 1024) } })}\n`;
+  const lines = Math.ceil(MAX_UNREAD_BYTES / line.length) + 8;
+  for (let index = 0; index < lines; index += 1) body.write(line);
+  await until(() => body.isPaused(), { what: 'the body paused' });
+  return lines;
+}
+
 async function take(iterator: AsyncIterator<WatchFrame>, count: number): Promise<WatchFrame[]> {
   const frames: WatchFrame[] = [];
   for (let index = 0; index < count; index += 1) {
@@ -84,10 +93,7 @@ describe('HttpWatchStream', () => {
   it('pauses the body while more than its bound waits unread, and resumes once all is taken', async () => {
     const { body, stream } = openWatch(jsonWatchFramer());
     const iterator = stream[Symbol.asyncIterator]();
-    const line = `${JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(64 * 1024) } })}\n`;
-    const lines = Math.ceil(MAX_UNREAD_BYTES / line.length) + 8;
-    for (let index = 0; index < lines; index += 1) body.write(line);
-    await until(() => body.isPaused(), { what: 'the body paused' });
+    const lines = await writeUntilPaused(body);
     // Nothing was taken: every frame read so far is waiting, and the rest stays in the body.
     expect(body.readableLength).toBeGreaterThan(0);
     const frames = await take(iterator, lines);
@@ -123,10 +129,7 @@ describe('HttpWatchStream', () => {
   it('resumes a paused body once takeReady has taken every waiting frame', async () => {
     const { body, stream } = openWatch(jsonWatchFramer());
     const iterator = stream[Symbol.asyncIterator]();
-    const line = `${JSON.stringify({ type: 'ADDED', object: { pad: 'x'.repeat(64 * 1024) } })}\n`;
-    const lines = Math.ceil(MAX_UNREAD_BYTES / line.length) + 8;
-    for (let index = 0; index < lines; index += 1) body.write(line);
-    await until(() => body.isPaused(), { what: 'the body paused' });
+    const lines = await writeUntilPaused(body);
     let taken = (await take(iterator, 1)).length;
     while (stream.takeReady() !== undefined) taken += 1;
     expect(body.isPaused()).toBe(false);
