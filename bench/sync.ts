@@ -231,19 +231,19 @@ async function measure(pods: number): Promise<{ summaries: Map<Name, Summary>; r
   const loads: string[] = [];
   /** The measured burst's write loop, per run, when one was written. */
   let burstWriteMs: number | undefined;
+  const measuredBurst = (): void => {
+    server.burst(latencyEvents);
+    burstWriteMs = server.lastBurstWriteMs;
+  };
   const burst = (): void => {
     if (warmUpEvents === 0) {
-      server.burst(latencyEvents);
-      burstWriteMs = server.lastBurstWriteMs;
+      measuredBurst();
       return;
     }
     // Unstamped, so no recorder counts them: the same events through the same path, which then
     // runs warm for the measured burst (what is left of its latency is not the first pass).
     server.burst(warmUpEvents, { stamped: false });
-    setTimeout(() => {
-      server.burst(latencyEvents);
-      burstWriteMs = server.lastBurstWriteMs;
-    }, WARM_UP_PAUSE_MS);
+    setTimeout(measuredBurst, WARM_UP_PAUSE_MS);
   };
   for (let run = 1; run <= runs; run += 1) {
     for (const name of variants) {

@@ -1,7 +1,7 @@
 import { get, type IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENGINE_NAMESPACE } from '../../bench/engine-pod.js';
-import { FakeListServer, WRITTEN_AT_ANNOTATION } from '../../bench/fake-list-server.js';
+import { FakeListServer, unixNowMs, WRITTEN_AT_ANNOTATION } from '../../bench/fake-list-server.js';
 
 interface WatchLine {
   type: string;
@@ -73,13 +73,14 @@ async function readWatch(
   });
 }
 
-describe('FakeListServer watch-list (bench:sync --watch-list)', () => {
-  let server: FakeListServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
+/** Each test's server, closed after it. */
+let server: FakeListServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
 
+describe('FakeListServer watch-list (bench:sync --watch-list)', () => {
   it('refuses sendInitialEvents by default, so every client lists', async () => {
     server = await FakeListServer.start({ pods: 2 });
     const answer = await readWatch(server, 'watch=true&sendInitialEvents=true', () => false);
@@ -104,12 +105,6 @@ describe('FakeListServer watch-list (bench:sync --watch-list)', () => {
 });
 
 describe('FakeListServer.burst (bench:sync’s event-latency burst)', () => {
-  let server: FakeListServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-  });
-
   it('stamps each event with its write time, unless the burst is an unmeasured warm-up', async () => {
     server = await FakeListServer.start({ pods: 4 });
     const watch = await openWatch(server);
@@ -120,7 +115,7 @@ describe('FakeListServer.burst (bench:sync’s event-latency burst)', () => {
       [undefined, undefined, undefined],
     );
 
-    const before = performance.timeOrigin + performance.now();
+    const before = unixNowMs();
     server.burst(2);
     const measured = await watch.next(2);
     for (const line of measured) {
