@@ -149,6 +149,11 @@ describe('WorkerPodSource + ReconcileLoop through faults (watch cache off)', () 
     await watched.source.terminateWorker();
     await creating;
     await watched.waitForMembership({ a: ['a-0'], w: names });
+    // The dying worker may have handed on the whole burst before it went: the membership alone
+    // does not say the reopened stream has listed yet (seen in CI under load), so wait for that.
+    await waitUntil('the reopened stream listed', () => watched.stats().lists >= 2, {
+      diagnose: () => watched.describe(),
+    });
 
     const stats = watched.stats();
     expect(stats.lists).toBeGreaterThanOrEqual(2);
